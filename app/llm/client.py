@@ -1,0 +1,202 @@
+"""LLM clients: Anthropic Messages API and OpenAI-compatible chat completions.
+
+One small interface, `LLMClient.complete(system, prompt, *, max_tokens, model=None) -> str`,
+so the summariser and the search reranker never see a provider SDK. Every failure (HTTP
+error after the SDK's own retries, timeout, connection error, empty or malformed answer)
+becomes `LLMError`; nothing else escapes. Credentials are passed to the SDK explicitly and
+never appear in error messages or logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol, runtime_checkable
+
+import anthropic
+import openai
+from pydantic import SecretStr
+
+from app.llm.errors import LLMError
+
+log = logging.getLogger("loom.llm")
+
+# The SDKs back off at most 8 s between attempts; the outer deadline allows for that so it
+# only fires when a server trickles bytes forever (the per-read timeout never trips then).
+_MAX_SDK_BACKOFF = 8.0
+_RETRYABLE_STATUS = {408, 409, 429}
+# Local OpenAI-compatible servers (llama.cpp, Ollama, vLLM) ignore the key but the SDK
+# insists on one.
+_NO_KEY = "not-needed"
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """What the rest of the service may ask of an LLM."""
+
+    provider: str
+    model: str
+    rerank_model: str
+
+    async def complete(self, system: str, prompt: str, *, max_tokens: int,
+                       model: str | None = None) -> str:
+        """One single-turn completion; the answer's text, stripped. Raises `LLMError`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the HTTP connection pool."""
+        ...
+
+
+def _secret(value: SecretStr | str | None) -> str | None:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return value or None
+
+
+def _deadline(timeout: float, max_retries: int) -> float:
+    return timeout * (max_retries + 1) + _MAX_SDK_BACKOFF * max_retries + 1.0
+
+
+def _status_error(provider: str, status: int, kind: str | None) -> LLMError:
+    retryable = status in _RETRYABLE_STATUS or status >= 500
+    detail = f" {kind}" if kind else ""
+    return LLMError(f"{provider}: HTTP {status}{detail}", status_code=status,
+                    retryable=retryable)
+
+
+class AnthropicLLM:
+    """`LLMClient` over `anthropic.AsyncAnthropic` (Messages API)."""
+
+    provider = "anthropic"
+
+    def __init__(self, *, api_key: str, base_url: str | None, model: str,
+                 rerank_model: str | None, timeout: float, max_retries: int) -> None:
+        self.model = model
+        self.rerank_model = rerank_model or model
+        self._deadline = _deadline(timeout, max_retries)
+        self._sdk = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url,
+                                             timeout=timeout, max_retries=max_retries)
+
+    def __repr__(self) -> str:
+        return f"AnthropicLLM(model={self.model!r}, base_url={str(self._sdk.base_url)!r})"
+
+    async def complete(self, system: str, prompt: str, *, max_tokens: int,
+                       model: str | None = None) -> str:
+        """Ask the Messages API; see `LLMClient.complete`."""
+        try:
+            async with asyncio.timeout(self._deadline):
+                msg = await self._sdk.messages.create(
+                    model=model or self.model,
+                    max_tokens=max_tokens,
+                    system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                )
+            text = "".join(
+                getattr(block, "text", "") or ""
+                for block in (msg.content or [])
+                if getattr(block, "type", None) == "text"
+            )
+        except anthropic.APIStatusError as exc:
+            raise _status_error(self.provider, exc.status_code, exc.type) from None
+        except (anthropic.APITimeoutError, TimeoutError):
+            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
+        except anthropic.APIConnectionError:
+            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
+        except Exception as exc:  # malformed body, schema surprises: never escape raw
+            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
+                from None
+        if not text.strip():
+            raise LLMError(f"{self.provider}: empty answer (stop_reason="
+                           f"{getattr(msg, 'stop_reason', None)})")
+        return text.strip()
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP client."""
+        await self._sdk.close()
+
+
+class OpenAICompatLLM:
+    """`LLMClient` over `openai.AsyncOpenAI` chat completions (OpenAI or a local server)."""
+
+    provider = "openai"
+
+    def __init__(self, *, api_key: str | None, base_url: str | None, model: str,
+                 rerank_model: str | None, timeout: float, max_retries: int) -> None:
+        self.model = model
+        self.rerank_model = rerank_model or model
+        self._deadline = _deadline(timeout, max_retries)
+        kwargs: dict[str, Any] = {"api_key": api_key or _NO_KEY, "timeout": timeout,
+                                  "max_retries": max_retries}
+        if base_url:
+            kwargs["base_url"] = base_url
+        self._sdk = openai.AsyncOpenAI(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatLLM(model={self.model!r}, base_url={str(self._sdk.base_url)!r})"
+
+    async def complete(self, system: str, prompt: str, *, max_tokens: int,
+                       model: str | None = None) -> str:
+        """Ask the chat completions endpoint; see `LLMClient.complete`."""
+        try:
+            async with asyncio.timeout(self._deadline):
+                # max_tokens (not max_completion_tokens): what local servers understand.
+                resp = await self._sdk.chat.completions.create(
+                    model=model or self.model,
+                    max_tokens=max_tokens,
+                    messages=[{"role": "system", "content": system},
+                              {"role": "user", "content": prompt}],
+                )
+            choice = resp.choices[0]
+            text = choice.message.content or ""
+        except openai.APIStatusError as exc:
+            kind = exc.type if isinstance(getattr(exc, "type", None), str) else None
+            raise _status_error(self.provider, exc.status_code, kind) from None
+        except (openai.APITimeoutError, TimeoutError):
+            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
+        except openai.APIConnectionError:
+            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
+        except Exception as exc:
+            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
+                from None
+        if not text.strip():
+            raise LLMError(f"{self.provider}: empty answer")
+        return text.strip()
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP client."""
+        await self._sdk.close()
+
+
+def get_llm_client(settings: Any) -> LLMClient | None:
+    """The configured client, or None when no provider/key is configured.
+
+    `LOOM_LLM_PROVIDER=anthropic` needs `ANTHROPIC_API_KEY`; `openai` needs
+    `LOOM_OPENAI_BASE_URL` or `LOOM_OPENAI_API_KEY` (and `LOOM_OPENAI_MODEL`, else the
+    summary model name is sent); `none` disables the LLM. None means callers use the
+    heuristic summariser and BM25-only search.
+    """
+    provider = str(getattr(settings, "llm_provider", "anthropic") or "anthropic").lower()
+    timeout = float(settings.llm_timeout_seconds)
+    retries = int(settings.llm_max_retries)
+    if provider == "none":
+        return None
+    if provider == "openai":
+        base_url = settings.openai_base_url or None
+        key = _secret(settings.openai_api_key)
+        if not base_url and not key:
+            log.warning("LOOM_LLM_PROVIDER=openai without LOOM_OPENAI_BASE_URL or "
+                        "LOOM_OPENAI_API_KEY: LLM disabled")
+            return None
+        model = settings.openai_model or settings.summary_model
+        return OpenAICompatLLM(api_key=key, base_url=base_url, model=model,
+                               rerank_model=settings.rerank_model, timeout=timeout,
+                               max_retries=retries)
+    if provider != "anthropic":
+        raise ValueError(f"unknown LOOM_LLM_PROVIDER {provider!r}")
+    key = _secret(settings.anthropic_api_key)
+    if not key:
+        return None
+    return AnthropicLLM(api_key=key, base_url=settings.anthropic_base_url or None,
+                        model=settings.summary_model, rerank_model=settings.rerank_model,
+                        timeout=timeout, max_retries=retries)
