@@ -1,0 +1,1 @@
+"""Knowledge tiers (task / project / global memory items), context packages, learned layer."""
