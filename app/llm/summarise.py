@@ -29,6 +29,7 @@ from typing import Any
 from app.core.tokens import count_text
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
+from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
 
 log = logging.getLogger("loom.llm.summarise")
 
@@ -93,7 +94,12 @@ def message_text(message: dict[str, Any]) -> str:
     else:
         parts = [_block_text(content)]
     for call in message.get("tool_calls") or ():
-        parts.append(_block_text({"type": "tool_use", **call}))
+        if isinstance(call, dict):
+            fn = call.get("function")  # OpenAI shape: {"id", "function": {name, arguments}}
+            if isinstance(fn, dict):
+                call = {"id": call.get("id"), "name": fn.get("name"),
+                        "input": fn.get("arguments")}
+            parts.append(_block_text({**call, "type": "tool_use"}))
     return "\n".join(p for p in parts if p)
 
 
@@ -201,15 +207,13 @@ async def _llm_text(client: LLMClient, messages: Sequence[dict[str, Any]], *,
 async def summarise(client: LLMClient | None, messages: Sequence[dict[str, Any]], *,
                     max_tokens: int = DEFAULT_MAX_TOKENS,
                     max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
-                    model: str | None = None, fallback: bool = True) -> Any:
+                    model: str | None = None, fallback: bool = True) -> SummaryDraft:
     """One `SummaryDraft` for `messages` (a contiguous seq range, oldest first).
 
     LLM summary (`method="llm"`) when a client is configured and answers; otherwise the
     heuristic summary (`method="heuristic"`) and a log line. With `fallback=False`, a
     retryable `LLMError` is re-raised instead of falling back (the caller will retry later).
     """
-    from app.memory.summariser import SummaryDraft, heuristic_summary
-
     if not messages:
         raise ValueError("summarise needs at least one message")
     start, end = int(messages[0]["seq"]), int(messages[-1]["seq"])
@@ -229,5 +233,6 @@ async def summarise(client: LLMClient | None, messages: Sequence[dict[str, Any]]
                     start, end, type(exc).__name__)
         return heuristic_summary(list(messages))
     text = with_user_quotes(f"[{covers_tag(start, end)}] {answer}", messages)
+    # count_tokens: the same stored-summary cost the heuristic drafts use (text + overhead).
     return SummaryDraft(start_seq=start, end_seq=end, text=text, method="llm",
-                        token_count=count_text(text))
+                        token_count=count_tokens(text))

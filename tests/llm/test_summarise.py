@@ -21,9 +21,6 @@ from app.llm.summarise import (
 )
 from tests.fakes.llm_server import Empty, Fail, FakeLLMServer, Hang, Malformed, Reply
 
-# TODO(phase 2): drop once app.memory.summariser (issue 4) has landed.
-pytest.importorskip("app.memory.summariser")
-
 KEY = "sk-ant-summarise-SECRET"
 
 
@@ -52,7 +49,7 @@ async def test_llm_summary_covers_range_and_asks_for_it(fake_llm: FakeLLMServer)
     assert draft.method == "llm"
     assert (draft.start_seq, draft.end_seq) == (11, 14)
     assert "covers msg:11-14" in draft.text
-    assert draft.token_count == count_text(draft.text)
+    assert draft.token_count == count_text(draft.text) + 4  # + message overhead
     [req] = fake_llm.requests
     assert req.covers == (11, 14)
     assert req.system == SYSTEM_PROMPT
