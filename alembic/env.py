@@ -1,0 +1,56 @@
+"""Async Alembic environment. The URL comes from `sqlalchemy.url` if the caller set it
+(tests, the embedded default), otherwise from the settings."""
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+import app.models  # noqa: F401  (registers every table)
+from app.core.config import async_dsn, get_settings
+from app.models.base import metadata
+
+config = context.config
+target_metadata = metadata
+
+
+def _url() -> str:
+    url = config.get_main_option("sqlalchemy.url") or get_settings().database_url
+    if not url:
+        raise RuntimeError("DATABASE_URL is not set")
+    return async_dsn(url)
+
+
+def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
+    return True
+
+
+def do_run_migrations(connection: Connection) -> None:
+    context.configure(connection=connection, target_metadata=target_metadata,
+                      compare_type=True, include_object=_include_object)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def run_async_migrations() -> None:
+    engine = create_async_engine(_url())
+    async with engine.connect() as connection:
+        await connection.run_sync(do_run_migrations)
+    await engine.dispose()
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    existing = config.attributes.get("connection")
+    if existing is not None:
+        do_run_migrations(existing)
+    else:
+        asyncio.run(run_async_migrations())

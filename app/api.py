@@ -1,0 +1,12 @@
+"""The /v1 API: every domain router, mounted under one prefix."""
+
+from fastapi import APIRouter
+
+from app.auth.router import router as auth_router
+from app.messages.router import router as messages_router
+from app.sessions.router import router as sessions_router
+
+api_router = APIRouter(prefix="/v1")
+api_router.include_router(auth_router)
+api_router.include_router(sessions_router)
+api_router.include_router(messages_router)

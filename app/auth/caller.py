@@ -1,0 +1,52 @@
+"""Who is calling, and what they may do (pure rules)."""
+
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+from app.core.errors import BadRequest, Forbidden
+
+Role = Literal["admin", "service", "agent"]
+ROLES: tuple[str, ...] = ("admin", "service", "agent")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller acting in one tenant.
+
+    `agent_id` is the effective agent: an agent key's bound id, or the `X-Agent-Id` a service
+    or admin key sent; None when a service acts without naming an agent.
+    """
+
+    tenant_id: uuid.UUID
+    role: Role
+    agent_id: str | None
+    key_id: uuid.UUID | None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    def require_agent(self) -> str:
+        """The agent this call acts as; service keys must name one with X-Agent-Id."""
+        if not self.agent_id:
+            raise BadRequest("This operation acts as an agent: send X-Agent-Id.",
+                             code="agent_required")
+        return self.agent_id
+
+    def require_role(self, *roles: str) -> None:
+        if self.role not in roles:
+            raise Forbidden(f"This operation needs a key with role {' or '.join(roles)}.")
+
+    def can_see_agent(self, agent_id: str) -> bool:
+        """Agent keys see only their own agent; service and admin keys see the tenant."""
+        return self.role != "agent" or self.agent_id == agent_id
+
+
+def effective_agent(role: str, bound_agent: str | None, header_agent: str | None) -> str | None:
+    """Resolve X-Agent-Id against the key: an agent key may not act as another agent."""
+    if role == "agent":
+        if header_agent is not None and header_agent != bound_agent:
+            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+        return bound_agent
+    return header_agent or None

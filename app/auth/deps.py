@@ -1,0 +1,92 @@
+"""Authentication: one dependency yields the caller for every /v1 route."""
+
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.auth import repository
+from app.auth.caller import Caller, effective_agent
+from app.auth.keys import hash_key, same_secret
+from app.auth.ratelimit import take_token
+from app.core.config import Settings
+from app.core.db import DbDep
+from app.core.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
+
+bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer lm_...`")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The key behind a request, before a tenant is chosen."""
+
+    role: str
+    tenant_id: uuid.UUID | None  # None only for the bootstrap admin key
+    bound_agent: str | None
+    key_id: uuid.UUID | None
+
+
+async def get_principal(
+    request: Request, db: DbDep,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Principal:
+    """Resolve the bearer key; 401 for a missing, unknown or revoked key."""
+    if creds is None or not creds.credentials:
+        raise Unauthorized("Send an API key as `Authorization: Bearer <key>`.",
+                           headers={"WWW-Authenticate": "Bearer"})
+    secret = creds.credentials
+    settings: Settings = request.app.state.settings
+    admin_key = settings.admin_key.get_secret_value() if settings.admin_key else None
+    if admin_key and same_secret(secret, admin_key):
+        principal = Principal("admin", None, None, None)
+    else:
+        key = await repository.get_key_by_hash(db, hash_key(secret))
+        if key is None or key.revoked_at is not None:
+            raise Unauthorized("The API key is not valid.", headers={"WWW-Authenticate": "Bearer"})
+        principal = Principal(key.role, key.tenant_id, key.agent_id, key.id)
+    if settings.rate_limit_per_second > 0:
+        ident = str(principal.key_id or "bootstrap-admin")
+        wait = await take_token(request.app.state.redis, ident, settings.rate_limit_per_second,
+                                settings.rate_limit_burst)
+        if wait is not None:
+            raise TooManyRequests("Rate limit exceeded for this key.",
+                                  headers={"Retry-After": str(max(1, math.ceil(wait)))})
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def _header_tenant(request: Request) -> uuid.UUID | None:
+    raw = request.headers.get("x-tenant-id")
+    if raw is None:
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError as exc:
+        raise BadRequest("X-Tenant-Id is not a valid id.", code="invalid_tenant_id") from exc
+
+
+async def get_caller(request: Request, db: DbDep, principal: PrincipalDep) -> Caller:
+    """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id."""
+    header_agent = request.headers.get("x-agent-id") or None
+    agent = effective_agent(principal.role, principal.bound_agent, header_agent)
+    tenant_id = principal.tenant_id
+    if principal.role == "admin":
+        named = _header_tenant(request)
+        if named is not None:
+            if named != tenant_id and await repository.get_tenant(db, named) is None:
+                raise NotFound("No such tenant.")
+            tenant_id = named
+        if tenant_id is None:
+            raise BadRequest("Admin keys name the tenant to act in with X-Tenant-Id.",
+                             code="tenant_required")
+    assert tenant_id is not None
+    return Caller(tenant_id=tenant_id, role=principal.role, agent_id=agent,  # type: ignore[arg-type]
+                  key_id=principal.key_id)
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]

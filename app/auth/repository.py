@@ -1,0 +1,53 @@
+"""Queries for tenants and API keys."""
+
+import uuid
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import ApiKey, Tenant
+
+
+async def get_key_by_hash(db: AsyncSession, key_hash: str) -> ApiKey | None:
+    result = await db.execute(sa.select(ApiKey).where(ApiKey.key_hash == key_hash))
+    return result.scalar_one_or_none()
+
+
+async def get_tenant(db: AsyncSession, tenant_id: uuid.UUID) -> Tenant | None:
+    return await db.get(Tenant, tenant_id)
+
+
+async def add_tenant(db: AsyncSession, tenant: Tenant) -> Tenant:
+    db.add(tenant)
+    await db.flush()
+    return tenant
+
+
+async def add_key(db: AsyncSession, key: ApiKey) -> ApiKey:
+    db.add(key)
+    await db.flush()
+    return key
+
+
+async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, *, after: uuid.UUID | None,
+                    limit: int, role: str | None = None) -> list[ApiKey]:
+    q = sa.select(ApiKey).where(ApiKey.tenant_id == tenant_id)
+    if role:
+        q = q.where(ApiKey.role == role)
+    if after:
+        q = q.where(ApiKey.id > after)
+    result = await db.execute(q.order_by(ApiKey.id).limit(limit))
+    return list(result.scalars())
+
+
+async def get_key(db: AsyncSession, tenant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey | None:
+    result = await db.execute(sa.select(ApiKey).where(ApiKey.tenant_id == tenant_id,
+                                                      ApiKey.id == key_id))
+    return result.scalar_one_or_none()
+
+
+async def revoke_key(db: AsyncSession, key: ApiKey) -> None:
+    if key.revoked_at is None:
+        key.revoked_at = datetime.now(UTC)
+        await db.flush()

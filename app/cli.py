@@ -1,0 +1,175 @@
+"""`loom-memory` command line: serve, worker, migrate, openapi, create-key."""
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from app.core.config import Settings, get_settings
+
+log = logging.getLogger("loom")
+
+
+def _migrate(url: str) -> None:
+    from app.migrate import upgrade
+
+    upgrade(url)
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    settings = get_settings()
+    if not settings.database_url:
+        print("DATABASE_URL is not set", file=sys.stderr)
+        return 2
+    _migrate(settings.database_url)
+    print("database is at the latest schema")
+    return 0
+
+
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from app.main import create_app
+
+    doc = create_app(Settings()).openapi()
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_worker(_: argparse.Namespace) -> int:
+    from arq.worker import run_worker
+
+    from workers.settings import WorkerSettings
+
+    run_worker(WorkerSettings)  # type: ignore[arg-type]
+    return 0
+
+
+async def _create_key(url: str, role: str, tenant_id: str | None, tenant_name: str | None,
+                      agent_id: str | None) -> dict[str, str]:
+    import uuid
+
+    from app.auth.keys import display_prefix, generate_key, hash_key
+    from app.core.db import create_engine, create_sessionmaker
+    from app.models import ApiKey, Tenant
+
+    engine = create_engine(url, 1)
+    try:
+        async with create_sessionmaker(engine)() as db:
+            if tenant_id is None:
+                tid = uuid.uuid4()
+                db.add(Tenant(id=tid, tenant_id=tid, name=tenant_name or "default"))
+                await db.flush()
+            else:
+                tid = uuid.UUID(tenant_id)
+            secret = generate_key()
+            db.add(ApiKey(tenant_id=tid, role=role, agent_id=agent_id, name="cli",
+                          key_hash=hash_key(secret), prefix=display_prefix(secret)))
+            await db.commit()
+            return {"tenant_id": str(tid), "role": role, "secret": secret}
+    finally:
+        await engine.dispose()
+
+
+def cmd_create_key(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    if not settings.database_url:
+        print("DATABASE_URL is not set", file=sys.stderr)
+        return 2
+    out = asyncio.run(_create_key(settings.database_url, args.role, args.tenant_id,
+                                  args.tenant_name, args.agent_id))
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.embedded import EmbeddedStores, bootstrap_admin_key
+
+    settings = get_settings()
+    host = args.host or settings.host
+    port = args.port or settings.port
+    stores = EmbeddedStores(data_dir=settings.data_dir)
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        stores.start(need_db=not settings.database_url, need_redis=not settings.redis_url)
+        env = dict(os.environ)
+        if stores.database_url:
+            env["DATABASE_URL"] = os.environ["DATABASE_URL"] = stores.database_url
+        if stores.redis_url:
+            env["REDIS_URL"] = os.environ["REDIS_URL"] = stores.redis_url
+        if stores.started:
+            print(f"embedded {' and '.join(stores.started)} in {settings.data_dir.resolve()}",
+                  flush=True)
+        get_settings.cache_clear()
+        settings = get_settings()
+        assert settings.database_url
+        _migrate(settings.database_url)
+        if settings.admin_key is None and stores.started:
+            key, created = bootstrap_admin_key(settings.data_dir)
+            env["LOOM_ADMIN_KEY"] = os.environ["LOOM_ADMIN_KEY"] = key
+            get_settings.cache_clear()
+            settings = get_settings()
+            if created:
+                print(f"admin key (shown once; kept in {settings.data_dir / 'admin_key'}): "
+                      f"{key}", flush=True)
+            else:
+                print(f"admin key: in {settings.data_dir / 'admin_key'}", flush=True)
+        if settings.run_worker_in_serve and not args.no_worker:
+            worker = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env)
+        from app.main import create_app
+
+        app = create_app(settings)
+        print(f"Loom Memory on http://{host}:{port} - Swagger UI: http://{host}:{port}/docs",
+              flush=True)
+        uvicorn.run(app, host=host, port=port, log_level=settings.log_level,
+                    access_log=False)
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+        stores.stop()
+        print("stopped", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    parser = argparse.ArgumentParser(prog="loom-memory", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the API (and a worker); embedded stores if no URLs")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--no-worker", action="store_true")
+    serve.set_defaults(fn=cmd_serve)
+    sub.add_parser("worker", help="run an arq worker").set_defaults(fn=cmd_worker)
+    sub.add_parser("migrate", help="migrate the database to the latest schema").set_defaults(
+        fn=cmd_migrate)
+    oa = sub.add_parser("openapi", help="write the OpenAPI document")
+    oa.add_argument("--output", default="openapi/openapi.json")
+    oa.set_defaults(fn=cmd_openapi)
+    ck = sub.add_parser("create-key", help="create an API key directly in the database")
+    ck.add_argument("--role", choices=["admin", "service", "agent"], default="service")
+    ck.add_argument("--tenant-id")
+    ck.add_argument("--tenant-name")
+    ck.add_argument("--agent-id")
+    ck.set_defaults(fn=cmd_create_key)
+    args = parser.parse_args(argv)
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""One error type for the whole service and the handlers that render its envelope.
+
+Every error response is `{"error": {"code", "message", "details"}}` with the right status;
+nothing below the router raises HTTPException, and no stack trace ever reaches a client.
+"""
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("loom.errors")
+
+
+class AppError(Exception):
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None, details: Any = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.details = details
+        self.headers = headers
+
+
+class BadRequest(AppError):
+    status_code, code = 400, "bad_request"
+
+
+class Unauthorized(AppError):
+    status_code, code = 401, "unauthorized"
+
+
+class Forbidden(AppError):
+    status_code, code = 403, "forbidden"
+
+
+class NotFound(AppError):
+    status_code, code = 404, "not_found"
+
+
+class Conflict(AppError):
+    status_code, code = 409, "conflict"
+
+
+class PreconditionFailed(AppError):
+    status_code, code = 412, "precondition_failed"
+
+
+class PayloadTooLarge(AppError):
+    status_code, code = 413, "payload_too_large"
+
+
+class Unprocessable(AppError):
+    status_code, code = 422, "validation_error"
+
+
+class PreconditionRequired(AppError):
+    status_code, code = 428, "precondition_required"
+
+
+class TooManyRequests(AppError):
+    status_code, code = 429, "rate_limited"
+
+
+class ServiceUnavailable(AppError):
+    status_code, code = 503, "unavailable"
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorEnvelope(BaseModel):
+    error: ErrorBody
+
+
+def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {c: {"model": ErrorEnvelope} for c in codes}
+
+
+# Routes declare these so the OpenAPI document shows the envelope.
+ERROR_RESPONSES = _responses(400, 401, 403, 404, 409, 413, 422, 429, 503)
+
+
+def error_response(status: int, code: str, message: str, details: Any = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _clean_validation_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for e in errors:
+        item = {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+        out.append(item)
+    return out
+
+
+_STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+                 405: "method_not_allowed", 406: "not_acceptable", 409: "conflict",
+                 413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
+                 429: "rate_limited", 503: "unavailable"}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Render every error, expected or not, as the envelope."""
+
+    @app.exception_handler(AppError)
+    async def _app_error(_: Request, exc: AppError) -> JSONResponse:
+        return error_response(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, "validation_error", "The request is not valid.",
+                              _clean_validation_errors(list(exc.errors())))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "error")
+        return error_response(exc.status_code, code, str(exc.detail), None,
+                              getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        from app.core.db_errors import map_db_error
+
+        mapped = map_db_error(exc)
+        if mapped is not None:
+            return error_response(mapped.status_code, mapped.code, mapped.message)
+        log.exception("unhandled error")
+        return error_response(500, "internal_error", "An internal error occurred.")

@@ -1,0 +1,59 @@
+"""The one place that talks to the job queue (arq today; kept replaceable).
+
+Enqueueing never fails a request: with Redis down it logs and returns False, and the
+periodic passes pick the work up when Redis is back.
+"""
+
+import logging
+from typing import Any
+
+from arq.connections import ArqRedis, create_pool
+
+log = logging.getLogger("loom.queue")
+
+
+class Queue:
+    def __init__(self, redis_settings: Any, queue_name: str = "arq:queue") -> None:
+        self._settings = redis_settings
+        self.queue_name = queue_name
+        self._pool: ArqRedis | None = None
+
+    async def _get_pool(self) -> ArqRedis:
+        if self._pool is None:
+            self._pool = await create_pool(self._settings)
+        return self._pool
+
+    async def enqueue(self, job_name: str, *args: Any, _job_id: str | None = None,
+                      _defer_by: float | None = None) -> bool:
+        try:
+            pool = await self._get_pool()
+            job = await pool.enqueue_job(job_name, *args, _job_id=_job_id, _defer_by=_defer_by,
+                                         _queue_name=self.queue_name)
+            return job is not None or _job_id is not None
+        except Exception as exc:  # Redis down: degrade, never fail the caller
+            log.warning("enqueue of %s failed: %s", job_name, type(exc).__name__)
+            self._pool = None
+            return False
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            try:
+                await self._pool.aclose()
+            except Exception:
+                pass
+            self._pool = None
+
+
+async def enqueue(holder: Any, job_name: str, *args: Any, _job_id: str | None = None,
+                  _defer_by: float | None = None) -> bool:
+    """Enqueue through the queue held by a Request/app (`.app.state.queue`) or an arq ctx."""
+    queue: Queue | None = None
+    if isinstance(holder, dict):
+        queue = holder.get("queue")
+    else:
+        app = getattr(holder, "app", holder)
+        queue = getattr(getattr(app, "state", None), "queue", None)
+    if queue is None:
+        log.warning("no queue configured; %s not enqueued", job_name)
+        return False
+    return await queue.enqueue(job_name, *args, _job_id=_job_id, _defer_by=_defer_by)

@@ -1,0 +1,90 @@
+"""Application factory and lifespan."""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.api import api_router
+from app.core.config import Settings, get_settings
+from app.core.db import create_engine, create_sessionmaker
+from app.core.errors import error_response, install_error_handlers
+from app.core.lifecycle import shutdown_hooks, startup_hooks
+from app.core.queue import Queue
+from app.core.redis import arq_settings, create_redis
+from app.health.router import router as health_router
+
+log = logging.getLogger("loom")
+
+DESCRIPTION = """Memory server for LLM agents: segmented memory (ROM, Kernel, L1, L2, swap),
+swap search, shared memory and knowledge tiers. Authenticate with `Authorization: Bearer
+<api key>` (the Authorize button). Service keys act as an agent with `X-Agent-Id`; admin keys
+name the tenant with `X-Tenant-Id`."""
+
+
+class BodySizeLimit:
+    """Refuse bodies over the configured size with 413 before reading them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", ()):
+                if name == b"content-length":
+                    try:
+                        too_big = int(value) > self.max_bytes
+                    except ValueError:
+                        too_big = False
+                    if too_big:
+                        resp = error_response(413, "payload_too_large",
+                                              f"The body is over {self.max_bytes} bytes.")
+                        await resp(scope, receive, send)
+                        return
+        await self.app(scope, receive, send)
+
+
+def _operation_id(route: APIRoute) -> str:
+    return route.name
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app. Stores are opened in the lifespan, so building it needs no services."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not settings.database_url or not settings.redis_url:
+            raise RuntimeError("DATABASE_URL and REDIS_URL must be set "
+                               "(`loom-memory serve` without them starts embedded stores)")
+        engine = create_engine(settings.database_url, settings.db_pool_size)
+        app.state.engine = engine
+        app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.redis = create_redis(settings.redis_url)
+        app.state.queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
+        try:
+            for hook in startup_hooks:
+                await hook(app)
+            yield
+        finally:
+            for hook in shutdown_hooks:
+                try:
+                    await hook(app)
+                except Exception:
+                    log.exception("shutdown hook failed")
+            await app.state.queue.close()
+            await app.state.redis.aclose()
+            await engine.dispose()
+
+    app = FastAPI(title="Loom Memory", version="1.0.0", description=DESCRIPTION,
+                  lifespan=lifespan, generate_unique_id_function=_operation_id)
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.include_router(health_router)
+    app.include_router(api_router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    return app

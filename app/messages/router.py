@@ -1,0 +1,63 @@
+"""Messages: append (idempotent on request) and read the full history (the swap)."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request, Response
+
+from app.auth.deps import CallerDep
+from app.core.db import DbDep
+from app.core.errors import ERROR_RESPONSES, BadRequest
+from app.core.pagination import decode_cursor, encode_cursor
+from app.messages import service
+from app.messages.schemas import MessageList, MessagesAppend, MessagesAppended
+from app.sessions.deps import SessionDep
+
+router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
+
+
+@router.post("/sessions/{session_id}/messages", status_code=201,
+             response_model=MessagesAppended)
+async def append_messages(
+    session_id: uuid.UUID, body: MessagesAppend, db: DbDep, caller: CallerDep,
+    request: Request, response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> MessagesAppended:
+    """Append one or more messages in one transaction.
+
+    With `Idempotency-Key`, a retry of the same request returns the first result (200,
+    `replayed: true`) and appends nothing; the same key with a different body is 409.
+    """
+    result = await service.append(db, caller, session_id, body,
+                                  idempotency_key=idempotency_key,
+                                  max_messages=request.app.state.settings.max_messages_per_request)
+    if result.replayed:
+        response.status_code = 200
+    return result
+
+
+@router.get("/sessions/{session_id}/messages", response_model=MessageList)
+async def list_messages(
+    session: SessionDep, db: DbDep, caller: CallerDep,
+    after_seq: Annotated[int | None, Query(ge=0)] = None,
+    offset: Annotated[int | None, Query(ge=0, description="Skip this many oldest messages.")]
+    = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: str | None = None,
+) -> MessageList:
+    """The full history, oldest first, by `after_seq`, `offset` or `cursor`."""
+    start = 0
+    data = decode_cursor(cursor)
+    if data is not None:
+        try:
+            start = int(data["after_seq"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
+    elif after_seq is not None:
+        start = after_seq
+    elif offset is not None:
+        start = offset  # seqs start at 1 and have no gaps, so offset n = after seq n
+    rows = await service.read_page(db, caller, session.id, after_seq=start, limit=limit + 1)
+    items = [service.to_public(m) for m in rows[:limit]]
+    nxt = encode_cursor({"after_seq": rows[limit - 1].seq}) if len(rows) > limit else None
+    return MessageList(items=items, next_cursor=nxt)

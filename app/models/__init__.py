@@ -1,0 +1,10 @@
+"""All table models, imported here so Alembic sees the whole metadata."""
+
+from app.models.api_key import ApiKey
+from app.models.base import metadata
+from app.models.idempotency import IdempotencyRecord
+from app.models.message import Message
+from app.models.session import Session
+from app.models.tenant import Tenant
+
+__all__ = ["ApiKey", "IdempotencyRecord", "Message", "Session", "Tenant", "metadata"]

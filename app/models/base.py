@@ -1,0 +1,35 @@
+"""Shared metadata with a constraint naming convention, and column helpers."""
+
+import uuid
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlmodel import SQLModel
+
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = SQLModel.metadata
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+def ts_column(**kw: object) -> sa.Column:
+    return sa.Column(sa.DateTime(timezone=True), nullable=False,
+                     server_default=sa.func.now(), **kw)  # type: ignore[arg-type]
+
+
+def tenant_fk() -> sa.Column:
+    return sa.Column(sa.Uuid, sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False,
+                     index=True)

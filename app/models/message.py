@@ -1,0 +1,41 @@
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlmodel import Field, SQLModel
+
+from app.models.base import tenant_fk, ts_column, utcnow
+
+
+class Message(SQLModel, table=True):
+    """One message of a session, append-only; (session_id, seq) is its identity."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        sa.Index("ix_messages_search_vector", "search_vector", postgresql_using="gin"),
+    )
+
+    session_id: uuid.UUID = Field(sa_column=sa.Column(
+        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
+    seq: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    # Canonical content: a string, or a list of Anthropic-style blocks without tool_use /
+    # tool_result (those live in tool_calls / tool_use_id).
+    content: Any = Field(default=None, sa_column=sa.Column(JSONB))
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, sa_column=sa.Column(JSONB))
+    tool_use_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    is_error: bool = Field(default=False, sa_column=sa.Column(sa.Boolean, nullable=False,
+                                                              server_default=sa.false()))
+    name: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    text: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False,
+                                                      server_default=""))
+    token_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    meta: dict[str, Any] = Field(default_factory=dict,
+                                 sa_column=sa.Column("metadata", JSONB, nullable=False,
+                                                     server_default=sa.text("'{}'::jsonb")))
+    # Filled in the INSERT with the tenant's text search configuration.
+    search_vector: Any = Field(default=None, sa_column=sa.Column(TSVECTOR))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -1,0 +1,34 @@
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+from app.models.base import new_id, tenant_fk, ts_column, utcnow
+
+
+class Session(SQLModel, table=True):
+    """One conversation of one agent."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (sa.Index("ix_sessions_tenant_agent_created", "tenant_id", "agent_id",
+                               "created_at"),)
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    config: dict[str, Any] = Field(default_factory=dict,
+                                   sa_column=sa.Column(JSONB, nullable=False,
+                                                       server_default=sa.text("'{}'::jsonb")))
+    meta: dict[str, Any] = Field(default_factory=dict,
+                                 sa_column=sa.Column("metadata", JSONB, nullable=False,
+                                                     server_default=sa.text("'{}'::jsonb")))
+    # Highest seq handed out; bumped under the row lock so seqs stay gap-free and unique.
+    last_seq: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
+                                                         server_default="0"))
+    message_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
+                                                               server_default="0"))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

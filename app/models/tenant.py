@@ -1,0 +1,20 @@
+import uuid
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from app.models.base import new_id, ts_column, utcnow
+
+
+class Tenant(SQLModel, table=True):
+    __tablename__ = "tenants"
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    # A tenant row is its own tenant; the column keeps the "every table has tenant_id" rule.
+    tenant_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, nullable=False, unique=True))
+    name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    text_search_config: str = Field(
+        default="english",
+        sa_column=sa.Column(sa.String(64), nullable=False, server_default="english"))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

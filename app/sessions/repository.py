@@ -1,0 +1,45 @@
+"""Session queries. Every one filters by tenant."""
+
+import uuid
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Session
+
+
+async def get(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> Session | None:
+    result = await db.execute(sa.select(Session).where(Session.tenant_id == tenant_id,
+                                                       Session.id == session_id))
+    return result.scalar_one_or_none()
+
+
+async def get_for_update(db: AsyncSession, tenant_id: uuid.UUID,
+                         session_id: uuid.UUID) -> Session | None:
+    result = await db.execute(sa.select(Session).where(Session.tenant_id == tenant_id,
+                                                       Session.id == session_id)
+                              .with_for_update())
+    return result.scalar_one_or_none()
+
+
+async def add(db: AsyncSession, session: Session) -> Session:
+    db.add(session)
+    await db.flush()
+    return session
+
+
+async def list_page(db: AsyncSession, tenant_id: uuid.UUID, *, agent_id: str | None,
+                    after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Session]:
+    q = sa.select(Session).where(Session.tenant_id == tenant_id)
+    if agent_id is not None:
+        q = q.where(Session.agent_id == agent_id)
+    if after is not None:
+        q = q.where(sa.tuple_(Session.created_at, Session.id) > sa.tuple_(*after))
+    result = await db.execute(q.order_by(Session.created_at, Session.id).limit(limit))
+    return list(result.scalars())
+
+
+async def delete(db: AsyncSession, session: Session) -> None:
+    await db.delete(session)
+    await db.flush()

@@ -1,0 +1,73 @@
+"""Sessions: one conversation of one agent."""
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from app.auth.deps import CallerDep
+from app.core.db import DbDep
+from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
+from app.core.pagination import decode_cursor, encode_cursor
+from app.sessions import repository, service
+from app.sessions.deps import SessionDep
+from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
+
+router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
+
+
+@router.post("/sessions", status_code=201, response_model=SessionPublic)
+async def create_session(body: SessionCreate, db: DbDep, caller: CallerDep) -> SessionPublic:
+    """Start a session for an agent."""
+    session = await service.create(db, caller, body)
+    return service.to_public(session)
+
+
+@router.get("/sessions", response_model=SessionList)
+async def list_sessions(
+    db: DbDep, caller: CallerDep,
+    agent_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: str | None = None,
+) -> SessionList:
+    """List sessions, oldest first. Agent keys see only their own agent's sessions."""
+    if caller.role == "agent":
+        if agent_id is not None and agent_id != caller.agent_id:
+            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+        agent_id = caller.agent_id
+    after = None
+    data = decode_cursor(cursor)
+    if data is not None:
+        try:
+            after = (datetime.fromisoformat(str(data["t"])), uuid.UUID(str(data["id"])))
+        except (KeyError, ValueError) as exc:
+            raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
+    rows = await repository.list_page(db, caller.tenant_id, agent_id=agent_id, after=after,
+                                      limit=limit + 1)
+    items = [service.to_public(s) for s in rows[:limit]]
+    nxt = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        nxt = encode_cursor({"t": last.created_at.isoformat(), "id": str(last.id)})
+    return SessionList(items=items, next_cursor=nxt)
+
+
+@router.get("/sessions/{session_id}", response_model=SessionPublic)
+async def get_session(session: SessionDep) -> SessionPublic:
+    """One session with its counts."""
+    return service.to_public(session)
+
+
+@router.patch("/sessions/{session_id}", response_model=SessionPublic)
+async def update_session(body: SessionUpdate, session: SessionDep, db: DbDep) -> SessionPublic:
+    """Change config fields or replace metadata."""
+    session = await service.update(db, session, body)
+    return service.to_public(session)
+
+
+@router.delete("/sessions/{session_id}", status_code=204, response_class=Response)
+async def delete_session(session: SessionDep, db: DbDep) -> Response:
+    """Delete a session and everything in it."""
+    await repository.delete(db, session)
+    return Response(status_code=204)

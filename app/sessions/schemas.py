@@ -1,0 +1,71 @@
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.auth.schemas import AGENT_ID_PATTERN
+
+
+class SessionConfig(BaseModel):
+    """Per-session memory configuration; every number has the spec's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_context_tokens: int = Field(default=200_000, ge=256, le=10_000_000)
+    reserved_output_tokens: int | None = Field(
+        default=None, ge=0,
+        description="Tokens kept free for the answer. Default: 20,000, but never more than "
+                    "10% of the window.")
+    l1_max_messages: int = Field(default=10, ge=2, le=1000)
+    max_l2_tokens: int = Field(default=5_000, ge=100, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> "SessionConfig":
+        if (self.reserved_output_tokens is not None
+                and self.reserved_output_tokens >= self.max_context_tokens):
+            raise ValueError("reserved_output_tokens must be smaller than max_context_tokens")
+        return self
+
+    @property
+    def budget(self) -> int:
+        reserve = self.reserved_output_tokens
+        if reserve is None:
+            reserve = min(20_000, self.max_context_tokens // 10)
+        return self.max_context_tokens - reserve
+
+
+class SessionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str | None = Field(
+        default=None, pattern=AGENT_ID_PATTERN,
+        description="The session's agent. Agent keys: their own (may be omitted). Service keys: "
+                    "this field or X-Agent-Id.")
+    config: SessionConfig = Field(default_factory=SessionConfig)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    config: dict[str, Any] | None = Field(
+        default=None, description="Config fields to change; others keep their values.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Replaces the metadata.")
+
+
+class SessionPublic(BaseModel):
+    id: uuid.UUID
+    agent_id: str
+    config: SessionConfig
+    metadata: dict[str, Any]
+    message_count: int
+    message_tokens: int
+    budget: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class SessionList(BaseModel):
+    items: list[SessionPublic]
+    next_cursor: str | None

@@ -1,0 +1,76 @@
+"""Session lifecycle."""
+
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import BadRequest, Forbidden, Unprocessable
+from app.models import Session
+from app.sessions import repository
+from app.sessions.schemas import SessionConfig, SessionCreate, SessionPublic, SessionUpdate
+
+# Other domains hook session creation (e.g. memory freezes the ROM) without this module
+# knowing them: each hook gets (db, caller, session_row, create_body).
+CreateHook = Callable[[AsyncSession, Caller, Session, SessionCreate], Awaitable[None]]
+_create_hooks: list[CreateHook] = []
+
+
+def on_session_created(hook: CreateHook) -> CreateHook:
+    _create_hooks.append(hook)
+    return hook
+
+
+def session_config(session: Session) -> SessionConfig:
+    return SessionConfig.model_validate(session.config or {})
+
+
+def to_public(session: Session) -> SessionPublic:
+    cfg = session_config(session)
+    return SessionPublic(id=session.id, agent_id=session.agent_id, config=cfg,
+                         metadata=session.meta or {}, message_count=session.last_seq,
+                         message_tokens=session.message_tokens, budget=cfg.budget,
+                         created_at=session.created_at, updated_at=session.updated_at)
+
+
+def resolve_agent(caller: Caller, requested: str | None) -> str:
+    if caller.role == "agent":
+        if requested is not None and requested != caller.agent_id:
+            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+        assert caller.agent_id is not None
+        return caller.agent_id
+    agent = requested or caller.agent_id
+    if not agent:
+        raise BadRequest("Name the session's agent with agent_id or X-Agent-Id.",
+                         code="agent_required")
+    return agent
+
+
+async def create(db: AsyncSession, caller: Caller, body: SessionCreate) -> Session:
+    agent_id = resolve_agent(caller, body.agent_id)
+    session = Session(id=uuid.uuid4(), tenant_id=caller.tenant_id, agent_id=agent_id,
+                      config=body.config.model_dump(), meta=body.metadata)
+    await repository.add(db, session)
+    for hook in _create_hooks:
+        await hook(db, caller, session, body)
+    return session
+
+
+async def update(db: AsyncSession, session: Session, body: SessionUpdate) -> Session:
+    if body.config is not None:
+        merged: dict[str, Any] = {**(session.config or {}), **body.config}
+        try:
+            session.config = SessionConfig.model_validate(merged).model_dump()
+        except ValidationError as exc:
+            raise Unprocessable("The config is not valid.", details=[
+                {"loc": ["body", "config", *e["loc"]], "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors()]) from exc
+    if body.metadata is not None:
+        session.meta = body.metadata
+    session.updated_at = datetime.now(UTC)
+    await db.flush()
+    return session

@@ -1,0 +1,151 @@
+"""Test fixtures: real PostgreSQL and Redis of the machine.
+
+One fresh database per test run (per xdist worker), migrated with Alembic; isolation per
+test by a fresh tenant. The app runs with its lifespan; clients talk to it through
+httpx's ASGI transport.
+
+Fixtures: `settings`, `app`, `admin_client`, `tenant` (fresh tenant with a service key;
+`await tenant.new_client(role="agent", agent_id="a1")`), `client` (the tenant's service
+client, sending `X-Agent-Id: agent-1` by default), `db` (an AsyncSession on the test DB).
+"""
+
+import os
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from hypothesis import settings as hsettings
+
+from app.core.config import Settings
+from app.main import create_app
+from app.migrate import upgrade
+
+hsettings.register_profile("ci", max_examples=200, derandomize=True, deadline=None,
+                           print_blob=True)
+hsettings.register_profile("dev", max_examples=100, deadline=None)
+hsettings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+pytest_plugins: list[str] = []
+if os.path.exists(os.path.join(os.path.dirname(__file__), "fakes", "fixtures.py")):
+    pytest_plugins.append("tests.fakes.fixtures")
+
+PG_ADMIN_DSN = os.environ.get("LOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
+ADMIN_KEY = "lm_test_admin_" + secrets.token_urlsafe(24)
+
+
+def _db_url(name: str) -> str:
+    base = PG_ADMIN_DSN.rsplit("/", 1)[0]
+    return f"{base}/{name}".replace("postgresql://", "postgresql+asyncpg://", 1)
+
+
+@pytest.fixture(scope="session")
+def test_database(worker_id: str = "master") -> Iterator[str]:
+    """Create and migrate a database for this test run; drop it afterwards."""
+    import asyncio
+
+    name = f"loom_test_{os.getpid()}_{secrets.token_hex(3)}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(PG_ADMIN_DSN)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    url = _db_url(name)
+    upgrade(url)
+    yield url
+    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def settings(test_database: str) -> Settings:
+    return Settings(DATABASE_URL=test_database, REDIS_URL=REDIS_TEST_URL,
+                    LOOM_ADMIN_KEY=ADMIN_KEY,
+                    LOOM_QUEUE_NAME=f"loom:test:{uuid.uuid4().hex[:12]}",
+                    LOOM_DATA_DIR="/tmp/loom-test-data")
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings) -> AsyncIterator[Any]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+def make_client(app: Any, key: str, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+    all_headers = {"Authorization": f"Bearer {key}", **(headers or {})}
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test",
+                             headers=all_headers, timeout=30)
+
+
+@pytest.fixture(scope="session")
+async def admin_client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    async with make_client(app, ADMIN_KEY) as c:
+        yield c
+
+
+@dataclass
+class TenantHandle:
+    """A fresh tenant with a service key; makes more clients and keys on demand."""
+
+    app: Any
+    admin: httpx.AsyncClient
+    id: str
+    service_key: str
+    _clients: list[httpx.AsyncClient] = field(default_factory=list)
+
+    async def create_key(self, role: str = "agent", agent_id: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"tenant_id": self.id, "role": role}
+        if agent_id is not None:
+            body["agent_id"] = agent_id
+        resp = await self.admin.post("/v1/api-keys", json=body)
+        assert resp.status_code == 201, resp.text
+        return resp.json()
+
+    def client_for(self, key: str, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+        c = make_client(self.app, key, headers)
+        self._clients.append(c)
+        return c
+
+    async def new_client(self, role: str = "agent", agent_id: str | None = "agent-1",
+                         headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+        key = await self.create_key(role, agent_id if role == "agent" else None)
+        hdrs = dict(headers or {})
+        if role != "agent" and agent_id:
+            hdrs.setdefault("X-Agent-Id", agent_id)
+        return self.client_for(key["secret"], hdrs)
+
+    async def close(self) -> None:
+        for c in self._clients:
+            await c.aclose()
+
+
+@pytest.fixture
+async def tenant(app: Any, admin_client: httpx.AsyncClient) -> AsyncIterator[TenantHandle]:
+    resp = await admin_client.post("/v1/tenants", json={"name": f"t-{uuid.uuid4().hex[:8]}"})
+    assert resp.status_code == 201, resp.text
+    tid = resp.json()["id"]
+    key = await admin_client.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
+    assert key.status_code == 201, key.text
+    handle = TenantHandle(app=app, admin=admin_client, id=tid, service_key=key.json()["secret"])
+    yield handle
+    await handle.close()
+
+
+@pytest.fixture
+async def client(tenant: TenantHandle) -> httpx.AsyncClient:
+    return tenant.client_for(tenant.service_key, {"X-Agent-Id": "agent-1"})
+
+
+@pytest.fixture
+async def db(app: Any) -> AsyncIterator[Any]:
+    async with app.state.sessionmaker() as session:
+        yield session
