@@ -1,0 +1,1 @@
+"""Background-job bookkeeping: compression job status (for the API) and Prometheus counters."""

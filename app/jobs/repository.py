@@ -1,0 +1,101 @@
+"""Queries on `compression_jobs` (one row per session). Callers commit."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models.compression_job import CompressionJob
+
+_T = CompressionJob.__table__  # type: ignore[attr-defined]
+
+# Error texts are shown to API callers; keep them short.
+MAX_ERROR_CHARS = 500
+
+
+def _clip(error: str | None) -> str | None:
+    return None if error is None else error[:MAX_ERROR_CHARS]
+
+
+async def get(db: AsyncSession, tenant_id: uuid.UUID,
+              session_id: uuid.UUID) -> CompressionJob | None:
+    """The session's job row, or None if it never had a job."""
+    result = await db.execute(sa.select(CompressionJob).where(
+        CompressionJob.tenant_id == tenant_id, CompressionJob.session_id == session_id))
+    return result.scalar_one_or_none()
+
+
+async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                       job_id: str, error: str | None = None) -> None:
+    """Queued (or waiting for the queue). A running job keeps its `running` status: the
+    queue deduplicates per session and the running job re-plans before it ends."""
+    now = sa.func.now()
+    stmt = insert(_T).values(session_id=session_id, tenant_id=tenant_id, status="pending",
+                             job_id=job_id, attempts=0, enqueued_at=now, updated_at=now,
+                             last_error=_clip(error))
+    update: dict[str, object] = {"status": "pending", "job_id": job_id, "enqueued_at": now,
+                                 "updated_at": now}
+    if error is not None:
+        update["last_error"] = _clip(error)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[_T.c.session_id], set_=update,
+        where=(_T.c.status != "running") & (_T.c.tenant_id == tenant_id))
+    await db.execute(stmt)
+
+
+async def mark_running(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                       job_id: str, attempt: int) -> None:
+    """A worker started try number `attempt`."""
+    now = sa.func.now()
+    stmt = insert(_T).values(session_id=session_id, tenant_id=tenant_id, status="running",
+                             job_id=job_id, attempts=attempt, started_at=now,
+                             enqueued_at=now, updated_at=now)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[_T.c.session_id],
+        set_={"status": "running", "job_id": job_id, "attempts": attempt, "started_at": now,
+              "finished_at": None, "updated_at": now},
+        where=_T.c.tenant_id == tenant_id)
+    await db.execute(stmt)
+
+
+async def mark_retrying(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                        error: str) -> None:
+    """This try failed and the job was rescheduled: back to pending, with the reason."""
+    await db.execute(sa.update(_T).where(
+        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id).values(
+        status="pending", last_error=_clip(error), updated_at=sa.func.now()))
+
+
+async def mark_finished(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                        ok: bool, error: str | None, summaries: int,
+                        tokens_saved: int) -> None:
+    """The job ended: `succeeded` (clears the error) or `failed` (keeps it)."""
+    values: dict[str, object] = {
+        "status": "succeeded" if ok else "failed",
+        "finished_at": sa.func.now(),
+        "updated_at": sa.func.now(),
+        "runs": _T.c.runs + 1,
+        "summaries_written": _T.c.summaries_written + summaries,
+        "tokens_saved": _T.c.tokens_saved + tokens_saved,
+        "last_error": None if ok else _clip(error),
+    }
+    await db.execute(sa.update(_T).where(
+        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id).values(**values))
+
+
+async def stale_jobs(db: AsyncSession, *, pending_before: datetime, running_before: datetime,
+                     limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(tenant_id, session_id) of jobs pending since before `pending_before` (their
+    enqueue may have been lost while Redis was down) or running since before
+    `running_before` (the worker died and Redis lost the job), oldest first.
+    Deliberately cross-tenant: only the worker's cron pass calls it."""
+    result = await db.execute(
+        sa.select(_T.c.tenant_id, _T.c.session_id)
+        .where(((_T.c.status == "pending") & (_T.c.updated_at < pending_before))
+               | ((_T.c.status == "running") & (_T.c.updated_at < running_before)))
+        .order_by(_T.c.updated_at).limit(limit))
+    return [(row[0], row[1]) for row in result]

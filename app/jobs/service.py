@@ -1,0 +1,69 @@
+"""Compression job bookkeeping and the one function that enqueues a compression.
+
+Status lives in PostgreSQL (`compression_jobs`, one row per session) so it survives Redis
+restarts and is visible in `GET /v1/sessions/{id}/memory`; the queue itself is arq behind
+`app.core.queue.enqueue`. Deduplication is arq's: the job id is `compress:{session_id}`,
+so at most one compression per session is queued or running.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.queue import enqueue
+from app.jobs import metrics, repository
+from app.jobs.schemas import CompressionJobPublic
+
+log = logging.getLogger("loom.jobs")
+
+COMPRESS_JOB = "compress_session"
+
+
+def compress_job_id(session_id: uuid.UUID | str) -> str:
+    """The arq job id that deduplicates compressions per session."""
+    return f"compress:{session_id}"
+
+
+async def compression_status(db: AsyncSession, tenant_id: uuid.UUID,
+                             session_id: uuid.UUID) -> CompressionJobPublic | None:
+    """The session's latest compression job for the API, or None if it never had one."""
+    row = await repository.get(db, tenant_id, session_id)
+    if row is None:
+        return None
+    return CompressionJobPublic.model_validate(row, from_attributes=True)
+
+
+async def enqueue_compression(holder: Any, sessionmaker: async_sessionmaker[AsyncSession],
+                              tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                              trigger: str, force: bool = False) -> bool:
+    """Record the job as pending, then hand it to the queue. Never raises.
+
+    Returns True when the queue accepted it (or already holds it). With Redis down the
+    row stays `pending` with the reason, and the worker's cron pass enqueues it again.
+    `holder` is a Request/app or an arq ctx (see `app.core.queue.enqueue`).
+    """
+    job_id = compress_job_id(session_id)
+    try:
+        async with sessionmaker() as db:
+            await repository.mark_pending(db, tenant_id, session_id, job_id)
+            await db.commit()
+    except Exception as exc:  # status is best-effort; the enqueue still matters
+        log.warning("could not record pending compression of %s: %s", session_id,
+                    type(exc).__name__)
+    ok = await enqueue(holder, COMPRESS_JOB, str(tenant_id), str(session_id), force,
+                       _job_id=job_id)
+    if ok:
+        metrics.JOBS_ENQUEUED.labels(trigger=trigger).inc()
+        return True
+    try:
+        async with sessionmaker() as db:
+            await repository.mark_pending(db, tenant_id, session_id, job_id,
+                                          error="queue unavailable; the cron pass retries")
+            await db.commit()
+    except Exception:
+        pass
+    return False
