@@ -114,7 +114,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         get_settings.cache_clear()
         settings = get_settings()
         assert settings.database_url
-        _migrate(settings.database_url)
+        if settings.migrate_on_start:
+            _migrate(settings.database_url)
         if settings.admin_key is None and stores.started:
             key, created = bootstrap_admin_key(settings.data_dir)
             env["LOOM_ADMIN_KEY"] = os.environ["LOOM_ADMIN_KEY"] = key

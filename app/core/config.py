@@ -2,6 +2,7 @@
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -32,6 +33,24 @@ class Settings(BaseSettings):
     max_messages_per_request: int = Field(default=1000, alias="LOOM_MAX_MESSAGES_PER_REQUEST")
     max_request_bytes: int = Field(default=64 * 1024 * 1024, alias="LOOM_MAX_REQUEST_BYTES")
     default_text_search_config: str = Field(default="english", alias="LOOM_TEXT_SEARCH_CONFIG")
+
+    migrate_on_start: bool = Field(default=True, alias="LOOM_MIGRATE_ON_START")
+
+    # LLM (summaries, rerank). No key = heuristic summaries and BM25-only search.
+    llm_provider: Literal["anthropic", "openai", "none"] = Field(
+        default="anthropic", alias="LOOM_LLM_PROVIDER")
+    anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
+    summary_model: str = Field(default="claude-haiku-4-5", alias="LOOM_SUMMARY_MODEL")
+    rerank_model: str | None = Field(default=None, alias="LOOM_RERANK_MODEL")
+    llm_timeout_seconds: float = Field(default=30.0, gt=0, alias="LOOM_LLM_TIMEOUT_SECONDS")
+    llm_max_retries: int = Field(default=2, ge=0, alias="LOOM_LLM_MAX_RETRIES")
+    openai_base_url: str | None = Field(default=None, alias="LOOM_OPENAI_BASE_URL")
+    openai_api_key: SecretStr | None = Field(default=None, alias="LOOM_OPENAI_API_KEY")
+    openai_model: str | None = Field(default=None, alias="LOOM_OPENAI_MODEL")
+    summary_max_tokens: int = Field(default=600, ge=32, alias="LOOM_SUMMARY_MAX_TOKENS")
+    summary_input_tokens: int = Field(default=100_000, ge=1000,
+                                      alias="LOOM_SUMMARY_INPUT_TOKENS")
 
     # Worker
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
