@@ -1,0 +1,76 @@
+"""Session context blocks "knowledge" and "learned" (registered with app.context.blocks).
+
+A session opts in through ``config.knowledge`` (SessionKnowledgeConfig): naming a
+project and/or task adds a knowledge block built from a context package;
+``learned: true`` adds the agent's active learned version. Each block is
+limited to its share of the session budget (``share``, ``learned_share``) and
+to the ``budget_tokens`` the context builder offers, and its final text is
+counted with the tokenizer, so it is counted in the budget like every layer.
+Sessions that configure neither cost no query at all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import get_settings
+from app.core.tokens import count_text
+from app.knowledge import packages, repository
+from app.knowledge.render import learned_block
+from app.knowledge.schemas import SessionKnowledgeConfig
+from app.models import Session
+
+
+def knowledge_config(session_row: Session) -> SessionKnowledgeConfig | None:
+    """The session's knowledge config, or None when it has none (or an invalid one)."""
+    raw: Any = (session_row.config or {}).get("knowledge")
+    if not raw:
+        return None
+    try:
+        return SessionKnowledgeConfig.model_validate(raw)
+    except ValidationError:
+        return None
+
+
+def _session_budget(session_row: Session) -> int:
+    from app.sessions.service import session_config
+
+    return session_config(session_row).budget
+
+
+async def knowledge_provider(db: AsyncSession, session_row: Session, budget_tokens: int):  # type: ignore[no-untyped-def]
+    """The "knowledge" block: a context package of the session's task/project/global."""
+    from app.context.blocks import ContextBlock
+
+    cfg = knowledge_config(session_row)
+    if cfg is None or not (cfg.project_id or cfg.task_id):
+        return None
+    limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.share))
+    text = await packages.knowledge_block_text(
+        db, session_row.tenant_id, task_id=cfg.task_id, project_id=cfg.project_id,
+        include_global=cfg.include_global, budget=limit, shares=packages.shares_of(cfg.shares),
+        head_tail=cfg.head_tail, max_candidates=get_settings().knowledge_max_candidates)
+    if not text:
+        return None
+    return ContextBlock(name="knowledge", text=text, token_count=count_text(text))
+
+
+async def learned_provider(db: AsyncSession, session_row: Session, budget_tokens: int):  # type: ignore[no-untyped-def]
+    """The "learned" block: the agent's active learned version, if the session opted in."""
+    from app.context.blocks import ContextBlock
+
+    cfg = knowledge_config(session_row)
+    if cfg is None or not cfg.learned:
+        return None
+    row = await repository.get_active_learned(db, session_row.tenant_id, session_row.agent_id)
+    if row is None:
+        return None
+    limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.learned_share))
+    text = learned_block(row.version, row.content, limit, count_text)
+    if text is None:
+        return None
+    return ContextBlock(name="learned", text=text, token_count=count_text(text))

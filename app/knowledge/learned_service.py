@@ -1,0 +1,82 @@
+"""Learned layer: versioned DSPy-style artifacts per agent, with rollback.
+
+Access: agent keys manage only their own agent (another agent's path is 403
+``agent_mismatch``, as for sessions created for another agent); service and
+admin keys manage every agent of the tenant.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import Conflict, Forbidden, NotFound
+from app.knowledge import repository
+from app.knowledge.learned import LearnedError, rollback_target
+from app.knowledge.schemas import LearnedContent, LearnedPublic
+from app.models.learned import LearnedHead, LearnedVersion
+
+
+def check_agent(caller: Caller, agent_id: str) -> None:
+    if not caller.can_see_agent(agent_id):
+        raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+
+
+def to_public(row: LearnedVersion, head: LearnedHead) -> LearnedPublic:
+    content = LearnedContent.model_validate(row.content)
+    return LearnedPublic(**content.model_dump(), agent_id=row.agent_id, version=row.version,
+                         active_version=head.active_version,
+                         latest_version=head.latest_version, created_at=row.created_at)
+
+
+async def put(db: AsyncSession, caller: Caller, agent_id: str,
+              body: LearnedContent) -> LearnedPublic:
+    """Store a new version and make it active."""
+    check_agent(caller, agent_id)
+    version = await repository.allocate_learned_version(db, caller.tenant_id, agent_id)
+    row = LearnedVersion(id=uuid.uuid4(), tenant_id=caller.tenant_id, agent_id=agent_id,
+                         version=version, content=body.model_dump())
+    await repository.add_learned_version(db, row)
+    head = await repository.get_learned_head(db, caller.tenant_id, agent_id)
+    assert head is not None
+    await db.refresh(head)  # the upsert changed it behind the ORM's back
+    return to_public(row, head)
+
+
+async def get(db: AsyncSession, caller: Caller, agent_id: str,
+              version: int | None = None) -> LearnedPublic:
+    """The active version, or a given one."""
+    check_agent(caller, agent_id)
+    head = await repository.get_learned_head(db, caller.tenant_id, agent_id)
+    if head is None:
+        raise NotFound("This agent has no learned artifacts.", code="learned_not_found")
+    row = await repository.get_learned_version(db, caller.tenant_id, agent_id,
+                                               version or head.active_version)
+    if row is None:
+        raise NotFound(f"No learned version {version}.", code="learned_version_not_found")
+    return to_public(row, head)
+
+
+async def rollback(db: AsyncSession, caller: Caller, agent_id: str,
+                   to_version: int | None) -> LearnedPublic:
+    """Make an earlier version active (the previous one by default)."""
+    check_agent(caller, agent_id)
+    head = await repository.get_learned_head(db, caller.tenant_id, agent_id, for_update=True)
+    if head is None:
+        raise NotFound("This agent has no learned artifacts.", code="learned_not_found")
+    versions = await repository.learned_version_numbers(db, caller.tenant_id, agent_id)
+    try:
+        target = rollback_target(versions, head.active_version, to_version)
+    except LearnedError as exc:
+        if to_version is not None and to_version not in versions:
+            raise NotFound(str(exc), code="learned_version_not_found") from exc
+        raise Conflict(str(exc), code="cannot_rollback") from exc
+    head.active_version = target
+    head.updated_at = datetime.now(UTC)
+    await db.flush()
+    row = await repository.get_learned_version(db, caller.tenant_id, agent_id, target)
+    assert row is not None
+    return to_public(row, head)

@@ -1,0 +1,142 @@
+"""Context packages: load candidates per tier in SQL, select with assembler.py.
+
+Only light columns of items that could fit a tier's allowance are loaded
+(at most ``max_candidates`` per tier, in rank order), plus exact per-tier
+totals for the compression ratio; full rows are loaded for the chosen items.
+Decision: when a tier has more fitting items than ``max_candidates`` the
+greedy fill only considers the best-ranked ``max_candidates`` of them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.tokens import count_text
+from app.knowledge import repository
+from app.knowledge.assembler import Candidate, Package, assemble
+from app.knowledge.budget import Tier, TierShares, allocate
+from app.knowledge.filters import Condition
+from app.knowledge.render import fit_lines, item_line
+from app.knowledge.schemas import (
+    ContextPackageCreate,
+    ContextPackagePublic,
+    PackageItem,
+    TierSharesIn,
+    TierUsagePublic,
+)
+from app.knowledge.scopes import GLOBAL, Scope
+from app.knowledge.service import parse_filters, to_public
+from app.models.memory_item import MemoryItem
+
+
+@dataclass(slots=True)
+class BuiltPackage:
+    package: Package
+    rows: list[tuple[Tier, MemoryItem]]  # in package order
+    header: str
+
+
+def tier_scopes(task_id: str | None, project_id: str | None,
+                include_global: bool) -> dict[Tier, Scope]:
+    """The scope each tier reads; a tier without an id contributes nothing."""
+    out: dict[Tier, Scope] = {}
+    if task_id:
+        out["task"] = Scope("task", task_id)
+    if project_id:
+        out["project"] = Scope("project", project_id)
+    if include_global:
+        out["global"] = GLOBAL
+    return out
+
+
+def shares_of(s: TierSharesIn) -> TierShares:
+    return TierShares(task=s.task, project=s.project, global_=s.global_)
+
+
+def header_for(scopes: dict[Tier, Scope]) -> str:
+    return "Knowledge (" + ", ".join(str(s) for s in scopes.values()) + "):"
+
+
+async def build(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
+                project_id: str | None, include_global: bool, budget_tokens: int,
+                shares: TierShares, head_tail: int | None,
+                conditions: Sequence[Condition] = (), max_candidates: int = 2000) -> BuiltPackage:
+    """Assemble a package for the given tiers within ``budget_tokens``."""
+    scopes = tier_scopes(task_id, project_id, include_global)
+    allowance = allocate(budget_tokens, shares)
+    cands: list[Candidate] = []
+    totals: dict[Tier, tuple[int, int]] = {}
+    for tier, scope in scopes.items():
+        totals[tier] = await repository.totals(db, tenant_id, scope, conditions)
+        if totals[tier][0] == 0 or allowance[tier] == 0:
+            continue
+        rows = await repository.candidates(db, tenant_id, scope, conditions,
+                                           max_cost=allowance[tier], limit=max_candidates)
+        if head_tail:
+            seen = {r.id for r in rows}
+            for oldest in (True, False):
+                more = await repository.candidates(db, tenant_id, scope, conditions,
+                                                   max_cost=allowance[tier], limit=head_tail,
+                                                   oldest_first=oldest)
+                rows += [r for r in more if r.id not in seen]
+                seen |= {r.id for r in more}
+        cands += [Candidate(r.id, tier, r.importance, r.created_at, r.token_cost) for r in rows]
+    pkg = assemble(cands, budget_tokens, shares, head_tail=head_tail, candidate_totals=totals)
+    full = {r.id: r for r in await repository.get_many(db, tenant_id, [c.id for c in pkg.items])}
+    rows_out = [(c.tier, full[c.id]) for c in pkg.items if c.id in full]
+    return BuiltPackage(pkg, rows_out, header_for(scopes))
+
+
+def render(built: BuiltPackage) -> str:
+    """The package as a plain-text block (header + one line per item, package order)."""
+    lines = [item_line(r.kind, r.text, r.payload) for _, r in built.rows]
+    return "\n".join([built.header, *lines]) if lines else ""
+
+
+async def create_package(db: AsyncSession, tenant_id: uuid.UUID, body: ContextPackageCreate, *,
+                         max_candidates: int) -> ContextPackagePublic:
+    """POST /v1/context-packages."""
+    conditions = parse_filters(body.filters).conditions
+    built = await build(db, tenant_id, task_id=body.task_id, project_id=body.project_id,
+                        include_global=body.include_global, budget_tokens=body.budget_tokens,
+                        shares=shares_of(body.shares), head_tail=body.head_tail,
+                        conditions=conditions, max_candidates=max_candidates)
+    pkg = built.package
+    return ContextPackagePublic(
+        budget_tokens=pkg.budget_tokens, used_tokens=pkg.used_tokens,
+        compression_ratio=pkg.compression_ratio,
+        tiers={t: TierUsagePublic(allowance=u.allowance, used_tokens=u.used_tokens,
+                                  candidate_tokens=u.candidate_tokens,
+                                  candidate_count=u.candidate_count,
+                                  included_count=u.included_count)
+               for t, u in pkg.tiers.items()},
+        items=[PackageItem(**to_public(r).model_dump(), tier=t) for t, r in built.rows],
+        text=render(built))
+
+
+async def knowledge_block_text(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
+                               project_id: str | None, include_global: bool, budget: int,
+                               shares: TierShares, head_tail: int | None,
+                               max_candidates: int) -> str | None:
+    """A knowledge block for a session context, re-counted so it never exceeds ``budget``.
+
+    The package is sized for ``budget`` minus the header; joining lines can cost a
+    token or two more than the per-item counts, so the final text is counted and
+    the lowest-priority lines dropped until it fits.
+    """
+    scopes = tier_scopes(task_id, project_id, include_global)
+    if not scopes or budget <= 0:
+        return None
+    header = header_for(scopes)
+    inner = budget - count_text(header) - 1
+    if inner <= 0:
+        return None
+    built = await build(db, tenant_id, task_id=task_id, project_id=project_id,
+                        include_global=include_global, budget_tokens=inner, shares=shares,
+                        head_tail=head_tail, max_candidates=max_candidates)
+    lines = [item_line(r.kind, r.text, r.payload) for _, r in built.rows]
+    return fit_lines(header, lines, budget, count_text) if lines else None

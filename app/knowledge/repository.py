@@ -1,0 +1,237 @@
+"""SQL for memory items and learned versions. Every query filters by tenant.
+
+The filter AST of ``app.knowledge.filters`` is compiled here to SQLAlchemy, so
+filtering, ordering and paging all run in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.knowledge.filters import Condition, OrderBy
+from app.knowledge.scopes import Scope, parse_scope
+from app.models.learned import LearnedHead, LearnedVersion
+from app.models.memory_item import MemoryItem
+
+M = MemoryItem.__table__.c  # type: ignore[attr-defined]
+
+_COLUMNS: dict[str, Any] = {
+    "id": M.id, "kind": M.kind, "source": M.source, "text": M.text, "tags": M.tags,
+    "importance": M.importance, "token_cost": M.token_cost,
+    "created_at": M.created_at, "updated_at": M.updated_at,
+}
+
+
+def scope_clause(scope: Scope) -> sa.ColumnElement[bool]:
+    """Items of exactly one scope."""
+    return sa.and_(M.scope_kind == scope.kind, M.scope_id == scope.storage_id)
+
+
+def compile_condition(c: Condition) -> sa.ColumnElement[bool]:
+    """One AST condition as a SQL boolean expression."""
+    if c.field == "scope":
+        scopes = [parse_scope(v) for v in (c.value if isinstance(c.value, tuple) else (c.value,))]
+        any_of = sa.or_(*(scope_clause(s) for s in scopes))
+        return any_of if c.op in ("eq", "in") else sa.not_(any_of)
+    col = _COLUMNS[c.field]
+    op, v = c.op, c.value
+    if op == "any":
+        return col.overlap(sa.cast(list(v), col.type))  # tags && ARRAY[...] (GIN)
+    if op == "none":
+        return sa.not_(col.overlap(sa.cast(list(v), col.type)))
+    if op == "is_null":
+        return col.is_(None)
+    if op == "not_null":
+        return col.is_not(None)
+    if op == "in":
+        return col.in_(list(v))
+    if op == "nin":
+        return col.not_in(list(v))
+    return {"eq": col.__eq__, "ne": col.__ne__, "gt": col.__gt__, "gte": col.__ge__,
+            "lt": col.__lt__, "lte": col.__le__}[op](v)
+
+
+def _where(tenant_id: uuid.UUID, conditions: Sequence[Condition],
+           scope: Scope | None = None) -> list[sa.ColumnElement[bool]]:
+    clauses = [M.tenant_id == tenant_id, *(compile_condition(c) for c in conditions)]
+    if scope is not None:
+        clauses.append(scope_clause(scope))
+    return clauses
+
+
+async def add(db: AsyncSession, item: MemoryItem) -> MemoryItem:
+    db.add(item)
+    await db.flush()
+    return item
+
+
+async def get(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> MemoryItem | None:
+    result = await db.execute(sa.select(MemoryItem).where(
+        M.tenant_id == tenant_id, M.id == item_id))
+    return result.scalar_one_or_none()
+
+
+async def get_many(db: AsyncSession, tenant_id: uuid.UUID,
+                   ids: Sequence[uuid.UUID]) -> list[MemoryItem]:
+    if not ids:
+        return []
+    result = await db.execute(sa.select(MemoryItem).where(
+        M.tenant_id == tenant_id, M.id.in_(list(ids))))
+    return list(result.scalars())
+
+
+async def delete(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> bool:
+    result = await db.execute(sa.delete(MemoryItem).where(
+        M.tenant_id == tenant_id, M.id == item_id).returning(M.id))
+    return result.first() is not None
+
+
+async def query(db: AsyncSession, tenant_id: uuid.UUID, conditions: Sequence[Condition],
+                order: OrderBy, limit: int, after: tuple[Any, uuid.UUID] | None
+                ) -> list[MemoryItem]:
+    """One page of matching items; ``after`` is the keyset (order value, id) of the last row."""
+    col = _COLUMNS[order.field]
+    q = sa.select(MemoryItem).where(*_where(tenant_id, conditions))
+    if after is not None:
+        key, last = sa.tuple_(col, M.id), sa.tuple_(sa.literal(after[0], col.type),
+                                                    sa.literal(after[1], M.id.type))
+        q = q.where(key < last if order.descending else key > last)
+    direction = sa.desc if order.descending else sa.asc
+    q = q.order_by(direction(col), direction(M.id)).limit(limit)
+    return list((await db.execute(q)).scalars())
+
+
+async def lock_scope(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> None:
+    """Serialise writers of one scope for this transaction (eviction must not race)."""
+    key = f"knowledge:{tenant_id}:{scope}"
+    await db.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
+
+
+async def count(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> int:
+    result = await db.execute(sa.select(sa.func.count()).select_from(MemoryItem.__table__)
+                              .where(*_where(tenant_id, (), scope)))
+    return int(result.scalar_one())
+
+
+async def evict_lowest(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, n: int) -> int:
+    """Delete the ``n`` lowest-importance, oldest items (ties by id), as eviction.py orders."""
+    if n <= 0:
+        return 0
+    victims = (sa.select(M.id).where(*_where(tenant_id, (), scope))
+               .order_by(M.importance.asc(), M.created_at.asc(), M.id.asc()).limit(n))
+    result = await db.execute(sa.delete(MemoryItem).where(
+        M.tenant_id == tenant_id, M.id.in_(victims.scalar_subquery())).returning(M.id))
+    return len(result.all())
+
+
+async def clear(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
+                conditions: Sequence[Condition] = (),
+                keep: Sequence[uuid.UUID] = ()) -> int:
+    """Delete the scope's (matching) items except ``keep``; returns how many."""
+    q = sa.delete(MemoryItem).where(*_where(tenant_id, conditions, scope))
+    if keep:
+        q = q.where(M.id.not_in(list(keep)))
+    return len((await db.execute(q.returning(M.id))).all())
+
+
+async def move(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID], to: Scope,
+               now: datetime) -> int:
+    """Move items to another scope (promotion keeps the id)."""
+    if not ids:
+        return 0
+    result = await db.execute(sa.update(MemoryItem).where(
+        M.tenant_id == tenant_id, M.id.in_(list(ids))).values(
+        scope_kind=to.kind, scope_id=to.storage_id, updated_at=now).returning(M.id))
+    return len(result.all())
+
+
+async def totals(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
+                 conditions: Sequence[Condition]) -> tuple[int, int]:
+    """(count, sum of token_cost) of a scope's matching items."""
+    result = await db.execute(sa.select(sa.func.count(), sa.func.coalesce(
+        sa.func.sum(M.token_cost), 0)).where(*_where(tenant_id, conditions, scope)))
+    n, tokens = result.one()
+    return int(n), int(tokens)
+
+
+async def candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
+                     conditions: Sequence[Condition], *, max_cost: int, limit: int,
+                     oldest_first: bool | None = None) -> list[sa.Row[Any]]:
+    """Light rows (id, importance, created_at, token_cost) that could fit in ``max_cost``.
+
+    Default order is the package rank (importance desc, newest first); ``oldest_first``
+    True/False orders by age instead (for head/tail preservation).
+    """
+    q = (sa.select(M.id, M.importance, M.created_at, M.token_cost)
+         .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost))
+    if oldest_first is None:
+        q = q.order_by(M.importance.desc(), M.created_at.desc(), M.id.asc())
+    elif oldest_first:
+        q = q.order_by(M.created_at.asc(), M.id.asc())
+    else:
+        q = q.order_by(M.created_at.desc(), M.id.desc())
+    return list((await db.execute(q.limit(limit))).all())
+
+
+# --- learned layer -----------------------------------------------------------------------
+
+async def allocate_learned_version(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str) -> int:
+    """Atomically take the next version number for an agent and make it active."""
+    ins = pg_insert(LearnedHead).values(id=uuid.uuid4(), tenant_id=tenant_id, agent_id=agent_id,
+                                        active_version=1, latest_version=1)
+    h = LearnedHead.__table__.c  # type: ignore[attr-defined]
+    stmt = ins.on_conflict_do_update(
+        constraint="uq_learned_heads_agent",
+        set_={"latest_version": h.latest_version + 1, "active_version": h.latest_version + 1,
+              "updated_at": sa.func.now()},
+    ).returning(h.latest_version)
+    return int((await db.execute(stmt)).scalar_one())
+
+
+async def add_learned_version(db: AsyncSession, row: LearnedVersion) -> LearnedVersion:
+    db.add(row)
+    await db.flush()
+    return row
+
+
+async def get_learned_head(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str, *,
+                           for_update: bool = False) -> LearnedHead | None:
+    q = sa.select(LearnedHead).where(LearnedHead.tenant_id == tenant_id,
+                                     LearnedHead.agent_id == agent_id)
+    if for_update:
+        q = q.with_for_update()
+    return (await db.execute(q)).scalar_one_or_none()
+
+
+async def get_learned_version(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str,
+                              version: int) -> LearnedVersion | None:
+    result = await db.execute(sa.select(LearnedVersion).where(
+        LearnedVersion.tenant_id == tenant_id, LearnedVersion.agent_id == agent_id,
+        LearnedVersion.version == version))
+    return result.scalar_one_or_none()
+
+
+async def learned_version_numbers(db: AsyncSession, tenant_id: uuid.UUID,
+                                  agent_id: str) -> list[int]:
+    result = await db.execute(sa.select(LearnedVersion.version).where(
+        LearnedVersion.tenant_id == tenant_id, LearnedVersion.agent_id == agent_id))
+    return [int(v) for v in result.scalars()]
+
+
+async def get_active_learned(db: AsyncSession, tenant_id: uuid.UUID,
+                             agent_id: str) -> LearnedVersion | None:
+    """The active version in one query (used on the context path)."""
+    h = LearnedHead.__table__.c  # type: ignore[attr-defined]
+    result = await db.execute(sa.select(LearnedVersion).join(
+        LearnedHead.__table__, sa.and_(h.tenant_id == LearnedVersion.tenant_id,
+                                       h.agent_id == LearnedVersion.agent_id,
+                                       h.active_version == LearnedVersion.version))
+        .where(h.tenant_id == tenant_id, h.agent_id == agent_id))
+    return result.scalar_one_or_none()

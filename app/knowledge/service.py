@@ -1,0 +1,214 @@
+"""Memory items: create, read, query, delete, promote, task completion, clear.
+
+Decisions where the spec is silent:
+- Knowledge belongs to the tenant, not to one agent: every key of the tenant
+  (agent keys included) reads and writes it; isolation is by scope, so a query
+  or package for ``project/a`` never sees ``project/b``.
+- Promotion *moves* the item (same id) one tier up; it is never automatic.
+  Entering a project counts as an insert for eviction.
+- ``source`` defaults to the caller's agent id, else ``api``.
+- Clearing ``global`` without ``confirm: true`` is 400 ``confirmation_required``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
+from app.core.pagination import decode_cursor, encode_cursor
+from app.core.tokens import count_text
+from app.knowledge import repository
+from app.knowledge.eviction import eviction_count
+from app.knowledge.filters import FIELDS, Condition, FilterError, ItemQuery, parse_query
+from app.knowledge.render import item_line
+from app.knowledge.schemas import (
+    ClearRequest,
+    ClearResult,
+    MemoryItemCreate,
+    MemoryItemList,
+    MemoryItemPublic,
+    MemoryItemQuery,
+    TaskComplete,
+    TaskCompleteResult,
+)
+from app.knowledge.scopes import (
+    Scope,
+    ScopeError,
+    parse_scope,
+    promotion_target,
+    scope_from_columns,
+)
+from app.models.memory_item import MemoryItem
+
+
+def item_scope(item: MemoryItem) -> Scope:
+    return scope_from_columns(item.scope_kind, item.scope_id)
+
+
+def to_public(item: MemoryItem) -> MemoryItemPublic:
+    return MemoryItemPublic(
+        id=item.id, scope=str(item_scope(item)), kind=item.kind, source=item.source,
+        tags=list(item.tags or []), importance=item.importance, text=item.text,
+        payload=item.payload, token_cost=item.token_cost, created_at=item.created_at,
+        updated_at=item.updated_at)
+
+
+def token_cost(kind: str, text: str | None, payload: Any) -> int:
+    """Tokens of the item exactly as a knowledge block renders it (never 0)."""
+    return max(1, count_text(item_line(kind, text, payload)))
+
+
+def parse_filters(filters: dict[str, Any], *, loc: str = "filters", **kw: Any) -> ItemQuery:
+    """parse_query, with errors as a 422 whose details list every problem."""
+    try:
+        return parse_query(filters, **kw)
+    except FilterError as exc:
+        details = [{"loc": ["body", *(e["loc"] if e["loc"][0] != "filters" else
+                                     [loc, *e["loc"][1:]])], "msg": e["msg"],
+                    "type": "value_error"} for e in exc.errors]
+        raise Unprocessable("The query is not valid.", code="invalid_query",
+                            details=details) from exc
+
+
+async def create_item(db: AsyncSession, caller: Caller, body: MemoryItemCreate, *,
+                      max_items: int) -> MemoryItem:
+    """Store an item; a project past ``max_items`` then evicts its lowest/oldest 10%."""
+    scope = parse_scope(body.scope)
+    now = datetime.now(UTC)
+    item = MemoryItem(
+        id=uuid.uuid4(), tenant_id=caller.tenant_id, scope_kind=scope.kind,
+        scope_id=scope.storage_id, kind=body.kind, source=body.source or caller.agent_id or "api",
+        tags=body.tags, importance=body.importance, text=body.text, payload=body.payload,
+        token_cost=token_cost(body.kind, body.text, body.payload), created_at=now, updated_at=now)
+    if scope.kind == "project":
+        await repository.lock_scope(db, caller.tenant_id, scope)
+    await repository.add(db, item)
+    if scope.kind == "project":
+        await enforce_max_items(db, caller.tenant_id, scope, max_items)
+    return item
+
+
+async def enforce_max_items(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
+                            max_items: int) -> int:
+    """Evict per eviction.py when the project is past its cap; returns how many went."""
+    n = eviction_count(await repository.count(db, tenant_id, scope), max_items)
+    return await repository.evict_lowest(db, tenant_id, scope, n)
+
+
+async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID) -> MemoryItem:
+    item = await repository.get(db, caller.tenant_id, item_id)
+    if item is None:
+        raise NotFound("No such memory item.", code="memory_item_not_found")
+    return item
+
+
+async def delete_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID) -> None:
+    if not await repository.delete(db, caller.tenant_id, item_id):
+        raise NotFound("No such memory item.", code="memory_item_not_found")
+
+
+def _cursor_value(field: str, raw: Any) -> Any:
+    t = FIELDS[field].type
+    if t == "datetime":
+        return datetime.fromisoformat(raw)
+    if t == "uuid":
+        return uuid.UUID(raw)
+    if t == "float":
+        return float(raw)
+    if t == "int":
+        if not isinstance(raw, int):
+            raise ValueError("int expected")
+        return raw
+    if not isinstance(raw, str):
+        raise ValueError("str expected")
+    return raw
+
+
+async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery) -> MemoryItemList:
+    """One page of items matching the filters, in ``order_by`` order."""
+    q = parse_filters(body.filters, order_by=body.order_by, limit=body.limit)
+    order_tag = f"{q.order.field}:{'desc' if q.order.descending else 'asc'}"
+    after = None
+    data = decode_cursor(body.cursor)
+    if data is not None:
+        try:
+            if data.get("o") != order_tag:
+                raise ValueError("order changed")
+            after = (_cursor_value(q.order.field, data["v"]), uuid.UUID(data["i"]))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise BadRequest("The cursor does not belong to this query.",
+                             code="invalid_cursor") from exc
+    rows = await repository.query(db, caller.tenant_id, q.conditions, q.order, q.limit + 1, after)
+    next_cursor = None
+    if len(rows) > q.limit:
+        rows = rows[: q.limit]
+        last = rows[-1]
+        value = getattr(last, q.order.field)
+        next_cursor = encode_cursor({"o": order_tag, "v": value.isoformat() if isinstance(
+            value, datetime) else str(value) if isinstance(value, uuid.UUID) else value,
+            "i": str(last.id)})
+    return MemoryItemList(items=[to_public(r) for r in rows], next_cursor=next_cursor)
+
+
+async def promote_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
+                       project_id: str | None, *, max_items: int) -> MemoryItem:
+    """Move an item one tier up: task -> project (project_id needed) -> global."""
+    item = await get_item(db, caller, item_id)
+    try:
+        target = promotion_target(item_scope(item), project_id=project_id)
+    except ScopeError as exc:
+        cls = Conflict if item.scope_kind == "global" else BadRequest
+        raise cls(str(exc), code="cannot_promote") from exc
+    if target.kind == "project":
+        await repository.lock_scope(db, caller.tenant_id, target)
+    item.scope_kind, item.scope_id = target.kind, target.storage_id
+    item.updated_at = datetime.now(UTC)
+    await db.flush()
+    if target.kind == "project":
+        # The promoted item itself may be among the evicted if it ranks lowest.
+        await enforce_max_items(db, caller.tenant_id, target, max_items)
+    return item
+
+
+async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: TaskComplete, *,
+                        max_items: int) -> TaskCompleteResult:
+    """Promote the listed task items to the project, then clear the task.
+
+    Retry-safe: an id already in the target project counts as promoted. An id
+    that is neither in the task nor in that project is a 404 and nothing changes.
+    """
+    task = Scope("task", task_id)
+    await repository.lock_scope(db, caller.tenant_id, task)
+    ids = list(dict.fromkeys(body.promote))
+    evicted = 0
+    if ids:
+        assert body.project_id is not None  # schema validator
+        project = Scope("project", body.project_id)
+        rows = {r.id: item_scope(r) for r in await repository.get_many(db, caller.tenant_id, ids)}
+        missing = [str(i) for i in ids if rows.get(i) not in (task, project)]
+        if missing:
+            raise NotFound("Some items to promote are not in this task.",
+                           code="memory_item_not_found", details={"ids": missing})
+        await repository.lock_scope(db, caller.tenant_id, project)
+        await repository.move(db, caller.tenant_id, [i for i in ids if rows[i] == task],
+                              project, datetime.now(UTC))
+        evicted = await enforce_max_items(db, caller.tenant_id, project, max_items)
+    cleared = await repository.clear(db, caller.tenant_id, task)
+    return TaskCompleteResult(task_id=task_id, promoted=ids, cleared=cleared, evicted=evicted)
+
+
+async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> ClearResult:
+    """Delete a scope's (matching) items; ``global`` needs ``confirm: true``."""
+    scope = parse_scope(body.scope)
+    if scope.kind == "global" and not body.confirm:
+        raise BadRequest("Clearing global memory needs \"confirm\": true.",
+                         code="confirmation_required")
+    conditions: tuple[Condition, ...] = parse_filters(body.filters).conditions
+    await repository.lock_scope(db, caller.tenant_id, scope)
+    removed = await repository.clear(db, caller.tenant_id, scope, conditions)
+    return ClearResult(scope=str(scope), removed=removed)

@@ -1,0 +1,45 @@
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+from app.models.base import new_id, tenant_fk, ts_column, utcnow
+
+
+class LearnedVersion(SQLModel, table=True):
+    """One immutable version of an agent's learned artifacts (DSPy-style results)."""
+
+    __tablename__ = "learned_versions"
+    __table_args__ = (sa.UniqueConstraint("tenant_id", "agent_id", "version",
+                                          name="uq_learned_versions_agent_version"),)
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    # {"signatures": {...}, "demonstrations": [...], "tuned_prompts": {...}, "metadata": {...}}
+    content: dict[str, Any] = Field(default_factory=dict,
+                                    sa_column=sa.Column(JSONB, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class LearnedHead(SQLModel, table=True):
+    """Per agent: the active version and the highest version number handed out.
+
+    Versions are allocated by an atomic upsert on this row, so concurrent PUTs
+    never collide, and rollback only moves ``active_version``.
+    """
+
+    __tablename__ = "learned_heads"
+    __table_args__ = (sa.UniqueConstraint("tenant_id", "agent_id",
+                                          name="uq_learned_heads_agent"),)
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    active_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    latest_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -1,0 +1,44 @@
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlmodel import Field, SQLModel
+
+from app.models.base import new_id, tenant_fk, ts_column, utcnow
+
+
+class MemoryItem(SQLModel, table=True):
+    """A task/project/global knowledge item (seed tiered-memory-design.md ``ContextItem``).
+
+    The scope is split into ``scope_kind`` + ``scope_id`` ('' for global) so that
+    one composite index serves tier queries, packages and eviction.
+    """
+
+    __tablename__ = "memory_items"
+    __table_args__ = (
+        sa.CheckConstraint("scope_kind IN ('task', 'project', 'global')", name="scope_kind"),
+        sa.CheckConstraint("importance >= 0 AND importance <= 1", name="importance_range"),
+        sa.Index("ix_memory_items_scope_rank", "tenant_id", "scope_kind", "scope_id",
+                 "importance", "created_at"),
+        sa.Index("ix_memory_items_tenant_created", "tenant_id", "created_at", "id"),
+        sa.Index("ix_memory_items_tags", "tags", postgresql_using="gin"),
+    )
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    scope_kind: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    scope_id: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False,
+                                                          server_default=""))
+    kind: str = Field(sa_column=sa.Column(sa.String(100), nullable=False))
+    source: str = Field(default="", sa_column=sa.Column(sa.String(200), nullable=False,
+                                                       server_default=""))
+    tags: list[str] = Field(default_factory=list, sa_column=sa.Column(
+        ARRAY(sa.Text), nullable=False, server_default=sa.text("'{}'::text[]")))
+    importance: float = Field(default=0.5, sa_column=sa.Column(sa.Float, nullable=False))
+    text: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    payload: Any = Field(default=None, sa_column=sa.Column(JSONB))
+    token_cost: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
