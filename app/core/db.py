@@ -5,7 +5,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 log = logging.getLogger("loom.db")
 
@@ -53,4 +58,6 @@ async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
     await run_after_commit(session)
 
 
-DbDep = Annotated[AsyncSession, Depends(get_db)]
+# scope="function": commit before the response is sent, so a client never reads before
+# its write is visible and a failed commit is reported as an error.
+DbDep = Annotated[AsyncSession, Depends(get_db, scope="function")]

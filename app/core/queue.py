@@ -5,6 +5,7 @@ periodic passes pick the work up when Redis is back.
 """
 
 import logging
+import time
 from typing import Any
 
 from arq.connections import ArqRedis, create_pool
@@ -17,6 +18,10 @@ class Queue:
         self._settings = redis_settings
         self.queue_name = queue_name
         self._pool: ArqRedis | None = None
+        # After a failure, skip Redis for a short while so requests do not each pay a
+        # connect timeout while it is down.
+        self._down_until = 0.0
+        self.retry_after_seconds = 5.0
 
     async def _get_pool(self) -> ArqRedis:
         if self._pool is None:
@@ -25,6 +30,8 @@ class Queue:
 
     async def enqueue(self, job_name: str, *args: Any, _job_id: str | None = None,
                       _defer_by: float | None = None) -> bool:
+        if time.monotonic() < self._down_until:
+            return False
         try:
             pool = await self._get_pool()
             job = await pool.enqueue_job(job_name, *args, _job_id=_job_id, _defer_by=_defer_by,
@@ -33,6 +40,7 @@ class Queue:
         except Exception as exc:  # Redis down: degrade, never fail the caller
             log.warning("enqueue of %s failed: %s", job_name, type(exc).__name__)
             self._pool = None
+            self._down_until = time.monotonic() + self.retry_after_seconds
             return False
 
     async def close(self) -> None:
