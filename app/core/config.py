@@ -52,6 +52,14 @@ class Settings(BaseSettings):
     summary_input_tokens: int = Field(default=100_000, ge=1000,
                                       alias="LOOM_SUMMARY_INPUT_TOKENS")
 
+    # Search (BM25 parameters; rerank deadline and cache lifetime)
+    search_bm25_k1: float = Field(default=1.2, ge=0, le=10, alias="LOOM_SEARCH_BM25_K1")
+    search_bm25_b: float = Field(default=0.75, ge=0, le=1, alias="LOOM_SEARCH_BM25_B")
+    search_rerank_timeout_seconds: float = Field(default=10.0, gt=0,
+                                                 alias="LOOM_SEARCH_RERANK_TIMEOUT_SECONDS")
+    search_rerank_cache_ttl_seconds: int = Field(default=3600, ge=0,
+                                                 alias="LOOM_SEARCH_RERANK_CACHE_TTL_SECONDS")
+
     # Worker
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
     run_worker_in_serve: bool = Field(default=True, alias="LOOM_RUN_WORKER")

@@ -4,6 +4,7 @@ from app.models.api_key import ApiKey
 from app.models.base import metadata
 from app.models.idempotency import IdempotencyRecord
 from app.models.message import Message
+from app.models.search_stats import SearchStats  # noqa: F401
 from app.models.session import Session
 from app.models.tenant import Tenant
 

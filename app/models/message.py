@@ -38,4 +38,7 @@ class Message(SQLModel, table=True):
                                                      server_default=sa.text("'{}'::jsonb")))
     # Filled in the INSERT with the tenant's text search configuration.
     search_vector: Any = Field(default=None, sa_column=sa.Column(TSVECTOR))
+    # BM25 |d|: lexeme positions in search_vector (generated; migration 0006_search).
+    search_length: int = Field(default=0, sa_column=sa.Column(sa.Integer, sa.Computed(
+        "coalesce(loom_tsvector_length(search_vector), 0)", persisted=True), nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

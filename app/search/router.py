@@ -1,0 +1,65 @@
+"""Swap search over one session, or over an agent's or the tenant's sessions."""
+
+from fastapi import APIRouter
+
+from app.auth.deps import CallerDep
+from app.core.db import DbDep
+from app.core.errors import ERROR_RESPONSES, Forbidden
+from app.messages.service import to_public
+from app.search import service
+from app.search.deps import SearchEnvDep
+from app.search.schemas import SearchCreate, SearchHitPublic, SearchPublic, SessionSearchCreate
+from app.search.scope import SearchScope
+from app.sessions.deps import SessionDep
+
+router = APIRouter(tags=["search"], responses=ERROR_RESPONSES)
+
+
+def _public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -> SearchPublic:
+    return SearchPublic(
+        results=[SearchHitPublic(session_id=h.message.session_id, seq=h.message.seq,
+                                 message=to_public(h.message), bm25_score=h.bm25_score,
+                                 rerank_score=h.rerank_score) for h in outcome.hits],
+        reranked=outcome.reranked, query_lexemes=outcome.lexemes,
+        candidates=outcome.candidates, promoted_seqs=promoted or [])
+
+
+@router.post("/sessions/{session_id}/search", response_model=SearchPublic)
+async def search_session(session: SessionDep, body: SessionSearchCreate, db: DbDep,
+                         env: SearchEnvDep) -> SearchPublic:
+    """Search this session's full history: BM25 top 50, then LLM rerank, top `limit`.
+
+    With `promote: true` the results are promoted into the session's context; 409 when
+    they would not fit its budget (nothing is promoted then).
+    """
+    scope = SearchScope(tenant_id=session.tenant_id, session_id=session.id)
+    outcome = await service.search(db, scope, body.query, limit=body.limit,
+                                   rerank=body.rerank, llm=env.llm, redis=env.redis,
+                                   options=env.options)
+    promoted = await service.promote_hits(db, session, outcome.hits) if body.promote else []
+    return _public(outcome, promoted)
+
+
+@router.post("/search", response_model=SearchPublic)
+async def search_sessions(body: SearchCreate, db: DbDep, caller: CallerDep,
+                          env: SearchEnvDep) -> SearchPublic:
+    """Search across the sessions of one agent (`scope=agent`) or of the tenant.
+
+    `scope=agent` searches `agent_id`, by default the caller's effective agent (an agent
+    key's own, or a service key's `X-Agent-Id`). Agent keys may not search another agent
+    or the whole tenant (403).
+    """
+    if body.scope == "tenant":
+        if caller.role == "agent":
+            raise Forbidden("Agent keys search only their own agent's sessions.",
+                            code="scope_forbidden")
+        scope = SearchScope(tenant_id=caller.tenant_id)
+    else:
+        agent_id = body.agent_id or caller.require_agent()
+        if not caller.can_see_agent(agent_id):
+            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+        scope = SearchScope(tenant_id=caller.tenant_id, agent_id=agent_id)
+    outcome = await service.search(db, scope, body.query, limit=body.limit,
+                                   rerank=body.rerank, llm=env.llm, redis=env.redis,
+                                   options=env.options)
+    return _public(outcome)

@@ -1,0 +1,67 @@
+"""Search API schemas."""
+
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.messages.schemas import MessagePublic
+
+MAX_QUERY_LENGTH = 10_000
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 20
+
+
+class SessionSearchCreate(BaseModel):
+    """A search over one session's full history (the swap)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(max_length=MAX_QUERY_LENGTH, description=(
+        "Free text. Words are stemmed with the tenant's text search configuration and "
+        "OR-ed; operators and punctuation are plain text. Empty or stop-word-only "
+        "queries return no results."))
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    rerank: bool = Field(default=True, description=(
+        "Rerank the BM25 top 50 with the LLM. Without an LLM, or when it fails, results "
+        "keep BM25 order and `reranked` is false."))
+    promote: bool = Field(default=False, description=(
+        "Promote the results into the session's context (409 if that would exceed "
+        "the budget)."))
+
+
+class SearchCreate(BaseModel):
+    """A search across the sessions of one agent or of the whole tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(max_length=MAX_QUERY_LENGTH)
+    scope: Literal["agent", "tenant"] = Field(default="agent", description=(
+        "`agent`: the sessions of `agent_id` (default: the caller's effective agent). "
+        "`tenant`: every session of the tenant (not for agent keys)."))
+    agent_id: str | None = Field(default=None, min_length=1, max_length=200, description=(
+        "For `scope=agent`: the agent to search. Agent keys may only name themselves."))
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    rerank: bool = True
+
+
+class SearchHitPublic(BaseModel):
+    """One result: the message and its scores."""
+
+    session_id: uuid.UUID
+    seq: int
+    message: MessagePublic
+    bm25_score: float
+    rerank_score: float | None = Field(description=(
+        "The LLM's 0-10 relevance; null when not reranked or the LLM left it out."))
+
+
+class SearchPublic(BaseModel):
+    """Results, best first."""
+
+    results: list[SearchHitPublic]
+    reranked: bool = Field(description="True when the order comes from the LLM rerank.")
+    query_lexemes: list[str] = Field(description="The stemmed terms that were searched.")
+    candidates: int = Field(description="BM25 candidates considered (at most 50).")
+    promoted_seqs: list[int] = Field(default_factory=list, description=(
+        "Seqs promoted into the session's context (with `promote: true`)."))

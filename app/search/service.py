@@ -1,0 +1,170 @@
+"""Swap search: BM25 top 50 in PostgreSQL, optional LLM rerank, top N.
+
+Degrades, never fails, on the optional parts: no LLM, an LLM error, timeout or an
+unusable answer give BM25 order with `reranked=False`; Redis down skips the rerank cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Message
+from app.search import repository
+from app.search.bm25 import BM25Params
+from app.search.query import normalize_query, query_terms
+from app.search.rerank import (
+    MAX_CANDIDATES,
+    RERANK_MAX_TOKENS,
+    RERANK_SYSTEM,
+    RerankCandidate,
+    build_prompt,
+    cache_key,
+    order_by_scores,
+    parse_scores,
+)
+from app.search.scope import SearchScope
+
+log = logging.getLogger("loom.search")
+
+Key = tuple[uuid.UUID, int]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    """Per-deployment knobs (from Settings)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    rerank_timeout_seconds: float = 10.0
+    rerank_cache_ttl_seconds: int = 3600
+
+
+@dataclass(slots=True)
+class SearchHit:
+    """A result row."""
+
+    message: Message
+    bm25_score: float
+    rerank_score: float | None = None
+
+
+@dataclass(slots=True)
+class SearchOutcome:
+    """What a search found, and how it was ordered."""
+
+    hits: list[SearchHit] = field(default_factory=list)
+    reranked: bool = False
+    lexemes: list[str] = field(default_factory=list)
+    candidates: int = 0
+
+
+async def _cached_scores(redis: Any, key: str, ttl: int) -> dict[str, float] | None:
+    if redis is None or ttl <= 0:
+        return None
+    try:
+        raw = await redis.get(key)
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else None
+    except Exception as exc:  # Redis down or a garbled entry: the cache is optional.
+        log.info("rerank cache read skipped: %s", type(exc).__name__)
+        return None
+
+
+async def _store_scores(redis: Any, key: str, scores: dict[str, float], ttl: int) -> None:
+    if redis is None or ttl <= 0:
+        return
+    try:
+        await redis.set(key, json.dumps(scores), ex=ttl)
+    except Exception as exc:
+        log.info("rerank cache write skipped: %s", type(exc).__name__)
+
+
+def _key_str(key: Key) -> str:
+    return f"{key[0]}:{key[1]}"
+
+
+async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandidate],
+                  options: SearchOptions) -> dict[int, float] | None:
+    """Candidate index -> LLM score, or None when the rerank is unavailable or failed."""
+    model = getattr(llm, "rerank_model", None)
+    ckey = cache_key(query, [c.id for c in candidates], model)
+    cached = await _cached_scores(redis, ckey, options.rerank_cache_ttl_seconds)
+    if cached is not None:
+        by_id = {_key_str(c.id): i for i, c in enumerate(candidates)}
+        return {by_id[k]: v for k, v in cached.items() if k in by_id} or None
+    try:
+        answer = await asyncio.wait_for(
+            llm.complete(RERANK_SYSTEM, build_prompt(query, candidates),
+                         max_tokens=RERANK_MAX_TOKENS, model=model),
+            timeout=options.rerank_timeout_seconds)
+    except Exception as exc:  # LLMError, timeout, anything: BM25 order stands.
+        log.warning("rerank failed, keeping BM25 order: %s", type(exc).__name__)
+        return None
+    scores = parse_scores(answer, len(candidates))
+    if scores is None:
+        log.warning("rerank answer unusable, keeping BM25 order")
+        return None
+    await _store_scores(redis, ckey, {_key_str(candidates[i].id): s for i, s in scores.items()},
+                        options.rerank_cache_ttl_seconds)
+    return scores
+
+
+async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int,
+                 rerank: bool, llm: Any = None, redis: Any = None,
+                 options: SearchOptions | None = None) -> SearchOutcome:
+    """Rank the scope's messages for `query`; best `limit` first."""
+    options = options or SearchOptions()
+    terms = query_terms(query)
+    if not terms:
+        return SearchOutcome()
+    config = await repository.text_search_config(db, scope.tenant_id)
+    lexemes = await repository.query_lexemes(db, config, " ".join(terms))
+    if not lexemes:
+        return SearchOutcome()
+    stats = await repository.scope_stats(db, scope)
+    hits = await repository.bm25_top(db, scope, lexemes, stats,
+                                     BM25Params(options.k1, options.b), MAX_CANDIDATES)
+    outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits))
+    if not hits:
+        return outcome
+    bm25 = {(h.session_id, h.seq): h.score for h in hits}
+    ordered: list[tuple[Key, float | None]] = [(k, None) for k in bm25]
+    if rerank and llm is not None:
+        previews = await repository.previews(db, scope.tenant_id, list(bm25))
+        candidates = [RerankCandidate(id=k, role=previews.get(k, ("", ""))[0],
+                                      text=previews.get(k, ("", ""))[1], bm25_score=s)
+                      for k, s in bm25.items()]
+        scores = await _rerank(llm, redis, normalize_query(query), candidates, options)
+        if scores is not None:
+            outcome.reranked = True
+            ordered = [(c.id, s) for c, s in order_by_scores(candidates, scores)]
+    top = ordered[:limit]
+    rows = await repository.load_messages(db, scope.tenant_id, [k for k, _ in top])
+    outcome.hits = [SearchHit(rows[k], bm25[k], s) for k, s in top if k in rows]
+    return outcome
+
+
+async def promote_hits(db: AsyncSession, session_row: Any, hits: list[SearchHit]) -> list[int]:
+    """Promote the hits that belong to `session_row` into its context; their seqs.
+
+    Hits from other sessions (agent/tenant scope) are not promoted: promotion copies
+    messages of the session itself. Raises the memory service's `Conflict` (409) when
+    the promoted messages would not fit the budget.
+    """
+    from app.memory.service import promote_messages  # memory owns promotion policy
+
+    seqs = [h.message.seq for h in hits if h.message.session_id == session_row.id]
+    if not seqs:
+        return []
+    result = await promote_messages(db, session_row, seqs)
+    promoted = getattr(result, "promoted_seqs", None) or getattr(result, "seqs", None)
+    return [int(s) for s in promoted] if promoted else seqs

@@ -1,0 +1,1 @@
+"""Built-in agent tools: Anthropic tool definitions and their execution (`registry`)."""

@@ -1,0 +1,165 @@
+"""The built-in tool registry: definitions served to agents and handlers that run them.
+
+A provider module registers each tool once, at import:
+
+    register_tool(name, definition)            # Anthropic tool definition (name, description,
+                                               # input_schema); served by GET .../tools
+    register_handler(name, handler)            # async (ctx: ToolContext, args: dict) -> JSON
+
+`definition` and `handler` may come from different modules (the shared-memory tools are
+defined here, executed by app/shared_memory/tools.py). Provider modules listed in
+`PROVIDER_MODULES` are imported on first use, so registration needs no wiring elsewhere.
+
+Handlers report failures by raising `ToolError(code, message)` (or any `AppError`, which
+is mapped to a code); `execute` turns every failure into a `tool_result` with
+`is_error: true`, never an HTTP error. Each call runs in a SAVEPOINT, so a failed tool
+leaves nothing half-written and the request transaction stays usable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import AppError
+from app.models import Session
+
+log = logging.getLogger("loom.tools")
+
+PROVIDER_MODULES = ("app.tools.conversation", "app.tools.shared_memory_defs",
+                    "app.shared_memory.tools")
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything a handler may need: the request's DB session, the session, the caller."""
+
+    db: AsyncSession
+    session: Session
+    caller: Caller
+    request: Request
+
+    @property
+    def state(self) -> Any:
+        """`app.state` (settings, redis, caches)."""
+        return self.request.app.state
+
+
+class ToolError(Exception):
+    """A tool failure the agent should see: `code` is UPPER_SNAKE (INVALID_PARAMETER...)."""
+
+    def __init__(self, code: str, message: str, details: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
+
+_definitions: dict[str, dict[str, Any]] = {}
+_handlers: dict[str, ToolHandler] = {}
+_loaded = False
+
+
+def register_tool(name: str, definition: dict[str, Any]) -> None:
+    """Serve `definition` (Anthropic shape; its `name` is forced to `name`)."""
+    _definitions[name] = {**definition, "name": name}
+
+
+def register_handler(name: str, handler: ToolHandler) -> ToolHandler:
+    """Execute tool `name` with `handler` (last registration wins)."""
+    _handlers[name] = handler
+    return handler
+
+
+def _load_providers() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in PROVIDER_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            # Only a missing provider module is expected (not yet built); anything else
+            # is a real bug and must surface.
+            if exc.name != module:
+                raise
+            log.info("tool provider %s not installed", module)
+
+
+def definitions() -> list[dict[str, Any]]:
+    """All tool definitions, in registration order."""
+    _load_providers()
+    return list(_definitions.values())
+
+
+def parse_args(model: type[BaseModel], args: dict[str, Any]) -> Any:
+    """Validate tool input with a pydantic model; INVALID_PARAMETER on failure."""
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        details = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))}
+                   for e in exc.errors()]
+        raise ToolError("INVALID_PARAMETER", "The tool input is not valid.", details) from exc
+
+
+def _app_error_code(exc: AppError) -> str:
+    # Bad input of any kind is INVALID_PARAMETER; otherwise the domain's own code,
+    # upper-cased (session_not_found -> SESSION_NOT_FOUND, conflict -> CONFLICT).
+    if exc.status_code in (400, 422):
+        return "INVALID_PARAMETER"
+    return str(exc.code or "error").upper()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """The `tool_result` content (text) and whether it reports an error."""
+
+    content: str
+    is_error: bool
+    code: str | None = None
+
+
+def _error(code: str, message: str, details: Any = None) -> ToolOutcome:
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return ToolOutcome(json.dumps(body, ensure_ascii=False, default=str), True, code)
+
+
+async def execute(ctx: ToolContext, name: str, args: Any) -> ToolOutcome:
+    """Run tool `name`; every failure becomes an error outcome, never an exception."""
+    _load_providers()
+    if name not in _definitions and name not in _handlers:
+        return _error("UNKNOWN_TOOL", f"There is no tool named {name[:200]!r}.",
+                      {"available": sorted(_definitions)})
+    handler = _handlers.get(name)
+    if handler is None:
+        return _error("TOOL_UNAVAILABLE", f"The tool {name!r} is not available on this server.")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return _error("INVALID_PARAMETER", "The tool input must be a JSON object.")
+    try:
+        async with ctx.db.begin_nested():
+            output = await handler(ctx, args)
+    except ToolError as exc:
+        return _error(exc.code, exc.message, exc.details)
+    except AppError as exc:
+        details = exc.details if exc.details is not None else {"reason": exc.code}
+        return _error(_app_error_code(exc), exc.message, details)
+    except Exception:
+        log.exception("tool %s failed", name)
+        return _error("INTERNAL_ERROR", "The tool failed unexpectedly.")
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
+                                                             default=str)
+    return ToolOutcome(text, False)
