@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from app.auth.router import router as auth_router
+from app.knowledge.router import router as knowledge_router
 from app.messages.router import router as messages_router
 from app.search.router import router as search_router
 from app.sessions.router import router as sessions_router
@@ -12,5 +13,6 @@ api_router = APIRouter(prefix="/v1")
 api_router.include_router(auth_router)
 api_router.include_router(sessions_router)
 api_router.include_router(messages_router)
+api_router.include_router(knowledge_router)
 api_router.include_router(search_router)
 api_router.include_router(tools_router)

@@ -60,6 +60,11 @@ class Settings(BaseSettings):
     search_rerank_cache_ttl_seconds: int = Field(default=3600, ge=0,
                                                  alias="LOOM_SEARCH_RERANK_CACHE_TTL_SECONDS")
 
+    # Knowledge tiers (app/knowledge)
+    knowledge_max_items: int = Field(default=1000, ge=1, alias="LOOM_KNOWLEDGE_MAX_ITEMS")
+    knowledge_max_candidates: int = Field(default=2000, ge=1,
+                                          alias="LOOM_KNOWLEDGE_MAX_CANDIDATES")
+
     # Worker
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
     run_worker_in_serve: bool = Field(default=True, alias="LOOM_RUN_WORKER")

@@ -3,6 +3,8 @@
 from app.models.api_key import ApiKey
 from app.models.base import metadata
 from app.models.idempotency import IdempotencyRecord
+from app.models.learned import LearnedHead, LearnedVersion  # noqa: F401
+from app.models.memory_item import MemoryItem  # noqa: F401
 from app.models.message import Message
 from app.models.search_stats import SearchStats  # noqa: F401
 from app.models.session import Session

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.knowledge.schemas import SessionKnowledgeConfig
 
 
 class SessionConfig(BaseModel):
@@ -19,6 +20,8 @@ class SessionConfig(BaseModel):
                     "10% of the window.")
     l1_max_messages: int = Field(default=10, ge=2, le=1000)
     max_l2_tokens: int = Field(default=5_000, ge=100, le=1_000_000)
+    knowledge: SessionKnowledgeConfig | None = Field(default=None, description=(
+        "Knowledge tiers and learned layer in this session's context (issue 8)."))
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> "SessionConfig":
