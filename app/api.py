@@ -7,6 +7,7 @@ from app.knowledge.router import router as knowledge_router
 from app.messages.router import router as messages_router
 from app.search.router import router as search_router
 from app.sessions.router import router as sessions_router
+from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
 
 api_router = APIRouter(prefix="/v1")
@@ -16,3 +17,4 @@ api_router.include_router(messages_router)
 api_router.include_router(knowledge_router)
 api_router.include_router(search_router)
 api_router.include_router(tools_router)
+api_router.include_router(shared_memory_router)

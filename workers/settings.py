@@ -12,6 +12,7 @@ from app.core.config import get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
+from app.shared_memory.tasks import cleanup_expired_shared_memory
 
 log = logging.getLogger("loom.worker")
 
@@ -48,7 +49,9 @@ def _redis_settings() -> Any:
 
 class WorkerSettings:
     functions: list[Any] = [ping]
-    cron_jobs: list[Any] = []
+    cron_jobs: list[Any] = [
+        cron(cleanup_expired_shared_memory, second={0, 30}, run_at_startup=True, unique=True),
+    ]
     on_startup = startup
     on_shutdown = shutdown
     redis_settings = _redis_settings()

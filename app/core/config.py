@@ -65,6 +65,21 @@ class Settings(BaseSettings):
     knowledge_max_candidates: int = Field(default=2000, ge=1,
                                           alias="LOOM_KNOWLEDGE_MAX_CANDIDATES")
 
+    # Shared memory (app/shared_memory). Sizes in bytes.
+    shared_memory_cache_bytes: int = Field(default=1024**3, ge=0,
+                                           alias="LOOM_SHARED_MEMORY_CACHE_BYTES")
+    shared_memory_max_value_bytes: int = Field(default=32 * 1024**2, ge=1,
+                                               alias="LOOM_SHARED_MEMORY_MAX_VALUE_BYTES")
+    shared_memory_compress_threshold_bytes: int = Field(
+        default=1024**2, ge=0, alias="LOOM_SHARED_MEMORY_COMPRESS_THRESHOLD_BYTES")
+    shared_memory_require_if_match: bool = Field(default=False,
+                                                 alias="LOOM_SHARED_MEMORY_REQUIRE_IF_MATCH")
+    shared_memory_watch_queue: int = Field(default=256, ge=1,
+                                           alias="LOOM_SHARED_MEMORY_WATCH_QUEUE")
+    tool_result_offload_bytes: int = Field(default=100 * 1024, ge=1,
+                                           alias="LOOM_TOOL_RESULT_OFFLOAD_BYTES")
+    tool_result_ttl_seconds: int = Field(default=3600, ge=1, alias="LOOM_TOOL_RESULT_TTL_SECONDS")
+
     # Worker
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
     run_worker_in_serve: bool = Field(default=True, alias="LOOM_RUN_WORKER")

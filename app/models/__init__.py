@@ -8,6 +8,7 @@ from app.models.memory_item import MemoryItem  # noqa: F401
 from app.models.message import Message
 from app.models.search_stats import SearchStats  # noqa: F401
 from app.models.session import Session
+from app.models.shared_memory_entry import SharedMemoryEntry, SharedMemoryRefHolder  # noqa: F401
 from app.models.tenant import Tenant
 
 __all__ = ["ApiKey", "IdempotencyRecord", "Message", "Session", "Tenant", "metadata"]

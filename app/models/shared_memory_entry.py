@@ -1,0 +1,75 @@
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+from app.models.base import new_id, tenant_fk, ts_column, utcnow
+
+
+class SharedMemoryEntry(SQLModel, table=True):
+    """One shared-memory value: (tenant, namespace, scope_id, storage_key) -> bytes.
+
+    `value` holds the stored bytes (gzip when `compressed`); `sha256` and `size_bytes`
+    describe the original bytes. `version` comes from the `shared_memory_version_seq`
+    sequence, so it only ever grows (ETag, compare-and-set, cache floors).
+    """
+
+    __tablename__ = "shared_memory_entries"
+    __table_args__ = (
+        sa.UniqueConstraint("tenant_id", "namespace", "scope_id", "storage_key",
+                            name="uq_shared_memory_entries_address"),
+        sa.Index("ix_shared_memory_entries_expires_at", "expires_at",
+                 postgresql_where=sa.text("expires_at IS NOT NULL")),
+    )
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    namespace: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    scope_id: str = Field(default="", sa_column=sa.Column(sa.String(256), nullable=False,
+                                                          server_default=""))
+    storage_key: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    ref_id: str = Field(sa_column=sa.Column(sa.String(32), nullable=False, unique=True))
+    value: bytes = Field(sa_column=sa.Column(sa.LargeBinary, nullable=False))
+    content_type: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
+    meta: dict[str, Any] = Field(default_factory=dict,
+                                 sa_column=sa.Column("metadata", JSONB, nullable=False,
+                                                     server_default=sa.text("'{}'::jsonb")))
+    sha256: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    compressed: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    size_bytes: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    stored_bytes: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    version: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    writer_agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    expires_at: datetime | None = Field(default=None,
+                                        sa_column=sa.Column(sa.DateTime(timezone=True)))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class SharedMemoryRefHolder(SQLModel, table=True):
+    """A message holding a data reference: while it exists the entry does not expire.
+
+    The reference count of an entry is the number of its holder rows. Deleting the message
+    (or its session) cascades here, which releases the reference. The message FK is
+    deferred so the holder can be written in the same transaction before the message row.
+    """
+
+    __tablename__ = "shared_memory_ref_holders"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(
+            ["session_id", "seq"], ["messages.session_id", "messages.seq"],
+            name="fk_shared_memory_ref_holders_message", ondelete="CASCADE",
+            deferrable=True, initially="DEFERRED"),
+        sa.Index("ix_shared_memory_ref_holders_message", "session_id", "seq"),
+    )
+
+    entry_id: uuid.UUID = Field(sa_column=sa.Column(
+        sa.Uuid, sa.ForeignKey("shared_memory_entries.id", ondelete="CASCADE"),
+        primary_key=True))
+    session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
+    seq: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -1,0 +1,78 @@
+"""Large tool results: stored as shared-memory data at append time, message keeps a reference.
+
+Registered as message-append hooks (see `app.messages.service`):
+- before the insert, a `tool` message whose content is over
+  `LOOM_TOOL_RESULT_OFFLOAD_BYTES` (100 KB) is written to the `session` namespace under
+  `tool_results/<id>` and its content becomes the ~50-token reference text; the message's
+  `metadata.data_ref` carries the DataReference. Token counts are then computed on the
+  reference, so the context stays small.
+- after the insert, a holder row per referencing message keeps the data from expiring
+  (the entry has a TTL, `LOOM_TOOL_RESULT_TTL_SECONDS`, that only bites once the messages
+  are gone, e.g. when the session is deleted).
+"""
+
+import json
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.messages.canonical import CanonicalMessage
+from app.messages.service import AppendedBatch, on_after_append, on_before_append
+from app.shared_memory import keys, repository, service
+from app.shared_memory.keys import Namespace
+from app.shared_memory.lifecycle import active_runtime
+from app.shared_memory.metrics import OFFLOADED_TOOL_RESULTS
+from app.shared_memory.refs import render
+
+DATA_REF = "data_ref"
+
+
+def payload(content: Any) -> tuple[bytes, str]:
+    """The bytes a tool result stands for, and their content type."""
+    if isinstance(content, str):
+        return content.encode(), "text/plain; charset=utf-8"
+    return json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode(), \
+        "application/json"
+
+
+@on_before_append
+async def offload_large_tool_results(db: AsyncSession, caller: Caller,
+                                     session_id: uuid.UUID,
+                                     messages: list[CanonicalMessage]) -> None:
+    rt = active_runtime()
+    if rt is None:
+        return
+    s = rt.settings
+    threshold = s.tool_result_offload_bytes
+    for m in messages:
+        if m.role != "tool" or m.content is None:
+            continue
+        data, ctype = payload(m.content)
+        if len(data) <= threshold:
+            continue
+        addr = keys.address(Namespace.SESSION, f"tool_results/{uuid.uuid4().hex}",
+                            str(session_id), caller.agent_id)
+        loaded, _ = await service.write(
+            db, rt, caller, addr, data, content_type=ctype,
+            metadata={"kind": "tool_result", "tool_use_id": m.tool_use_id},
+            ttl_seconds=s.tool_result_ttl_seconds, if_none_match="*",
+            max_bytes=max(s.max_request_bytes, s.shared_memory_max_value_bytes),
+            compress_threshold=s.shared_memory_compress_threshold_bytes)
+        ref = loaded.reference()
+        m.content = render(ref)
+        m.metadata = {**(m.metadata or {}), DATA_REF: ref.model_dump(mode="json")}
+        OFFLOADED_TOOL_RESULTS.inc()
+
+
+@on_after_append
+async def hold_references(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
+    held = [(m.seq, m.metadata[DATA_REF]["id"]) for m in batch.messages
+            if isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)]
+    if not held:
+        return
+    ids = await repository.entry_ids_by_ref(db, batch.tenant_id, [r for _, r in held])
+    await repository.add_holders(db, [
+        {"entry_id": ids[ref_id], "session_id": batch.session_id, "seq": seq,
+         "tenant_id": batch.tenant_id} for seq, ref_id in held if ref_id in ids])

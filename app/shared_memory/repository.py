@@ -1,0 +1,158 @@
+"""SQL for shared memory. Every query is filtered by tenant, except the cleanup sweep.
+
+"Live" = not expired, or still referenced by a message (a holder row): an expired entry is
+never returned, even before the cleanup job has deleted it.
+"""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models.session import Session
+from app.models.shared_memory_entry import SharedMemoryEntry, SharedMemoryRefHolder
+
+E = SharedMemoryEntry.__table__
+H = SharedMemoryRefHolder.__table__
+NEXT_VERSION = sa.func.nextval("shared_memory_version_seq")
+
+HEAD_COLUMNS = [c for c in E.c if c.name != "value"]
+
+
+@dataclass(frozen=True, slots=True)
+class Addr:
+    tenant_id: uuid.UUID
+    namespace: str
+    scope_id: str
+    storage_key: str
+
+
+def _held(entry_id: Any = E.c.id) -> sa.ColumnElement[bool]:
+    return sa.exists().where(H.c.entry_id == entry_id)
+
+
+def _live(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.or_(E.c.expires_at.is_(None), E.c.expires_at > now, _held())
+
+
+def _at(a: Addr) -> sa.ColumnElement[bool]:
+    return sa.and_(E.c.tenant_id == a.tenant_id, E.c.namespace == a.namespace,
+                   E.c.scope_id == a.scope_id, E.c.storage_key == a.storage_key)
+
+
+async def get(db: AsyncSession, a: Addr, now: datetime, *, with_value: bool = True) -> Any:
+    """The live entry at `a` (a Row), or None."""
+    cols = list(E.c) if with_value else HEAD_COLUMNS
+    res = await db.execute(sa.select(*cols, _held().label("held")).where(_at(a), _live(now)))
+    return res.first()
+
+
+async def get_by_ref(db: AsyncSession, tenant_id: uuid.UUID, ref_id: str, now: datetime) -> Any:
+    res = await db.execute(sa.select(*E.c).where(E.c.tenant_id == tenant_id,
+                                                 E.c.ref_id == ref_id, _live(now)))
+    return res.first()
+
+
+def _values(fields: dict[str, Any]) -> dict[str, Any]:
+    return {**fields, "version": NEXT_VERSION, "updated_at": sa.func.now()}
+
+
+async def upsert(db: AsyncSession, a: Addr, fields: dict[str, Any], now: datetime,
+                 *, only_if_dead: bool = False) -> Any:
+    """Insert or replace the entry; returns the row head, or None if `only_if_dead` and a
+    live entry exists (create-only PUT)."""
+    ins = pg_insert(E).values(id=uuid.uuid4(), tenant_id=a.tenant_id, namespace=a.namespace,
+                              scope_id=a.scope_id, storage_key=a.storage_key,
+                              **_values(fields))
+    # The reference id is the entry's identity for messages: a replace keeps it.
+    update = {k: ins.excluded[k] for k in fields if k != "ref_id"} | {
+        "version": NEXT_VERSION, "updated_at": sa.func.now(),
+        # A dead (expired) row being overwritten is a new entry: restart created_at.
+        "created_at": sa.case((_live(now), E.c.created_at), else_=sa.func.now()),
+    }
+    where = None if not only_if_dead else sa.not_(_live(now))
+    stmt = ins.on_conflict_do_update(constraint="uq_shared_memory_entries_address",
+                                     set_=update, where=where).returning(*HEAD_COLUMNS)
+    return (await db.execute(stmt)).first()
+
+
+async def update_if_version(db: AsyncSession, a: Addr, expected: int, fields: dict[str, Any],
+                            now: datetime) -> Any:
+    """Compare-and-set: replace only if the live entry is still at `expected`."""
+    stmt = (sa.update(E).where(_at(a), E.c.version == expected, _live(now))
+            .values(**_values(fields)).returning(*HEAD_COLUMNS))
+    return (await db.execute(stmt)).first()
+
+
+async def delete(db: AsyncSession, a: Addr, now: datetime, expected: int | None) -> Any:
+    """Delete the live, unreferenced entry (at `expected` if given); returns its head."""
+    conds = [_at(a), _live(now), sa.not_(_held())]
+    if expected is not None:
+        conds.append(E.c.version == expected)
+    stmt = sa.delete(E).where(*conds).returning(E.c.id, E.c.version)
+    return (await db.execute(stmt)).first()
+
+
+async def next_version(db: AsyncSession) -> int:
+    return int(await db.scalar(sa.select(NEXT_VERSION)))
+
+
+async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, namespace: str, scope_id: str,
+                    prefix: str, after: str | None, limit: int, now: datetime) -> list[Any]:
+    """Live entries whose storage key starts with `prefix`, in storage-key order."""
+    conds = [E.c.tenant_id == tenant_id, E.c.namespace == namespace, E.c.scope_id == scope_id,
+             _live(now)]
+    if prefix:
+        conds.append(sa.func.starts_with(E.c.storage_key, prefix))
+    key_c = E.c.storage_key.collate("C")
+    if after is not None:
+        conds.append(key_c > after)
+    stmt = (sa.select(E.c.storage_key, E.c.version, E.c.size_bytes, E.c.content_type,
+                      E.c.expires_at, E.c.updated_at, E.c.sha256, E.c.writer_agent_id)
+            .where(*conds).order_by(key_c).limit(limit))
+    return list((await db.execute(stmt)).all())
+
+
+async def namespace_totals(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str | None,
+                           now: datetime) -> list[Any]:
+    """(namespace, keys, bytes, stored_bytes) of live entries the caller may see."""
+    conds = [E.c.tenant_id == tenant_id, _live(now)]
+    # The agent namespace counts only the caller's own scope (none without an agent).
+    conds.append(sa.or_(E.c.namespace != "agent", E.c.scope_id == (agent_id or "")))
+    stmt = (sa.select(E.c.namespace, sa.func.count(), sa.func.coalesce(sa.func.sum(
+        E.c.size_bytes), 0), sa.func.coalesce(sa.func.sum(E.c.stored_bytes), 0))
+        .where(*conds).group_by(E.c.namespace))
+    return list((await db.execute(stmt)).all())
+
+
+async def session_exists(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
+    S = Session.__table__
+    q = sa.select(sa.exists().where(S.c.tenant_id == tenant_id, S.c.id == session_id))
+    return bool(await db.scalar(q))
+
+
+async def add_holders(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Record messages holding references (entry_id, session_id, seq, tenant_id)."""
+    if rows:
+        await db.execute(pg_insert(H).values(rows).on_conflict_do_nothing())
+
+
+async def entry_ids_by_ref(db: AsyncSession, tenant_id: uuid.UUID,
+                           ref_ids: list[str]) -> dict[str, uuid.UUID]:
+    res = await db.execute(sa.select(E.c.ref_id, E.c.id).where(
+        E.c.tenant_id == tenant_id, E.c.ref_id.in_(ref_ids)))
+    return {r: i for r, i in res.all()}
+
+
+async def delete_expired(db: AsyncSession, now: datetime, limit: int) -> list[Any]:
+    """Delete up to `limit` expired, unreferenced entries of any tenant (maintenance sweep)."""
+    victims = (sa.select(E.c.id).where(E.c.expires_at <= now, sa.not_(_held()))
+               .order_by(E.c.expires_at).limit(limit)
+               .with_for_update(skip_locked=True).scalar_subquery())
+    stmt = sa.delete(E).where(E.c.id.in_(victims)).returning(
+        E.c.tenant_id, E.c.namespace, E.c.scope_id, E.c.storage_key, E.c.version)
+    return list((await db.execute(stmt)).all())

@@ -1,0 +1,201 @@
+"""HTTP for shared memory: entry CRUD, key listing, stats, watch (SSE), data references.
+
+PUT body: `Content-Type: application/json` -> `{"value": <JSON>, "metadata": {...},
+"ttl_seconds": n}`; any other content type -> the raw bytes are the value (metadata in the
+`X-Loom-Metadata` header as a JSON object, TTL in the `ttl_seconds` query parameter).
+GET of a JSON entry returns the entry description with `value`; of a raw entry, the bytes
+with their content type. Either way the headers carry `ETag`, `X-Loom-Version`,
+`X-Loom-Checksum: sha256=<hex>`, `X-Loom-Storage-Location: memory|postgres`,
+`X-Loom-Compressed` and `X-Loom-Ref-Id`. Preconditions (If-Match, If-None-Match): see
+`app.shared_memory.etag`.
+"""
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi.responses import StreamingResponse
+
+from app.auth.deps import CallerDep
+from app.core.db import DbDep
+from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
+from app.shared_memory import lifecycle, offload, service, views  # noqa: F401  (hooks)
+from app.shared_memory.errors import ValueTooLarge
+from app.shared_memory.keys import Namespace
+from app.shared_memory.schemas import (
+    SharedMemoryEntryPublic,
+    SharedMemoryKeyList,
+    SharedMemoryPut,
+    SharedMemoryStats,
+)
+from app.shared_memory.ttl import MAX_TTL_SECONDS
+
+router = APIRouter(tags=["shared-memory"], responses=ERROR_RESPONSES)
+
+_EXTRA = {c: {"model": ErrorEnvelope} for c in (412, 428)}
+_RESP_500 = {500: {"model": ErrorEnvelope, "description": "integrity_error: stored bytes do "
+                   "not match their SHA-256 (never served)"}}
+ScopeQ = Annotated[str | None, Query(max_length=256, description=(
+    "Required for workflow/swarm/debate/session (for session: a session id of your tenant); "
+    "refused for global and agent (agent is scoped by the authenticated agent)."))]
+IfMatch = Annotated[str | None, Header(description=(
+    "Compare-and-set: a stale version is 409; If-Match on a missing entry is 412."))]
+PUT_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {"$ref": "#/components/schemas/SharedMemoryPut"}},
+    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    "text/plain": {"schema": {"type": "string"}},
+}}}
+
+
+@router.get("/shared-memory/stats", response_model=SharedMemoryStats)
+async def shared_memory_stats(db: DbDep, caller: CallerDep, request: Request) -> Any:
+    """Per namespace: live keys and bytes you can see, reads, writes, tier hits and misses."""
+    return await views.stats(db, views.runtime(request), caller)
+
+
+@router.get("/shared-memory/{namespace}/watch", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}},
+                             "description": "Server-Sent Events: ready, put, delete, "
+                             "heartbeat, and a final dropped/closed event"}})
+async def watch_shared_memory(
+    namespace: Namespace, db: DbDep, caller: CallerDep, request: Request,
+    scope_id: ScopeQ = None,
+    prefix: Annotated[str, Query(max_length=256)] = "",
+    include_initial: bool = False,
+    heartbeat_seconds: Annotated[float | None, Query(ge=0.2, le=300)] = None,
+) -> StreamingResponse:
+    """Stream puts and deletes under `prefix` (agent namespace: only your own keys)."""
+    return await views.watch(db, views.runtime(request), caller, request, namespace, scope_id,
+                             prefix, include_initial, heartbeat_seconds)
+
+
+@router.get("/shared-memory/{namespace}", response_model=SharedMemoryKeyList)
+async def list_shared_memory_keys(
+    namespace: Namespace, db: DbDep, caller: CallerDep, scope_id: ScopeQ = None,
+    prefix: Annotated[str, Query(max_length=256)] = "",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: str | None = None,
+) -> Any:
+    """Keys (without any agent prefix) in key order, cursor-paginated."""
+    return await views.list_keys(db, caller, namespace, scope_id, prefix, limit, cursor)
+
+
+@router.put("/shared-memory/{namespace}/{key:path}", response_model=SharedMemoryEntryPublic,
+            responses={**_EXTRA, 201: {"model": SharedMemoryEntryPublic}},
+            openapi_extra=PUT_BODY)
+async def put_shared_memory_entry(
+    namespace: Namespace, key: str, db: DbDep, caller: CallerDep, request: Request,
+    response: Response, scope_id: ScopeQ = None,
+    ttl_seconds: Annotated[int | None, Query(ge=1, le=MAX_TTL_SECONDS)] = None,
+    if_match: IfMatch = None,
+    if_none_match: Annotated[str | None, Header(description="`*`: create only (412)")] = None,
+    x_loom_metadata: Annotated[str | None, Header(description="raw bodies: JSON object")]
+    = None,
+) -> Any:
+    """Create or replace an entry: 201 when created, 200 when replaced."""
+    settings = request.app.state.settings
+    max_bytes = settings.shared_memory_max_value_bytes
+    raw = await _read_body(request, 2 * max_bytes + 65536, max_bytes)
+    ctype = (request.headers.get("content-type") or "application/octet-stream").strip()
+    if ctype.split(";")[0].strip().lower() == "application/json":
+        body = _json_body(raw)
+        data = views.dump_json(body.value)
+        ctype, metadata = "application/json", body.metadata
+        ttl = body.ttl_seconds if body.ttl_seconds is not None else ttl_seconds
+    else:
+        data, metadata, ttl = raw, _metadata_header(x_loom_metadata), ttl_seconds
+        if len(ctype) > 255:
+            raise BadRequest("Content-Type is too long.", code="invalid_content_type")
+    addr = await service.resolve(db, caller, namespace, key, scope_id)
+    loaded, created = await service.write(
+        db, views.runtime(request), caller, addr, data, content_type=ctype, metadata=metadata,
+        ttl_seconds=ttl, if_match=if_match, if_none_match=if_none_match, max_bytes=max_bytes,
+        compress_threshold=settings.shared_memory_compress_threshold_bytes,
+        require_if_match=settings.shared_memory_require_if_match)
+    response.status_code = 201 if created else 200
+    views.set_headers(response, loaded)
+    return loaded.head(key, created)
+
+
+@router.get("/shared-memory/{namespace}/{key:path}", response_model=SharedMemoryEntryPublic,
+            responses={200: {"content": {"application/octet-stream": {}}}, 304: {
+                "description": "If-None-Match matched"}, **_RESP_500})
+async def get_shared_memory_entry(
+    namespace: Namespace, key: str, db: DbDep, caller: CallerDep, request: Request,
+    scope_id: ScopeQ = None,
+    ref: Annotated[bool, Query(description="return the data reference only")] = False,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """The value (JSON entries: description + `value`; raw: the bytes), or its reference."""
+    addr = await service.resolve(db, caller, namespace, key, scope_id)
+    loaded = await service.read(db, views.runtime(request), caller, addr)
+    return views.entry_response(loaded, key, ref=ref, if_none_match=if_none_match)
+
+
+@router.delete("/shared-memory/{namespace}/{key:path}", status_code=204,
+               responses=_EXTRA)
+async def delete_shared_memory_entry(
+    namespace: Namespace, key: str, db: DbDep, caller: CallerDep, request: Request,
+    scope_id: ScopeQ = None, if_match: IfMatch = None,
+) -> Response:
+    """Delete an entry (409 `entry_referenced` while a message holds its reference)."""
+    addr = await service.resolve(db, caller, namespace, key, scope_id)
+    await service.delete(db, views.runtime(request), caller, addr, if_match=if_match,
+                         require_if_match=request.app.state.settings
+                         .shared_memory_require_if_match)
+    return Response(status_code=204)
+
+
+@router.get("/refs/{ref_id}", responses={200: {"content": {"application/octet-stream": {}}},
+                                         **_RESP_500})
+async def get_data_reference(
+    ref_id: Annotated[str, Path(max_length=64)], db: DbDep, caller: CallerDep,
+    request: Request,
+    meta: Annotated[bool, Query(description="return the reference, not the data")] = False,
+) -> Response:
+    """The full data behind a `ref_...` id (raw bytes with their content type)."""
+    loaded = await service.resolve_ref(db, views.runtime(request), caller, ref_id)
+    if meta:
+        return views.json_response(loaded.reference().model_dump(mode="json"))
+    return views.raw_response(loaded)
+
+
+async def _read_body(request: Request, cap: int, max_bytes: int) -> bytes:
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise ValueTooLarge(f"The value is over the {max_bytes}-byte limit.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json_body(raw: bytes) -> SharedMemoryPut:
+    try:
+        parsed = json.loads(raw, parse_constant=_no_constants)
+    except (ValueError, RecursionError) as exc:
+        raise Unprocessable("The body is not valid JSON.", code="invalid_json") from exc
+    try:
+        return SharedMemoryPut.model_validate(parsed)
+    except ValueError as exc:
+        errors = getattr(exc, "errors", lambda: [])()
+        raise Unprocessable("The body is not a valid entry.", details=[
+            {"loc": ["body", *e.get("loc", ())], "msg": e.get("msg"), "type": e.get("type")}
+            for e in errors]) from exc
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _metadata_header(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw, parse_constant=_no_constants)
+    except ValueError as exc:
+        raise BadRequest("X-Loom-Metadata must be a JSON object.", code="invalid_metadata") from exc
+    if not isinstance(value, dict):
+        raise BadRequest("X-Loom-Metadata must be a JSON object.", code="invalid_metadata")
+    return value
+

@@ -1,0 +1,280 @@
+"""Shared-memory logic: scoping, preconditions, codec, memory tier, events.
+
+Reads: memory tier (this process) -> PostgreSQL; every read verifies the SHA-256 of the
+bytes it returns. Writes go to PostgreSQL; after the commit the writing process updates its
+tier and publishes the event that invalidates the other processes' tiers and feeds watchers.
+"""
+
+import json
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.db import after_commit
+from app.shared_memory import codec, etag, keys, repository
+from app.shared_memory.errors import (
+    EntryNotFound,
+    EntryPreconditionFailed,
+    IntegrityError,
+    InvalidScope,
+    RefNotFound,
+    ValueTooLarge,
+    VersionConflict,
+)
+from app.shared_memory.keys import Address, Namespace
+from app.shared_memory.metrics import INTEGRITY_ERRORS
+from app.shared_memory.refs import DataReference, Location, new_ref_id
+from app.shared_memory.runtime import SharedMemoryRuntime
+from app.shared_memory.ttl import expires_at as ttl_expiry
+from app.shared_memory.ttl import is_expired
+
+EVENT_VALUE_MAX = 16 * 1024  # JSON values up to this size ride along in watch events
+
+
+@dataclass(slots=True)
+class Loaded:
+    """An entry with its original bytes (verified)."""
+
+    namespace: str
+    scope_id: str
+    storage_key: str
+    version: int
+    content_type: str
+    size_bytes: int
+    stored_bytes: int
+    compressed: bool
+    sha256: str
+    ref_id: str
+    metadata: dict[str, Any]
+    writer_agent_id: str | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    data: bytes = b""
+    location: Location = "postgres"
+
+    @property
+    def is_json(self) -> bool:
+        return self.content_type.split(";")[0].strip() == "application/json"
+
+    def head(self, key: str, created: bool | None = None) -> dict[str, Any]:
+        """The public description (SharedMemoryEntryPublic fields, without value)."""
+        return {
+            "namespace": self.namespace, "key": key, "version": self.version,
+            "scope_id": self.scope_id or None, "etag": etag.format_etag(self.version),
+            "content_type": self.content_type, "size_bytes": self.size_bytes,
+            "stored_bytes": self.stored_bytes, "compressed": self.compressed,
+            "checksum": self.sha256, "ref_id": self.ref_id, "metadata": self.metadata,
+            "writer_agent_id": self.writer_agent_id, "expires_at": self.expires_at,
+            "created_at": self.created_at, "updated_at": self.updated_at, "created": created,
+        }
+
+    def reference(self) -> DataReference:
+        return DataReference(id=self.ref_id, size_bytes=self.size_bytes, checksum=self.sha256,
+                             content_type=self.content_type, location=self.location,
+                             compressed=self.compressed, stored_at=self.updated_at,
+                             metadata=self.metadata)
+
+
+def _from_row(row: Any, data: bytes = b"") -> Loaded:
+    return Loaded(row.namespace, row.scope_id, row.storage_key, row.version, row.content_type,
+                  row.size_bytes, row.stored_bytes, row.compressed, row.sha256, row.ref_id,
+                  row.metadata or {}, row.writer_agent_id, row.expires_at, row.created_at,
+                  row.updated_at, data)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _addr(caller: Caller, a: Address) -> repository.Addr:
+    return repository.Addr(caller.tenant_id, a.namespace.value, a.scope_id, a.storage_key)
+
+
+def _tier_key(ra: repository.Addr) -> tuple[str, str, str, str]:
+    return (str(ra.tenant_id), ra.namespace, ra.scope_id, ra.storage_key)
+
+
+async def resolve(db: AsyncSession, caller: Caller, namespace: Namespace, key: str | None,
+                  scope_id: str | None) -> Address:
+    """Validate namespace/scope/key for this caller (session scopes must exist in-tenant)."""
+    if key is None:
+        scope = keys.resolve_scope(namespace, scope_id, caller.agent_id)
+        a = Address(namespace, scope, "", "")
+    else:
+        a = keys.address(namespace, key, scope_id, caller.agent_id)
+    if namespace is Namespace.SESSION:
+        try:
+            sid = uuid.UUID(a.scope_id)
+        except ValueError as exc:
+            raise InvalidScope("scope_id of the session namespace is a session id") from exc
+        if not await repository.session_exists(db, caller.tenant_id, sid):
+            raise EntryNotFound("No such session.", code="session_not_found")
+    return a
+
+
+def _check(loaded: Loaded) -> Loaded:
+    try:
+        codec.verify(loaded.data, loaded.sha256)
+    except IntegrityError:
+        INTEGRITY_ERRORS.inc()
+        raise
+    return loaded
+
+
+async def load(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr) -> Loaded | None:
+    """The live entry with verified bytes, from the memory tier when possible."""
+    now = _now()
+    tk = _tier_key(ra)
+    if rt.cache_enabled:
+        hit = rt.tier.get(tk)
+        if hit is not None:
+            cached: Loaded = hit[0]
+            if not is_expired(cached.expires_at, now):
+                rt.count(tk[0], ra.namespace, "hits")
+                return _check(replace(cached, location="memory"))
+            rt.tier.invalidate(tk)  # past TTL: PostgreSQL decides (a holder may keep it)
+    rt.count(tk[0], ra.namespace, "misses")
+    row = await repository.get(db, ra, now)
+    if row is None:
+        return None
+    try:
+        data = codec.decode(row.value, compressed=row.compressed, sha256=row.sha256,
+                            size=row.size_bytes)
+    except IntegrityError:
+        INTEGRITY_ERRORS.inc()
+        raise
+    loaded = _from_row(row, data)
+    if rt.cache_enabled and not is_expired(loaded.expires_at, now):
+        rt.tier.put(tk, loaded, len(data), loaded.version)
+    return loaded
+
+
+async def read(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address) -> Loaded:
+    ra = _addr(caller, a)
+    rt.count(str(caller.tenant_id), ra.namespace, "reads")
+    loaded = await load(db, rt, ra)
+    if loaded is None:
+        raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
+    return loaded
+
+
+def _referenced() -> VersionConflict:
+    # Referenced data is immutable: a message's reference (and its checksum) must stay true.
+    return VersionConflict("The entry is held by a message's data reference; it cannot be "
+                           "changed or deleted while referenced.", code="entry_referenced")
+
+
+def _event(op: str, ra: repository.Addr, key: str, version: int, **extra: Any) -> dict[str, Any]:
+    return {"op": op, "t": str(ra.tenant_id), "ns": ra.namespace, "sc": ra.scope_id,
+            "sk": ra.storage_key, "k": key, "v": version, "at": _now().isoformat(), **extra}
+
+
+async def write(
+    db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address, data: bytes, *,
+    content_type: str, metadata: dict[str, Any], ttl_seconds: int | None,
+    if_match: str | None = None, if_none_match: str | None = None,
+    max_bytes: int, compress_threshold: int, require_if_match: bool = False,
+) -> tuple[Loaded, bool]:
+    """Store `data` at `a`; returns (entry without data, created?)."""
+    if len(data) > max_bytes:
+        raise ValueTooLarge(f"The value is over the {max_bytes}-byte limit.",
+                            details={"size_bytes": len(data), "max_bytes": max_bytes})
+    ra = _addr(caller, a)
+    now = _now()
+    current = await repository.get(db, ra, now, with_value=False)
+    cur_version = current.version if current is not None else None
+    etag.check_write(if_match=if_match, if_none_match=if_none_match,
+                     current_version=cur_version, require_if_match=require_if_match)
+    if current is not None and current.held:
+        raise _referenced()
+    enc = codec.encode(data, threshold=compress_threshold)
+    fields = {"value": enc.stored, "content_type": content_type, "metadata": metadata,
+              "sha256": enc.sha256, "compressed": enc.compressed, "size_bytes": enc.size,
+              "stored_bytes": len(enc.stored), "writer_agent_id": caller.agent_id,
+              "expires_at": ttl_expiry(now, ttl_seconds), "ref_id": new_ref_id()}
+    if if_match is not None:
+        fields.pop("ref_id")  # an update keeps the entry's reference id
+        row = await repository.update_if_version(db, ra, cur_version or 0, fields, now)
+        if row is None:  # a concurrent writer won the compare-and-set
+            latest = await repository.get(db, ra, _now(), with_value=False)
+            if latest is None:
+                raise EntryPreconditionFailed("If-Match given but the entry does not exist")
+            raise etag.stale(latest.version)
+    else:
+        row = await repository.upsert(db, ra, fields, now,
+                                      only_if_dead=if_none_match is not None)
+        if row is None:
+            raise EntryPreconditionFailed("entry already exists")
+    created = cur_version is None
+    loaded = _from_row(row)
+    rt.count(str(caller.tenant_id), ra.namespace, "writes")
+    event = _event("put", ra, a.key, loaded.version, sz=enc.size, ct=content_type,
+                   cs=enc.sha256, w=caller.agent_id)
+    if loaded.is_json and enc.size <= EVENT_VALUE_MAX:
+        event["val"] = json.loads(data)
+    cached = replace(loaded, data=data)
+
+    async def publish() -> None:
+        if rt.cache_enabled and not is_expired(cached.expires_at, _now()):
+            rt.tier.put(_tier_key(ra), cached, len(data), cached.version)
+        await rt.publish(event)
+
+    rt.tier.invalidate(_tier_key(ra))  # never serve the old value from here on
+    after_commit(db, publish)
+    return loaded, created
+
+
+async def delete(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address, *,
+                 if_match: str | None, require_if_match: bool = False) -> int:
+    """Delete the entry; referenced entries are refused (409 `entry_referenced`)."""
+    ra = _addr(caller, a)
+    now = _now()
+    current = await repository.get(db, ra, now, with_value=False)
+    if current is None:
+        if if_match is not None:
+            raise EntryPreconditionFailed("If-Match given but the entry does not exist")
+        raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
+    etag.check_write(if_match=if_match, if_none_match=None, current_version=current.version,
+                     require_if_match=require_if_match)
+    if current.held:
+        raise _referenced()
+    gone = await repository.delete(db, ra, now, current.version if if_match else None)
+    if gone is None:
+        latest = await repository.get(db, ra, _now(), with_value=False)
+        if latest is None:
+            raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
+        raise etag.stale(latest.version)
+    tombstone = await repository.next_version(db)
+    rt.tier.invalidate(_tier_key(ra), tombstone)
+    rt.count(str(caller.tenant_id), ra.namespace, "writes")
+    event = _event("delete", ra, a.key, tombstone, reason="deleted")
+
+    async def publish() -> None:
+        await rt.publish(event)
+
+    after_commit(db, publish)
+    return int(gone.version)
+
+
+async def resolve_ref(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller,
+                      ref_id: str) -> Loaded:
+    """The entry behind a data reference, with the visibility of its namespace."""
+    row = await repository.get_by_ref(db, caller.tenant_id, ref_id, _now())
+    hidden = row is not None and row.namespace == Namespace.AGENT.value and (
+        row.scope_id != caller.agent_id)
+    if row is None or hidden:
+        raise RefNotFound("No such data reference.")
+    try:
+        data = codec.decode(row.value, compressed=row.compressed, sha256=row.sha256,
+                            size=row.size_bytes)
+    except IntegrityError:
+        INTEGRITY_ERRORS.inc()
+        raise
+    rt.count(str(caller.tenant_id), row.namespace, "reads")
+    return _from_row(row, data)
+

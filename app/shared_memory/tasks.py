@@ -1,0 +1,50 @@
+"""arq jobs of shared memory: the periodic TTL sweep."""
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from app.shared_memory import repository
+from app.shared_memory.metrics import EXPIRED_DELETED
+from app.shared_memory.runtime import CHANNEL
+
+log = logging.getLogger("loom.shared_memory")
+BATCH = 1000
+
+
+async def cleanup_expired_shared_memory(ctx: dict[str, Any]) -> int:
+    """Delete expired, unreferenced entries in batches; tell API processes (cache, watch).
+
+    Idempotent and safe to run concurrently (rows are claimed with SKIP LOCKED).
+    """
+    total = 0
+    while True:
+        async with ctx["sessionmaker"]() as db:
+            gone = await repository.delete_expired(db, datetime.now(UTC), BATCH)
+            await db.commit()
+        total += len(gone)
+        await _announce(ctx, gone)
+        if len(gone) < BATCH:
+            break
+    if total:
+        EXPIRED_DELETED.inc(total)
+        log.info("shared memory: %d expired entries deleted", total)
+    return total
+
+
+async def _announce(ctx: dict[str, Any], rows: list[Any]) -> None:
+    redis = ctx.get("redis_client") or ctx.get("redis")
+    if redis is None or not rows:
+        return
+    now = datetime.now(UTC).isoformat()
+    try:
+        pipe = redis.pipeline(transaction=False)
+        for r in rows:
+            pipe.publish(CHANNEL, json.dumps({
+                "op": "delete", "reason": "expired", "t": str(r.tenant_id), "ns": r.namespace,
+                "sc": r.scope_id, "sk": r.storage_key, "v": r.version, "at": now,
+                "o": "worker"}, separators=(",", ":")))
+        await pipe.execute()
+    except Exception as exc:  # expired entries are never served anyway; events are a courtesy
+        log.warning("expiry events not published: %s", type(exc).__name__)

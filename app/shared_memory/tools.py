@@ -1,0 +1,106 @@
+"""Handlers of the built-in `shared_memory_*` agent tools (definitions: app/tools).
+
+Tools act as the *session's* agent (decision): the `agent` namespace of a tool call is the
+private space of the agent whose conversation it is, whatever key the runtime used.
+Values larger than the tool-result offload threshold come back as a data reference, so a
+read can never flood the context.
+"""
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.shared_memory import etag, keys, repository, service
+from app.shared_memory.keys import Namespace
+from app.shared_memory.refs import render
+from app.shared_memory.views import dump_json
+from app.tools.registry import ToolContext, parse_args, register_handler
+
+
+class _Target(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    namespace: Namespace
+    key: str = Field(min_length=1, max_length=256)
+    scope_id: str | None = Field(default=None, max_length=256)
+
+
+class _Write(_Target):
+    value: Any = None
+    ttl_seconds: int | None = Field(default=None, ge=1)
+    if_version: int | None = Field(default=None, ge=0)
+
+
+class _List(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    namespace: Namespace
+    scope_id: str | None = Field(default=None, max_length=256)
+    prefix: str = Field(default="", max_length=256)
+    limit: int = Field(default=50, ge=1, le=200)
+
+
+def _caller(ctx: ToolContext) -> Any:
+    return replace(ctx.caller, agent_id=ctx.session.agent_id)
+
+
+async def shared_memory_read(ctx: ToolContext, args: dict[str, Any]) -> Any:
+    a = parse_args(_Target, args)
+    caller = _caller(ctx)
+    addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
+    loaded = await service.read(ctx.db, ctx.state.shared_memory, caller, addr)
+    out: dict[str, Any] = {"namespace": a.namespace.value, "key": a.key,
+                           "version": loaded.version, "content_type": loaded.content_type}
+    if loaded.size_bytes > ctx.state.settings.tool_result_offload_bytes:
+        out["reference"] = render(loaded.reference())
+    elif loaded.is_json:
+        out["value"] = json.loads(loaded.data)
+    elif loaded.content_type.startswith("text/"):
+        out["value"] = loaded.data.decode("utf-8", "replace")
+    else:
+        out["reference"] = render(loaded.reference())
+    return out
+
+
+async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
+    a = parse_args(_Write, args)
+    caller = _caller(ctx)
+    s = ctx.state.settings
+    addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
+    if_match = etag.format_etag(a.if_version) if a.if_version is not None else None
+    loaded, created = await service.write(
+        ctx.db, ctx.state.shared_memory, caller, addr, dump_json(a.value),
+        content_type="application/json", metadata={"via": "tool"}, ttl_seconds=a.ttl_seconds,
+        if_match=if_match, max_bytes=s.shared_memory_max_value_bytes,
+        compress_threshold=s.shared_memory_compress_threshold_bytes,
+        require_if_match=s.shared_memory_require_if_match)
+    return {"namespace": a.namespace.value, "key": a.key, "version": loaded.version,
+            "created": created}
+
+
+async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
+    a = parse_args(_List, args)
+    caller = _caller(ctx)
+    addr = await service.resolve(ctx.db, caller, a.namespace, None, a.scope_id)
+    sprefix = keys.storage_prefix(a.namespace, addr.scope_id, a.prefix)
+    rows = await repository.list_keys(ctx.db, caller.tenant_id, a.namespace.value,
+                                      addr.scope_id, sprefix, None, a.limit + 1, service._now())
+    return {"namespace": a.namespace.value,
+            "keys": [keys.public_key(a.namespace, addr.scope_id, r.storage_key)
+                     for r in rows[:a.limit]],
+            "truncated": len(rows) > a.limit}
+
+
+async def shared_memory_delete(ctx: ToolContext, args: dict[str, Any]) -> Any:
+    a = parse_args(_Target, args)
+    caller = _caller(ctx)
+    addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
+    await service.delete(ctx.db, ctx.state.shared_memory, caller, addr, if_match=None,
+                         require_if_match=False)
+    return {"namespace": a.namespace.value, "key": a.key, "deleted": True}
+
+
+register_handler("shared_memory_read", shared_memory_read)
+register_handler("shared_memory_write", shared_memory_write)
+register_handler("shared_memory_list", shared_memory_list)
+register_handler("shared_memory_delete", shared_memory_delete)
