@@ -83,6 +83,20 @@ class Settings(BaseSettings):
     # Worker
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
     run_worker_in_serve: bool = Field(default=True, alias="LOOM_RUN_WORKER")
+    # Background compression (arq jobs; app/memory/tasks.py)
+    compress_job_timeout_seconds: float = Field(default=300.0, gt=0,
+                                                alias="LOOM_COMPRESS_JOB_TIMEOUT_SECONDS")
+    compress_max_tries: int = Field(default=5, ge=1, le=50, alias="LOOM_COMPRESS_MAX_TRIES")
+    compress_retry_base_seconds: float = Field(default=5.0, ge=0,
+                                               alias="LOOM_COMPRESS_RETRY_BASE_SECONDS")
+    compress_llm_tries: int = Field(default=3, ge=1, alias="LOOM_COMPRESS_LLM_TRIES")
+    compress_cron_seconds: int = Field(default=60, ge=1, le=60,
+                                       alias="LOOM_COMPRESS_CRON_SECONDS")
+    compress_busy_usage: float = Field(default=0.70, gt=0, le=1,
+                                       alias="LOOM_COMPRESS_BUSY_USAGE")
+    compress_cron_batch: int = Field(default=500, ge=1, alias="LOOM_COMPRESS_CRON_BATCH")
+    worker_metrics_port: int | None = Field(default=None, ge=0, le=65535,
+                                            alias="LOOM_WORKER_METRICS_PORT")
 
     @field_validator("database_url")
     @classmethod

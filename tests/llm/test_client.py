@@ -8,14 +8,14 @@ import time
 import pytest
 
 from app.llm.client import AnthropicLLM, OpenAICompatLLM, get_llm_client
-from app.llm.config import LLMSettings
+from app.core.config import Settings
 from app.llm.errors import LLMError
 from tests.fakes.llm_server import Empty, Fail, FakeLLMServer, Hang, Malformed, Reply
 
 KEY = "sk-ant-test-SECRET-0123456789"
 
 
-def make_settings(fake: FakeLLMServer, **over: object) -> LLMSettings:
+def make_settings(fake: FakeLLMServer, **over: object) -> Settings:
     values: dict[str, object] = {
         "llm_provider": "anthropic",
         "anthropic_api_key": KEY,
@@ -26,7 +26,7 @@ def make_settings(fake: FakeLLMServer, **over: object) -> LLMSettings:
         "openai_model": "local-model",
     }
     values.update(over)
-    return LLMSettings(**values)  # type: ignore[arg-type]
+    return Settings(**values)  # type: ignore[arg-type]
 
 
 def anthropic_client(fake: FakeLLMServer, **over: object) -> AnthropicLLM:
@@ -205,7 +205,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("LOOM_SUMMARY_MODEL", "claude-haiku-test")
     monkeypatch.setenv("LOOM_LLM_TIMEOUT_SECONDS", "7.5")
-    settings = LLMSettings()
+    settings = Settings()
     assert settings.summary_model == "claude-haiku-test"
     assert settings.llm_timeout_seconds == 7.5
     assert KEY not in repr(settings)
