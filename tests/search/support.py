@@ -1,0 +1,46 @@
+"""Helpers for search and tool tests: sessions with messages, an app with the fake LLM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+async def new_session(client: httpx.AsyncClient, agent_id: str | None = None,
+                      config: dict[str, Any] | None = None) -> str:
+    body: dict[str, Any] = {}
+    if agent_id:
+        body["agent_id"] = agent_id
+    if config:
+        body["config"] = config
+    resp = await client.post("/v1/sessions", json=body)
+    assert resp.status_code == 201, resp.text
+    return resp.json()["id"]
+
+
+async def append(client: httpx.AsyncClient, session_id: str, texts: list[str],
+                 roles: list[str] | None = None) -> list[int]:
+    """Append plain-text messages (alternating user/assistant unless roles given)."""
+    seqs: list[int] = []
+    for start in range(0, len(texts), 500):
+        chunk = texts[start:start + 500]
+        msgs = [{"role": (roles[start + i] if roles else ("user" if (start + i) % 2 == 0
+                                                         else "assistant")),
+                 "content": t} for i, t in enumerate(chunk)]
+        resp = await client.post(f"/v1/sessions/{session_id}/messages", json={"messages": msgs})
+        assert resp.status_code == 201, resp.text
+        seqs += [m["seq"] for m in resp.json()["messages"]]
+    return seqs
+
+
+async def search(client: httpx.AsyncClient, session_id: str, query: str,
+                 **kw: Any) -> dict[str, Any]:
+    resp = await client.post(f"/v1/sessions/{session_id}/search",
+                             json={"query": query, "rerank": False, **kw})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def seqs_of(result: dict[str, Any]) -> list[int]:
+    return [r["seq"] for r in result["results"]]

@@ -1,0 +1,156 @@
+"""Swap search through HTTP: stemming, isolation, scopes, odd queries (no LLM configured)."""
+
+import uuid
+
+from tests.search.support import append, new_session, search, seqs_of
+
+
+async def test_stemming_finds_other_word_forms(client):
+    sid = await new_session(client)
+    await append(client, sid, [
+        "The weather is lovely today.",
+        "We spent the afternoon on database optimization and index tuning.",
+        "Bake the bread for forty minutes.",
+        "Optimizers in deep learning are a different topic.",
+    ])
+    result = await search(client, sid, "optimizing databases")
+    assert seqs_of(result)[0] == 2
+    assert result["reranked"] is False
+    assert set(result["query_lexemes"]) == {"optim", "databas"}
+    hit = result["results"][0]
+    assert hit["message"]["content"].startswith("We spent the afternoon")
+    assert hit["bm25_score"] > 0 and hit["rerank_score"] is None
+    assert hit["session_id"] == sid
+
+
+async def test_results_are_ordered_by_bm25_and_limited(client):
+    sid = await new_session(client)
+    texts = [f"filler message number {i} about nothing" for i in range(30)]
+    texts[5] = "kafka kafka kafka consumer lag"
+    texts[17] = "kafka consumer lag"
+    texts[22] = "a long message mentioning kafka once among many other words here and there"
+    await append(client, sid, texts)
+    result = await search(client, sid, "kafka", limit=2)
+    assert seqs_of(result) == [6, 18]
+    scores = [r["bm25_score"] for r in result["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert result["candidates"] == 3
+
+
+async def test_session_isolation(client):
+    a = await new_session(client)
+    b = await new_session(client)
+    await append(client, a, ["postgres replication lag in session A"])
+    await append(client, b, ["postgres replication lag in session B"])
+    result = await search(client, a, "replication")
+    assert [r["session_id"] for r in result["results"]] == [a]
+
+
+async def test_tenant_isolation(client, tenant, admin_client, app):
+    mine = await new_session(client)
+    await append(client, mine, ["the zeppelin launch checklist"])
+    other_tenant = await admin_client.post("/v1/tenants", json={"name": "other"})
+    tid = other_tenant.json()["id"]
+    key = await admin_client.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
+    other = tenant.client_for(key.json()["secret"], {"X-Agent-Id": "agent-1"})
+    theirs = await new_session(other)
+    await append(other, theirs, ["their zeppelin launch checklist"])
+
+    # The other tenant's session id is invisible, not searchable.
+    resp = await client.post(f"/v1/sessions/{theirs}/search", json={"query": "zeppelin"})
+    assert resp.status_code == 404
+    # Tenant-wide search sees only this tenant's messages.
+    resp = await client.post("/v1/search", json={"query": "zeppelin", "scope": "tenant"})
+    assert resp.status_code == 200
+    assert [r["session_id"] for r in resp.json()["results"]] == [mine]
+
+
+async def test_agent_scope_spans_that_agents_sessions_only(client, tenant):
+    a1 = [await new_session(client, "agent-1"), await new_session(client, "agent-1")]
+    a2 = await new_session(client, "agent-2")
+    for sid in a1 + [a2]:
+        await append(client, sid, [f"notes on the quarterly invoice run for {sid}"])
+
+    resp = await client.post("/v1/search", json={"query": "invoice"})  # X-Agent-Id agent-1
+    assert resp.status_code == 200
+    assert sorted(r["session_id"] for r in resp.json()["results"]) == sorted(a1)
+
+    resp = await client.post("/v1/search", json={"query": "invoice", "agent_id": "agent-2"})
+    assert [r["session_id"] for r in resp.json()["results"]] == [a2]
+
+    resp = await client.post("/v1/search", json={"query": "invoice", "scope": "tenant"})
+    assert sorted(r["session_id"] for r in resp.json()["results"]) == sorted(a1 + [a2])
+
+    agent_key = await tenant.new_client(role="agent", agent_id="agent-1")
+    resp = await agent_key.post("/v1/search", json={"query": "invoice"})
+    assert sorted(r["session_id"] for r in resp.json()["results"]) == sorted(a1)
+    resp = await agent_key.post("/v1/search", json={"query": "invoice", "agent_id": "agent-2"})
+    assert resp.status_code == 403
+    resp = await agent_key.post("/v1/search", json={"query": "invoice", "scope": "tenant"})
+    assert resp.status_code == 403
+    # An agent key cannot search another agent's session directly either.
+    resp = await agent_key.post(f"/v1/sessions/{a2}/search", json={"query": "invoice"})
+    assert resp.status_code == 404
+
+
+async def test_service_key_without_agent_needs_one_for_agent_scope(tenant):
+    service = tenant.client_for(tenant.service_key)
+    resp = await service.post("/v1/search", json={"query": "anything"})
+    assert resp.status_code == 400
+
+
+async def test_empty_stop_word_and_punctuation_queries_return_empty(client):
+    sid = await new_session(client)
+    await append(client, sid, ["the database is slow", "and so it goes"])
+    for query in ["", "   ", "the and of to", "!!! ??? ...", "'\"&|!():*<->\\", "\x00\x01",
+                  "🙂🙃", "-- ; DROP TABLE messages; --"]:
+        result = await search(client, sid, query)
+        assert result["results"] == [], query
+        assert result["reranked"] is False
+
+
+async def test_operators_and_quotes_are_plain_words(client):
+    sid = await new_session(client)
+    await append(client, sid, ["the database is slow", "it's O'Reilly's book on C++"])
+    for query in ["database & !slow", "'database'", "(database | :*slow)",
+                  "\"database\"", "database <-> slow", "o'reilly's"]:
+        result = await search(client, sid, query)
+        assert result["results"], query
+
+
+async def test_very_long_and_unicode_queries(client):
+    sid = await new_session(client)
+    await append(client, sid, ["Le café est naïve 日本語 テスト", "database " * 50])
+    long_query = ("database " * 2000)[:10_000]
+    assert seqs_of(await search(client, sid, long_query)) == [2]
+    assert seqs_of(await search(client, sid, "café")) == [1]
+    resp = await client.post(f"/v1/sessions/{sid}/search", json={"query": "x" * 10_001})
+    assert resp.status_code == 422
+
+
+async def test_limit_bounds(client):
+    sid = await new_session(client)
+    for limit in (0, 21):
+        resp = await client.post(f"/v1/sessions/{sid}/search",
+                                 json={"query": "q", "limit": limit})
+        assert resp.status_code == 422
+
+
+async def test_simple_text_search_config_does_not_stem(admin_client, tenant):
+    resp = await admin_client.post("/v1/tenants", json={"name": "simple-tenant",
+                                                        "text_search_config": "simple"})
+    assert resp.status_code == 201, resp.text
+    tid = resp.json()["id"]
+    key = await admin_client.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
+    c = tenant.client_for(key.json()["secret"], {"X-Agent-Id": "agent-1"})
+    sid = await new_session(c)
+    await append(c, sid, ["database optimization", "die Datenbank ist langsam"])
+    assert seqs_of(await search(c, sid, "optimizing")) == []
+    assert seqs_of(await search(c, sid, "Datenbank")) == [2]
+    # No stop words in `simple`: "the" is a word.
+    assert (await search(c, sid, "the"))["query_lexemes"] == ["the"]
+
+
+async def test_unknown_session_is_404(client):
+    resp = await client.post(f"/v1/sessions/{uuid.uuid4()}/search", json={"query": "x"})
+    assert resp.status_code == 404
