@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.context.blocks import ContextBlock, register_block_provider
 from app.core.config import get_settings
 from app.core.tokens import count_text
 from app.knowledge import packages, repository
@@ -42,10 +43,9 @@ def _session_budget(session_row: Session) -> int:
     return session_config(session_row).budget
 
 
-async def knowledge_provider(db: AsyncSession, session_row: Session, budget_tokens: int):  # type: ignore[no-untyped-def]
+async def knowledge_provider(db: AsyncSession, session_row: Session,
+                             budget_tokens: int) -> ContextBlock | None:
     """The "knowledge" block: a context package of the session's task/project/global."""
-    from app.context.blocks import ContextBlock
-
     cfg = knowledge_config(session_row)
     if cfg is None or not (cfg.project_id or cfg.task_id):
         return None
@@ -59,10 +59,9 @@ async def knowledge_provider(db: AsyncSession, session_row: Session, budget_toke
     return ContextBlock(name="knowledge", text=text, token_count=count_text(text))
 
 
-async def learned_provider(db: AsyncSession, session_row: Session, budget_tokens: int):  # type: ignore[no-untyped-def]
+async def learned_provider(db: AsyncSession, session_row: Session,
+                           budget_tokens: int) -> ContextBlock | None:
     """The "learned" block: the agent's active learned version, if the session opted in."""
-    from app.context.blocks import ContextBlock
-
     cfg = knowledge_config(session_row)
     if cfg is None or not cfg.learned:
         return None
@@ -74,3 +73,10 @@ async def learned_provider(db: AsyncSession, session_row: Session, budget_tokens
     if text is None:
         return None
     return ContextBlock(name="learned", text=text, token_count=count_text(text))
+
+
+def register() -> None:
+    """Add both providers to the context builder (idempotent); knowledge comes first, so
+    when the budget is short the learned block is dropped before the knowledge block."""
+    register_block_provider(knowledge_provider)
+    register_block_provider(learned_provider)

@@ -11,7 +11,7 @@ from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
-from app.knowledge import learned_service, packages, service
+from app.knowledge import blocks, learned_service, packages, service
 from app.knowledge.schemas import (
     ClearRequest,
     ClearResult,
@@ -31,6 +31,7 @@ from app.knowledge.schemas import (
 from app.knowledge.scopes import SCOPE_ID_PATTERN
 
 router = APIRouter(tags=["knowledge"], responses=ERROR_RESPONSES)
+blocks.register()  # the "knowledge" and "learned" context blocks
 
 TaskId = Annotated[str, Path(pattern=SCOPE_ID_PATTERN, max_length=128)]
 AgentId = Annotated[str, Path(pattern=AGENT_ID_PATTERN)]
