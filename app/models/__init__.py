@@ -5,6 +5,7 @@ from app.models.base import metadata
 from app.models.compression_job import CompressionJob  # noqa: F401
 from app.models.idempotency import IdempotencyRecord
 from app.models.learned import LearnedHead, LearnedVersion  # noqa: F401
+from app.models.memory import MemoryState  # noqa: F401  (and the other memory tables)
 from app.models.memory_item import MemoryItem  # noqa: F401
 from app.models.message import Message
 from app.models.search_stats import SearchStats  # noqa: F401

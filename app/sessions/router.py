@@ -54,9 +54,13 @@ async def list_sessions(
 
 
 @router.get("/sessions/{session_id}", response_model=SessionPublic)
-async def get_session(session: SessionDep) -> SessionPublic:
-    """One session with its counts."""
-    return service.to_public(session)
+async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
+    """One session with its counts and tokens per memory layer."""
+    from app.memory.views import layer_tokens
+
+    public = service.to_public(session)
+    public.memory = await layer_tokens(db, session)
+    return public
 
 
 @router.patch("/sessions/{session_id}", response_model=SessionPublic)

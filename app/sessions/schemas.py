@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.knowledge.schemas import SessionKnowledgeConfig
+from app.memory.schemas import LayerTokens, RomInput
 
 
 class SessionConfig(BaseModel):
@@ -47,6 +48,9 @@ class SessionCreate(BaseModel):
                     "this field or X-Agent-Id.")
     config: SessionConfig = Field(default_factory=SessionConfig)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    rom: RomInput | None = Field(
+        default=None, description="Inline ROM, frozen for the session's life. Default: the "
+                                  "agent profile's current version.")
 
 
 class SessionUpdate(BaseModel):
@@ -55,6 +59,7 @@ class SessionUpdate(BaseModel):
     config: dict[str, Any] | None = Field(
         default=None, description="Config fields to change; others keep their values.")
     metadata: dict[str, Any] | None = Field(default=None, description="Replaces the metadata.")
+    rom: Any = Field(default=None, description="ROM is frozen at creation: setting it is 409.")
 
 
 class SessionPublic(BaseModel):
@@ -65,6 +70,7 @@ class SessionPublic(BaseModel):
     message_count: int
     message_tokens: int
     budget: int
+    memory: LayerTokens | None = Field(default=None, description="Tokens per layer (GET).")
     created_at: datetime
     updated_at: datetime
 

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import BadRequest, Forbidden, Unprocessable
+from app.core.errors import BadRequest, Conflict, Forbidden, Unprocessable
 from app.models import Session
 from app.sessions import repository
 from app.sessions.schemas import SessionConfig, SessionCreate, SessionPublic, SessionUpdate
@@ -61,6 +61,9 @@ async def create(db: AsyncSession, caller: Caller, body: SessionCreate) -> Sessi
 
 
 async def update(db: AsyncSession, session: Session, body: SessionUpdate) -> Session:
+    if "rom" in body.model_fields_set:
+        raise Conflict("A session's ROM is frozen at creation; start a new session to use "
+                       "another ROM.", code="rom_frozen")
     if body.config is not None:
         merged: dict[str, Any] = {**(session.config or {}), **body.config}
         try:

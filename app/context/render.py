@@ -1,0 +1,66 @@
+"""Render a built context as Anthropic, OpenAI or raw layers (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.context.builder import FILLER_TEXT, Built, filler_needed, summary_text
+from app.memory.layers import kernel_text, openai_tools
+from app.messages.formats import to_anthropic, to_openai
+
+CACHE = {"type": "ephemeral"}
+
+
+def _texts(built: Built) -> list[tuple[str, str, bool]]:
+    """(layer, text, cacheable) in system order: ROM, Kernel, blocks, L2."""
+    state = built.loaded.state
+    out = [("rom", state.rom_text, True), ("kernel", kernel_text(state.kernel or {}), True)]
+    out += [(f"block:{b.name}", b.text, False) for b in built.blocks]
+    out.append(("l2", summary_text(built.summaries), False))
+    return [t for t in out if t[1]]
+
+
+def _public_messages(built: Built) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if k != "metadata"} for m in built.messages]
+
+
+def anthropic(built: Built) -> dict[str, Any]:
+    messages, system_in_history = to_anthropic(built.messages)
+    if messages and messages[0]["role"] != "user" and filler_needed(built.messages):
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": FILLER_TEXT}]})
+    system: list[dict[str, Any]] = []
+    for _layer, text, cacheable in _texts(built):
+        block: dict[str, Any] = {"type": "text", "text": text}
+        if cacheable:
+            block["cache_control"] = CACHE
+        system.append(block)
+    system += [{"type": "text", "text": t} for t in system_in_history if t]
+    return {"system": system, "messages": messages,
+            "tools": (built.loaded.state.kernel or {}).get("tools") or []}
+
+
+def openai(built: Built) -> dict[str, Any]:
+    system = "\n\n".join(text for _, text, _ in _texts(built))
+    messages = ([{"role": "system", "content": system}] if system else []) + to_openai(
+        built.messages)
+    return {"system": None, "messages": messages,
+            "tools": openai_tools((built.loaded.state.kernel or {}).get("tools") or [])}
+
+
+def raw(built: Built) -> dict[str, Any]:
+    state = built.loaded.state
+    promoted = {r.seq for r in built.view.promoted}
+    msgs = _public_messages(built)
+    return {"system": None, "messages": [], "tools": (state.kernel or {}).get("tools") or [],
+            "layers": {
+                "rom": {"text": state.rom_text, "source": state.rom},
+                "kernel": {"text": kernel_text(state.kernel or {}), **(state.kernel or {})},
+                "blocks": [{"name": b.name, "text": b.text, "token_count": b.token_count}
+                           for b in built.blocks],
+                "l2": built.summaries,
+                "promoted": [m for m in msgs if m["seq"] in promoted],
+                "l1": [m for m in msgs if m["seq"] not in promoted],
+            }}
+
+
+RENDERERS = {"anthropic": anthropic, "openai": openai, "raw": raw}

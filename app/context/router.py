@@ -1,0 +1,35 @@
+"""POST /sessions/{id}/context: the ready-to-send context, never over the budget."""
+
+from fastapi import APIRouter
+
+from app.context import builder, render
+from app.context.schemas import CompressionState, ContextPublic, ContextRequest
+from app.core.db import DbDep
+from app.core.errors import ERROR_RESPONSES
+from app.sessions.deps import SessionDep
+
+router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
+
+
+@router.post("/sessions/{session_id}/context", response_model=ContextPublic)
+async def build_context(session: SessionDep, db: DbDep,
+                        body: ContextRequest | None = None) -> ContextPublic:
+    """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
+    layer, budget, usage and the compression state."""
+    fmt = body.format if body is not None else "anthropic"
+    built = await builder.build(db, session)
+    view = built.view
+    payload = render.RENDERERS[fmt](built)
+    total = built.total_tokens
+    return ContextPublic(
+        format=fmt, **payload, tokens=built.layer_tokens, total_tokens=total,
+        budget=view.budget, usage=round(total / view.budget, 6),
+        l1_seqs=[m.seq for m in view.l1],
+        compression=CompressionState(
+            pending=view.plan is not None,
+            triggers=list(view.plan.triggers) if view.plan else [],
+            stand_in_ranges=[[s.start_seq, s.end_seq] for s in view.stand_ins],
+            dropped_summaries=len([s for s in view.dropped_l2 if not s.stand_in]),
+            dropped_promoted=view.dropped_promoted, dropped_blocks=view.dropped_blocks,
+            omitted_seqs=view.dropped_l1, truncated_seqs=sorted(view.truncated),
+            decisions=view.decisions))

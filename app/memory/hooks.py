@@ -1,0 +1,57 @@
+"""Memory joins the session and message lifecycles through their hooks."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.memory import repository
+from app.memory.errors import RomTooLarge
+from app.memory.layers import rom_text
+from app.memory.state import memory_config
+from app.messages.service import AppendedBatch, on_after_append
+from app.models import Session
+from app.models.memory import MemoryState
+from app.profiles import repository as profiles
+from app.sessions.schemas import SessionCreate
+from app.sessions.service import on_session_created
+
+
+@on_session_created
+async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
+                     body: SessionCreate) -> None:
+    """Freeze the ROM: the inline one, else the agent's current profile version."""
+    from app.core.tokens import count_text
+
+    inline = getattr(body, "rom", None)
+    if inline is not None:
+        rom = {"profile_version": None, **inline.model_dump()}
+    else:
+        profile = await profiles.latest(db, caller.tenant_id, session.agent_id)
+        rom = {"profile_version": profile.version if profile else None,
+               "system_prompt": profile.system_prompt if profile else "",
+               "patterns": profile.patterns if profile else [],
+               "backend_schema": profile.backend_schema if profile else None}
+    text = rom_text(rom)
+    tokens = count_text(text)
+    budget = memory_config(session).budget
+    if tokens > budget // 2:
+        raise RomTooLarge(f"The ROM is {tokens} tokens; at most half the budget "
+                          f"({budget // 2}) is allowed so the conversation fits.")
+    await repository.add_state(db, MemoryState(
+        session_id=session.id, tenant_id=session.tenant_id, rom=rom, rom_text=text,
+        rom_tokens=tokens, kernel={"tools": [], "schemas": [], "large_result_ref": None},
+        promoted_seqs=[]))
+
+
+@on_after_append
+async def track_large_results(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
+    """Keep a reference to the latest large (offloaded) tool result in the Kernel."""
+    refs = [(m.seq, m.metadata["data_ref"]) for m in batch.messages
+            if isinstance(m.metadata, dict) and isinstance(m.metadata.get("data_ref"), dict)]
+    if not refs:
+        return
+    from app.memory.kernel_service import set_large_result_ref
+
+    seq, ref = refs[-1]
+    await set_large_result_ref(db, batch.tenant_id, batch.session_id, seq, ref)

@@ -1,0 +1,120 @@
+"""Memory SQL. Every query filters by tenant; writers lock the state row."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Message
+from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
+
+
+async def get_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                    lock: bool = False) -> MemoryState | None:
+    q = sa.select(MemoryState).where(MemoryState.tenant_id == tenant_id,
+                                     MemoryState.session_id == session_id)
+    if lock:
+        q = q.with_for_update()
+    else:
+        # a reader must see the row as stored, not a stale identity-map copy
+        q = q.execution_options(populate_existing=True)
+    return (await db.execute(q)).scalar_one_or_none()
+
+
+async def add_state(db: AsyncSession, state: MemoryState) -> None:
+    db.add(state)
+    await db.flush()
+
+
+async def ensure_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> None:
+    """Create an empty state for a session that has none (idempotent under races)."""
+    await db.execute(pg_insert(MemoryState).values(
+        session_id=session_id, tenant_id=tenant_id, rom={}, kernel={}, promoted_seqs=[],
+    ).on_conflict_do_nothing(index_elements=["session_id"]))
+
+
+async def messages_from(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                        first_seq: int) -> list[Message]:
+    """L1: every message at or after ``first_seq``, oldest first."""
+    q = (sa.select(Message).where(Message.tenant_id == tenant_id,
+                                  Message.session_id == session_id, Message.seq >= first_seq)
+         .order_by(Message.seq))
+    return list((await db.execute(q)).scalars())
+
+
+async def messages_by_seqs(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                           seqs: Sequence[int]) -> list[Message]:
+    if not seqs:
+        return []
+    q = (sa.select(Message).where(Message.tenant_id == tenant_id,
+                                  Message.session_id == session_id,
+                                  Message.seq.in_(list(seqs)))
+         .order_by(Message.seq))
+    return list((await db.execute(q)).scalars())
+
+
+async def tool_partners(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                        call_ids: Sequence[str]) -> list[Message]:
+    """Messages that issued or answered any of ``call_ids`` (to promote whole groups)."""
+    if not call_ids:
+        return []
+    issued = sa.or_(*[Message.tool_calls.contains([{"id": cid}]) for cid in call_ids])
+    q = (sa.select(Message).where(Message.tenant_id == tenant_id,
+                                  Message.session_id == session_id,
+                                  sa.or_(Message.tool_use_id.in_(list(call_ids)), issued))
+         .order_by(Message.seq))
+    return list((await db.execute(q)).scalars())
+
+
+async def l1_tokens(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                    first_seq: int) -> int:
+    q = sa.select(sa.func.coalesce(sa.func.sum(Message.token_count), 0)).where(
+        Message.tenant_id == tenant_id, Message.session_id == session_id,
+        Message.seq >= first_seq)
+    return int((await db.execute(q)).scalar_one())
+
+
+async def l2_summaries(db: AsyncSession, tenant_id: uuid.UUID,
+                       session_id: uuid.UUID) -> list[MemorySummary]:
+    q = (sa.select(MemorySummary).where(MemorySummary.tenant_id == tenant_id,
+                                        MemorySummary.session_id == session_id,
+                                        MemorySummary.snapshot_id.is_(None))
+         .order_by(MemorySummary.start_seq))
+    return list((await db.execute(q)).scalars())
+
+
+async def add_summaries(db: AsyncSession, rows: Sequence[MemorySummary]) -> None:
+    db.add_all(list(rows))
+    await db.flush()
+
+
+async def archive(db: AsyncSession, snapshot: MemorySnapshot,
+                  summary_ids: Sequence[uuid.UUID]) -> None:
+    """Write an L2 snapshot and move its summaries out of L2."""
+    db.add(snapshot)
+    await db.flush()
+    await db.execute(sa.update(MemorySummary)
+                     .where(MemorySummary.tenant_id == snapshot.tenant_id,
+                            MemorySummary.id.in_(list(summary_ids)))
+                     .values(snapshot_id=snapshot.id))
+
+
+async def snapshots_page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                         before_start: int | None, limit: int) -> list[MemorySnapshot]:
+    """Newest first (by covered range), cursor = the last row's ``start_seq``."""
+    q = sa.select(MemorySnapshot).where(MemorySnapshot.tenant_id == tenant_id,
+                                        MemorySnapshot.session_id == session_id)
+    if before_start is not None:
+        q = q.where(MemorySnapshot.start_seq < before_start)
+    q = q.order_by(MemorySnapshot.start_seq.desc()).limit(limit)
+    return list((await db.execute(q)).scalars())
+
+
+async def snapshot_count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
+    q = sa.select(sa.func.count()).select_from(MemorySnapshot).where(
+        MemorySnapshot.tenant_id == tenant_id, MemorySnapshot.session_id == session_id)
+    return int((await db.execute(q)).scalar_one())

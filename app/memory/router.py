@@ -1,0 +1,117 @@
+"""Memory and Kernel endpoints of a session."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+import app.memory.hooks  # noqa: F401  (registers the session/message hooks)
+from app.core.db import DbDep
+from app.core.errors import ERROR_RESPONSES, BadRequest
+from app.core.pagination import decode_cursor, encode_cursor
+from app.core.queue import enqueue
+from app.memory import kernel_service, repository, service, views
+from app.memory.schemas import (
+    ClearedPublic,
+    CompressPublic,
+    KernelPublic,
+    KernelSchemaPublic,
+    KernelSchemaUpdate,
+    KernelToolsUpdate,
+    MemoryPublic,
+    PromotePublic,
+    PromoteRequest,
+    SnapshotList,
+    SnapshotPublic,
+)
+from app.sessions.deps import SessionDep
+
+router = APIRouter(tags=["memory"], responses=ERROR_RESPONSES)
+SchemaName = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,200}$")]
+
+
+@router.get("/sessions/{session_id}/memory", response_model=MemoryPublic)
+async def get_memory(session: SessionDep, db: DbDep) -> MemoryPublic:
+    """The layers: L1 seqs, L2 summaries, promoted seqs, tokens and usage."""
+    return await views.memory_public(db, session)
+
+
+@router.get("/sessions/{session_id}/memory/snapshots", response_model=SnapshotList)
+async def list_memory_snapshots(session: SessionDep, db: DbDep,
+                                limit: Annotated[int, Query(ge=1, le=100)] = 20,
+                                cursor: str | None = None) -> SnapshotList:
+    """L2 snapshots archived in swap, newest first."""
+    data = decode_cursor(cursor)
+    before = None
+    if data is not None:
+        try:
+            before = int(data["s"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
+    rows = await repository.snapshots_page(db, session.tenant_id, session.id,
+                                           before_start=before, limit=limit + 1)
+    items = [SnapshotPublic(id=str(r.id), start_seq=r.start_seq, end_seq=r.end_seq,
+                            content=r.content, token_count=r.token_count,
+                            summary_count=r.summary_count, created_at=r.created_at)
+             for r in rows[:limit]]
+    nxt = encode_cursor({"s": rows[limit - 1].start_seq}) if len(rows) > limit else None
+    return SnapshotList(items=items, next_cursor=nxt)
+
+
+@router.post("/sessions/{session_id}/memory/compress", response_model=CompressPublic,
+             status_code=202, responses={200: {"model": CompressPublic}})
+async def compress_memory(session: SessionDep, db: DbDep, request: Request, response: Response,
+                          wait: bool = False) -> CompressPublic:
+    """Enqueue compression (202), or with ``wait=true`` run it now with the heuristic
+    summariser (200)."""
+    if wait:
+        written = await service.compress_now(db, session)
+        response.status_code = 200
+        return CompressPublic(summaries_written=written,
+                              memory=await views.memory_public(db, session))
+    ok = await enqueue(request, "compress_session", str(session.id),
+                       _job_id=f"compress:{session.id}")
+    return CompressPublic(enqueued=ok)
+
+
+@router.post("/sessions/{session_id}/memory/promote", response_model=PromotePublic)
+async def promote_memory(body: PromoteRequest, session: SessionDep, db: DbDep) -> PromotePublic:
+    """Copy older messages into the context (after L2, before L1); 409 over budget."""
+    result = await service.promote_messages(db, session, body.all_seqs())
+    return PromotePublic(added=result.added, promoted_seqs=result.promoted,
+                         promoted_tokens=result.promoted_tokens, usage=result.usage)
+
+
+@router.delete("/sessions/{session_id}/memory/promoted", response_model=ClearedPublic)
+async def clear_promoted_memory(session: SessionDep, db: DbDep) -> ClearedPublic:
+    """Remove every promoted message from the context; returns the count."""
+    return ClearedPublic(cleared=await service.clear_promoted(db, session))
+
+
+@router.get("/sessions/{session_id}/kernel", response_model=KernelPublic)
+async def get_kernel(session: SessionDep, db: DbDep) -> KernelPublic:
+    """Tools, cached schemas (most recent first) and the latest large result reference."""
+    return kernel_service.to_public(await kernel_service.get(db, session))
+
+
+@router.put("/sessions/{session_id}/kernel/tools", response_model=KernelPublic)
+async def put_kernel_tools(body: KernelToolsUpdate, session: SessionDep,
+                           db: DbDep) -> KernelPublic:
+    """Replace the session's tool definitions (409 if ROM + Kernel > half the budget)."""
+    tools = [t.model_dump() for t in body.tools]
+    return kernel_service.to_public(await kernel_service.put_tools(db, session, tools))
+
+
+@router.put("/sessions/{session_id}/kernel/schemas/{name}", response_model=KernelSchemaPublic)
+async def put_kernel_schema(name: SchemaName, body: KernelSchemaUpdate, session: SessionDep,
+                            db: DbDep) -> KernelSchemaPublic:
+    """Cache a schema (LRU of 10: the least recently used one is evicted)."""
+    evicted = await kernel_service.put_schema(db, session, name, body.schema_)
+    return KernelSchemaPublic(name=name, schema=body.schema_, evicted=evicted)
+
+
+@router.get("/sessions/{session_id}/kernel/schemas/{name}", response_model=KernelSchemaPublic)
+async def get_kernel_schema(name: SchemaName, session: SessionDep,
+                            db: DbDep) -> KernelSchemaPublic:
+    """Read a cached schema; the read makes it the most recently used."""
+    schema = await kernel_service.read_schema(db, session, name)
+    return KernelSchemaPublic(name=name, schema=schema)

@@ -1,0 +1,211 @@
+"""Segmented memory: the binding contract other domains call (see HELPERS.md).
+
+Concurrency: every writer takes the session's ``memory_states`` row lock and bumps
+``version``; ``apply_compression`` also checks that ``version`` is the one its plan was
+made from, so a plan made by one process is never applied over another's change.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import BadRequest
+from app.memory import policy, repository
+from app.memory.errors import OverBudget, StaleMemoryState
+from app.memory.state import Loaded, load, memory_config
+from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
+from app.models import Session
+from app.models.memory import MemorySnapshot, MemorySummary
+
+
+@dataclass(frozen=True)
+class CompressionRange:
+    """A run of L1 messages to summarise (canonical dicts, oldest first)."""
+
+    start_seq: int
+    end_seq: int
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CompressionPlan:
+    """One compression round, valid only while the state is at ``state_version``."""
+
+    session_id: uuid.UUID
+    state_version: int
+    ranges: list[CompressionRange]
+    snapshot_l2: bool
+    usage: float
+    triggers: tuple[str, ...]
+    policy_plan: policy.Plan = field(repr=False)
+
+
+@dataclass(frozen=True)
+class PromoteResult:
+    added: list[int]
+    promoted: list[int]
+    promoted_tokens: int
+    usage: float
+
+
+async def plan_compression(db: AsyncSession, session_row: Session, *,
+                           force: bool = False) -> CompressionPlan | None:
+    """Plan one compression round from the current state; None when nothing is due."""
+    loaded = await load(db, session_row)
+    p = policy.plan(loaded.layers, loaded.cfg, force=force)
+    if p is None:
+        return None
+    ranges = [CompressionRange(r.start_seq, r.end_seq, loaded.messages_for(r.seqs))
+              for r in p.ranges]
+    return CompressionPlan(session_id=session_row.id, state_version=loaded.state.version,
+                           ranges=ranges, snapshot_l2=p.snapshot_l2, usage=p.usage,
+                           triggers=p.triggers, policy_plan=p)
+
+
+async def apply_compression(db: AsyncSession, session_row: Session, plan: CompressionPlan,
+                            drafts: list[SummaryDraft]) -> None:
+    """Write the plan's summaries to L2, move the L1 boundary, snapshot L2 if due.
+
+    Raises ``StaleMemoryState`` when the state moved since the plan (so applying the
+    same plan twice writes nothing the second time).
+    """
+    loaded = await load(db, session_row, lock=True)
+    if loaded.state.version != plan.state_version:
+        raise StaleMemoryState("The session's memory changed since this plan was made.")
+    by_range = {(d.start_seq, d.end_seq): d for d in drafts}
+    rows: list[MemorySummary] = []
+    for r in plan.ranges:
+        draft = by_range.get((r.start_seq, r.end_seq))
+        if draft is None:
+            raise BadRequest(f"No summary for msg:{r.start_seq}-{r.end_seq}.",
+                             code="summary_missing")
+        rows.append(MemorySummary(
+            id=uuid.uuid4(), tenant_id=session_row.tenant_id, session_id=session_row.id,
+            start_seq=r.start_seq, end_seq=r.end_seq, text=draft.text,
+            method=draft.method if draft.method in ("llm", "heuristic") else "heuristic",
+            token_count=count_tokens(draft.text)))
+    new_records = [policy.SummaryRecord(s.start_seq, s.end_seq, s.token_count, key=str(s.id))
+                   for s in rows]
+    try:
+        applied = policy.apply_plan(loaded.layers, plan.policy_plan, new_records, loaded.cfg)
+    except ValueError as exc:
+        raise StaleMemoryState(str(exc)) from exc
+    await repository.add_summaries(db, rows)
+    texts = {str(s.id): s for s in [*loaded.l2, *rows]}
+    for snap in applied.snapshots:
+        members = [texts[str(r.key)] for r in snap]
+        await repository.archive(db, MemorySnapshot(
+            tenant_id=session_row.tenant_id, session_id=session_row.id,
+            content="\n\n".join(m.text for m in members),
+            token_count=sum(m.token_count for m in members), summary_count=len(members),
+            start_seq=members[0].start_seq, end_seq=members[-1].end_seq,
+        ), [m.id for m in members])
+    state = loaded.state
+    if plan.ranges:
+        state.l1_start_seq = plan.ranges[-1].end_seq + 1
+    state.l2_tokens = applied.layers.l2_tokens
+    _touch(state)
+    await db.flush()
+
+
+async def compress_now(db: AsyncSession, session_row: Session, *, force: bool = True,
+                       max_rounds: int = 50) -> int:
+    """Compress in this request with the heuristic summariser until nothing is due.
+    Returns the number of summaries written."""
+    written = 0
+    for round_no in range(max_rounds):
+        plan = await plan_compression(db, session_row, force=force and round_no == 0)
+        if plan is None:
+            break
+        drafts = [heuristic_summary(r.messages) for r in plan.ranges]
+        await apply_compression(db, session_row, plan, drafts)
+        written += len(drafts)
+    return written
+
+
+async def memory_usage(db: AsyncSession, session_row: Session) -> float:
+    """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget."""
+    state = await repository.get_state(db, session_row.tenant_id, session_row.id)
+    if state is None:
+        return 0.0
+    l1 = await repository.l1_tokens(db, session_row.tenant_id, session_row.id,
+                                    state.l1_start_seq)
+    total = state.rom_tokens + state.kernel_tokens + state.l2_tokens + state.promoted_tokens + l1
+    return total / memory_config(session_row).budget
+
+
+async def promote_messages(db: AsyncSession, session_row: Session,
+                           seqs: list[int]) -> PromoteResult:
+    """Copy swap messages into the context (after L2, before L1), whole tool groups.
+
+    Refused with 409 (``over_budget``) when the context would exceed the budget.
+    """
+    loaded = await load(db, session_row, lock=True)
+    state = loaded.state
+    boundary = state.l1_start_seq
+    wanted = {s for s in seqs if 0 < s < boundary}
+    rows = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id,
+                                             sorted(wanted))
+    call_ids = {c["id"] for m in rows for c in (m.tool_calls or [])}
+    call_ids |= {m.tool_use_id for m in rows if m.tool_use_id}
+    partners = await repository.tool_partners(db, session_row.tenant_id, session_row.id,
+                                              sorted(call_ids))
+    by_seq = {m.seq: m for m in [*rows, *partners] if m.seq < boundary}
+    already = set(state.promoted_seqs or [])
+    added = sorted(s for s in by_seq if s not in already)
+    extra = sum(by_seq[s].token_count for s in added)
+    base = _projected_memory_tokens(loaded)
+    if base + extra > loaded.cfg.budget:
+        raise OverBudget(
+            f"Promoting {len(added)} messages ({extra} tokens) would make the context "
+            f"{base + extra} tokens, over the budget of {loaded.cfg.budget}. Clear promoted "
+            "messages or promote fewer.",
+            details={"tokens_needed": extra, "tokens_free": max(0, loaded.cfg.budget - base)})
+    state.promoted_seqs = sorted(already | set(added))
+    state.promoted_tokens = state.promoted_tokens + extra
+    _touch(state)
+    await db.flush()
+    return PromoteResult(added=added, promoted=list(state.promoted_seqs),
+                         promoted_tokens=state.promoted_tokens,
+                         usage=(base + extra) / loaded.cfg.budget)
+
+
+async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
+    """Drop every promoted message from the context; returns how many there were."""
+    state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=True)
+    if state is None or not state.promoted_seqs:
+        return 0
+    count = len(state.promoted_seqs)
+    state.promoted_seqs = []
+    state.promoted_tokens = 0
+    _touch(state)
+    await db.flush()
+    return count
+
+
+def _projected_memory_tokens(loaded: Loaded) -> int:
+    """Memory tokens once the pending compression round is shown (stand-ins)."""
+    layers = loaded.layers
+    pending = policy.plan(layers, loaded.cfg)
+    if pending is None:
+        return layers.memory_tokens
+    by_seq = {r.seq: r for r in layers.l1}
+    drafts = [policy.SummaryRecord(r.start_seq, r.end_seq,
+                                   loaded.stand_in_tokens([by_seq[s] for s in r.seqs]))
+              for r in pending.ranges]
+    return policy.apply_plan(layers, pending, drafts, loaded.cfg).layers.memory_tokens
+
+
+def _touch(state: Any) -> None:
+    state.version = state.version + 1
+    state.updated_at = datetime.now(UTC)
+
+
+__all__ = ["CompressionPlan", "CompressionRange", "PromoteResult", "apply_compression",
+           "clear_promoted", "compress_now", "memory_usage", "plan_compression",
+           "promote_messages"]

@@ -1,0 +1,109 @@
+"""Load a session's memory into policy records (one state row + L1/L2/promoted rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import NotFound
+from app.memory import repository
+from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
+from app.memory.summariser import SummaryDraft, heuristic_summary
+from app.models import Message, Session
+from app.models.memory import MemoryState, MemorySummary
+
+
+def memory_config(session_row: Session) -> MemoryConfig:
+    """The policy config of a session (its stored SessionConfig)."""
+    from app.sessions.service import session_config
+
+    cfg = session_config(session_row)
+    return MemoryConfig(
+        max_context_tokens=cfg.max_context_tokens,
+        reserved_output_tokens=cfg.reserved_output_tokens,
+        l1_max_messages=cfg.l1_max_messages,
+        max_l2_tokens=cfg.max_l2_tokens,
+    )
+
+
+def canonical(m: Message) -> dict[str, Any]:
+    """The canonical dict of a stored message (what summarisers and renderers take)."""
+    return {"seq": m.seq, "role": m.role, "content": m.content, "tool_calls": m.tool_calls,
+            "tool_use_id": m.tool_use_id, "is_error": m.is_error, "name": m.name,
+            "metadata": m.meta or {}}
+
+
+def record(m: Message) -> MessageRecord:
+    calls = m.tool_calls or []
+    has_text = bool(m.content) and m.role != "tool"
+    return MessageRecord(
+        seq=m.seq, role=m.role, token_count=m.token_count,
+        tool_use_ids=tuple(str(c["id"]) for c in calls),
+        tool_result_ids=(m.tool_use_id,) if m.role == "tool" and m.tool_use_id else (),
+        has_text=has_text,
+        # a truncated message keeps a marker, its tool names and empty inputs
+        min_tokens=min(m.token_count, 32 + 6 * len(calls)),
+    )
+
+
+def summary_record(s: MemorySummary) -> SummaryRecord:
+    return SummaryRecord(start_seq=s.start_seq, end_seq=s.end_seq, token_count=s.token_count,
+                         key=str(s.id))
+
+
+@dataclass
+class Loaded:
+    """Everything the policy and the builder need about one session's memory."""
+
+    session: Session
+    state: MemoryState
+    cfg: MemoryConfig
+    l1: list[Message]
+    l2: list[MemorySummary]
+    promoted: list[Message]
+    _drafts: dict[tuple[int, int], SummaryDraft] = field(default_factory=dict)
+
+    @property
+    def layers(self) -> Layers:
+        return Layers(
+            rom_tokens=self.state.rom_tokens, kernel_tokens=self.state.kernel_tokens,
+            l2=tuple(summary_record(s) for s in self.l2),
+            promoted=tuple(record(m) for m in self.promoted),
+            l1=tuple(record(m) for m in self.l1),
+        )
+
+    def messages_for(self, seqs: Sequence[int]) -> list[dict[str, Any]]:
+        wanted = set(seqs)
+        return [canonical(m) for m in self.l1 if m.seq in wanted]
+
+    def stand_in(self, records: Sequence[MessageRecord]) -> SummaryDraft:
+        """Heuristic summary of L1 records, cached for this load."""
+        key = (records[0].seq, records[-1].seq)
+        if key not in self._drafts:
+            self._drafts[key] = heuristic_summary(self.messages_for([r.seq for r in records]))
+        return self._drafts[key]
+
+    def stand_in_tokens(self, records: Sequence[MessageRecord]) -> int:
+        return self.stand_in(records).token_count
+
+
+async def load(db: AsyncSession, session_row: Session, *, lock: bool = False) -> Loaded:
+    """Read the state row (locked when writing) and the rows of L1, L2 and promoted."""
+    state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=lock)
+    if state is None:
+        # sessions made before memory existed get an empty ROM and Kernel
+        await repository.ensure_state(db, session_row.tenant_id, session_row.id)
+        state = await repository.get_state(db, session_row.tenant_id, session_row.id,
+                                           lock=lock)
+    if state is None:
+        raise NotFound("No such session.", code="session_not_found")
+    l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
+                                        state.l1_start_seq)
+    l2 = await repository.l2_summaries(db, session_row.tenant_id, session_row.id)
+    promoted = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id,
+                                                 list(state.promoted_seqs or []))
+    return Loaded(session=session_row, state=state, cfg=memory_config(session_row), l1=l1,
+                  l2=l2, promoted=promoted)

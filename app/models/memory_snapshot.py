@@ -1,0 +1,28 @@
+import uuid
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from app.models.base import new_id, tenant_fk, ts_column, utcnow
+
+
+class MemorySnapshot(SQLModel, table=True):
+    """An L2 written to swap when it exceeded ``max_l2_tokens`` (then L2 was cleared)."""
+
+    __tablename__ = "memory_snapshots"
+    __table_args__ = (sa.Index("ix_memory_snapshots_session_created", "session_id",
+                               "created_at"),)
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    session_id: uuid.UUID = Field(sa_column=sa.Column(
+        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False))
+    snapshot_type: str = Field(default="l2_summary",
+                               sa_column=sa.Column(sa.String(32), nullable=False))
+    content: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    token_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    summary_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    start_seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    end_seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

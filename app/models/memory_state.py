@@ -1,0 +1,46 @@
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+from app.models.base import tenant_fk, ts_column, utcnow
+
+
+class MemoryState(SQLModel, table=True):
+    """A session's segmented-memory state: one row per session.
+
+    ROM (frozen at creation) and the Kernel live here so a context build reads one row;
+    L1 is every message with ``seq >= l1_start_seq``; L2 is the session's summaries not
+    yet archived in a snapshot. ``version`` moves on every change and guards
+    ``apply_compression`` against plans made from an older state (optimistic
+    concurrency); writers also take the row lock, so no update is lost across processes.
+    """
+
+    __tablename__ = "memory_states"
+
+    session_id: uuid.UUID = Field(sa_column=sa.Column(
+        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    version: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
+                                                        server_default="0"))
+    l1_start_seq: int = Field(default=1, sa_column=sa.Column(sa.BigInteger, nullable=False,
+                                                             server_default="1"))
+    rom: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(JSONB, nullable=False))
+    rom_text: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False,
+                                                          server_default=""))
+    rom_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
+                                                           server_default="0"))
+    kernel: dict[str, Any] = Field(default_factory=dict,
+                                   sa_column=sa.Column(JSONB, nullable=False))
+    kernel_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
+                                                              server_default="0"))
+    promoted_seqs: list[int] = Field(default_factory=list,
+                                     sa_column=sa.Column(JSONB, nullable=False))
+    promoted_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
+                                                                server_default="0"))
+    l2_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
+                                                          server_default="0"))
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -1,0 +1,34 @@
+import uuid
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from app.models.base import new_id, tenant_fk, ts_column, utcnow
+
+
+class MemorySummary(SQLModel, table=True):
+    """A summary standing for messages ``start_seq..end_seq`` of a session.
+
+    In L2 while ``snapshot_id`` is null; archived in a snapshot afterwards. A seq is
+    summarised once in a session's life, so ``(session_id, start_seq)`` is unique: a
+    retried job can never write a second summary for the same range.
+    """
+
+    __tablename__ = "memory_summaries"
+    __table_args__ = (
+        sa.UniqueConstraint("session_id", "start_seq", name="uq_memory_summaries_session_start"),
+    )
+
+    id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
+    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    session_id: uuid.UUID = Field(sa_column=sa.Column(
+        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False))
+    start_seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    end_seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    text: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    method: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    token_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    snapshot_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(
+        sa.Uuid, sa.ForeignKey("memory_snapshots.id", ondelete="SET NULL"), index=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

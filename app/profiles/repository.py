@@ -1,0 +1,28 @@
+"""Agent profile queries (tenant-filtered)."""
+
+import uuid
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models.memory import AgentProfile
+
+
+async def latest(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str) -> AgentProfile | None:
+    q = (sa.select(AgentProfile)
+         .where(AgentProfile.tenant_id == tenant_id, AgentProfile.agent_id == agent_id)
+         .order_by(AgentProfile.version.desc()).limit(1))
+    return (await db.execute(q)).scalar_one_or_none()
+
+
+async def by_version(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str,
+                     version: int) -> AgentProfile | None:
+    q = sa.select(AgentProfile).where(AgentProfile.tenant_id == tenant_id,
+                                      AgentProfile.agent_id == agent_id,
+                                      AgentProfile.version == version)
+    return (await db.execute(q)).scalar_one_or_none()
+
+
+async def add(db: AsyncSession, profile: AgentProfile) -> None:
+    db.add(profile)
+    await db.flush()

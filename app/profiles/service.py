@@ -1,0 +1,52 @@
+"""Agent profiles: versioned ROM sources. Publishing a version is the hot-reload: new
+sessions freeze it, existing sessions keep the ROM they started with."""
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import Conflict, Forbidden, NotFound
+from app.models.memory import AgentProfile
+from app.profiles import repository
+from app.profiles.schemas import ProfilePublic, ProfileUpdate
+
+
+def check_agent(caller: Caller, agent_id: str) -> None:
+    if not caller.can_see_agent(agent_id):
+        raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+
+
+def to_public(p: AgentProfile) -> ProfilePublic:
+    return ProfilePublic(agent_id=p.agent_id, version=p.version, system_prompt=p.system_prompt,
+                         patterns=p.patterns, backend_schema=p.backend_schema,
+                         created_at=p.created_at)
+
+
+async def publish(db: AsyncSession, caller: Caller, agent_id: str,
+                  body: ProfileUpdate) -> AgentProfile:
+    """Store the next version (a concurrent publish of the same version is a 409)."""
+    check_agent(caller, agent_id)
+    current = await repository.latest(db, caller.tenant_id, agent_id)
+    profile = AgentProfile(tenant_id=caller.tenant_id, agent_id=agent_id,
+                           version=(current.version if current else 0) + 1,
+                           system_prompt=body.system_prompt, patterns=body.patterns,
+                           backend_schema=body.backend_schema)
+    try:
+        async with db.begin_nested():
+            await repository.add(db, profile)
+    except IntegrityError as exc:
+        raise Conflict("Another version was published at the same time; retry.",
+                       code="profile_version_conflict") from exc
+    return profile
+
+
+async def get(db: AsyncSession, caller: Caller, agent_id: str,
+              version: int | None) -> AgentProfile:
+    check_agent(caller, agent_id)
+    if version is None:
+        found = await repository.latest(db, caller.tenant_id, agent_id)
+    else:
+        found = await repository.by_version(db, caller.tenant_id, agent_id, version)
+    if found is None:
+        raise NotFound("This agent has no such profile.", code="profile_not_found")
+    return found
