@@ -130,12 +130,26 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, code, str(exc.detail), None,
                               getattr(exc, "headers", None))
 
-    @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    async def _store_error(_: Request, exc: Exception) -> JSONResponse:
         from app.core.db_errors import map_db_error
 
         mapped = map_db_error(exc)
-        if mapped is not None:
-            return error_response(mapped.status_code, mapped.code, mapped.message)
-        log.exception("unhandled error")
-        return error_response(500, "internal_error", "An internal error occurred.")
+        if mapped is None:
+            log.exception("unhandled error", exc_info=exc)
+            return error_response(500, "internal_error", "An internal error occurred.")
+        if mapped.status_code >= 500:
+            log.warning("store unavailable: %s", type(exc).__name__)
+        return error_response(mapped.status_code, mapped.code, mapped.message)
+
+    # Registered per class (not only on Exception) so Starlette answers without re-raising.
+    import asyncpg
+    import redis.exceptions
+    import sqlalchemy.exc
+
+    for exc_class in (sqlalchemy.exc.SQLAlchemyError, asyncpg.PostgresError,
+                      redis.exceptions.RedisError, UnicodeEncodeError, OSError, TimeoutError):
+        app.add_exception_handler(exc_class, _store_error)  # type: ignore[arg-type]
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return await _store_error(request, exc)
