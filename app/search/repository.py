@@ -35,18 +35,17 @@ from app.search.scope import SearchScope
 STATS_REFRESH_ROWS = 256
 
 _SESSIONS_IN_SCOPE = {
-    "session": "SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
-               "AND s.id = :session_id",
+    "session": "SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id AND s.id = :session_id",
     "agent": "SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
-             "AND s.agent_id = :agent_id",
+    "AND s.agent_id = :agent_id",
     "tenant": "SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id",
 }
 
 _MESSAGES_IN_SCOPE = {
     "session": "m.tenant_id = :tenant_id AND m.session_id = :session_id",
     "agent": "m.tenant_id = :tenant_id AND m.session_id IN "
-             "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
-             "AND s.agent_id = :agent_id)",
+    "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
+    "AND s.agent_id = :agent_id)",
     "tenant": "m.tenant_id = :tenant_id",
 }
 
@@ -134,7 +133,8 @@ class Hit:
 async def text_search_config(db: AsyncSession, tenant_id: uuid.UUID) -> str:
     """The tenant's text search configuration (what its messages were indexed with)."""
     result = await db.execute(
-        sa.text("SELECT text_search_config FROM tenants WHERE id = :tid"), {"tid": tenant_id})
+        sa.text("SELECT text_search_config FROM tenants WHERE id = :tid"), {"tid": tenant_id}
+    )
     return result.scalar_one_or_none() or "english"
 
 
@@ -143,60 +143,80 @@ async def query_lexemes(db: AsyncSession, config: str, text: str) -> list[str]:
     if not text:
         return []
     result = await db.execute(
-        sa.text("SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') "
-                "FROM unnest(to_tsvector(CAST(:config AS regconfig), :text))"),
-        {"config": config, "text": text})
+        sa.text(
+            "SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') "
+            "FROM unnest(to_tsvector(CAST(:config AS regconfig), :text))"
+        ),
+        {"config": config, "text": text},
+    )
     return list(result.scalar_one())
 
 
 async def scope_stats(db: AsyncSession, scope: SearchScope) -> ScopeStats:
     """N and total length over the scope (refreshing stale per-session figures)."""
     sql = _STATS_SQL.format(sessions=_SESSIONS_IN_SCOPE[scope.kind])
-    result = await db.execute(
-        sa.text(sql), {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS})
+    result = await db.execute(sa.text(sql), {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS})
     n_docs, total = result.one()
     return ScopeStats(int(n_docs), int(total))
 
 
-async def bm25_top(db: AsyncSession, scope: SearchScope, lexemes: list[str], stats: ScopeStats,
-                   params: BM25Params, limit: int) -> list[Hit]:
+async def bm25_top(
+    db: AsyncSession,
+    scope: SearchScope,
+    lexemes: list[str],
+    stats: ScopeStats,
+    params: BM25Params,
+    limit: int,
+) -> list[Hit]:
     """The `limit` best documents of the scope for the OR of `lexemes`, best first."""
     distinct = sorted(set(lexemes))
     if not distinct or stats.n_docs == 0:
         return []
     sql = _BM25_SQL.format(scope=_MESSAGES_IN_SCOPE[scope.kind])
-    result = await db.execute(sa.text(sql), {
-        **scope.params(),
-        "lexemes": distinct,
-        "lexeme_queries": [quote_lexeme(lx) for lx in distinct],
-        "tsquery": tsquery_or(distinct),
-        "n_docs": float(stats.n_docs), "avgdl": stats.avgdl,
-        "k1": params.k1, "b": params.b, "limit": limit,
-    })
+    result = await db.execute(
+        sa.text(sql),
+        {
+            **scope.params(),
+            "lexemes": distinct,
+            "lexeme_queries": [quote_lexeme(lx) for lx in distinct],
+            "tsquery": tsquery_or(distinct),
+            "n_docs": float(stats.n_docs),
+            "avgdl": stats.avgdl,
+            "k1": params.k1,
+            "b": params.b,
+            "limit": limit,
+        },
+    )
     return [Hit(row[0], int(row[1]), float(row[2])) for row in result]
 
 
-async def load_messages(db: AsyncSession, tenant_id: uuid.UUID,
-                        keys: list[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], Message]:
+async def load_messages(
+    db: AsyncSession, tenant_id: uuid.UUID, keys: list[tuple[uuid.UUID, int]]
+) -> dict[tuple[uuid.UUID, int], Message]:
     """Messages by (session_id, seq), tenant-filtered."""
     if not keys:
         return {}
     key_tuple = sa.tuple_(Message.session_id, Message.seq)
-    result = await db.execute(sa.select(Message).where(
-        Message.tenant_id == tenant_id, key_tuple.in_(keys)))
+    result = await db.execute(
+        sa.select(Message).where(Message.tenant_id == tenant_id, key_tuple.in_(keys))
+    )
     return {(m.session_id, m.seq): m for m in result.scalars()}
 
 
-async def previews(db: AsyncSession, tenant_id: uuid.UUID,
-                   keys: list[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], tuple[str, str]]:
+async def previews(
+    db: AsyncSession, tenant_id: uuid.UUID, keys: list[tuple[uuid.UUID, int]]
+) -> dict[tuple[uuid.UUID, int], tuple[str, str]]:
     """(role, first 400 characters of text) per message: all the rerank prompt needs."""
     if not keys:
         return {}
-    result = await db.execute(sa.text("""
+    result = await db.execute(
+        sa.text("""
         SELECT m.session_id, m.seq, m.role, left(m.text, 400)
         FROM messages m
         JOIN unnest(CAST(:sids AS uuid[]), CAST(:seqs AS bigint[])) AS k(sid, seq)
           ON m.session_id = k.sid AND m.seq = k.seq
         WHERE m.tenant_id = :tenant_id
-    """), {"tenant_id": tenant_id, "sids": [k[0] for k in keys], "seqs": [k[1] for k in keys]})
+    """),
+        {"tenant_id": tenant_id, "sids": [k[0] for k in keys], "seqs": [k[1] for k in keys]},
+    )
     return {(row[0], int(row[1])): (row[2], row[3]) for row in result}

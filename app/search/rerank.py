@@ -31,8 +31,7 @@ SCORE_MAX = 10.0
 RERANK_MAX_TOKENS = 1024
 
 RERANK_SYSTEM = (
-    "You judge the relevance of conversation messages to a search query. "
-    "You answer with JSON only."
+    "You judge the relevance of conversation messages to a search query. You answer with JSON only."
 )
 
 _FENCE = re.compile(r"```(?:[A-Za-z0-9_-]*)\s*\n?(.*?)```", re.DOTALL)
@@ -58,8 +57,9 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 def build_prompt(query: str, candidates: Sequence[RerankCandidate]) -> str:
     """The user prompt: query, numbered previews, the answer format."""
+    shown_query = json.dumps(preview(query, MAX_QUERY_CHARS_IN_PROMPT), ensure_ascii=False)
     lines = [
-        f"Search query: {json.dumps(preview(query, MAX_QUERY_CHARS_IN_PROMPT), ensure_ascii=False)}",
+        f"Search query: {shown_query}",
         "",
         "Rate how relevant each conversation message below is to the query, from 0 "
         "(unrelated) to 10 (exactly what the query looks for). Judge meaning, not just "
@@ -71,7 +71,7 @@ def build_prompt(query: str, candidates: Sequence[RerankCandidate]) -> str:
         lines.append(f"[{i}] {c.role}: {json.dumps(preview(c.text), ensure_ascii=False)}")
     lines += [
         "",
-        'Respond with a JSON array only, one entry per message, e.g. '
+        "Respond with a JSON array only, one entry per message, e.g. "
         '[{"index": 0, "score": 10}, {"index": 1, "score": 3}], '
         "most relevant first.",
     ]
@@ -179,9 +179,7 @@ def order_by_scores(
 ) -> list[tuple[RerankCandidate, float | None]]:
     """Candidates with their rerank score, ordered as the module docstring says."""
     ranked = [(c, scores.get(i), i) for i, c in enumerate(candidates)]
-    ranked.sort(
-        key=lambda r: (r[1] is None, -(r[1] or 0.0), -r[0].bm25_score, r[2])
-    )
+    ranked.sort(key=lambda r: (r[1] is None, -(r[1] or 0.0), -r[0].bm25_score, r[2]))
     return [(c, s) for c, s, _ in ranked]
 
 

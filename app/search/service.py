@@ -153,18 +153,29 @@ async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int
     return outcome
 
 
-async def promote_hits(db: AsyncSession, session_row: Any, hits: list[SearchHit]) -> list[int]:
-    """Promote the hits that belong to `session_row` into its context; their seqs.
+async def promote_seqs(db: AsyncSession, session_row: Any, seqs: list[int]) -> list[int]:
+    """Promote messages of `session_row` into its context; the seqs promoted now.
 
-    Hits from other sessions (agent/tenant scope) are not promoted: promotion copies
-    messages of the session itself. Raises the memory service's `Conflict` (409) when
-    the promoted messages would not fit the budget.
+    That is the requested seqs that are promoted after the call (already-promoted ones
+    included; messages still in L1 are in the context anyway and are skipped) plus the
+    tool_use/tool_result partners promotion adds to keep pairs whole. Raises the memory
+    service's 409 (`over_budget`) when they would not fit the budget.
     """
     from app.memory.service import promote_messages  # memory owns promotion policy
 
-    seqs = [h.message.seq for h in hits if h.message.session_id == session_row.id]
     if not seqs:
         return []
     result = await promote_messages(db, session_row, seqs)
-    promoted = getattr(result, "promoted_seqs", None) or getattr(result, "seqs", None)
-    return [int(s) for s in promoted] if promoted else seqs
+    promoted = set(getattr(result, "promoted", None) or [])
+    added = set(getattr(result, "added", None) or [])
+    return sorted({s for s in seqs if s in promoted} | added)
+
+
+async def promote_hits(db: AsyncSession, session_row: Any, hits: list[SearchHit]) -> list[int]:
+    """Promote the hits that belong to `session_row` (see `promote_seqs`).
+
+    Hits from other sessions (agent/tenant scope) are not promoted: promotion copies
+    messages of the session itself into its context.
+    """
+    return await promote_seqs(
+        db, session_row, [h.message.seq for h in hits if h.message.session_id == session_row.id])

@@ -100,10 +100,7 @@ async def recall_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
                                           after_seq=data.offset, limit=data.limit)
     promoted: list[int] = []
     if data.promote and rows:
-        from app.memory.service import promote_messages
-
-        await promote_messages(ctx.db, ctx.session, [m.seq for m in rows])
-        promoted = [m.seq for m in rows]
+        promoted = await search_service.promote_seqs(ctx.db, ctx.session, [m.seq for m in rows])
     last = ctx.session.last_seq
     return {
         "messages": [{"seq": m.seq, "role": m.role, **_text(m.text, RECALL_TEXT_CHARS)}

@@ -44,3 +44,25 @@ async def search(client: httpx.AsyncClient, session_id: str, query: str,
 
 def seqs_of(result: dict[str, Any]) -> list[int]:
     return [r["seq"] for r in result["results"]]
+
+
+async def compressed_session(client, n=40, config=None):
+    """A session whose older messages have left L1 (so they can be promoted)."""
+    sid = await new_session(client, config=config)
+    await append(client, sid, [f"message {i}: the lighthouse keeper logs {i}" for i in range(n)])
+    resp = await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
+    assert resp.status_code in (200, 202), resp.text
+    mem = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    return sid, mem
+
+
+async def over_budget_session(client):
+    """Ten large swap messages about zebras that cannot all fit a 1,000-token window."""
+    sid = await new_session(client, config={"max_context_tokens": 1000})
+    big = [f"zebra {i} " + "stripes and savanna grass " * 40 for i in range(10)]
+    await append(client, sid, big + [f"short {i}" for i in range(12)])
+    resp = await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
+    assert resp.status_code in (200, 202), resp.text
+    mem = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    assert mem["l1_start_seq"] > 10, mem
+    return sid

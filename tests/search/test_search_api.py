@@ -2,7 +2,14 @@
 
 import uuid
 
-from tests.search.support import append, new_session, search, seqs_of
+from tests.search.support import (
+    append,
+    compressed_session,
+    new_session,
+    over_budget_session,
+    search,
+    seqs_of,
+)
 
 
 async def test_stemming_finds_other_word_forms(client):
@@ -154,3 +161,19 @@ async def test_simple_text_search_config_does_not_stem(admin_client, tenant):
 async def test_unknown_session_is_404(client):
     resp = await client.post(f"/v1/sessions/{uuid.uuid4()}/search", json={"query": "x"})
     assert resp.status_code == 404
+
+
+async def test_promote_from_search_respects_budget(client):
+    sid = await over_budget_session(client)
+    resp = await client.post(f"/v1/sessions/{sid}/search",
+                             json={"query": "zebra", "promote": True, "rerank": False})
+    assert resp.status_code == 409, resp.text
+    assert resp.json()["error"]["code"] == "over_budget"
+    memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    assert memory["promoted_seqs"] == []
+    # Within budget: the swap results are promoted (L1 ones are in the context already).
+    sid, _ = await compressed_session(client)
+    result = await search(client, sid, "message 3 lighthouse", limit=3, promote=True)
+    assert result["promoted_seqs"] == [4]
+    memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    assert memory["promoted_seqs"] == [4]

@@ -19,7 +19,7 @@ def test_plain_words():
 
 
 def test_operators_quotes_and_punctuation_removed():
-    assert query_terms('"foo" & !bar | (baz:*) <-> \'qux\'') == ["foo", "bar", "baz", "qux"]
+    assert query_terms("\"foo\" & !bar | (baz:*) <-> 'qux'") == ["foo", "bar", "baz", "qux"]
     assert query_terms("!!! ??? ... &&& ||| ''' \"\"\"") == []
 
 

@@ -18,11 +18,16 @@ from app.search.rerank import (
 
 
 def cands(n):
-    return [RerankCandidate(id=i, role="user", text=f"message {i}", bm25_score=float(n - i)) for i in range(n)]
+    return [
+        RerankCandidate(id=i, role="user", text=f"message {i}", bm25_score=float(n - i))
+        for i in range(n)
+    ]
 
 
 def test_prompt_lists_at_most_50_candidates_with_short_previews():
-    many = [RerankCandidate(id=i, role="assistant", text="x" * 1000, bm25_score=1.0) for i in range(60)]
+    many = [
+        RerankCandidate(id=i, role="assistant", text="x" * 1000, bm25_score=1.0) for i in range(60)
+    ]
     prompt = build_prompt('find "this"', many)
     assert "[49]" in prompt and "[50]" not in prompt
     line = next(line for line in prompt.splitlines() if line.startswith("[0]"))
@@ -36,7 +41,10 @@ def test_preview_collapses_whitespace_and_cuts():
 
 
 def test_parse_plain_json():
-    assert parse_scores('[{"index": 0, "score": 10}, {"index": 1, "score": 2.5}]', 2) == {0: 10.0, 1: 2.5}
+    assert parse_scores('[{"index": 0, "score": 10}, {"index": 1, "score": 2.5}]', 2) == {
+        0: 10.0,
+        1: 2.5,
+    }
 
 
 def test_parse_code_fence_and_prose():
@@ -46,19 +54,21 @@ def test_parse_code_fence_and_prose():
 
 
 def test_parse_drops_bad_entries_and_clamps():
-    text = json.dumps([
-        {"index": 0, "score": 15},
-        {"index": 0, "score": 1},  # duplicate: first wins
-        {"index": 7, "score": 5},  # out of range
-        {"index": -1, "score": 5},
-        {"index": 1.5, "score": 5},
-        {"index": True, "score": 5},
-        {"index": 1, "score": "high"},
-        {"index": 2, "score": -3},
-        {"index": "1", "score": 4},
-        [3, 6],
-        "junk",
-    ])
+    text = json.dumps(
+        [
+            {"index": 0, "score": 15},
+            {"index": 0, "score": 1},  # duplicate: first wins
+            {"index": 7, "score": 5},  # out of range
+            {"index": -1, "score": 5},
+            {"index": 1.5, "score": 5},
+            {"index": True, "score": 5},
+            {"index": 1, "score": "high"},
+            {"index": 2, "score": -3},
+            {"index": "1", "score": 4},
+            [3, 6],
+            "junk",
+        ]
+    )
     assert parse_scores(text, 4) == {0: 10.0, 2: 0.0, 1: 4.0, 3: 6.0}
 
 
@@ -87,8 +97,12 @@ def test_cache_key_depends_on_set_not_order():
 
 
 json_entry = st.one_of(
-    st.fixed_dictionaries({"index": st.one_of(st.integers(), st.floats(), st.text(), st.none()),
-                           "score": st.one_of(st.integers(), st.floats(), st.text(), st.booleans())}),
+    st.fixed_dictionaries(
+        {
+            "index": st.one_of(st.integers(), st.floats(), st.text(), st.none()),
+            "score": st.one_of(st.integers(), st.floats(), st.text(), st.booleans()),
+        }
+    ),
     st.lists(st.integers(), max_size=3),
     st.text(max_size=5),
 )
@@ -100,7 +114,11 @@ def test_parse_never_raises_on_any_text(text, n):
     assert result is None or all(0 <= i < n and 0 <= s <= 10 for i, s in result.items())
 
 
-@given(st.lists(json_entry, max_size=20), st.integers(0, 10), st.sampled_from(["", "```\n", "ok: "]))
+@given(
+    st.lists(json_entry, max_size=20), st.integers(0, 10), st.sampled_from(["", "```\n", "ok: "])
+)
 def test_parse_never_raises_on_json_like(entries, n, prefix):
-    result = parse_scores(prefix + json.dumps(entries) + ("\n```" if prefix.startswith("```") else ""), n)
+    result = parse_scores(
+        prefix + json.dumps(entries) + ("\n```" if prefix.startswith("```") else ""), n
+    )
     assert result is None or all(0 <= i < n and 0 <= s <= 10 for i, s in result.items())
