@@ -12,6 +12,7 @@ from app.search.router import router as search_router
 from app.sessions.router import router as sessions_router
 from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
+import app.jobs.hooks  # noqa: F401  (compression enqueue after appends)
 
 api_router = APIRouter(prefix="/v1")
 api_router.include_router(auth_router)

@@ -97,6 +97,8 @@ class Settings(BaseSettings):
     compress_cron_batch: int = Field(default=500, ge=1, alias="LOOM_COMPRESS_CRON_BATCH")
     worker_metrics_port: int | None = Field(default=None, ge=0, le=65535,
                                             alias="LOOM_WORKER_METRICS_PORT")
+    worker_job_timeout_seconds: float = Field(default=300.0, gt=0,
+                                              alias="LOOM_WORKER_JOB_TIMEOUT_SECONDS")
 
     @field_validator("database_url")
     @classmethod

@@ -99,3 +99,55 @@ async def stale_jobs(db: AsyncSession, *, pending_before: datetime, running_befo
                | ((_T.c.status == "running") & (_T.c.updated_at < running_before)))
         .order_by(_T.c.updated_at).limit(limit))
     return [(row[0], row[1]) for row in result]
+
+
+_PRESSURE = sa.text("""
+SELECT s.config, s.last_seq, m.l1_start_seq,
+       m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_tokens AS fixed_tokens,
+       (SELECT coalesce(sum(x.token_count), 0) FROM messages x
+         WHERE x.session_id = s.id AND x.tenant_id = s.tenant_id
+           AND x.seq >= m.l1_start_seq) AS l1_tokens
+FROM sessions s JOIN memory_states m ON m.session_id = s.id
+WHERE s.id = :sid AND s.tenant_id = :tid
+""")
+
+
+async def pressure(db: AsyncSession, tenant_id: uuid.UUID,
+                   session_id: uuid.UUID) -> dict[str, object] | None:
+    """What decides whether a session is busy, in one query: its config, last seq, L1 start,
+    stored non-L1 memory tokens (ROM + Kernel + L2 + promoted) and L1 tokens."""
+    row = (await db.execute(_PRESSURE, {"sid": session_id, "tid": tenant_id})).mappings().first()
+    return dict(row) if row is not None else None
+
+
+_CANDIDATES = sa.text("""
+SELECT s.tenant_id, s.id
+FROM sessions s
+JOIN memory_states m ON m.session_id = s.id
+LEFT JOIN compression_jobs j ON j.session_id = s.id
+WHERE (s.updated_at >= :since
+       OR s.last_seq - m.l1_start_seq + 1
+          > coalesce((s.config ->> 'l1_max_messages')::int, :default_l1_max))
+  AND s.last_seq >= m.l1_start_seq
+  AND (j.session_id IS NULL
+       OR (j.status IN ('succeeded', 'failed') AND j.finished_at < s.updated_at))
+ORDER BY s.updated_at DESC
+LIMIT :limit
+""")
+
+
+async def busy_candidates(db: AsyncSession, *, since: datetime, default_l1_max: int,
+                          limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """Sessions that may need compression: changed since `since`, or with more L1
+    messages than their `l1_max_messages`; skipping sessions whose job is queued or
+    running, or whose last job finished after their last change. Cross-tenant (cron)."""
+    result = await db.execute(_CANDIDATES, {"since": since, "default_l1_max": default_l1_max,
+                                            "limit": limit})
+    return [(row[0], row[1]) for row in result]
+
+
+async def session_tenant(db: AsyncSession, session_id: uuid.UUID) -> uuid.UUID | None:
+    """The tenant of a session id (worker-side lookup for jobs enqueued with the id only)."""
+    result = await db.execute(sa.text("SELECT tenant_id FROM sessions WHERE id = :sid"),
+                              {"sid": session_id})
+    return result.scalar_one_or_none()

@@ -95,6 +95,9 @@ class MemoryPublic(BaseModel):
     usage: float
     compression_due: bool
     pending_triggers: list[str]
+    compression: CompressionJobPublic | None = Field(
+        default=None, description="The latest background compression job: pending, running, "
+        "succeeded or failed (with its last error); null if none ever ran.")
 
 
 class SnapshotPublic(BaseModel):

@@ -27,6 +27,7 @@ async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
                            l1=layers.l1_tokens, total=layers.memory_tokens),
         budget=loaded.cfg.budget, usage=round(policy.usage_of(layers, loaded.cfg), 6),
         compression_due=pending is not None,
+        compression=compression,
         pending_triggers=list(pending.triggers) if pending else [])
 
 

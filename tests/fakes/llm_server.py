@@ -233,7 +233,9 @@ class FakeLLMServer:
         if isinstance(action, Hang):
             release = self._release
             deadline = None if action.seconds is None else time.monotonic() + action.seconds
-            while not release.is_set() and (deadline is None or time.monotonic() < deadline):
+            # threading.Event (set from the test thread): poll it rather than block the loop.
+            while not release.is_set() and (  # noqa: ASYNC110
+                    deadline is None or time.monotonic() < deadline):
                 await asyncio.sleep(0.02)
             action = action.then or Reply(default_text)
         model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
@@ -309,7 +311,8 @@ class FakeLLMServer:
                 "error": {"type": etype, "message": action.message},
             }
         else:
-            body = {"error": {"message": action.message, "type": etype, "param": None, "code": None}}
+            body = {"error": {"message": action.message, "type": etype, "param": None,
+                              "code": None}}
         return JSONResponse(body, status_code=action.status, headers=headers)
 
     def _app(self) -> Starlette:

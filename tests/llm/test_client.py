@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from app.llm.client import AnthropicLLM, OpenAICompatLLM, get_llm_client
 from app.core.config import Settings
+from app.llm.client import AnthropicLLM, OpenAICompatLLM, get_llm_client
 from app.llm.errors import LLMError
 from tests.fakes.llm_server import Empty, Fail, FakeLLMServer, Hang, Malformed, Reply
 

@@ -123,7 +123,7 @@ async def test_long_range_is_split_to_fit_the_window(fake_llm: FakeLLMServer) ->
     assert len(fake_llm.requests) > 1
     ranges = [r.covers for r in fake_llm.requests]
     assert ranges[0][0] == 100 and ranges[-1][1] == 139
-    for (_, end), (nxt, _) in zip(ranges, ranges[1:]):
+    for (_, end), (nxt, _) in zip(ranges, ranges[1:], strict=False):
         assert nxt == end + 1
     for req in fake_llm.requests:
         assert count_text(req.system) + count_text(req.text) <= limit

@@ -1,0 +1,246 @@
+"""Background compression jobs (arq): summarise with the LLM, never inside a request.
+
+`compress_session(ctx, tenant_id, session_id, force=False)` (job id `compress:{session}`,
+so one per session is queued or running):
+
+1. plan with `plan_compression` in a short read transaction;
+2. summarise the planned ranges with the LLM *outside* any transaction (no row lock is
+   held while the LLM thinks);
+3. apply with `apply_compression`, which re-checks the state version under the row lock:
+   `StaleMemoryState` means the memory moved meanwhile, so we re-plan. At most
+   `RANGES_PER_APPLY` ranges are applied per transaction, so a long backlog makes durable
+   progress and a crash loses at most one batch of LLM work;
+4. loop until nothing is due (appends that arrived while the job ran are covered too).
+
+Failures: a retryable LLM failure (timeout, 5xx, 529 overload, 429) reschedules the job
+with exponential backoff (`Retry(defer=...)`) for its first `LOOM_COMPRESS_LLM_TRIES - 1`
+tries; after that the heuristic summary is written (`method: heuristic`). Non-retryable
+LLM errors (bad key, empty or malformed answer) fall back at once. Any other error
+(database, Redis...) is retried with backoff up to `LOOM_COMPRESS_MAX_TRIES`, then the job
+is marked failed with its last error. A worker killed mid-job has written nothing of the
+unfinished batch (the transaction never committed); arq runs the job again once its
+in-progress lock expires, and the unique `(session_id, start_seq)` summary key plus the
+version check make a second summary of the same range impossible.
+
+`compress_busy_sessions(ctx)` is the cron pass: sessions changed since the last pass (or
+with an overflowing L1) that are busy get a job, as do jobs left `pending` (enqueue lost
+while Redis was down) or `running` far past their timeout (worker and job lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from arq import Retry
+
+from app.core.tokens import count_message
+from app.jobs import metrics, repository, triggers
+from app.jobs.service import enqueue_compression
+from app.llm.errors import LLMError
+from app.llm.summarise import summarise
+from app.memory.errors import StaleMemoryState
+from app.memory.service import CompressionPlan, apply_compression, plan_compression
+from app.memory.summariser import SummaryDraft
+from app.sessions import repository as sessions_repository
+from app.sessions.schemas import SessionConfig
+
+log = logging.getLogger("loom.jobs.compress")
+
+RANGES_PER_APPLY = 4
+MAX_APPLIES = 200  # per job try; a longer backlog continues in the next job
+MAX_STALE_REPLANS = 5
+MAX_BACKOFF_SECONDS = 300.0
+CRON_LAST_PASS_KEY = "loom:compress:last-pass:{queue}"
+
+
+@dataclasses.dataclass
+class Outcome:
+    summaries: int = 0
+    tokens_saved: int = 0
+    methods: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def backoff_seconds(base: float, job_try: int) -> float:
+    """Delay before try `job_try + 1`: base, 2*base, 4*base ... capped at 5 minutes."""
+    return min(MAX_BACKOFF_SECONDS, base * (2 ** max(0, job_try - 1)))
+
+
+def _first_batch(plan: CompressionPlan, n: int) -> CompressionPlan:
+    """The plan cut to its first `n` ranges: still a prefix of L1, so still valid."""
+    if len(plan.ranges) <= n:
+        return plan
+    policy_plan = dataclasses.replace(plan.policy_plan, ranges=plan.policy_plan.ranges[:n])
+    return dataclasses.replace(plan, ranges=plan.ranges[:n], policy_plan=policy_plan)
+
+
+def _tokens_saved(plan: CompressionPlan, drafts: list[SummaryDraft]) -> int:
+    covered = sum(count_message(m.get("role", ""), m.get("content"), m.get("tool_calls"))
+                  for r in plan.ranges for m in r.messages)
+    return max(0, covered - sum(d.token_count for d in drafts))
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+async def run_compression(ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID,
+                          *, force: bool, llm_fallback: bool) -> Outcome:
+    """Plan / summarise / apply until nothing is due. Raises on failure (see module doc)."""
+    sessionmaker = ctx["sessionmaker"]
+    settings = ctx["settings"]
+    outcome = Outcome()
+    stale = 0
+    for _ in range(MAX_APPLIES):
+        async with sessionmaker() as db:
+            row = await sessions_repository.get(db, tenant_id, session_id)
+            if row is None:  # deleted meanwhile: nothing to do
+                return outcome
+            plan = await plan_compression(db, row, force=force and outcome.summaries == 0)
+            await db.rollback()
+        if plan is None:
+            return outcome
+        plan = _first_batch(plan, RANGES_PER_APPLY)
+        drafts = list(await asyncio.gather(*(
+            summarise(ctx.get("llm"), r.messages, max_tokens=settings.summary_max_tokens,
+                      max_input_tokens=settings.summary_input_tokens, fallback=llm_fallback)
+            for r in plan.ranges)))
+        async with sessionmaker() as db:
+            row = await sessions_repository.get(db, tenant_id, session_id)
+            if row is None:
+                return outcome
+            try:
+                await apply_compression(db, row, plan, drafts)
+                await db.commit()
+            except StaleMemoryState:
+                await db.rollback()
+                stale += 1
+                if stale > MAX_STALE_REPLANS:
+                    raise
+                log.info("memory of %s moved during compression; re-planning", session_id)
+                continue
+        outcome.summaries += len(drafts)
+        outcome.tokens_saved += _tokens_saved(plan, drafts)
+        for d in drafts:
+            outcome.methods[d.method] = outcome.methods.get(d.method, 0) + 1
+            metrics.SUMMARIES.labels(method=d.method).inc()
+    return outcome
+
+
+async def _record(ctx: dict[str, Any], fn: Callable[..., Awaitable[None]], *args: Any,
+                  **kwargs: Any) -> None:
+    """Write job status; bookkeeping must never decide the job's fate."""
+    try:
+        async with ctx["sessionmaker"]() as db:
+            await fn(db, *args, **kwargs)
+            await db.commit()
+    except Exception as exc:
+        log.warning("could not record compression job status: %s", type(exc).__name__)
+
+
+async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str | None = None,
+                           force: bool = False) -> dict[str, Any]:
+    """arq job: compress one session's memory (see module docstring).
+
+    Arguments are (tenant_id, session_id, force); a job enqueued with the session id
+    alone is accepted too (its tenant is looked up).
+    """
+    settings = ctx["settings"]
+    if session_id is None:
+        sid = uuid.UUID(str(tenant_id))
+        async with ctx["sessionmaker"]() as db:
+            found = await repository.session_tenant(db, sid)
+        if found is None:
+            return {"summaries": 0, "gone": True}
+        tid = found
+    else:
+        tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
+    job_try = int(ctx.get("job_try") or 1)
+    job_id = str(ctx.get("job_id") or f"compress:{sid}")
+    max_tries = settings.compress_max_tries
+    llm_fallback = job_try >= min(settings.compress_llm_tries, max_tries)
+    await _record(ctx, repository.mark_running, tid, sid, job_id, job_try)
+    try:
+        async with asyncio.timeout(settings.compress_job_timeout_seconds):
+            outcome = await run_compression(ctx, tid, sid, force=force,
+                                            llm_fallback=llm_fallback)
+    except LLMError as exc:  # retryable and the LLM still gets another chance
+        return await _retry_or_fail(ctx, tid, sid, job_try, f"LLM unavailable: {exc.message}")
+    except Exception as exc:
+        log.warning("compression of %s failed (try %d/%d): %s", sid, job_try, max_tries,
+                    _error_text(exc))
+        return await _retry_or_fail(ctx, tid, sid, job_try, _error_text(exc))
+    await _record(ctx, repository.mark_finished, tid, sid, ok=True, error=None,
+                  summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
+    metrics.JOBS_RUN.inc()
+    metrics.TOKENS_SAVED.inc(outcome.tokens_saved)
+    if outcome.summaries:
+        log.info("compressed %s: %d summaries %s, %d tokens saved", sid, outcome.summaries,
+                 outcome.methods, outcome.tokens_saved)
+    return {"summaries": outcome.summaries, "methods": outcome.methods,
+            "tokens_saved": outcome.tokens_saved}
+
+
+async def _retry_or_fail(ctx: dict[str, Any], tid: uuid.UUID, sid: uuid.UUID, job_try: int,
+                         error: str) -> dict[str, Any]:
+    settings = ctx["settings"]
+    if job_try >= settings.compress_max_tries:
+        await _record(ctx, repository.mark_finished, tid, sid, ok=False, error=error,
+                      summaries=0, tokens_saved=0)
+        metrics.JOBS_RUN.inc()
+        metrics.JOBS_FAILED.inc()
+        log.error("compression of %s gave up after %d tries: %s", sid, job_try, error)
+        # Returning (not raising) keeps arq from storing a result under the job id, which
+        # would block the next enqueue of this session for keep_result seconds.
+        return {"failed": error}
+    await _record(ctx, repository.mark_retrying, tid, sid, error)
+    metrics.JOBS_RETRIED.inc()
+    raise Retry(defer=backoff_seconds(settings.compress_retry_base_seconds, job_try))
+
+
+async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
+    """arq cron: enqueue compression for busy sessions and for lost jobs."""
+    settings = ctx["settings"]
+    sessionmaker = ctx["sessionmaker"]
+    redis = ctx.get("redis_client")
+    now = datetime.now(UTC)
+    interval = timedelta(seconds=settings.compress_cron_seconds)
+    key = CRON_LAST_PASS_KEY.format(queue=settings.queue_name)
+    since = now - timedelta(days=1)
+    try:
+        last = await redis.get(key) if redis is not None else None
+        if last:
+            since = max(since, datetime.fromtimestamp(float(last), UTC) - 2 * interval)
+    except Exception:
+        pass
+    async with sessionmaker() as db:
+        lost = await repository.stale_jobs(
+            db, pending_before=now - 2 * interval,
+            running_before=now - timedelta(seconds=2 * settings.compress_job_timeout_seconds
+                                           + 60),
+            limit=settings.compress_cron_batch)
+        candidates = await repository.busy_candidates(
+            db, since=since, default_l1_max=SessionConfig().l1_max_messages,
+            limit=settings.compress_cron_batch)
+        busy = []
+        for tid, sid in candidates:
+            row = await repository.pressure(db, tid, sid)
+            if row is not None and triggers.is_busy(triggers.pressure_from_row(row),
+                                                    settings.compress_busy_usage):
+                busy.append((tid, sid))
+    enqueued = 0
+    for tid, sid in dict.fromkeys([*lost, *busy]):
+        if await enqueue_compression(ctx, sessionmaker, tid, sid, trigger="cron"):
+            enqueued += 1
+    try:
+        if redis is not None:
+            await redis.set(key, str(now.timestamp()))
+    except Exception:
+        pass
+    return {"busy": len(busy), "lost": len(lost), "enqueued": enqueued}
