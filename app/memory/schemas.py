@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.jobs.schemas import CompressionJobPublic
+
 
 class RomInput(BaseModel):
     """An inline ROM, frozen into a session at creation (instead of the agent profile)."""

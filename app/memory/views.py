@@ -2,6 +2,7 @@
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.jobs.service import compression_status
 from app.memory import policy, repository
 from app.memory.schemas import LayerTokens, MemoryPublic, SummaryPublic
 from app.memory.state import load
@@ -13,6 +14,7 @@ async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
     layers = loaded.layers
     state = loaded.state
     pending = policy.plan(layers, loaded.cfg)
+    compression = await compression_status(db, session_row.tenant_id, session_row.id)
     return MemoryPublic(
         version=state.version,
         rom_profile_version=(state.rom or {}).get("profile_version"),
