@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -30,13 +31,12 @@ from app.knowledge.schemas import (
 )
 from app.knowledge.scopes import GLOBAL, Scope
 from app.knowledge.service import parse_filters, to_public
-from app.models.memory_item import MemoryItem
 
 
 @dataclass(slots=True)
 class BuiltPackage:
     package: Package
-    rows: list[tuple[Tier, MemoryItem]]  # in package order
+    rows: list[tuple[Tier, Any]]  # (tier, memory_items row), in package order
     header: str
 
 
@@ -68,25 +68,22 @@ async def build(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
     """Assemble a package for the given tiers within ``budget_tokens``."""
     scopes = tier_scopes(task_id, project_id, include_global)
     allowance = allocate(budget_tokens, shares)
-    cands: list[Candidate] = []
-    totals: dict[Tier, tuple[int, int]] = {}
-    for tier, scope in scopes.items():
-        totals[tier] = await repository.totals(db, tenant_id, scope, conditions)
-        if totals[tier][0] == 0 or allowance[tier] == 0:
-            continue
-        rows = await repository.candidates(db, tenant_id, scope, conditions,
-                                           max_cost=allowance[tier], limit=max_candidates)
-        if head_tail:
-            seen = {r.id for r in rows}
-            for oldest in (True, False):
-                more = await repository.candidates(db, tenant_id, scope, conditions,
-                                                   max_cost=allowance[tier], limit=head_tail,
-                                                   oldest_first=oldest)
-                rows += [r for r in more if r.id not in seen]
-                seen |= {r.id for r in more}
-        cands += [Candidate(r.id, tier, r.importance, r.created_at, r.token_cost) for r in rows]
+    raw = await repository.tier_totals(db, tenant_id, list(scopes.values()), conditions)
+    totals: dict[Tier, tuple[int, int]] = {t: raw.get(t, (0, 0)) for t in scopes}
+    open_tiers = [(scopes[t], allowance[t]) for t in scopes if totals[t][0] and allowance[t]]
+    rows = await repository.tier_candidates(db, tenant_id, open_tiers, conditions,
+                                            limit=max_candidates)
+    if head_tail:
+        seen = {r.id for r in rows}
+        for scope, cap in open_tiers:
+            more = await repository.head_tail_candidates(db, tenant_id, scope, conditions,
+                                                         max_cost=cap, n=head_tail)
+            rows += [r for r in more if r.id not in seen]
+            seen |= {r.id for r in more}
+    # scope kind == tier name (task / project / global)
+    cands = [Candidate(*r) for r in rows]  # (id, tier, importance, created_at, token_cost)
     pkg = assemble(cands, budget_tokens, shares, head_tail=head_tail, candidate_totals=totals)
-    full = {r.id: r for r in await repository.get_many(db, tenant_id, [c.id for c in pkg.items])}
+    full = {r.id: r for r in await repository.get_rows(db, tenant_id, [c.id for c in pkg.items])}
     rows_out = [(c.tier, full[c.id]) for c in pkg.items if c.id in full]
     return BuiltPackage(pkg, rows_out, header_for(scopes))
 

@@ -78,6 +78,16 @@ async def get(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> Mem
     return result.scalar_one_or_none()
 
 
+async def get_rows(db: AsyncSession, tenant_id: uuid.UUID,
+                   ids: Sequence[uuid.UUID]) -> list[sa.Row[Any]]:
+    """Full items as plain rows (no ORM identity map: cheaper for read-only rendering)."""
+    if not ids:
+        return []
+    result = await db.execute(sa.select(*MemoryItem.__table__.c).where(  # type: ignore[attr-defined]
+        M.tenant_id == tenant_id, M.id.in_(list(ids))))
+    return list(result.all())
+
+
 async def get_many(db: AsyncSession, tenant_id: uuid.UUID,
                    ids: Sequence[uuid.UUID]) -> list[MemoryItem]:
     if not ids:
@@ -152,32 +162,52 @@ async def move(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID],
     return len(result.all())
 
 
-async def totals(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                 conditions: Sequence[Condition]) -> tuple[int, int]:
-    """(count, sum of token_cost) of a scope's matching items."""
-    result = await db.execute(sa.select(sa.func.count(), sa.func.coalesce(
-        sa.func.sum(M.token_cost), 0)).where(*_where(tenant_id, conditions, scope)))
-    n, tokens = result.one()
-    return int(n), int(tokens)
+async def tier_totals(db: AsyncSession, tenant_id: uuid.UUID, scopes: Sequence[Scope],
+                      conditions: Sequence[Condition]) -> dict[str, tuple[int, int]]:
+    """scope kind -> (count, sum of token_cost) of the matching items, in one query.
 
-
-async def candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                     conditions: Sequence[Condition], *, max_cost: int, limit: int,
-                     oldest_first: bool | None = None) -> list[sa.Row[Any]]:
-    """Light rows (id, importance, created_at, token_cost) that could fit in ``max_cost``.
-
-    Default order is the package rank (importance desc, newest first); ``oldest_first``
-    True/False orders by age instead (for head/tail preservation).
+    ``scopes`` holds at most one scope per kind (a package's task, project and global).
     """
-    q = (sa.select(M.id, M.importance, M.created_at, M.token_cost)
-         .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost))
-    if oldest_first is None:
-        q = q.order_by(M.importance.desc(), M.created_at.desc(), M.id.asc())
-    elif oldest_first:
-        q = q.order_by(M.created_at.asc(), M.id.asc())
-    else:
-        q = q.order_by(M.created_at.desc(), M.id.desc())
-    return list((await db.execute(q.limit(limit))).all())
+    if not scopes:
+        return {}
+    q = (sa.select(M.scope_kind, sa.func.count(), sa.func.coalesce(sa.func.sum(M.token_cost), 0))
+         .where(*_where(tenant_id, conditions), sa.or_(*(scope_clause(s) for s in scopes)))
+         .group_by(M.scope_kind))
+    return {kind: (int(n), int(tokens)) for kind, n, tokens in (await db.execute(q)).all()}
+
+
+async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
+                          scopes: Sequence[tuple[Scope, int]], conditions: Sequence[Condition],
+                          *, limit: int) -> list[sa.Row[Any]]:
+    """Light rows (id, scope_kind, importance, created_at, token_cost) in one query.
+
+    Per (scope, max_cost): the items that could fit (token_cost <= max_cost), the best
+    ``limit`` of each scope in package rank order (importance desc, newest first, id).
+    """
+    if not scopes:
+        return []
+    fits = sa.or_(*(sa.and_(scope_clause(s), M.token_cost <= cap) for s, cap in scopes))
+    rank = sa.func.row_number().over(
+        partition_by=M.scope_kind,
+        order_by=(M.importance.desc(), M.created_at.desc(), M.id.asc())).label("rn")
+    inner = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost, rank)
+             .where(*_where(tenant_id, conditions), fits).subquery())
+    q = sa.select(inner.c.id, inner.c.scope_kind, inner.c.importance, inner.c.created_at,
+                  inner.c.token_cost).where(inner.c.rn <= limit)
+    return list((await db.execute(q)).tuples().all())
+
+
+async def head_tail_candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
+                               conditions: Sequence[Condition], *, max_cost: int,
+                               n: int) -> list[sa.Row[Any]]:
+    """The ``n`` oldest and ``n`` newest items of a scope that could fit ``max_cost``."""
+    base = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost)
+            .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost))
+    rows: dict[uuid.UUID, sa.Row[Any]] = {}
+    for order in ((M.created_at.asc(), M.id.asc()), (M.created_at.desc(), M.id.desc())):
+        for r in (await db.execute(base.order_by(*order).limit(n))).all():
+            rows[r.id] = r
+    return list(rows.values())
 
 
 # --- learned layer -----------------------------------------------------------------------
