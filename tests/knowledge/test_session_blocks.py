@@ -98,3 +98,29 @@ async def test_session_knowledge_config_is_validated(client) -> None:
     r = await client.post("/v1/sessions", json={"agent_id": "agent-1", "config": {
         "knowledge": {"share": 2}}})
     assert r.status_code == 422
+
+
+async def test_blocks_in_the_built_context_within_budget(client) -> None:
+    await _items(client)
+    await client.put("/v1/agents/agent-1/learned", json=LEARNED)
+    s = await _session(client, {"project_id": "p1", "task_id": "t1", "share": 0.2,
+                                "learned": True, "learned_share": 0.1},
+                       max_context_tokens=4000)
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 30}
+            for i in range(12)]
+    r = await client.post(f"/v1/sessions/{s['id']}/messages", json={"messages": msgs})
+    assert r.status_code in (200, 201), r.text
+    r = await client.post(f"/v1/sessions/{s['id']}/context", json={"format": "raw"})
+    assert r.status_code == 200, r.text
+    ctx = r.json()
+    blocks = {b["name"]: b for b in ctx["layers"]["blocks"]}
+    assert set(blocks) == {"knowledge", "learned"}
+    assert "use PostgreSQL" in blocks["knowledge"]["text"]
+    assert "Learned optimizations (version 1)" in blocks["learned"]["text"]
+    assert blocks["knowledge"]["token_count"] <= math.floor(s["budget"] * 0.2)
+    assert blocks["learned"]["token_count"] <= math.floor(s["budget"] * 0.1)
+    assert ctx["tokens"]["blocks"] == sum(b["token_count"] for b in blocks.values())
+    assert ctx["total_tokens"] <= ctx["budget"] == s["budget"]
+    r = await client.post(f"/v1/sessions/{s['id']}/context", json={"format": "anthropic"})
+    system_text = "".join(b.get("text", "") for b in r.json()["system"] or [])
+    assert "use PostgreSQL" in system_text and "Learned optimizations" in system_text
