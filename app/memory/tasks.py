@@ -148,11 +148,13 @@ async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str 
                            force: bool = False) -> dict[str, Any]:
     """arq job: compress one session's memory (see module docstring).
 
-    Arguments are (tenant_id, session_id, force); a job enqueued with the session id
-    alone is accepted too (its tenant is looked up).
+    Arguments are (tenant_id, session_id, force). A job enqueued with the session id
+    alone is what `POST /v1/sessions/{id}/memory/compress` sends: an explicit request, so
+    it is forced (compresses even below the thresholds) and its tenant is looked up.
     """
     settings = ctx["settings"]
     if session_id is None:
+        force = True
         sid = uuid.UUID(str(tenant_id))
         async with ctx["sessionmaker"]() as db:
             found = await repository.session_tenant(db, sid)
