@@ -45,8 +45,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
+async def wait_for(predicate: Any, seconds: float, what: str) -> Any:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         value = await predicate()
         if value:
