@@ -126,8 +126,7 @@ async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int
     terms = query_terms(query)
     if not terms:
         return SearchOutcome()
-    config = await repository.text_search_config(db, scope.tenant_id)
-    lexemes = await repository.query_lexemes(db, config, " ".join(terms))
+    lexemes = await repository.query_lexemes(db, scope.tenant_id, " ".join(terms))
     if not lexemes:
         return SearchOutcome()
     stats = await repository.scope_stats(db, scope)
