@@ -38,10 +38,13 @@ _RESP_500 = {500: {"model": ErrorEnvelope, "description": "integrity_error: stor
 ScopeQ = Annotated[str | None, Query(max_length=256, description=(
     "Required for workflow/swarm/debate/session (for session: a session id of your tenant); "
     "refused for global and agent (agent is scoped by the authenticated agent)."))]
+KeyP = Annotated[str, Path(min_length=1, max_length=256, description=(
+    "1-256 characters, no control characters or whitespace other than inner spaces; `/` "
+    "separates segments (none empty, `.` or `..`); `watch` is reserved."))]
 IfMatch = Annotated[str | None, Header(description=(
     "Compare-and-set: a stale version is 409; If-Match on a missing entry is 412."))]
 PUT_BODY = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": {"$ref": "#/components/schemas/SharedMemoryPut"}},
+    "application/json": {"schema": SharedMemoryPut.model_json_schema()},
     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
     "text/plain": {"schema": {"type": "string"}},
 }}}
@@ -84,7 +87,7 @@ async def list_shared_memory_keys(
             responses={**_EXTRA, 201: {"model": SharedMemoryEntryPublic}},
             openapi_extra=PUT_BODY)
 async def put_shared_memory_entry(
-    namespace: Namespace, key: str, db: DbDep, caller: CallerDep, request: Request,
+    namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
     response: Response, scope_id: ScopeQ = None,
     ttl_seconds: Annotated[int | None, Query(ge=1, le=MAX_TTL_SECONDS)] = None,
     if_match: IfMatch = None,
@@ -121,7 +124,7 @@ async def put_shared_memory_entry(
             responses={200: {"content": {"application/octet-stream": {}}}, 304: {
                 "description": "If-None-Match matched"}, **_RESP_500})
 async def get_shared_memory_entry(
-    namespace: Namespace, key: str, db: DbDep, caller: CallerDep, request: Request,
+    namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
     scope_id: ScopeQ = None,
     ref: Annotated[bool, Query(description="return the data reference only")] = False,
     if_none_match: Annotated[str | None, Header()] = None,
@@ -135,7 +138,7 @@ async def get_shared_memory_entry(
 @router.delete("/shared-memory/{namespace}/{key:path}", status_code=204,
                responses=_EXTRA)
 async def delete_shared_memory_entry(
-    namespace: Namespace, key: str, db: DbDep, caller: CallerDep, request: Request,
+    namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
     scope_id: ScopeQ = None, if_match: IfMatch = None,
 ) -> Response:
     """Delete an entry (409 `entry_referenced` while a message holds its reference)."""
