@@ -39,10 +39,11 @@ from app.search.scope import SearchScope
 STATS_REFRESH_ROWS = 256
 
 _SESSIONS_IN_SCOPE = {
-    "session": "SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id AND s.id = :session_id",
-    "agent": "SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
-    "AND s.agent_id = :agent_id",
-    "tenant": "SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id",
+    "session": "SELECT s.id, s.last_seq FROM sessions s "
+    "WHERE s.tenant_id = :tenant_id AND s.id = :session_id",
+    "agent": "SELECT s.id, s.last_seq FROM sessions s "
+    "WHERE s.tenant_id = :tenant_id AND s.agent_id = :agent_id",
+    "tenant": "SELECT s.id, s.last_seq FROM sessions s WHERE s.tenant_id = :tenant_id",
 }
 
 _MESSAGES_IN_SCOPE = {
@@ -67,8 +68,12 @@ cur AS (
                coalesce(sum(m.search_length), 0) AS total,
                count(*) AS tail_rows, max(m.seq) AS max_seq
         FROM messages m
-        WHERE m.session_id = sess.id AND m.tenant_id = :tenant_id
-          AND m.seq > coalesce(st.through_seq, 0)
+        -- The tail is the seqs after the stored figures up to the session's last_seq.
+        -- The last_seq test needs no row (a one-time filter: no scan when nothing is
+        -- new), and the closed seq range steers the planner to the primary key.
+        WHERE sess.last_seq > coalesce(st.through_seq, 0)
+          AND m.session_id = sess.id AND m.tenant_id = :tenant_id
+          AND m.seq BETWEEN coalesce(st.through_seq, 0) + 1 AND sess.last_seq
     ) d
 ),
 refresh AS (
@@ -192,11 +197,15 @@ async def load_messages(
     """Messages by (session_id, seq), tenant-filtered."""
     if not keys:
         return {}
-    key_tuple = sa.tuple_(Message.session_id, Message.seq)
-    result = await db.execute(
-        sa.select(Message).where(Message.tenant_id == tenant_id, key_tuple.in_(keys))
-    )
-    return {(m.session_id, m.seq): m for m in result.scalars()}
+    # Two IN lists (one cached statement shape) instead of a tuple IN; the exact keys
+    # are picked out below (the cross product can only add rows, never miss one).
+    wanted = set(keys)
+    result = await db.execute(sa.select(Message).where(
+        Message.tenant_id == tenant_id,
+        Message.session_id.in_(sorted({k[0] for k in keys})),
+        Message.seq.in_(sorted({k[1] for k in keys}))))
+    return {(m.session_id, m.seq): m for m in result.scalars()
+            if (m.session_id, m.seq) in wanted}
 
 
 async def previews(
