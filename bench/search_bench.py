@@ -81,14 +81,13 @@ async def load(client: httpx.AsyncClient, agent: str, texts: list[str], batch: i
 async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID,
                      q: str) -> int:
     """The floor: the search's SQL statements, prepared, on a bare asyncpg connection."""
-    lexemes = await conn.fetchval(
-        "SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') "
-        "FROM unnest(to_tsvector('english'::regconfig, $1))", " ".join(query_terms(q)))
+    lexemes, n_docs, total = await conn.fetchrow(
+        "SELECT (SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') "
+        "FROM unnest(to_tsvector('english'::regconfig, $1))), "
+        "coalesce(sum(doc_count), 0), coalesce(sum(total_length), 0) "
+        "FROM search_stats WHERE session_id = $2", " ".join(query_terms(q)), sid)
     if not lexemes:
         return 0
-    n_docs, total = await conn.fetchrow(
-        "SELECT coalesce(sum(doc_count), 0), coalesce(sum(total_length), 0) "
-        "FROM search_stats WHERE session_id = $1", sid)
     sql = (repository._BM25_SQL.format(scope=repository._MESSAGES_IN_SCOPE["session"])
            .replace(":tenant_id", "$1").replace(":session_id", "$2")
            .replace(":lexemes", "$3").replace(":lexeme_queries", "$4")

@@ -85,7 +85,11 @@ refresh AS (
             through_seq = excluded.through_seq, updated_at = now()
         WHERE search_stats.through_seq < excluded.through_seq
 )
-SELECT coalesce(sum(doc_count), 0)::bigint, coalesce(sum(total_length), 0)::bigint FROM cur
+SELECT coalesce(sum(doc_count), 0)::bigint, coalesce(sum(total_length), 0)::bigint,
+       (SELECT coalesce(array_agg(u.lexeme ORDER BY u.lexeme), '{{}}')
+        FROM tenants t, unnest(to_tsvector(CAST(t.text_search_config AS regconfig), :text)) u
+        WHERE t.id = :tenant_id)
+FROM cur
 """
 
 _BM25_SQL = """
@@ -105,16 +109,23 @@ hits AS MATERIALIZED (
     FROM matched mt CROSS JOIN lx
     WHERE mt.v @@ lx.q
 ),
-df AS (SELECT lexeme, CAST(count(*) AS float8) AS n FROM hits GROUP BY lexeme)
-SELECT h.session_id, h.seq,
-       sum(ln(1.0 + (CAST(:n_docs AS float8) - d.n + 0.5) / (d.n + 0.5))
-           * h.tf * (CAST(:k1 AS float8) + 1.0)
-           / (h.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
-              + CAST(:b AS float8) * h.dl / CAST(:avgdl AS float8)))) AS score
-FROM hits h JOIN df d USING (lexeme)
-GROUP BY h.session_id, h.seq
-ORDER BY score DESC, h.seq DESC, h.session_id
-LIMIT :limit
+df AS (SELECT lexeme, CAST(count(*) AS float8) AS n FROM hits GROUP BY lexeme),
+top AS (
+    SELECT h.session_id, h.seq,
+           sum(ln(1.0 + (CAST(:n_docs AS float8) - d.n + 0.5) / (d.n + 0.5))
+               * h.tf * (CAST(:k1 AS float8) + 1.0)
+               / (h.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
+                  + CAST(:b AS float8) * h.dl / CAST(:avgdl AS float8)))) AS score
+    FROM hits h JOIN df d USING (lexeme)
+    GROUP BY h.session_id, h.seq
+    ORDER BY score DESC, h.seq DESC, h.session_id
+    LIMIT :limit
+)
+-- Role and a text preview come along: the rerank prompt needs nothing else.
+SELECT top.session_id, top.seq, top.score, m.role, left(m.text, 400)
+FROM top JOIN messages m ON m.session_id = top.session_id AND m.seq = top.seq
+WHERE m.tenant_id = :tenant_id
+ORDER BY top.score DESC, top.seq DESC, top.session_id
 """
 
 
@@ -133,32 +144,25 @@ class ScopeStats:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One ranked candidate."""
+    """One ranked candidate, with what the rerank prompt needs."""
 
     session_id: uuid.UUID
     seq: int
     score: float
+    role: str = ""
+    preview: str = ""
 
 
-async def query_lexemes(db: AsyncSession, tenant_id: uuid.UUID, text: str) -> list[str]:
-    """The stemmed, stop-word-free lexemes of `text`, with the tenant's text search
-    configuration (the one its messages were indexed with)."""
-    if not text:
-        return []
-    result = await db.execute(sa.text("""
-        SELECT coalesce(array_agg(u.lexeme ORDER BY u.lexeme), '{}')
-        FROM tenants t, unnest(to_tsvector(CAST(t.text_search_config AS regconfig), :text)) u
-        WHERE t.id = :tenant_id
-    """), {"tenant_id": tenant_id, "text": text})
-    return list(result.scalar_one())
-
-
-async def scope_stats(db: AsyncSession, scope: SearchScope) -> ScopeStats:
-    """N and total length over the scope (refreshing stale per-session figures)."""
+async def prepare(db: AsyncSession, scope: SearchScope, text: str) -> tuple[list[str], ScopeStats]:
+    """One round trip: the query's lexemes (stemmed, stop words removed, with the tenant's
+    text search configuration: the one its messages were indexed with) and the scope's
+    N / total length (refreshing stale per-session figures)."""
     sql = _STATS_SQL.format(sessions=_SESSIONS_IN_SCOPE[scope.kind])
-    result = await db.execute(sa.text(sql), {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS})
-    n_docs, total = result.one()
-    return ScopeStats(int(n_docs), int(total))
+    result = await db.execute(
+        sa.text(sql), {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS, "text": text}
+    )
+    n_docs, total, lexemes = result.one()
+    return list(lexemes or []), ScopeStats(int(n_docs), int(total))
 
 
 async def bm25_top(
@@ -188,7 +192,7 @@ async def bm25_top(
             "limit": limit,
         },
     )
-    return [Hit(row[0], int(row[1]), float(row[2])) for row in result]
+    return [Hit(row[0], int(row[1]), float(row[2]), row[3], row[4]) for row in result]
 
 
 async def load_messages(
@@ -206,22 +210,3 @@ async def load_messages(
         Message.seq.in_(sorted({k[1] for k in keys}))))
     return {(m.session_id, m.seq): m for m in result.scalars()
             if (m.session_id, m.seq) in wanted}
-
-
-async def previews(
-    db: AsyncSession, tenant_id: uuid.UUID, keys: list[tuple[uuid.UUID, int]]
-) -> dict[tuple[uuid.UUID, int], tuple[str, str]]:
-    """(role, first 400 characters of text) per message: all the rerank prompt needs."""
-    if not keys:
-        return {}
-    result = await db.execute(
-        sa.text("""
-        SELECT m.session_id, m.seq, m.role, left(m.text, 400)
-        FROM messages m
-        JOIN unnest(CAST(:sids AS uuid[]), CAST(:seqs AS bigint[])) AS k(sid, seq)
-          ON m.session_id = k.sid AND m.seq = k.seq
-        WHERE m.tenant_id = :tenant_id
-    """),
-        {"tenant_id": tenant_id, "sids": [k[0] for k in keys], "seqs": [k[1] for k in keys]},
-    )
-    return {(row[0], int(row[1])): (row[2], row[3]) for row in result}

@@ -126,10 +126,9 @@ async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int
     terms = query_terms(query)
     if not terms:
         return SearchOutcome()
-    lexemes = await repository.query_lexemes(db, scope.tenant_id, " ".join(terms))
+    lexemes, stats = await repository.prepare(db, scope, " ".join(terms))
     if not lexemes:
         return SearchOutcome()
-    stats = await repository.scope_stats(db, scope)
     hits = await repository.bm25_top(db, scope, lexemes, stats,
                                      BM25Params(options.k1, options.b), MAX_CANDIDATES)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits))
@@ -138,10 +137,8 @@ async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int
     bm25 = {(h.session_id, h.seq): h.score for h in hits}
     ordered: list[tuple[Key, float | None]] = [(k, None) for k in bm25]
     if rerank and llm is not None:
-        previews = await repository.previews(db, scope.tenant_id, list(bm25))
-        candidates = [RerankCandidate(id=k, role=previews.get(k, ("", ""))[0],
-                                      text=previews.get(k, ("", ""))[1], bm25_score=s)
-                      for k, s in bm25.items()]
+        candidates = [RerankCandidate(id=(h.session_id, h.seq), role=h.role, text=h.preview,
+                                      bm25_score=h.score) for h in hits]
         scores = await _rerank(llm, redis, normalize_query(query), candidates, options)
         if scores is not None:
             outcome.reranked = True
