@@ -22,27 +22,35 @@ from app.messages.service import AppendedBatch, on_after_append
 
 log = logging.getLogger("loom.jobs")
 
-# The running app (queue, sessionmaker, settings), captured by the lifespan: append hooks
-# receive only the DB session and the caller.
-_runtime: dict[str, Any] = {}
+# The running apps (queue, sessionmaker, settings), registered by their lifespans: append
+# hooks receive only the DB session and the caller. Several apps may live in one process
+# (tests, embedded serve); the one whose engine the session uses is the one appending.
+_apps: list[Any] = []
 
 
 @on_startup
 async def _remember_app(app: Any) -> None:
-    _runtime["app"] = app
+    _apps.append(app)
 
 
 @on_shutdown
 async def _forget_app(app: Any) -> None:
-    if _runtime.get("app") is app:
-        _runtime.pop("app", None)
+    if app in _apps:
+        _apps.remove(app)
+
+
+def _app_for(db: AsyncSession) -> Any:
+    for app in reversed(_apps):
+        if getattr(app.state, "engine", None) is db.bind:
+            return app
+    return _apps[-1] if _apps else None
 
 
 @on_after_append
 async def enqueue_compression_when_busy(db: AsyncSession, caller: Caller,
                                         batch: AppendedBatch) -> None:
     """Schedule a compression job (after commit) if this append made the session busy."""
-    app = _runtime.get("app")
+    app = _app_for(db)
     if app is None:
         return
     row = await repository.pressure(db, batch.tenant_id, batch.session_id)
