@@ -1,0 +1,116 @@
+"""A small keep-alive HTTP/1.1 load generator on asyncio streams.
+
+httpx costs more CPU per request than the server under test; on a 2-core machine that
+would measure the client. This sends pre-built requests over N persistent connections.
+"""
+
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Result:
+    requests: int
+    errors: int
+    seconds: float
+    latencies_ms: list[float]
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def pct(self, p: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        xs = sorted(self.latencies_ms)
+        return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+    def summary(self) -> dict[str, Any]:
+        return {"requests": self.requests, "errors": self.errors,
+                "seconds": round(self.seconds, 3), "rps": round(self.rps, 1),
+                "p50_ms": round(self.pct(50), 3), "p99_ms": round(self.pct(99), 3),
+                "mean_ms": round(statistics.fmean(self.latencies_ms), 3)
+                if self.latencies_ms else None}
+
+
+def build_request(method: str, path: str, host: str, headers: dict[str, str],
+                  body: Any = None) -> bytes:
+    payload = b"" if body is None else (body if isinstance(body, bytes)
+                                        else json.dumps(body).encode())
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", "Connection: keep-alive"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    if body is not None:
+        if not any(k.lower() == "content-type" for k in headers):
+            lines.append("Content-Type: application/json")
+        lines.append(f"Content-Length: {len(payload)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    chunked = False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        lname = name.strip().lower()
+        if lname == b"content-length":
+            length = int(value.strip())
+        elif lname == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+    if chunked:
+        body = b""
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+            chunk = await reader.readexactly(size + 2)
+            if size == 0:
+                break
+            body += chunk[:-2]
+        return status, body
+    return status, await reader.readexactly(length) if length else b""
+
+
+async def run(host: str, port: int, make_request: Callable[[int], bytes], *, clients: int,
+              total: int | None = None, duration: float | None = None,
+              ok: Callable[[int], bool] = lambda s: 200 <= s < 300,
+              warmup: int = 0) -> Result:
+    """Send requests from `clients` connections until `total` are done or `duration` passes."""
+    latencies: list[float] = []
+    errors = 0
+    issued = 0
+    deadline = None
+
+    async def worker() -> None:
+        nonlocal issued, errors
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for _ in range(warmup):
+                writer.write(make_request(-1))
+                await _read_response(reader)
+            while True:
+                if total is not None and issued >= total:
+                    return
+                if deadline is not None and time.perf_counter() >= deadline:
+                    return
+                n = issued
+                issued += 1
+                data = make_request(n)
+                t0 = time.perf_counter()
+                writer.write(data)
+                status, _ = await _read_response(reader)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                if not ok(status):
+                    errors += 1
+        finally:
+            writer.close()
+
+    start = time.perf_counter()
+    if duration is not None:
+        deadline = start + duration
+    await asyncio.gather(*[worker() for _ in range(clients)])
+    return Result(len(latencies), errors, time.perf_counter() - start, latencies)
