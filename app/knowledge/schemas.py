@@ -9,9 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.knowledge.filters import DEFAULT_LIMIT, DEFAULT_ORDER, MAX_LIMIT
-from app.knowledge.scopes import SCOPE_ID_PATTERN, ScopeError, parse_scope
+from app.knowledge.scopes import SCOPE_ID_PATTERN, SCOPE_PATTERN, ScopeError, parse_scope
 
-ScopeId = Field(pattern=SCOPE_ID_PATTERN, max_length=128)
 FILTERS_DOC = (
     "Field -> value (exact; a list = any of; for `tags` any of) or {operator: value} with "
     "operators $eq $ne $gt $gte $lt $lte. Fields: id, scope, kind, source, text, tags, "
@@ -30,8 +29,8 @@ class MemoryItemCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scope: str = Field(description="`task/<id>`, `project/<id>` or `global`.",
-                       examples=["project/checkout"])
+    scope: str = Field(pattern=SCOPE_PATTERN, description="`task/<id>`, `project/<id>` or "
+                       "`global`.", examples=["project/checkout"])
     kind: str = Field(min_length=1, max_length=100, examples=["decision"])
     source: str | None = Field(default=None, max_length=200,
                                description="Who or what produced it. Default: the caller's "
@@ -119,7 +118,8 @@ class TaskCompleteResult(BaseModel):
 class ClearRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scope: str = Field(description="`task/<id>`, `project/<id>` or `global`.")
+    scope: str = Field(pattern=SCOPE_PATTERN,
+                       description="`task/<id>`, `project/<id>` or `global`.")
     confirm: bool = Field(default=False, description="Must be true to clear `global`.")
     filters: dict[str, Any] = Field(default_factory=dict, description="Only clear matching "
                                     "items. " + FILTERS_DOC)

@@ -19,6 +19,7 @@ ScopeKind = Literal["task", "project", "global"]
 SCOPE_KINDS: tuple[ScopeKind, ...] = ("task", "project", "global")
 SCOPE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 _SCOPE_ID_RE = re.compile(SCOPE_ID_PATTERN)
+SCOPE_PATTERN = r"^(global|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127})$"
 
 
 class ScopeError(ValueError):
