@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from app.core.lifecycle import on_shutdown
+from app.llm import get_llm_client  # imported at start: the SDKs take seconds to import
 from app.search.service import SearchOptions
 
 log = logging.getLogger("loom.search")
@@ -25,8 +26,6 @@ def llm_for_app(state: Any) -> Any:
         return llm
     if not hasattr(state, "search_llm"):
         try:
-            from app.llm import get_llm_client
-
             state.search_llm = get_llm_client(state.settings)
         except Exception as exc:  # Misconfigured LLM: BM25-only search, never an error.
             log.warning("LLM client unavailable for rerank: %s", exc)

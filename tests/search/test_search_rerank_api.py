@@ -3,6 +3,10 @@
 import json
 import re
 
+import httpx
+from pydantic import SecretStr
+
+from app.main import create_app
 from tests.fakes.llm_server import Fail, Malformed, Reply
 from tests.search.support import append, new_session, seqs_of
 
@@ -123,3 +127,23 @@ async def test_tenant_search_is_reranked_too(llm_client, fake_llm):
     assert resp.status_code == 200
     data = resp.json()
     assert data["reranked"] is True and data["results"][0]["seq"] == 3
+
+
+async def test_redis_down_skips_the_cache_but_still_reranks(settings, fake_llm, tenant):
+    dead = settings.model_copy(update={
+        "redis_url": "redis://127.0.0.1:9/0",  # nothing listens on the discard port
+        "anthropic_api_key": SecretStr("sk-test-fake"),
+        "anthropic_base_url": fake_llm.base_url, "llm_max_retries": 0,
+        "search_rerank_timeout_seconds": 3.0})
+    application = create_app(dead)
+    async with application.router.lifespan_context(application):
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=application), base_url="http://test",
+            headers={"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "agent-1"},
+        ) as c:
+            sid = await corpus(c)
+            fake_llm.respond_with(prefer("banana"))
+            for _ in range(2):
+                result = await rsearch(c, sid, "deploy")
+                assert result["reranked"] is True and seqs_of(result)[0] == 3
+            assert len(fake_llm.requests) == 2  # no cache: asked twice
