@@ -83,34 +83,40 @@ async def run(host: str, port: int, make_request: Callable[[int], bytes], *, cli
     latencies: list[float] = []
     errors = 0
     issued = 0
-    deadline = None
+    deadline: float | None = None
+    conns: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
-    async def worker() -> None:
-        nonlocal issued, errors
+    async def connect() -> None:
         reader, writer = await asyncio.open_connection(host, port)
-        try:
-            for _ in range(warmup):
-                writer.write(make_request(-1))
-                await _read_response(reader)
-            while True:
-                if total is not None and issued >= total:
-                    return
-                if deadline is not None and time.perf_counter() >= deadline:
-                    return
-                n = issued
-                issued += 1
-                data = make_request(n)
-                t0 = time.perf_counter()
-                writer.write(data)
-                status, _ = await _read_response(reader)
-                latencies.append((time.perf_counter() - t0) * 1000)
-                if not ok(status):
-                    errors += 1
-        finally:
-            writer.close()
+        for _ in range(warmup):
+            writer.write(make_request(-1))
+            await _read_response(reader)
+        conns.append((reader, writer))
 
+    async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal issued, errors
+        while True:
+            if total is not None and issued >= total:
+                return
+            if deadline is not None and time.perf_counter() >= deadline:
+                return
+            n = issued
+            issued += 1
+            data = make_request(n)
+            t0 = time.perf_counter()
+            writer.write(data)
+            status, _ = await _read_response(reader)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            if not ok(status):
+                errors += 1
+
+    await asyncio.gather(*[connect() for _ in range(clients)])  # warm up, then time
     start = time.perf_counter()
     if duration is not None:
         deadline = start + duration
-    await asyncio.gather(*[worker() for _ in range(clients)])
+    try:
+        await asyncio.gather(*[worker(r, w) for r, w in conns])
+    finally:
+        for _, w in conns:
+            w.close()
     return Result(len(latencies), errors, time.perf_counter() - start, latencies)

@@ -60,6 +60,10 @@ def conversation(rng: random.Random, n: int, start: int = 0) -> list[dict[str, A
     return out[:n]
 
 
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
 def free_port() -> int:
     import socket
 
@@ -195,6 +199,8 @@ class Bench:
         res = await loadgen.run("127.0.0.1", port, make, clients=clients, total=total,
                                 duration=duration, warmup=warmup)
         self.results[name] = res.summary()
+        if res.errors:
+            self.log(f"{name}: {res.errors} of {res.requests} requests failed")
         return res
 
     async def run(self) -> None:
@@ -217,13 +223,14 @@ class Bench:
                           f"p99 {f1.pct(99):.2f} ms", f"{f32.rps:,.0f} req/s @32"))
 
         # context build
+        groups = set(self.args.only.split(","))
         probe = await self.api("POST", f"/v1/sessions/{self.sessions[0]}/context", self.key,
                                {"format": "anthropic"}, {"X-Agent-Id": "bench-agent"})
-        if probe.status_code == 200:
+        if "context" in groups and probe.status_code == 200:
             for size, sid in [(50, None), *[(s, v) for s, v in self.big.items() if s > 50]]:
                 body = json.dumps({"format": "anthropic"}).encode()
 
-                def ctx(n: int, sid=sid) -> bytes:
+                def ctx(n: int, sid=sid, body=body) -> bytes:
                     target = sid or rnd.choice(self.sessions)
                     return loadgen.build_request("POST", f"/v1/sessions/{target}/context",
                                                  api_host, self.headers, body)
@@ -236,7 +243,7 @@ class Bench:
                 self.results[f"context_{size}_ratio_to_floor"] = round(ratio, 3)
                 self.rows.append((f"context build, {size:,} msgs",
                                   f"p50 {c1.pct(50):.2f} ms, p99 {c1.pct(99):.2f} ms "
-                                  f"(floor x{c1.pct(50) / f1.pct(50):.1f})",
+                                  f"(floor x{ratio(c1.pct(50), f1.pct(50)):.1f})",
                                   f"{c32.rps:,.0f} req/s @32 ({ratio:.2f} of floor)"))
         else:
             self.rows.append(("context build", "skipped", f"probe {probe.status_code}"))
@@ -264,25 +271,32 @@ class Bench:
             return loadgen.build_request("POST", f"/floor/sessions/{rnd.choice(self.sessions)}"
                                          "/messages", floor_host, {}, simple20)
 
+        if "append" in groups:
+            await self.appends(api_host, floor_host, app1, fl1, app20, fl20, dur)
+        await self.search_and_shared(groups, api_host, lat_n, rnd)
+
+    async def appends(self, api_host, floor_host, app1, fl1, app20, fl20, dur) -> None:
         a1 = await self.measure("append_1_32c", self.api_port, app1, clients=32, duration=dur)
         fa1 = await self.measure("floor_append_1_32c", self.floor_port, fl1, clients=32,
                                  duration=dur)
         self.rows.append(("append 1 message", f"{a1.rps:,.0f} req/s @32 (target 1,500)",
-                          f"floor {fa1.rps:,.0f} req/s ({a1.rps / fa1.rps:.2f})"))
+                          f"floor {fa1.rps:,.0f} req/s ({ratio(a1.rps, fa1.rps):.2f})"))
         a20 = await self.measure("append_20_32c", self.api_port, app20, clients=32, duration=dur)
         fa20 = await self.measure("floor_append_20_32c", self.floor_port, fl20, clients=32,
                                   duration=dur)
         self.results["append_20_messages_per_s"] = round(a20.rps * 20, 1)
         self.rows.append(("append batches of 20", f"{a20.rps * 20:,.0f} msg/s @32 "
                           "(target 10,000)", f"floor {fa20.rps * 20:,.0f} msg/s "
-                          f"({a20.rps / fa20.rps:.2f})"))
+                          f"({ratio(a20.rps, fa20.rps):.2f})"))
 
+    async def search_and_shared(self, groups, api_host, lat_n, rnd) -> None:
+        q = self.args.quick
         # BM25 search on the 10,000-message session
         sid = self.big.get(10_000)
         probe = await self.api("POST", f"/v1/sessions/{sid}/search", self.key,
                                {"query": "database latency", "rerank": False},
                                {"X-Agent-Id": "bench-agent"})
-        if probe.status_code == 200:
+        if "search" in groups and probe.status_code == 200:
             def search(n: int) -> bytes:
                 query = " ".join(rnd.sample(WORDS, 2))
                 return loadgen.build_request("POST", f"/v1/sessions/{sid}/search", api_host,
@@ -298,7 +312,7 @@ class Bench:
         # shared memory: hot read and 1 MB write
         probe = await self.api("PUT", "/v1/shared-memory/global/bench-hot", self.key,
                                {"value": {"hello": "world"}}, {"X-Agent-Id": "bench-agent"})
-        if probe.status_code in (200, 201):
+        if "shared" in groups and probe.status_code in (200, 201):
             def hot(n: int) -> bytes:
                 return loadgen.build_request("GET", "/v1/shared-memory/global/bench-hot",
                                              api_host, self.headers)
@@ -336,12 +350,14 @@ class Bench:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         for name in (f"bench-{stamp}.json", "latest.json"):
             (results / name).write_text(json.dumps(out, indent=2) + "\n")
-        print(f"\nwrote bench/results/latest.json")
+        print("\nwrote bench/results/latest.json")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="100 sessions, shorter runs")
+    parser.add_argument("--only", default="context,append,search,shared",
+                        help="comma-separated groups to run after the floor")
     args = parser.parse_args()
     b = Bench(args)
     db_url = await b.create_db()
