@@ -18,8 +18,9 @@ from app.context import blocks as block_registry
 from app.core.tokens import count_message, count_text, encoding
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
-from app.memory.state import Loaded, canonical, load
+from app.memory.state import GAP_KEY, Loaded, canonical, load
 from app.models import Session
+from app.sessions.service import session_config
 
 # Headers of the summary block and a user filler when history starts with the assistant.
 FORMAT_OVERHEAD_TOKENS = 24
@@ -83,7 +84,8 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def build(db: AsyncSession, session_row: Session) -> Built:
     """Everything a context response needs, within the session's budget."""
-    loaded = await load(db, session_row)
+    window = 4 * session_config(session_row).l1_max_messages + 16
+    loaded = await load(db, session_row, window=window)
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:
@@ -113,6 +115,11 @@ async def build(db: AsyncSession, session_row: Session) -> Built:
             summaries.append({"start_seq": rec.start_seq, "end_seq": rec.end_seq,
                               "text": draft.text, "method": draft.method,
                               "token_count": draft.token_count, "stand_in": True})
+        elif rec.key == GAP_KEY and loaded.gap is not None:
+            g = loaded.gap
+            summaries.append({"start_seq": g.start_seq, "end_seq": g.end_seq, "text": g.text,
+                              "method": g.method, "token_count": g.token_count,
+                              "stand_in": True})
         else:
             s = stored[str(rec.key)]
             summaries.append({"start_seq": s.start_seq, "end_seq": s.end_seq, "text": s.text,

@@ -46,6 +46,24 @@ async def messages_from(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid
     return list((await db.execute(q)).scalars())
 
 
+async def l1_window(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                    first_seq: int, last_seq: int, window: int) -> list[Message]:
+    """The newest ``window`` messages of L1 (at or after ``first_seq``), reaching back
+    far enough to include the newest user message (the turn being answered).
+
+    Reads are index range scans on (session_id, seq), so the cost does not grow with
+    the backlog of messages no job has compressed yet.
+    """
+    newest_user = (await db.execute(
+        sa.select(sa.func.max(Message.seq)).where(
+            Message.tenant_id == tenant_id, Message.session_id == session_id,
+            Message.seq >= first_seq, Message.role == "user"))).scalar_one_or_none()
+    start = max(first_seq, last_seq - window + 1)
+    if newest_user is not None:
+        start = min(start, newest_user)
+    return await messages_from(db, tenant_id, session_id, start)
+
+
 async def messages_by_seqs(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                            seqs: Sequence[int]) -> list[Message]:
     if not seqs:

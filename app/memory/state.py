@@ -54,6 +54,21 @@ def summary_record(s: MemorySummary) -> SummaryRecord:
                          key=str(s.id))
 
 
+GAP_KEY = "gap"
+
+
+def gap_draft(start_seq: int, end_seq: int) -> SummaryDraft:
+    """A pointer to messages not yet summarised, whose content was not loaded."""
+    from app.memory.summariser import count_tokens
+
+    n = end_seq - start_seq + 1
+    text = (f"[msg:{start_seq}-{end_seq}: {n} earlier messages are not summarised yet. "
+            f"They are in swap: recall them with recall_conversation (offset "
+            f"{start_seq - 1}) or search_conversation.] covers msg:{start_seq}-{end_seq}")
+    return SummaryDraft(start_seq=start_seq, end_seq=end_seq, text=text, method="pending",
+                        token_count=count_tokens(text))
+
+
 @dataclass
 class Loaded:
     """Everything the policy and the builder need about one session's memory."""
@@ -64,13 +79,20 @@ class Loaded:
     l1: list[Message]
     l2: list[MemorySummary]
     promoted: list[Message]
+    # Older L1 messages that were not loaded (a backlog no job has compressed yet):
+    # shown as one fixed-size pointer into swap instead of their content.
+    gap: SummaryDraft | None = None
     _drafts: dict[tuple[int, int], SummaryDraft] = field(default_factory=dict)
 
     @property
     def layers(self) -> Layers:
+        l2 = tuple(summary_record(s) for s in self.l2)
+        if self.gap is not None:
+            l2 += (SummaryRecord(start_seq=self.gap.start_seq, end_seq=self.gap.end_seq,
+                                 token_count=self.gap.token_count, key=GAP_KEY),)
         return Layers(
             rom_tokens=self.state.rom_tokens, kernel_tokens=self.state.kernel_tokens,
-            l2=tuple(summary_record(s) for s in self.l2),
+            l2=l2,
             promoted=tuple(record(m) for m in self.promoted),
             l1=tuple(record(m) for m in self.l1),
         )
@@ -90,8 +112,14 @@ class Loaded:
         return self.stand_in(records).token_count
 
 
-async def load(db: AsyncSession, session_row: Session, *, lock: bool = False) -> Loaded:
-    """Read the state row (locked when writing) and the rows of L1, L2 and promoted."""
+async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
+               window: int | None = None) -> Loaded:
+    """Read the state row (locked when writing) and the rows of L1, L2 and promoted.
+
+    With ``window``, only the newest ``window`` L1 messages (and the current turn) are
+    loaded; any older L1 backlog becomes one ``gap`` pointer (context builds use this so
+    their cost stays flat however far compression lags behind).
+    """
     state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=lock)
     if state is None:
         # sessions made before memory existed get an empty ROM and Kernel
@@ -100,10 +128,21 @@ async def load(db: AsyncSession, session_row: Session, *, lock: bool = False) ->
                                            lock=lock)
     if state is None:
         raise NotFound("No such session.", code="session_not_found")
-    l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
-                                        state.l1_start_seq)
+    gap = None
+    if window is not None and session_row.last_seq - state.l1_start_seq + 1 > window:
+        l1 = await repository.l1_window(db, session_row.tenant_id, session_row.id,
+                                        state.l1_start_seq, session_row.last_seq, window)
+        # a tool result whose call was not loaded goes with its call into the gap
+        while l1 and l1[0].role == "tool":
+            l1.pop(0)
+        first = l1[0].seq if l1 else session_row.last_seq + 1
+        if first > state.l1_start_seq:
+            gap = gap_draft(state.l1_start_seq, first - 1)
+    else:
+        l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
+                                            state.l1_start_seq)
     l2 = await repository.l2_summaries(db, session_row.tenant_id, session_row.id)
     promoted = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id,
                                                  list(state.promoted_seqs or []))
     return Loaded(session=session_row, state=state, cfg=memory_config(session_row), l1=l1,
-                  l2=l2, promoted=promoted)
+                  l2=l2, promoted=promoted, gap=gap)

@@ -1,0 +1,59 @@
+"""A context build reads a bounded window of L1, however far compression lags behind."""
+
+import sqlalchemy as sa
+
+
+async def _session(client, **config):
+    r = await client.post("/v1/sessions", json={"config": config})
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+async def test_uncompressed_backlog_becomes_one_pointer(client, db):
+    sid = await _session(client)
+    turns = []
+    for i in range(150):
+        turns.append({"role": "user", "content": f"question {i} about invoices"})
+        turns.append({"role": "assistant", "content": f"answer {i} about refunds"})
+    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turns})
+    assert r.status_code == 201
+    ctx = (await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})).json()
+    assert ctx["total_tokens"] <= ctx["budget"]
+    assert ctx["l1_seqs"][-1] == 300 and len(ctx["l1_seqs"]) <= 10
+    summaries = ctx["layers"]["l2"] if "l2" in ctx["layers"] else ctx["layers"]["summaries"]
+    pointer = summaries[0]
+    assert pointer["start_seq"] == 1 and pointer["method"] == "pending"
+    assert "recall_conversation" in pointer["text"]
+    # everything between the pointer and L1 is covered, in order, with no overlap
+    covered = [(s["start_seq"], s["end_seq"]) for s in summaries]
+    assert covered[0][0] == 1
+    for (a, b), (c, _) in zip(covered, covered[1:], strict=False):
+        assert c == b + 1
+    assert covered[-1][1] + 1 == ctx["l1_seqs"][0]
+    # nothing was written by the build
+    n = (await db.execute(sa.text("select count(*) from memory_summaries where session_id = :s"),
+                          {"s": sid})).scalar()
+    assert n == 0
+
+
+async def test_current_turn_older_than_window_is_kept(client):
+    sid = await _session(client, max_context_tokens=100_000)
+    msgs = [{"role": "user", "content": "please audit every invoice"}]
+    for i in range(60):
+        msgs.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{i}", "name": "fetch", "input": {"n": i}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"t{i}", "content": f"invoice {i} ok"})
+    await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
+    ctx = (await client.post(f"/v1/sessions/{sid}/context", json={"format": "anthropic"})).json()
+    assert ctx["total_tokens"] <= ctx["budget"]
+    first = ctx["messages"][0]
+    assert first["role"] == "user"
+    assert first["content"][0]["text"] == "please audit every invoice"
+    # every tool_use has its result right after it
+    issued = set()
+    for m in ctx["messages"]:
+        for b in m["content"]:
+            if b["type"] == "tool_use":
+                issued.add(b["id"])
+            if b["type"] == "tool_result":
+                assert b["tool_use_id"] in issued
