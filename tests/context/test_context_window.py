@@ -27,7 +27,7 @@ async def test_uncompressed_backlog_becomes_one_pointer(client, db):
     # everything between the pointer and L1 is covered, in order, with no overlap
     covered = [(s["start_seq"], s["end_seq"]) for s in summaries]
     assert covered[0][0] == 1
-    for (a, b), (c, _) in zip(covered, covered[1:], strict=False):
+    for (_a, b), (c, _) in zip(covered, covered[1:], strict=False):
         assert c == b + 1
     assert covered[-1][1] + 1 == ctx["l1_seqs"][0]
     # nothing was written by the build
