@@ -16,8 +16,8 @@ fast on a 10,000-message session:
 * |d| is `messages.search_length`, a stored generated column (positions per row).
 * N and the total length of the scope come from `search_stats` (one row per session,
   valid through `through_seq`) plus the messages appended since, which the search then
-  folds back into `search_stats` once the tail is long enough. Appends pay nothing; a
-  search reads at most a short tail. Messages are append-only and a session's seqs
+  folds back into `search_stats`. Appends pay nothing; a search reads only the tail
+  appended since the previous search. Messages are append-only and a session's seqs
   commit in order (appends hold the session row lock), so "seq > through_seq" is exactly
   what is missing from the stored figures.
 """
@@ -35,8 +35,10 @@ from app.search.bm25 import BM25Params
 from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
 
-# Fold a session's unsummarised tail into search_stats once it has this many rows.
-STATS_REFRESH_ROWS = 256
+# Fold a session's tail into search_stats as soon as a search sees one: the next searches
+# then read one stored row per session (a tenant search over 1,000 small sessions would
+# otherwise re-scan every session's tail, since small sessions never grow a long one).
+STATS_REFRESH_ROWS = 1
 
 _SESSIONS_IN_SCOPE = {
     "session": "SELECT s.id, s.last_seq FROM sessions s "
@@ -79,7 +81,13 @@ cur AS (
 refresh AS (
     INSERT INTO search_stats (session_id, tenant_id, doc_count, total_length, through_seq)
     SELECT session_id, :tenant_id, doc_count, total_length, max_seq
-    FROM cur WHERE tail_rows >= :refresh_rows
+    FROM cur
+    -- One refresher per tenant at a time, and nobody waits for it: the others skip the
+    -- write (their figures are exact anyway). The lock and the rows written are held to
+    -- the end of the request's transaction, which may include an LLM rerank call.
+    WHERE tail_rows >= :refresh_rows
+      AND (SELECT pg_try_advisory_xact_lock(
+               hashtext('loom:search_stats:' || CAST(:tenant_id AS text))))
     ON CONFLICT (session_id) DO UPDATE
         SET doc_count = excluded.doc_count, total_length = excluded.total_length,
             through_seq = excluded.through_seq, updated_at = now()
