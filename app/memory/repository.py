@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -11,6 +12,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Message
 from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
+
+# Context reads take plain rows (attribute access like the model: seq, role, content,
+# tool_calls, tool_use_id, is_error, name, token_count, meta): no ORM identity map, no
+# search_vector or text. This is the hot path of every context build.
+_T = Message.__table__.c
+_MSG_COLS = (_T.session_id, _T.seq, _T.role, _T.content, _T.tool_calls, _T.tool_use_id,
+             _T.is_error, _T.name, _T.token_count, _T.metadata.label("meta"), _T.created_at)
+
+
+def _msg_select() -> sa.Select:
+    return sa.select(*_MSG_COLS)
 
 
 async def get_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
@@ -38,16 +50,16 @@ async def ensure_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
 
 
 async def messages_from(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                        first_seq: int) -> list[Message]:
+                        first_seq: int) -> list[Any]:
     """L1: every message at or after ``first_seq``, oldest first."""
-    q = (sa.select(Message).where(Message.tenant_id == tenant_id,
+    q = (_msg_select().where(Message.tenant_id == tenant_id,
                                   Message.session_id == session_id, Message.seq >= first_seq)
          .order_by(Message.seq))
-    return list((await db.execute(q)).scalars())
+    return list((await db.execute(q)).all())
 
 
 async def l1_window(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                    first_seq: int, last_seq: int, window: int) -> list[Message]:
+                    first_seq: int, last_seq: int, window: int) -> list[Any]:
     """The newest ``window`` messages of L1 (at or after ``first_seq``), reaching back
     far enough to include the newest user message (the turn being answered).
 
@@ -65,27 +77,27 @@ async def l1_window(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUI
 
 
 async def messages_by_seqs(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                           seqs: Sequence[int]) -> list[Message]:
+                           seqs: Sequence[int]) -> list[Any]:
     if not seqs:
         return []
-    q = (sa.select(Message).where(Message.tenant_id == tenant_id,
-                                  Message.session_id == session_id,
-                                  Message.seq.in_(list(seqs)))
+    q = (_msg_select().where(Message.tenant_id == tenant_id,
+                             Message.session_id == session_id,
+                             Message.seq.in_(list(seqs)))
          .order_by(Message.seq))
-    return list((await db.execute(q)).scalars())
+    return list((await db.execute(q)).all())
 
 
 async def tool_partners(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                        call_ids: Sequence[str]) -> list[Message]:
+                        call_ids: Sequence[str]) -> list[Any]:
     """Messages that issued or answered any of ``call_ids`` (to promote whole groups)."""
     if not call_ids:
         return []
     issued = sa.or_(*[Message.tool_calls.contains([{"id": cid}]) for cid in call_ids])
-    q = (sa.select(Message).where(Message.tenant_id == tenant_id,
-                                  Message.session_id == session_id,
-                                  sa.or_(Message.tool_use_id.in_(list(call_ids)), issued))
+    q = (_msg_select().where(Message.tenant_id == tenant_id,
+                             Message.session_id == session_id,
+                             sa.or_(Message.tool_use_id.in_(list(call_ids)), issued))
          .order_by(Message.seq))
-    return list((await db.execute(q)).scalars())
+    return list((await db.execute(q)).all())
 
 
 async def l1_tokens(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,

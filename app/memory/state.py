@@ -76,16 +76,22 @@ class Loaded:
     session: Session
     state: MemoryState
     cfg: MemoryConfig
-    l1: list[Message]
+    l1: list[Any]
     l2: list[MemorySummary]
-    promoted: list[Message]
+    promoted: list[Any]
     # Older L1 messages that were not loaded (a backlog no job has compressed yet):
     # shown as one fixed-size pointer into swap instead of their content.
     gap: SummaryDraft | None = None
     _drafts: dict[tuple[int, int], SummaryDraft] = field(default_factory=dict)
+    _layers: Layers | None = None
 
     @property
     def layers(self) -> Layers:
+        if self._layers is None:
+            self._layers = self._make_layers()
+        return self._layers
+
+    def _make_layers(self) -> Layers:
         l2 = tuple(summary_record(s) for s in self.l2)
         if self.gap is not None:
             l2 += (SummaryRecord(start_seq=self.gap.start_seq, end_seq=self.gap.end_seq,
