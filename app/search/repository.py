@@ -10,6 +10,8 @@ fast on a 10,000-message session:
   compressed, and every function reading it would decompress it again; the cut-down
   vector is small and plain. (Stored vectors come from `to_tsvector`, so every lexeme
   carries positions; the original weights are all D.)
+* Ties (equal scores) go to the newer message: `seq DESC`, then `session_id`; the
+  reference gets the same order as its tie-break key.
 * tf: `ts_rank_cd('{1,1,1,1}', v, 'lexeme')` for a one-lexeme tsquery is the lexeme's
   number of positions (cover density: every occurrence is a cover of length one with
   weight 1), computed in C without unnesting the vector.

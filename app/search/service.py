@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Message
@@ -65,8 +67,26 @@ class SearchOutcome:
     candidates: int = 0
 
 
-async def _cached_scores(redis: Any, key: str, ttl: int) -> dict[str, float] | None:
+# After a Redis failure the cache is skipped for a few seconds, so an unreachable Redis
+# (connect timeouts rather than refusals) costs one timeout, not one per search.
+_CACHE_BACKOFF_SECONDS = 5.0
+_cache_down_until: dict[int, float] = {}  # id(redis client) -> monotonic deadline
+
+
+def _cache_usable(redis: Any, ttl: int) -> bool:
     if redis is None or ttl <= 0:
+        return False
+    return time.monotonic() >= _cache_down_until.get(id(redis), 0.0)
+
+
+def _cache_failed(redis: Any, exc: Exception, action: str) -> None:
+    if isinstance(exc, (RedisError, OSError, asyncio.TimeoutError)):
+        _cache_down_until[id(redis)] = time.monotonic() + _CACHE_BACKOFF_SECONDS
+    log.info("rerank cache %s skipped: %s", action, type(exc).__name__)
+
+
+async def _cached_scores(redis: Any, key: str, ttl: int) -> dict[str, float] | None:
+    if not _cache_usable(redis, ttl):
         return None
     try:
         raw = await redis.get(key)
@@ -75,17 +95,17 @@ async def _cached_scores(redis: Any, key: str, ttl: int) -> dict[str, float] | N
         data = json.loads(raw)
         return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else None
     except Exception as exc:  # Redis down or a garbled entry: the cache is optional.
-        log.info("rerank cache read skipped: %s", type(exc).__name__)
+        _cache_failed(redis, exc, "read")
         return None
 
 
 async def _store_scores(redis: Any, key: str, scores: dict[str, float], ttl: int) -> None:
-    if redis is None or ttl <= 0:
+    if not _cache_usable(redis, ttl):
         return
     try:
         await redis.set(key, json.dumps(scores), ex=ttl)
     except Exception as exc:
-        log.info("rerank cache write skipped: %s", type(exc).__name__)
+        _cache_failed(redis, exc, "write")
 
 
 def _key_str(key: Key) -> str:
