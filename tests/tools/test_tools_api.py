@@ -176,3 +176,39 @@ async def test_shared_memory_tools_answer_a_tool_result(client):
     assert block["is_error"] is False, content
     block, content = await call(client, sid, "shared_memory_read", {"namespace": "nowhere"})
     assert error_code(block, content) == "INVALID_PARAMETER"
+
+
+async def test_failing_handlers_become_error_results_not_5xx(client):
+    import sqlalchemy as sa
+
+    from app.tools import registry
+
+    async def boom(ctx, args):
+        raise RuntimeError("secret internals")
+
+    async def bad_sql(ctx, args):
+        await ctx.db.execute(sa.text("SELECT * FROM no_such_table"))
+
+    for name, handler in [("test_boom", boom), ("test_bad_sql", bad_sql)]:
+        registry.register_tool(name, {"description": "t", "input_schema": {"type": "object"}})
+        registry.register_handler(name, handler)
+    # A definition without a handler (e.g. a provider module not installed).
+    registry.register_tool("test_unavailable", {"description": "t",
+                                                "input_schema": {"type": "object"}})
+    try:
+        sid = await new_session(client)
+        await append(client, sid, ["one message"])
+        block, content = await call(client, sid, "test_boom", {})
+        assert error_code(block, content) == "INTERNAL_ERROR"
+        assert "secret" not in block["content"]
+        # A failed statement is rolled back to the tool's savepoint: the request commits.
+        block, content = await call(client, sid, "test_bad_sql", {})
+        assert error_code(block, content) == "INTERNAL_ERROR"
+        block, content = await call(client, sid, "test_unavailable", {})
+        assert error_code(block, content) == "TOOL_UNAVAILABLE"
+        _, content = await call(client, sid, "recall_conversation", {})
+        assert [m["seq"] for m in content["messages"]] == [1]
+    finally:
+        for name in ("test_boom", "test_bad_sql", "test_unavailable"):
+            registry._definitions.pop(name, None)
+            registry._handlers.pop(name, None)
