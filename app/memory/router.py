@@ -8,7 +8,6 @@ import app.memory.hooks  # noqa: F401  (registers the session/message hooks)
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, BadRequest
 from app.core.pagination import decode_cursor, encode_cursor
-from app.core.queue import enqueue
 from app.memory import kernel_service, repository, service, views
 from app.memory.schemas import (
     ClearedPublic,
@@ -68,8 +67,12 @@ async def compress_memory(session: SessionDep, db: DbDep, request: Request, resp
         response.status_code = 200
         return CompressPublic(summaries_written=written,
                               memory=await views.memory_public(db, session))
-    ok = await enqueue(request, "compress_session", str(session.id),
-                       _job_id=f"compress:{session.id}")
+    from app.jobs.service import enqueue_compression
+
+    # this request writes nothing the job needs, so it may enqueue now; the pending row is
+    # written in its own transaction so GET /memory shows it at once
+    ok = await enqueue_compression(request, request.app.state.sessionmaker,
+                                   session.tenant_id, session.id, trigger="api", force=True)
     return CompressPublic(enqueued=ok)
 
 
