@@ -40,7 +40,7 @@ from app.main import create_app
 from app.migrate import upgrade
 from app.search import repository
 from app.search.bm25 import BM25Params
-from app.search.query import query_terms, quote_lexeme, tsquery_or
+from app.search.query import query_terms, tsquery_or
 from app.search.scope import SearchScope
 from app.search.service import search
 from bench.search_corpus import conversation, queries
@@ -90,12 +90,11 @@ async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID
         return 0
     sql = (repository._BM25_SQL.format(scope=repository._MESSAGES_IN_SCOPE["session"])
            .replace(":tenant_id", "$1").replace(":session_id", "$2")
-           .replace(":lexemes", "$3").replace(":lexeme_queries", "$4")
-           .replace(":tsquery", "$5").replace(":n_docs", "$6").replace(":avgdl", "$7")
-           .replace(":k1", "$8").replace(":b", "$9").replace(":limit", "$10"))
-    rows = await conn.fetch(sql, tenant, sid, lexemes, [quote_lexeme(x) for x in lexemes],
-                            tsquery_or(lexemes), float(n_docs), total / max(n_docs, 1),
-                            1.2, 0.75, 50)
+           .replace(":lexemes", "$3").replace(":tsquery", "$4").replace(":n_docs", "$5")
+           .replace(":avgdl", "$6").replace(":k1", "$7").replace(":b", "$8")
+           .replace(":limit", "$9"))
+    rows = await conn.fetch(sql, tenant, sid, lexemes, tsquery_or(lexemes), float(n_docs),
+                            total / max(n_docs, 1), 1.2, 0.75, 50)
     top = rows[:10]
     await conn.fetch("SELECT seq, role, content FROM messages WHERE session_id = $1 "
                      "AND seq = ANY($2::bigint[])", sid, [r["seq"] for r in top])

@@ -5,16 +5,16 @@ fast on a 10,000-message session:
 
 * Candidates come from the GIN index (`search_vector @@ 'a' | 'b'`), restricted to the
   scope; only matching rows are read.
-* Each candidate's vector is cut down once to the query's lexemes
-  (`ts_filter(setweight(v, 'A', lexemes), '{a}')`): the stored vector is usually
-  compressed, and every function reading it would decompress it again; the cut-down
-  vector is small and plain. (Stored vectors come from `to_tsvector`, so every lexeme
-  carries positions; the original weights are all D.)
+* Each candidate's vector is cut down once, in C, to the query's lexemes
+  (`ts_filter(setweight(v, 'A', lexemes), '{a}')`), so the per-term work unnests a
+  vector of one to a few lexemes instead of the whole message's (measured 1.5-2x faster
+  than probing the full vector once per term). Stored vectors come from `to_tsvector`,
+  so every lexeme carries positions and all weights are D; the `lexeme = ANY` filter
+  keeps the result exact even if some vector carried A weights.
 * Ties (equal scores) go to the newer message: `seq DESC`, then `session_id`; the
   reference gets the same order as its tie-break key.
-* tf: `ts_rank_cd('{1,1,1,1}', v, 'lexeme')` for a one-lexeme tsquery is the lexeme's
-  number of positions (cover density: every occurrence is a cover of length one with
-  weight 1), computed in C without unnesting the vector.
+* tf: the number of positions of each query lexeme in the cut-down vector (`unnest`
+  gives one row per query lexeme present); n(t) is a window count over those rows.
 * |d| is `messages.search_length`, a stored generated column (positions per row).
 * N and the total length of the scope come from `search_stats` (one row per session,
   valid through `through_seq`) plus the messages appended since, which the search then
@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Message
 from app.search.bm25 import BM25Params
-from app.search.query import quote_lexeme, tsquery_or
+from app.search.query import tsquery_or
 from app.search.scope import SearchScope
 
 # Fold a session's tail into search_stats as soon as a search sees one: the next searches
@@ -103,30 +103,25 @@ FROM cur
 """
 
 _BM25_SQL = """
-WITH lx AS (
-    SELECT l.lexeme, CAST(l.q AS tsquery) AS q
-    FROM unnest(CAST(:lexemes AS text[]), CAST(:lexeme_queries AS text[])) AS l(lexeme, q)
-),
-matched AS MATERIALIZED (
+WITH matched AS MATERIALIZED (
     SELECT m.session_id, m.seq, CAST(m.search_length AS float8) AS dl,
            ts_filter(setweight(m.search_vector, 'A', CAST(:lexemes AS text[])), '{{a}}') AS v
     FROM messages m
-    WHERE {scope} AND m.search_vector @@ CAST(:tsquery AS tsquery) AND m.search_length > 0
+    WHERE {scope} AND m.search_vector @@ CAST(:tsquery AS tsquery)
 ),
-hits AS MATERIALIZED (
-    SELECT mt.session_id, mt.seq, mt.dl, lx.lexeme,
-           CAST(ts_rank_cd('{{1,1,1,1}}', mt.v, lx.q, 0) AS float8) AS tf
-    FROM matched mt CROSS JOIN lx
-    WHERE mt.v @@ lx.q
+hits AS (
+    SELECT mt.session_id, mt.seq, mt.dl, CAST(cardinality(u.positions) AS float8) AS tf,
+           CAST(count(*) OVER (PARTITION BY u.lexeme) AS float8) AS n
+    FROM matched mt, unnest(mt.v) u
+    WHERE u.lexeme = ANY(CAST(:lexemes AS text[]))
 ),
-df AS (SELECT lexeme, CAST(count(*) AS float8) AS n FROM hits GROUP BY lexeme),
 top AS (
     SELECT h.session_id, h.seq,
-           sum(ln(1.0 + (CAST(:n_docs AS float8) - d.n + 0.5) / (d.n + 0.5))
+           sum(ln(1.0 + (CAST(:n_docs AS float8) - h.n + 0.5) / (h.n + 0.5))
                * h.tf * (CAST(:k1 AS float8) + 1.0)
                / (h.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
                   + CAST(:b AS float8) * h.dl / CAST(:avgdl AS float8)))) AS score
-    FROM hits h JOIN df d USING (lexeme)
+    FROM hits h
     GROUP BY h.session_id, h.seq
     ORDER BY score DESC, h.seq DESC, h.session_id
     LIMIT :limit
@@ -193,7 +188,6 @@ async def bm25_top(
         {
             **scope.params(),
             "lexemes": distinct,
-            "lexeme_queries": [quote_lexeme(lx) for lx in distinct],
             "tsquery": tsquery_or(distinct),
             "n_docs": float(stats.n_docs),
             "avgdl": stats.avgdl,
