@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Message
 from app.search.bm25 import BM25Params
 from app.search.query import tsquery_or
 from app.search.scope import SearchScope
@@ -199,18 +200,27 @@ async def bm25_top(
     return [Hit(row[0], int(row[1]), float(row[2]), row[3], row[4]) for row in result]
 
 
-async def load_messages(
-    db: AsyncSession, tenant_id: uuid.UUID, keys: list[tuple[uuid.UUID, int]]
-) -> dict[tuple[uuid.UUID, int], Message]:
-    """Messages by (session_id, seq), tenant-filtered."""
+# What a result shows: everything MessagePublic needs plus the text, not the tsvector (its
+# text form is long and costs more to decode than the rest of the row). Plain SQL with
+# arrays: about half the client-side cost of the ORM select.
+_LOAD_SQL = sa.text("""
+    SELECT session_id, seq, role, content, tool_calls, tool_use_id, is_error, name,
+           token_count, metadata AS meta, created_at, text
+    FROM messages
+    WHERE tenant_id = :tenant_id AND session_id = ANY(CAST(:sids AS uuid[]))
+      AND seq = ANY(CAST(:seqs AS bigint[]))
+""").columns(content=JSONB, tool_calls=JSONB, meta=JSONB)
+
+
+async def load_messages(db: AsyncSession, tenant_id: uuid.UUID,
+                        keys: list[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], Any]:
+    """Result rows by (session_id, seq), tenant-filtered; attribute names as on Message."""
     if not keys:
         return {}
-    # Two IN lists (one cached statement shape) instead of a tuple IN; the exact keys
-    # are picked out below (the cross product can only add rows, never miss one).
+    # The exact keys are picked out below (the two lists' cross product can only add
+    # rows, never miss one).
     wanted = set(keys)
-    result = await db.execute(sa.select(Message).where(
-        Message.tenant_id == tenant_id,
-        Message.session_id.in_(sorted({k[0] for k in keys})),
-        Message.seq.in_(sorted({k[1] for k in keys}))))
-    return {(m.session_id, m.seq): m for m in result.scalars()
-            if (m.session_id, m.seq) in wanted}
+    result = await db.execute(_LOAD_SQL, {
+        "tenant_id": tenant_id, "sids": sorted({k[0] for k in keys}),
+        "seqs": sorted({k[1] for k in keys})})
+    return {(m.session_id, m.seq): m for m in result if (m.session_id, m.seq) in wanted}

@@ -17,7 +17,6 @@ from typing import Any
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Message
 from app.search import repository
 from app.search.bm25 import BM25Params
 from app.search.query import normalize_query, query_terms
@@ -52,7 +51,7 @@ class SearchOptions:
 class SearchHit:
     """A result row."""
 
-    message: Message
+    message: Any  # a result row with Message's attribute names (see repository)
     bm25_score: float
     rerank_score: float | None = None
 

@@ -177,3 +177,15 @@ async def test_promote_from_search_respects_budget(client):
     assert result["promoted_seqs"] == [4]
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
     assert memory["promoted_seqs"] == [4]
+
+
+async def test_results_carry_the_whole_message(client):
+    sid = await new_session(client)
+    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "the marmalade recipe"}],
+         "metadata": {"source": "import"}}]})
+    assert resp.status_code == 201, resp.text
+    stored = resp.json()["messages"][0]
+    result = await search(client, sid, "marmalade")
+    message = result["results"][0]["message"]
+    assert message == stored
