@@ -3,7 +3,8 @@
 Loads, through the real API (in-process ASGI, real PostgreSQL and Redis), one session of
 10,000 messages (bench/search_corpus.py: alternating questions and answers over a dozen
 topics, Zipf-distributed words, a long tail of rare words) plus background sessions of the
-same tenant (default 1,000 x 50 messages, another agent). Then times 200 queries:
+same tenant (default 1,000 x 50 messages, another agent). Then times 200 queries, each
+running every operation in turn (so load spikes from other processes hit all alike):
 
 * `session_bm25_http`: POST /v1/sessions/{id}/search, rerank off (the spec's target:
   p50 <= 10 ms at 1 client);
@@ -57,15 +58,20 @@ def summarise(samples: list[float]) -> dict[str, float]:
             "mean_ms": round(statistics.fmean(xs), 3), "n": len(xs)}
 
 
-async def timed(qs: list[str], fn, warmup: int = 20) -> dict[str, float]:
+async def timed_interleaved(qs: list[str], ops: dict[str, Any],
+                            warmup: int = 20) -> dict[str, dict[str, float]]:
+    """Each query runs every operation in turn, so a load spike from other processes on
+    the machine hits all operations alike and the ratios stay meaningful."""
     for q in qs[:warmup]:
-        await fn(q)
-    samples = []
+        for fn in ops.values():
+            await fn(q)
+    samples: dict[str, list[float]] = {name: [] for name in ops}
     for q in qs:
-        t = time.perf_counter()
-        await fn(q)
-        samples.append((time.perf_counter() - t) * 1000)
-    return summarise(samples)
+        for name, fn in ops.items():
+            t = time.perf_counter()
+            await fn(q)
+            samples[name].append((time.perf_counter() - t) * 1000)
+    return {name: summarise(xs) for name, xs in samples.items()}
 
 
 async def load(client: httpx.AsyncClient, agent: str, texts: list[str], batch: int) -> str:
@@ -158,14 +164,16 @@ async def main(n_queries: int, background: int, keep: bool = False) -> dict[str,
                         hits.append(out.candidates)
                         await db.commit()
 
-                results = {
-                    "session_bm25_http": await timed(qs, http_session),
-                    "session_bm25_sql": await timed(qs, service_only),
-                    "session_bm25_raw": await timed(
-                        qs, lambda q: raw_search(raw, uuid.UUID(tid), uuid.UUID(big), q)),
-                    "tenant_bm25_http": await timed(qs, http_tenant),
-                    "http_floor_read_10": await timed(qs, floor),
-                }
+                async def raw_floor(q: str) -> None:
+                    await raw_search(raw, uuid.UUID(tid), uuid.UUID(big), q)
+
+                results = await timed_interleaved(qs, {
+                    "session_bm25_http": http_session,
+                    "session_bm25_sql": service_only,
+                    "session_bm25_raw": raw_floor,
+                    "tenant_bm25_http": http_tenant,
+                    "http_floor_read_10": floor,
+                })
                 # Matching documents per query (before the top-50 cut), for context.
                 match_counts = []
                 for q in qs:
@@ -184,6 +192,7 @@ async def main(n_queries: int, background: int, keep: bool = False) -> dict[str,
                     "corpus": {"session_messages": BIG, "background_sessions": background,
                                "background_messages": background * 50,
                                "load_seconds": round(load_s, 1), "queries": n_queries,
+                               "loadavg_1min_after": round(os.getloadavg()[0], 2),
                                "bm25": {"k1": BM25Params().k1, "b": BM25Params().b},
                                "matching_docs_p50": statistics.median(match_counts),
                                "matching_docs_max": max(match_counts),
