@@ -142,7 +142,19 @@ async def main(n: int) -> dict:
                     r = await c.put("/bench/floor-upsert", content=mb)
                     assert r.status_code == 204
 
+                from app.auth.caller import Caller
+                from app.shared_memory import keys, service
+
+                caller = Caller(uuid.UUID(tid), "service", "bench", None)
+                addr = keys.address(keys.Namespace.GLOBAL, "hot", None, "bench")
+
+                async def service_hot_read():  # our own cost: tier hit + SHA-256 check
+                    async with app.state.sessionmaker() as db:
+                        await service.read(db, app.state.shared_memory, caller, addr)
+
                 res = {}
+                await c.get(f"{SM}/global/hot")
+                res["service_hot_read_no_http"] = await _time(n, service_hot_read)
                 res["floor_auth_only"] = await _time(n, f_auth)
                 res["hot_read_1kb"] = await _time(n, hot_read)
                 res["floor_auth_select"] = await _time(n, f_select)
