@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.auth.schemas import AGENT_ID_PATTERN
 from app.messages.schemas import MessagePublic
 
 MAX_QUERY_LENGTH = 10_000
@@ -39,7 +40,7 @@ class SearchCreate(BaseModel):
     scope: Literal["agent", "tenant"] = Field(default="agent", description=(
         "`agent`: the sessions of `agent_id` (default: the caller's effective agent). "
         "`tenant`: every session of the tenant (not for agent keys)."))
-    agent_id: str | None = Field(default=None, min_length=1, max_length=200, description=(
+    agent_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN, description=(
         "For `scope=agent`: the agent to search. Agent keys may only name themselves."))
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     rerank: bool = True
