@@ -9,6 +9,7 @@ from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api import api_router
+from app.auth.cache import KeyCache
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.errors import error_response, install_error_handlers
@@ -66,6 +67,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.redis = create_redis(settings.redis_url)
         app.state.queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
+        app.state.key_cache = KeyCache(app.state.redis, ttl=settings.key_cache_seconds)
+        if settings.key_cache_seconds > 0:
+            await app.state.key_cache.start()
         try:
             for hook in startup_hooks:
                 await hook(app)
@@ -76,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     await hook(app)
                 except Exception:
                     log.exception("shutdown hook failed")
+            await app.state.key_cache.stop()
             await app.state.queue.close()
             await app.state.redis.aclose()
             await engine.dispose()

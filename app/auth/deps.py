@@ -43,10 +43,19 @@ async def get_principal(
     if admin_key and same_secret(secret, admin_key):
         principal = Principal("admin", None, None, None)
     else:
-        key = await repository.get_key_by_hash(db, hash_key(secret))
-        if key is None or key.revoked_at is not None:
-            raise Unauthorized("The API key is not valid.", headers={"WWW-Authenticate": "Bearer"})
-        principal = Principal(key.role, key.tenant_id, key.agent_id, key.id)
+        key_hash = hash_key(secret)
+        cache = getattr(request.app.state, "key_cache", None)
+        cached = cache.get(key_hash) if cache is not None else None
+        if cached is not None:
+            principal = cached
+        else:
+            key = await repository.get_key_by_hash(db, key_hash)
+            if key is None or key.revoked_at is not None:
+                raise Unauthorized("The API key is not valid.",
+                                   headers={"WWW-Authenticate": "Bearer"})
+            principal = Principal(key.role, key.tenant_id, key.agent_id, key.id)
+            if cache is not None:
+                cache.put(key_hash, principal)
     if settings.rate_limit_per_second > 0:
         ident = str(principal.key_id or "bootstrap-admin")
         wait = await take_token(request.app.state.redis, ident, settings.rate_limit_per_second,

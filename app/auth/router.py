@@ -15,7 +15,7 @@ from app.auth.schemas import (
     TenantCreate,
     TenantPublic,
 )
-from app.core.db import DbDep
+from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
 from app.core.pagination import decode_cursor, encode_cursor
 
@@ -80,5 +80,14 @@ async def list_api_keys(
 async def revoke_api_key(key_id: uuid.UUID, db: DbDep, principal: PrincipalDep,
                          request: Request, tenant_id: uuid.UUID | None = None) -> Response:
     """Revoke a key; it stops working on the next request."""
-    await service.revoke_key(db, principal, _tenant_param(request, tenant_id), key_id)
+    key = await service.revoke_key(db, principal, _tenant_param(request, tenant_id), key_id)
+    cache = getattr(request.app.state, "key_cache", None)
+    if cache is not None:
+        cache.drop(key.key_hash)  # before commit too, so no request here re-caches it
+        key_hash = key.key_hash
+
+        async def _broadcast() -> None:
+            await cache.revoked(key_hash)
+
+        after_commit(db, _broadcast)
     return Response(status_code=204)

@@ -61,9 +61,10 @@ async def list_keys(db: AsyncSession, principal: Principal, tenant_id: uuid.UUID
 
 
 async def revoke_key(db: AsyncSession, principal: Principal, tenant_id: uuid.UUID | None,
-                     key_id: uuid.UUID) -> None:
+                     key_id: uuid.UUID) -> ApiKey:
     target = _target_tenant(principal, tenant_id)
     key = await repository.get_key(db, target, key_id)
     if key is None or (principal.role == "service" and key.role != "agent"):
         raise NotFound("No such API key.")
     await repository.revoke_key(db, key)
+    return key

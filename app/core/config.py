@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     admin_key: SecretStr | None = Field(default=None, alias="LOOM_ADMIN_KEY")
     rate_limit_per_second: float = Field(default=0.0, alias="LOOM_RATE_LIMIT_PER_SECOND")
     rate_limit_burst: int = Field(default=50, alias="LOOM_RATE_LIMIT_BURST")
+    # Resolved keys are cached per process (revocations are broadcast on Redis; without
+    # Redis nothing is cached). 0 = look every key up in PostgreSQL on every request.
+    key_cache_seconds: float = Field(default=30.0, ge=0, alias="LOOM_KEY_CACHE_SECONDS")
 
     # Messages
     max_messages_per_request: int = Field(default=1000, alias="LOOM_MAX_MESSAGES_PER_REQUEST")
@@ -60,11 +63,6 @@ class Settings(BaseSettings):
     search_rerank_cache_ttl_seconds: int = Field(default=3600, ge=0,
                                                  alias="LOOM_SEARCH_RERANK_CACHE_TTL_SECONDS")
 
-    # Knowledge tiers (app/knowledge)
-    knowledge_max_items: int = Field(default=1000, ge=1, alias="LOOM_KNOWLEDGE_MAX_ITEMS")
-    knowledge_max_candidates: int = Field(default=2000, ge=1,
-                                          alias="LOOM_KNOWLEDGE_MAX_CANDIDATES")
-
     # Shared memory (app/shared_memory). Sizes in bytes.
     shared_memory_cache_bytes: int = Field(default=1024**3, ge=0,
                                            alias="LOOM_SHARED_MEMORY_CACHE_BYTES")
@@ -79,6 +77,11 @@ class Settings(BaseSettings):
     tool_result_offload_bytes: int = Field(default=100 * 1024, ge=1,
                                            alias="LOOM_TOOL_RESULT_OFFLOAD_BYTES")
     tool_result_ttl_seconds: int = Field(default=3600, ge=1, alias="LOOM_TOOL_RESULT_TTL_SECONDS")
+
+    # Knowledge tiers (app/knowledge)
+    knowledge_max_items: int = Field(default=1000, ge=1, alias="LOOM_KNOWLEDGE_MAX_ITEMS")
+    knowledge_max_candidates: int = Field(default=2000, ge=1,
+                                          alias="LOOM_KNOWLEDGE_MAX_CANDIDATES")
 
     # Worker
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
