@@ -11,7 +11,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.api import api_router
 from app.auth.cache import KeyCache
 from app.core.config import Settings, get_settings
-from app.core.db import create_engine, create_sessionmaker
+from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.errors import error_response, install_error_handlers
 from app.core.lifecycle import shutdown_hooks, startup_hooks
 from app.core.queue import Queue
@@ -65,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = create_engine(settings.database_url, settings.db_pool_size)
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.read_sessionmaker = create_read_sessionmaker(engine)
         app.state.redis = create_redis(settings.redis_url)
         app.state.queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
         app.state.key_cache = KeyCache(app.state.redis, ttl=settings.key_cache_seconds)

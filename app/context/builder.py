@@ -82,10 +82,16 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-async def build(db: AsyncSession, session_row: Session) -> Built:
+def l1_window(session_row: Session) -> int:
+    """How many newest L1 messages a build reads (plus the current turn): enough for the
+    policy's FIFO cap and thresholds; older backlog becomes one pointer into swap."""
+    return 4 * session_config(session_row).l1_max_messages + 16
+
+
+async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = None) -> Built:
     """Everything a context response needs, within the session's budget."""
-    window = 4 * session_config(session_row).l1_max_messages + 16
-    loaded = await load(db, session_row, window=window)
+    if loaded is None:
+        loaded = await load(db, session_row, window=l1_window(session_row))
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:

@@ -1,23 +1,36 @@
 """POST /sessions/{id}/context: the ready-to-send context, never over the budget."""
 
+import uuid
+
 from fastapi import APIRouter
 
+from app.auth.deps import CallerDep
 from app.context import builder, render
 from app.context.schemas import CompressionState, ContextPublic, ContextRequest
-from app.core.db import DbDep
+from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
-from app.sessions.deps import SessionDep
+from app.memory.fastload import load_for_context
+from app.sessions.deps import get_session_row
 
 router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 
 
 @router.post("/sessions/{session_id}/context", response_model=ContextPublic)
-async def build_context(session: SessionDep, db: DbDep,
+@read_only
+async def build_context(session_id: uuid.UUID, db: DbDep, caller: CallerDep,
                         body: ContextRequest | None = None) -> ContextPublic:
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state."""
     fmt = body.format if body is not None else "anthropic"
-    built = await builder.build(db, session)
+    # one round trip reads the session and its memory; a session without a memory state
+    # yet takes the ordinary path, which creates it
+    fast = await load_for_context(db, caller, session_id)
+    if fast is not None:
+        session, loaded = fast
+        built = await builder.build(db, session, loaded)
+    else:
+        session = await get_session_row(session_id, db, caller)
+        built = await builder.build(db, session)
     view = built.view
     payload = render.RENDERERS[fmt](built)
     total = built.total_tokens

@@ -2,7 +2,7 @@
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import (
@@ -45,9 +45,24 @@ async def run_after_commit(db: AsyncSession) -> None:
             log.exception("after-commit callback failed")
 
 
+def create_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions for read-only routes: autocommit, so no BEGIN/COMMIT round trips."""
+    return async_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"),
+                              expire_on_commit=False, autoflush=False)
+
+
+def read_only(fn: Any) -> Any:
+    """Mark a route whose every statement is a read (or a single self-contained write):
+    its DbDep session runs in autocommit, saving a BEGIN and a COMMIT round trip."""
+    fn.__loom_read_only__ = True
+    return fn
+
+
 async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's session: commits on success, rolls back on error."""
     maker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
+    if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):
+        maker = getattr(request.app.state, "read_sessionmaker", maker)
     async with maker() as session:
         try:
             yield session

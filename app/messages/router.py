@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
-from app.core.db import DbDep
+from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES, BadRequest
 from app.core.pagination import decode_cursor, encode_cursor
 from app.messages import service
@@ -37,6 +37,7 @@ async def append_messages(
 
 
 @router.get("/sessions/{session_id}/messages", response_model=MessageList)
+@read_only
 async def list_messages(
     session: SessionDep, db: DbDep, caller: CallerDep,
     after_seq: Annotated[int | None, Query(ge=0)] = None,

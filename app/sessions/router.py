@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from app.auth.deps import CallerDep
-from app.core.db import DbDep
+from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
 from app.core.pagination import decode_cursor, encode_cursor
 from app.sessions import repository, service
@@ -25,6 +25,7 @@ async def create_session(body: SessionCreate, db: DbDep, caller: CallerDep) -> S
 
 
 @router.get("/sessions", response_model=SessionList)
+@read_only
 async def list_sessions(
     db: DbDep, caller: CallerDep,
     agent_id: str | None = None,
@@ -54,6 +55,7 @@ async def list_sessions(
 
 
 @router.get("/sessions/{session_id}", response_model=SessionPublic)
+@read_only
 async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     """One session with its counts and tokens per memory layer."""
     from app.memory.views import layer_tokens

@@ -1,0 +1,113 @@
+"""One round trip for everything a context build reads: the session row, its memory
+state, L2, the L1 window and promoted messages, as JSON from a single statement.
+
+This is the hot path of the service (SPEC: context build p50 <= 1 ms). It runs on the
+asyncpg connection under the request's SQLAlchemy session, skipping ORM and statement
+compilation; the rows become the same shapes `app.memory.state.load` produces.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import NotFound
+from app.memory.state import Loaded, gap_draft, memory_config
+from app.models import Session
+from app.models.memory import MemoryState
+
+_MSG = ("seq, role, content, tool_calls, tool_use_id, is_error, name, token_count, "
+        "metadata AS meta")
+
+# must equal app.context.builder.l1_window
+_WINDOW = "(4 * coalesce((s.config ->> 'l1_max_messages')::int, 10) + 16)"
+
+_SQL = f"""
+SELECT row_to_json(s) AS session, row_to_json(st) AS state,
+  (SELECT coalesce(json_agg(x ORDER BY x.start_seq), '[]')
+     FROM (SELECT id, start_seq, end_seq, text, method, token_count FROM memory_summaries
+           WHERE tenant_id = $1 AND session_id = $2 AND snapshot_id IS NULL) x) AS l2,
+  (SELECT coalesce(json_agg(y ORDER BY y.seq), '[]')
+     FROM (SELECT {_MSG} FROM messages
+           WHERE tenant_id = $1 AND session_id = $2
+             AND seq >= GREATEST(st.l1_start_seq, LEAST(s.last_seq - {_WINDOW} + 1,
+                   (SELECT max(seq) FROM messages u WHERE u.tenant_id = $1
+                      AND u.session_id = $2 AND u.seq >= st.l1_start_seq
+                      AND u.role = 'user')))) y) AS l1,
+  (SELECT coalesce(json_agg(z ORDER BY z.seq), '[]')
+     FROM (SELECT {_MSG} FROM messages
+           WHERE tenant_id = $1 AND session_id = $2
+             AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(st.promoted_seqs)::bigint))
+          ) z) AS promoted
+FROM sessions s LEFT JOIN memory_states st ON st.session_id = s.id AND st.tenant_id = $1
+WHERE s.tenant_id = $1 AND s.id = $2
+"""
+
+
+def _j(v: Any) -> Any:
+    # SQLAlchemy's asyncpg dialect installs JSON codecs on its connections; a bare
+    # connection returns text
+    return json.loads(v) if isinstance(v, (str, bytes)) else v
+
+
+def _ts(v: Any) -> Any:
+    return datetime.fromisoformat(v) if isinstance(v, str) else v
+
+
+def _session(d: dict[str, Any]) -> Session:
+    return Session(id=uuid.UUID(d["id"]), tenant_id=uuid.UUID(d["tenant_id"]),
+                   agent_id=d["agent_id"], config=d["config"], meta=d["metadata"],
+                   last_seq=d["last_seq"], message_tokens=d["message_tokens"],
+                   created_at=_ts(d["created_at"]), updated_at=_ts(d["updated_at"]))
+
+
+def _state(d: dict[str, Any]) -> MemoryState:
+    return MemoryState(session_id=uuid.UUID(d["session_id"]),
+                       tenant_id=uuid.UUID(d["tenant_id"]), version=d["version"],
+                       l1_start_seq=d["l1_start_seq"], rom=d["rom"], rom_text=d["rom_text"],
+                       rom_tokens=d["rom_tokens"], kernel=d["kernel"],
+                       kernel_tokens=d["kernel_tokens"], promoted_seqs=d["promoted_seqs"],
+                       promoted_tokens=d["promoted_tokens"], l2_tokens=d["l2_tokens"],
+                       updated_at=_ts(d["updated_at"]))
+
+
+def _rows(items: list[dict[str, Any]]) -> list[SimpleNamespace]:
+    return [SimpleNamespace(**i) for i in items]
+
+
+async def raw_connection(db: AsyncSession) -> Any:
+    conn = await db.connection()
+    raw = await conn.get_raw_connection()
+    return raw.driver_connection
+
+
+async def load_for_context(db: AsyncSession, caller: Caller,
+                           session_id: uuid.UUID) -> tuple[Session, Loaded] | None:
+    """The caller's session and its memory (L1 limited to the builder's window, see
+    `app.context.builder.l1_window`, plus the current turn); None when the session has no
+    memory state yet. 404 when it is not the caller's."""
+    pg = await raw_connection(db)
+    row = await pg.fetchrow(_SQL, caller.tenant_id, session_id)
+    if row is None:
+        raise NotFound("No such session.", code="session_not_found")
+    session = _session(_j(row["session"]))
+    if not caller.can_see_agent(session.agent_id):
+        raise NotFound("No such session.", code="session_not_found")
+    if row["state"] is None:
+        return None
+    state = _state(_j(row["state"]))
+    l1 = _rows(_j(row["l1"]))
+    while l1 and l1[0].role == "tool":  # its call is older than the window
+        l1.pop(0)
+    first = l1[0].seq if l1 else session.last_seq + 1
+    gap = gap_draft(state.l1_start_seq, first - 1) if first > state.l1_start_seq else None
+    l2 = [SimpleNamespace(**{**s, "id": uuid.UUID(s["id"])}) for s in _j(row["l2"])]
+    loaded = Loaded(session=session, state=state, cfg=memory_config(session), l1=l1, l2=l2,
+                    promoted=_rows(_j(row["promoted"])), gap=gap)
+    return session, loaded
