@@ -98,12 +98,10 @@ async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID
            .replace(":tenant_id", "$1").replace(":session_id", "$2")
            .replace(":lexemes", "$3").replace(":tsquery", "$4").replace(":n_docs", "$5")
            .replace(":avgdl", "$6").replace(":k1", "$7").replace(":b", "$8")
-           .replace(":limit", "$9"))
+           .replace(":limit", "$9").replace(":full_rows", "$10"))
+    # As the service does without rerank: the top 10 come back whole in the same query.
     rows = await conn.fetch(sql, tenant, sid, lexemes, tsquery_or(lexemes), float(n_docs),
-                            total / max(n_docs, 1), 1.2, 0.75, 50)
-    top = rows[:10]
-    await conn.fetch("SELECT seq, role, content FROM messages WHERE session_id = $1 "
-                     "AND seq = ANY($2::bigint[])", sid, [r["seq"] for r in top])
+                            total / max(n_docs, 1), 1.2, 0.75, 50, 10)
     return len(rows)
 
 

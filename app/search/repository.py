@@ -126,12 +126,25 @@ top AS (
     GROUP BY h.session_id, h.seq
     ORDER BY score DESC, h.seq DESC, h.session_id
     LIMIT :limit
+),
+ranked AS (
+    SELECT top.*, row_number() OVER (ORDER BY score DESC, seq DESC, session_id) AS rn
+    FROM top
 )
--- Role and a text preview come along: the rerank prompt needs nothing else.
-SELECT top.session_id, top.seq, top.score, m.role, left(m.text, 400)
-FROM top JOIN messages m ON m.session_id = top.session_id AND m.seq = top.seq
+-- Every candidate brings its role and a text preview (all the rerank prompt needs); the
+-- first :full_rows bring the whole message, so a search in BM25 order needs no second
+-- query (the other columns stay NULL).
+SELECT r.session_id, r.seq, r.score, m.role, left(m.text, 400) AS preview,
+       r.rn <= :full_rows AS full,
+       CASE WHEN r.rn <= :full_rows THEN m.content END AS content,
+       CASE WHEN r.rn <= :full_rows THEN m.tool_calls END AS tool_calls,
+       m.tool_use_id, m.is_error, m.name, m.token_count,
+       CASE WHEN r.rn <= :full_rows THEN m.metadata END AS meta,
+       m.created_at,
+       CASE WHEN r.rn <= :full_rows THEN m.text END AS text
+FROM ranked r JOIN messages m ON m.session_id = r.session_id AND m.seq = r.seq
 WHERE m.tenant_id = :tenant_id
-ORDER BY top.score DESC, top.seq DESC, top.session_id
+ORDER BY r.rn
 """
 
 
@@ -157,6 +170,8 @@ class Hit:
     score: float
     role: str = ""
     preview: str = ""
+    # The whole message (Message's attribute names), when the query was asked for it.
+    row: Any = None
 
 
 async def prepare(db: AsyncSession, scope: SearchScope, text: str) -> tuple[list[str], ScopeStats]:
@@ -178,14 +193,16 @@ async def bm25_top(
     stats: ScopeStats,
     params: BM25Params,
     limit: int,
+    full_rows: int = 0,
 ) -> list[Hit]:
-    """The `limit` best documents of the scope for the OR of `lexemes`, best first."""
+    """The `limit` best documents of the scope for the OR of `lexemes`, best first; the
+    first `full_rows` carry the whole message in `Hit.row`."""
     distinct = sorted(set(lexemes))
     if not distinct or stats.n_docs == 0:
         return []
     sql = _BM25_SQL.format(scope=_MESSAGES_IN_SCOPE[scope.kind])
     result = await db.execute(
-        sa.text(sql),
+        sa.text(sql).columns(content=JSONB, tool_calls=JSONB, meta=JSONB),
         {
             **scope.params(),
             "lexemes": distinct,
@@ -195,9 +212,11 @@ async def bm25_top(
             "k1": params.k1,
             "b": params.b,
             "limit": limit,
+            "full_rows": full_rows,
         },
     )
-    return [Hit(row[0], int(row[1]), float(row[2]), row[3], row[4]) for row in result]
+    return [Hit(r.session_id, int(r.seq), float(r.score), r.role, r.preview,
+                r if r.full else None) for r in result]
 
 
 # What a result shows: everything MessagePublic needs plus the text, not the tsvector (its

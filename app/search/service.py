@@ -148,14 +148,17 @@ async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int
     lexemes, stats = await repository.prepare(db, scope, " ".join(terms))
     if not lexemes:
         return SearchOutcome()
+    reranking = rerank and llm is not None
+    # In BM25 order the first `limit` candidates are the answer: fetch them whole now.
     hits = await repository.bm25_top(db, scope, lexemes, stats,
-                                     BM25Params(options.k1, options.b), MAX_CANDIDATES)
+                                     BM25Params(options.k1, options.b), MAX_CANDIDATES,
+                                     full_rows=0 if reranking else limit)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits))
     if not hits:
         return outcome
     bm25 = {(h.session_id, h.seq): h.score for h in hits}
     ordered: list[tuple[Key, float | None]] = [(k, None) for k in bm25]
-    if rerank and llm is not None:
+    if reranking:
         candidates = [RerankCandidate(id=(h.session_id, h.seq), role=h.role, text=h.preview,
                                       bm25_score=h.score) for h in hits]
         scores = await _rerank(llm, redis, normalize_query(query), candidates, options)
@@ -163,7 +166,10 @@ async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int
             outcome.reranked = True
             ordered = [(c.id, s) for c, s in order_by_scores(candidates, scores)]
     top = ordered[:limit]
-    rows = await repository.load_messages(db, scope.tenant_id, [k for k, _ in top])
+    rows = {(h.session_id, h.seq): h.row for h in hits if h.row is not None}
+    missing = [k for k, _ in top if k not in rows]
+    if missing:
+        rows.update(await repository.load_messages(db, scope.tenant_id, missing))
     outcome.hits = [SearchHit(rows[k], bm25[k], s) for k, s in top if k in rows]
     return outcome
 
