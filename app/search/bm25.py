@@ -8,9 +8,10 @@ Definitions (the SQL must follow them exactly):
 * A document is a message whose tsvector has at least one lexeme position
   (messages with no searchable text are not documents: they neither match nor
   count in N or avgdl).
-* tf(t, d)  = number of positions of lexeme t in d's tsvector (a lexeme stored without
-  positions counts once). PostgreSQL keeps at most 256 positions per lexeme; both
-  sides read the same tsvector, so they agree.
+* tf(t, d)  = number of positions of lexeme t in d's tsvector. PostgreSQL keeps at
+  most 256 positions per lexeme; both sides read the same tsvector, so they agree.
+  Stored vectors come from `to_tsvector`, so every lexeme has positions (`strip`ped
+  vectors are not supported; here a position-less lexeme would count once).
 * |d|       = total number of lexeme positions in d (stop words are not counted).
 * N, avgdl  = number of documents in the search scope, mean |d| over them.
 * n(t)      = number of documents in the scope containing t.
