@@ -22,7 +22,9 @@ def test_no_server_errors_on_generated_input(settings, tmp_path: Path):
             [str(Path(sys.executable).parent / "st"), "run", f"{base}/openapi.json",
              "--checks", "not_a_server_error", "--max-examples", "25", "--seed", "1",
              "--generation-deterministic", "--phases", "examples,coverage,fuzzing",
-             "--workers", "2", "--request-timeout", "30", "--no-color",
+             # one worker: CPython 3.11.7 can fail ast.parse in concurrent threads
+             # ("AST constructor recursion depth mismatch") inside hypothesis
+             "--workers", "1", "--request-timeout", "30", "--no-color",
              "-H", f"Authorization: Bearer {key['secret']}", "-H", "X-Agent-Id: fuzzer",
              "--exclude-path-regex", r".*/watch$"],
             capture_output=True, text=True, timeout=900, cwd=tmp_path)

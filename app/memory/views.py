@@ -34,8 +34,13 @@ async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
 
 
 async def layer_tokens(db: AsyncSession, session_row: Session) -> LayerTokens:
-    """Stored tokens per layer (ROM, Kernel, L2, promoted, L1)."""
-    layers = (await load(db, session_row)).layers
-    return LayerTokens(rom=layers.rom_tokens, kernel=layers.kernel_tokens, l2=layers.l2_tokens,
-                       promoted=layers.promoted_tokens, l1=layers.l1_tokens,
-                       total=layers.memory_tokens)
+    """Stored tokens per layer (ROM, Kernel, L2, promoted, L1), from the state row's
+    counters and one sum over L1 (no message rows are loaded)."""
+    state = await repository.get_state(db, session_row.tenant_id, session_row.id)
+    if state is None:
+        return LayerTokens(rom=0, kernel=0, l2=0, promoted=0, l1=0, total=0)
+    l1 = await repository.l1_tokens(db, session_row.tenant_id, session_row.id,
+                                    state.l1_start_seq)
+    fixed = state.rom_tokens + state.kernel_tokens + state.l2_tokens + state.promoted_tokens
+    return LayerTokens(rom=state.rom_tokens, kernel=state.kernel_tokens, l2=state.l2_tokens,
+                       promoted=state.promoted_tokens, l1=l1, total=fixed + l1)
