@@ -50,11 +50,13 @@ async def ensure_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
 
 
 async def messages_from(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                        first_seq: int) -> list[Any]:
-    """L1: every message at or after ``first_seq``, oldest first."""
+                        first_seq: int, limit: int | None = None) -> list[Any]:
+    """L1: every message at or after ``first_seq`` (or the first ``limit``), oldest first."""
     q = (_msg_select().where(Message.tenant_id == tenant_id,
                                   Message.session_id == session_id, Message.seq >= first_seq)
          .order_by(Message.seq))
+    if limit is not None:
+        q = q.limit(limit)
     return list((await db.execute(q)).all())
 
 

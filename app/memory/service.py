@@ -22,6 +22,10 @@ from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
 from app.models import Session
 from app.models.memory import MemorySnapshot, MemorySummary
 
+# A compression round reads at most this many of the oldest L1 messages, so working
+# through a long uncompressed backlog costs O(backlog), not O(backlog^2).
+PLAN_CHUNK = 400
+
 
 @dataclass(frozen=True)
 class CompressionRange:
@@ -56,7 +60,7 @@ class PromoteResult:
 async def plan_compression(db: AsyncSession, session_row: Session, *,
                            force: bool = False) -> CompressionPlan | None:
     """Plan one compression round from the current state; None when nothing is due."""
-    loaded = await load(db, session_row)
+    loaded = await load(db, session_row, oldest=PLAN_CHUNK)
     p = policy.plan(loaded.layers, loaded.cfg, force=force)
     if p is None:
         return None
@@ -74,7 +78,7 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
     Raises ``StaleMemoryState`` when the state moved since the plan (so applying the
     same plan twice writes nothing the second time).
     """
-    loaded = await load(db, session_row, lock=True)
+    loaded = await load(db, session_row, lock=True, oldest=PLAN_CHUNK)
     if loaded.state.version != plan.state_version:
         raise StaleMemoryState("The session's memory changed since this plan was made.")
     by_range = {(d.start_seq, d.end_seq): d for d in drafts}

@@ -119,12 +119,16 @@ class Loaded:
 
 
 async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
-               window: int | None = None) -> Loaded:
+               window: int | None = None, oldest: int | None = None) -> Loaded:
     """Read the state row (locked when writing) and the rows of L1, L2 and promoted.
 
     With ``window``, only the newest ``window`` L1 messages (and the current turn) are
     loaded; any older L1 backlog becomes one ``gap`` pointer (context builds use this so
     their cost stays flat however far compression lags behind).
+
+    With ``oldest``, a backlog longer than that loads only its oldest ``oldest`` messages:
+    compression then works through a long backlog chunk by chunk (the policy protects the
+    chunk's last user turn, so a chunk is only ever compressed up to an exchange boundary).
     """
     state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=lock)
     if state is None:
@@ -144,6 +148,9 @@ async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
         first = l1[0].seq if l1 else session_row.last_seq + 1
         if first > state.l1_start_seq:
             gap = gap_draft(state.l1_start_seq, first - 1)
+    elif oldest is not None and session_row.last_seq - state.l1_start_seq + 1 > oldest:
+        l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
+                                            state.l1_start_seq, limit=oldest)
     else:
         l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
                                             state.l1_start_seq)

@@ -1,0 +1,42 @@
+"""A long uncompressed backlog is compressed chunk by chunk, with the same invariants."""
+
+import sqlalchemy as sa
+
+
+async def test_long_backlog_compresses_in_chunks(client, db):
+    r = await client.post("/v1/sessions", json={})
+    sid = r.json()["id"]
+    msgs = []
+    for i in range(300):
+        msgs.append({"role": "user", "content": f"question {i}"})
+        if i % 7 == 3:
+            msgs.append({"role": "assistant", "content": [
+                {"type": "tool_use", "id": f"c{i}", "name": "look", "input": {"i": i}}]})
+            msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"found {i}"})
+        msgs.append({"role": "assistant", "content": f"answer {i}"})
+    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
+    last = r.json()["last_seq"]
+    assert last > 400  # longer than one planning chunk
+    r = await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
+    assert r.status_code == 200, r.text
+    mem = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    assert len(mem["l1_seqs"]) <= 10 and mem["l1_seqs"][-1] == last
+    rows = (await db.execute(sa.text(
+        "select start_seq, end_seq from memory_summaries where session_id = :s "
+        "order by start_seq"), {"s": sid})).all()
+    assert rows[0].start_seq == 1
+    for a, b in zip(rows, rows[1:], strict=False):
+        assert b.start_seq == a.end_seq + 1  # contiguous, no overlap, no duplicate
+    assert rows[-1].end_seq + 1 == mem["l1_start_seq"]
+    # no tool_use was summarised apart from its result
+    seqs = {r.start_seq: r.end_seq for r in rows}
+    uses = (await db.execute(sa.text(
+        "select m.seq, r.seq as rseq from messages m join messages r "
+        "on r.session_id = m.session_id and r.tool_use_id = (m.tool_calls->0->>'id') "
+        "where m.session_id = :s and m.tool_calls is not null"), {"s": sid})).all()
+    for u in uses:
+        holder = [a for a, b in seqs.items() if a <= u.seq <= b]
+        if holder:
+            assert holder[0] <= u.rseq <= seqs[holder[0]]
+        else:
+            assert u.rseq >= mem["l1_start_seq"]
