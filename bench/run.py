@@ -193,7 +193,7 @@ class Bench:
         self.results["sessions"] = n_sessions
         self.results["messages_per_session"] = 50
 
-    async def drain_queue(self, limit: float = 300) -> None:
+    async def drain_queue(self, limit: float = 600) -> None:
         """Wait until the worker has run every queued compression job."""
         import redis.asyncio as aioredis
 
