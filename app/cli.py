@@ -91,6 +91,16 @@ def cmd_create_key(args: argparse.Namespace) -> int:
     return 0
 
 
+def _die_with_parent() -> None:
+    """In the worker child: get SIGTERM if `serve` dies without stopping it (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -127,7 +137,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             else:
                 print(f"admin key: in {settings.data_dir / 'admin_key'}", flush=True)
         if settings.run_worker_in_serve and not args.no_worker:
-            worker = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env)
+            worker = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env,
+                                      preexec_fn=_die_with_parent)
         from app.main import create_app
 
         app = create_app(settings)

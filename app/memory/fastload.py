@@ -37,9 +37,9 @@ SELECT row_to_json(s) AS session, row_to_json(st) AS state,
      FROM (SELECT {_MSG} FROM messages
            WHERE tenant_id = $1 AND session_id = $2
              AND seq >= GREATEST(st.l1_start_seq, LEAST(s.last_seq - {_WINDOW} + 1,
-                   (SELECT max(seq) FROM messages u WHERE u.tenant_id = $1
+                   (SELECT u.seq FROM messages u WHERE u.tenant_id = $1
                       AND u.session_id = $2 AND u.seq >= st.l1_start_seq
-                      AND u.role = 'user')))) y) AS l1,
+                      AND u.role = 'user' ORDER BY u.seq DESC LIMIT 1)))) y) AS l1,
   (SELECT coalesce(json_agg(z ORDER BY z.seq), '[]')
      FROM (SELECT {_MSG} FROM messages
            WHERE tenant_id = $1 AND session_id = $2

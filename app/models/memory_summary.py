@@ -18,6 +18,9 @@ class MemorySummary(SQLModel, table=True):
     __tablename__ = "memory_summaries"
     __table_args__ = (
         sa.UniqueConstraint("session_id", "start_seq", name="uq_memory_summaries_session_start"),
+        # L2 (not yet archived) of one session, read by every context build
+        sa.Index("ix_memory_summaries_l2", "session_id", "start_seq",
+                 postgresql_where=sa.text("snapshot_id IS NULL")),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
