@@ -23,7 +23,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bench import loadgen
+from bench import loadgen, search_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 PG = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -40,11 +40,12 @@ def sentence(rng: random.Random, n: int) -> str:
 
 
 def conversation(rng: random.Random, n: int, start: int = 0) -> list[dict[str, Any]]:
-    """Realistic-ish turns: user asks, assistant answers, every 10th turn uses a tool."""
+    """Realistic-ish turns (the search bench's topic corpus): user asks, assistant answers,
+    every 5th turn uses a tool."""
     out: list[dict[str, Any]] = []
     i = start
     while len(out) < n:
-        out.append({"role": "user", "content": sentence(rng, rng.randint(8, 40))})
+        out.append({"role": "user", "content": search_corpus.message_text(rng, "user")})
         if i % 5 == 4 and len(out) + 2 < n:
             tid = f"tu_{i}_{rng.randrange(1 << 30)}"
             out.append({"role": "assistant", "content": [
@@ -55,7 +56,8 @@ def conversation(rng: random.Random, n: int, start: int = 0) -> list[dict[str, A
                 {"type": "tool_result", "tool_use_id": tid,
                  "content": sentence(rng, rng.randint(20, 80))}]})
         if len(out) < n:
-            out.append({"role": "assistant", "content": sentence(rng, rng.randint(20, 90))})
+            out.append({"role": "assistant",
+                        "content": search_corpus.message_text(rng, "assistant")})
         i += 1
     return out[:n]
 
@@ -328,8 +330,10 @@ class Bench:
                                {"query": "database latency", "rerank": False},
                                {"X-Agent-Id": "bench-agent"})
         if "search" in groups and probe.status_code == 200:
+            qs = search_corpus.queries(500)
+
             def search(n: int) -> bytes:
-                query = " ".join(rnd.sample(WORDS, 2))
+                query = qs[n % len(qs)]
                 return loadgen.build_request("POST", f"/v1/sessions/{sid}/search", api_host,
                                              self.headers, {"query": query, "rerank": False})
 
