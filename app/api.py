@@ -2,6 +2,7 @@
 
 from fastapi import APIRouter
 
+import app.jobs.hooks  # noqa: F401  (compression enqueue after appends)
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
 from app.knowledge.router import router as knowledge_router
@@ -12,7 +13,6 @@ from app.search.router import router as search_router
 from app.sessions.router import router as sessions_router
 from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
-import app.jobs.hooks  # noqa: F401  (compression enqueue after appends)
 
 api_router = APIRouter(prefix="/v1")
 api_router.include_router(auth_router)

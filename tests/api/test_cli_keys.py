@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 async def test_create_key_cli(app, settings, db):
     from tests.conftest import make_client
 
-    out = subprocess.run([sys.executable, "-m", "app.cli", "create-key", "--role", "service",
+    out = subprocess.run([sys.executable, "-m", "app.cli", "create-key", "--role", "service",  # noqa: ASYNC221
                           "--tenant-name", "cli-tenant"], env=settings_env(settings), cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
