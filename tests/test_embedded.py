@@ -2,7 +2,6 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,13 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.live import free_port
+
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_ready(base: str, proc: subprocess.Popen, timeout: float = 90) -> None:
@@ -56,7 +51,7 @@ def _stop(proc: subprocess.Popen) -> str:
 
 def test_embedded_default_serves_and_stops(tmp_path):
     data_dir = tmp_path / "loom"
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = _serve(data_dir, port)
     try:

@@ -18,7 +18,7 @@ from app.context import blocks as block_registry
 from app.core.tokens import count_message, count_text, encoding
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
-from app.memory.state import GAP_KEY, Loaded, canonical, load
+from app.memory.state import GAP_KEY, Loaded, canonical, l1_window, load
 from app.models import Session
 from app.sessions.service import session_config
 
@@ -82,16 +82,11 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def l1_window(session_row: Session) -> int:
-    """How many newest L1 messages a build reads (plus the current turn): enough for the
-    policy's FIFO cap and thresholds; older backlog becomes one pointer into swap."""
-    return 4 * session_config(session_row).l1_max_messages + 16
-
-
 async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = None) -> Built:
     """Everything a context response needs, within the session's budget."""
     if loaded is None:
-        loaded = await load(db, session_row, window=l1_window(session_row))
+        window = l1_window(session_config(session_row).l1_max_messages)
+        loaded = await load(db, session_row, window=window)
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:

@@ -18,15 +18,23 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import NotFound
-from app.memory.state import Loaded, gap_draft, memory_config
+from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
+from app.memory.state import (
+    L1_WINDOW_EXTRA,
+    L1_WINDOW_PER_MESSAGE,
+    Loaded,
+    memory_config,
+    trim_window,
+)
 from app.models import Session
 from app.models.memory import MemoryState
 
 _MSG = ("seq, role, content, tool_calls, tool_use_id, is_error, name, token_count, "
         "metadata AS meta")
 
-# must equal app.context.builder.l1_window
-_WINDOW = "(4 * coalesce((s.config ->> 'l1_max_messages')::int, 10) + 16)"
+# app.memory.state.l1_window, in SQL over the session's config
+_WINDOW = (f"({L1_WINDOW_PER_MESSAGE} * coalesce((s.config ->> 'l1_max_messages')::int, "
+           f"{DEFAULT_L1_MAX_MESSAGES}) + {L1_WINDOW_EXTRA})")
 
 _SQL = f"""
 SELECT row_to_json(s) AS session, row_to_json(st) AS state,
@@ -90,7 +98,7 @@ async def raw_connection(db: AsyncSession) -> Any:
 async def load_for_context(db: AsyncSession, caller: Caller,
                            session_id: uuid.UUID) -> tuple[Session, Loaded] | None:
     """The caller's session and its memory (L1 limited to the builder's window, see
-    `app.context.builder.l1_window`, plus the current turn); None when the session has no
+    `app.memory.state.l1_window`, plus the current turn); None when the session has no
     memory state yet. 404 when it is not the caller's."""
     pg = await raw_connection(db)
     row = await pg.fetchrow(_SQL, caller.tenant_id, session_id)
@@ -102,11 +110,7 @@ async def load_for_context(db: AsyncSession, caller: Caller,
     if row["state"] is None:
         return None
     state = _state(_j(row["state"]))
-    l1 = _rows(_j(row["l1"]))
-    while l1 and l1[0].role == "tool":  # its call is older than the window
-        l1.pop(0)
-    first = l1[0].seq if l1 else session.last_seq + 1
-    gap = gap_draft(state.l1_start_seq, first - 1) if first > state.l1_start_seq else None
+    l1, gap = trim_window(_rows(_j(row["l1"])), state.l1_start_seq, session.last_seq)
     l2 = [SimpleNamespace(**{**s, "id": uuid.UUID(s["id"])}) for s in _j(row["l2"])]
     loaded = Loaded(session=session, state=state, cfg=memory_config(session), l1=l1, l2=l2,
                     promoted=_rows(_j(row["promoted"])), gap=gap)

@@ -69,6 +69,28 @@ def gap_draft(start_seq: int, end_seq: int) -> SummaryDraft:
                         token_count=count_tokens(text))
 
 
+# A context build reads the newest L1_WINDOW_PER_MESSAGE * l1_max_messages +
+# L1_WINDOW_EXTRA messages (plus the current turn): enough for the FIFO cap and the
+# thresholds; older backlog becomes one pointer (the SQL in app/memory/fastload.py
+# computes the same number from the session's config).
+L1_WINDOW_PER_MESSAGE = 4
+L1_WINDOW_EXTRA = 16
+
+
+def l1_window(l1_max_messages: int) -> int:
+    return L1_WINDOW_PER_MESSAGE * l1_max_messages + L1_WINDOW_EXTRA
+
+
+def trim_window(l1: list[Any], l1_start_seq: int,
+                last_seq: int) -> tuple[list[Any], SummaryDraft | None]:
+    """A window of L1 without leading tool results (their call was not loaded), and the
+    pointer standing for everything older that it leaves out."""
+    while l1 and l1[0].role == "tool":
+        l1.pop(0)
+    first = l1[0].seq if l1 else last_seq + 1
+    return l1, gap_draft(l1_start_seq, first - 1) if first > l1_start_seq else None
+
+
 @dataclass
 class Loaded:
     """Everything the policy and the builder need about one session's memory."""
@@ -142,12 +164,7 @@ async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
     if window is not None and session_row.last_seq - state.l1_start_seq + 1 > window:
         l1 = await repository.l1_window(db, session_row.tenant_id, session_row.id,
                                         state.l1_start_seq, session_row.last_seq, window)
-        # a tool result whose call was not loaded goes with its call into the gap
-        while l1 and l1[0].role == "tool":
-            l1.pop(0)
-        first = l1[0].seq if l1 else session_row.last_seq + 1
-        if first > state.l1_start_seq:
-            gap = gap_draft(state.l1_start_seq, first - 1)
+        l1, gap = trim_window(l1, state.l1_start_seq, session_row.last_seq)
     elif oldest is not None and session_row.last_seq - state.l1_start_seq + 1 > oldest:
         l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
                                             state.l1_start_seq, limit=oldest)

@@ -7,59 +7,21 @@ port. Writes go through A, watchers and cached reads are on B.
 import asyncio
 import contextlib
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.support.live import live_api
 
 pytestmark = pytest.mark.slow
 SM = "/v1/shared-memory"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def second_api(settings):
-    port = _free_port()
-    env = {**os.environ, "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url,
-           "LOOM_ADMIN_KEY": settings.admin_key.get_secret_value(),
-           "LOOM_QUEUE_NAME": settings.queue_name, "LOOM_LOG_LEVEL": "warning"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host",
-         "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        cwd=Path(__file__).resolve().parents[2])
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        if proc.poll() is not None:
-            raise AssertionError("second API exited:\n" + proc.stdout.read())
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError("second API did not start")
-        time.sleep(0.2)
-    yield base
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    with live_api(settings, LOOM_LOG_LEVEL="warning") as base:
+        yield base
 
 
 class SSE:
