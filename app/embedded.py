@@ -3,7 +3,6 @@
 
 import logging
 import os
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +65,3 @@ def bootstrap_admin_key(data_dir: Path) -> tuple[str, bool]:
         f.write(key + "\n")
     return key, True
 
-
-def random_suffix() -> str:
-    return secrets.token_hex(4)
