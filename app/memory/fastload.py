@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import NotFound
 from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
 from app.memory.state import (
     L1_WINDOW_EXTRA,
@@ -28,6 +27,7 @@ from app.memory.state import (
 )
 from app.models import Session
 from app.models.memory import MemoryState
+from app.sessions.access import SessionNotFound, visible_session
 
 _MSG = ("seq, role, content, tool_calls, tool_use_id, is_error, name, token_count, "
         "metadata AS meta")
@@ -103,10 +103,8 @@ async def load_for_context(db: AsyncSession, caller: Caller,
     pg = await raw_connection(db)
     row = await pg.fetchrow(_SQL, caller.tenant_id, session_id)
     if row is None:
-        raise NotFound("No such session.", code="session_not_found")
-    session = _session(_j(row["session"]))
-    if not caller.can_see_agent(session.agent_id):
-        raise NotFound("No such session.", code="session_not_found")
+        raise SessionNotFound()
+    session = visible_session(caller, _session(_j(row["session"])))
     if row["state"] is None:
         return None
     state = _state(_j(row["state"]))

@@ -11,11 +11,12 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import Conflict, NotFound, PayloadTooLarge, Unprocessable
+from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
 from app.messages.canonical import CanonicalMessage, MessageShapeError, canonicalise
 from app.messages.schemas import MessagePublic, MessagesAppend, MessagesAppended
 from app.models import IdempotencyRecord, Message
+from app.sessions.access import SessionNotFound, visible_session
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,7 @@ async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: 
     if idempotency_key is not None:
         # Serialise with other appends to this session before looking for the first result.
         locked = await repository.lock_session(db, caller.tenant_id, session_id)
-        if locked is None or not caller.can_see_agent(locked.agent_id):
-            raise NotFound("No such session.", code="session_not_found")
+        visible_session(caller, locked)
         record = await repository.get_idempotent(db, caller.tenant_id, session_id,
                                                  idempotency_key)
         if record is not None:
@@ -100,10 +100,10 @@ async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: 
     reserved = await repository.reserve_seqs(db, caller.tenant_id, session_id, len(canonical),
                                              sum(counts))
     if reserved is None:
-        raise NotFound("No such session.", code="session_not_found")
+        raise SessionNotFound()
     first_seq, agent_id, ts_config = reserved
     if not caller.can_see_agent(agent_id):
-        raise NotFound("No such session.", code="session_not_found")
+        raise SessionNotFound()
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for offset, (m, tokens) in enumerate(zip(canonical, counts, strict=True)):

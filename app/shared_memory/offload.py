@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.messages.canonical import CanonicalMessage
 from app.messages.service import AppendedBatch, on_after_append, on_before_append
+from app.sessions import access
 from app.shared_memory import keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.lifecycle import active_runtime
@@ -46,12 +47,16 @@ async def offload_large_tool_results(db: AsyncSession, caller: Caller,
         return
     s = rt.settings
     threshold = s.tool_result_offload_bytes
+    checked = False
     for m in messages:
         if m.role != "tool" or m.content is None:
             continue
         data, ctype = payload(m.content)
         if len(data) <= threshold:
             continue
+        if not checked:  # never write into the scope of a session the caller can't see
+            await access.require_visible(db, caller, session_id)
+            checked = True
         addr = keys.address(Namespace.SESSION, f"tool_results/{uuid.uuid4().hex}",
                             str(session_id), caller.agent_id)
         loaded, _ = await service.write(

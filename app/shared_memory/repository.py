@@ -118,21 +118,23 @@ async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, namespace: str, scop
 
 
 async def namespace_totals(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str | None,
-                           now: datetime) -> list[Any]:
-    """(namespace, keys, bytes, stored_bytes) of live entries the caller may see."""
+                           now: datetime, *, own_sessions_only: bool) -> list[Any]:
+    """(namespace, keys, bytes, stored_bytes) of live entries the caller may see.
+
+    `own_sessions_only` (agent keys): the session namespace counts only the scopes of the
+    agent's own sessions (the visibility rule of `app.sessions.access`)."""
     conds = [E.c.tenant_id == tenant_id, _live(now)]
     # The agent namespace counts only the caller's own scope (none without an agent).
     conds.append(sa.or_(E.c.namespace != "agent", E.c.scope_id == (agent_id or "")))
+    if own_sessions_only:
+        S = Session.__table__
+        own = sa.select(sa.cast(S.c.id, sa.Text)).where(S.c.tenant_id == tenant_id,
+                                                        S.c.agent_id == (agent_id or ""))
+        conds.append(sa.or_(E.c.namespace != "session", E.c.scope_id.in_(own)))
     stmt = (sa.select(E.c.namespace, sa.func.count(), sa.func.coalesce(sa.func.sum(
         E.c.size_bytes), 0), sa.func.coalesce(sa.func.sum(E.c.stored_bytes), 0))
         .where(*conds).group_by(E.c.namespace))
     return list((await db.execute(stmt)).all())
-
-
-async def session_exists(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
-    S = Session.__table__
-    q = sa.select(sa.exists().where(S.c.tenant_id == tenant_id, S.c.id == session_id))
-    return bool(await db.scalar(q))
 
 
 async def add_holders(db: AsyncSession, rows: list[dict[str, Any]]) -> None:

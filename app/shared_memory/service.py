@@ -6,7 +6,6 @@ tier and publishes the event that invalidates the other processes' tiers and fee
 """
 
 import json
-import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.db import after_commit
+from app.sessions import access
 from app.shared_memory import codec, etag, keys, repository
 from app.shared_memory.errors import (
     EntryNotFound,
@@ -108,12 +108,10 @@ async def resolve(db: AsyncSession, caller: Caller, namespace: Namespace, key: s
     else:
         a = keys.address(namespace, key, scope_id, caller.agent_id)
     if namespace is Namespace.SESSION:
-        try:
-            sid = uuid.UUID(a.scope_id)
-        except ValueError as exc:
-            raise InvalidScope("scope_id of the session namespace is a session id") from exc
-        if not await repository.session_exists(db, caller.tenant_id, sid):
-            raise EntryNotFound("No such session.", code="session_not_found")
+        sid = access.parse_session_id(a.scope_id)
+        if sid is None:
+            raise InvalidScope("scope_id of the session namespace is a session id")
+        await access.require_visible(db, caller, sid)
     return a
 
 
@@ -261,13 +259,23 @@ async def delete(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: A
     return int(gone.version)
 
 
+async def _may_see_scope(db: AsyncSession, caller: Caller, namespace: str, scope_id: str) -> bool:
+    """Whether an entry's scope is visible to `caller` (the rules `resolve` applies to
+    addresses, applied to a stored entry): `agent` entries only to their own agent,
+    `session` entries only to those who may see that session."""
+    if namespace == Namespace.AGENT.value:
+        return bool(caller.agent_id) and scope_id == caller.agent_id
+    if namespace == Namespace.SESSION.value:
+        sid = access.parse_session_id(scope_id)
+        return sid is not None and await access.visible_agent(db, caller, sid) is not None
+    return True
+
+
 async def resolve_ref(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller,
                       ref_id: str) -> Loaded:
     """The entry behind a data reference, with the visibility of its namespace."""
     row = await repository.get_by_ref(db, caller.tenant_id, ref_id, _now())
-    hidden = row is not None and row.namespace == Namespace.AGENT.value and (
-        row.scope_id != caller.agent_id)
-    if row is None or hidden:
+    if row is None or not await _may_see_scope(db, caller, row.namespace, row.scope_id):
         raise RefNotFound("No such data reference.")
     try:
         data = codec.decode(row.value, compressed=row.compressed, sha256=row.sha256,

@@ -1,7 +1,10 @@
 """Handlers of the built-in `shared_memory_*` agent tools (definitions: app/tools).
 
 Tools act as the *session's* agent (decision): the `agent` namespace of a tool call is the
-private space of the agent whose conversation it is, whatever key the runtime used.
+private space of the agent whose conversation it is, and a tool call sees exactly what that
+agent's own key would see (the `session` namespace of its own sessions only; see
+`app.sessions.access`), whatever key the runtime used, so a model's tool call can never reach
+further than its agent.
 Values larger than the tool-result offload threshold come back as a data reference, so a
 read can never flood the context.
 """
@@ -12,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.auth.caller import Caller
 from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.refs import render
@@ -40,8 +44,8 @@ class _List(BaseModel):
     limit: int = Field(default=50, ge=1, le=200)
 
 
-def _caller(ctx: ToolContext) -> Any:
-    return replace(ctx.caller, agent_id=ctx.session.agent_id)
+def _caller(ctx: ToolContext) -> Caller:
+    return replace(ctx.caller, role="agent", agent_id=ctx.session.agent_id)
 
 
 async def shared_memory_read(ctx: ToolContext, args: dict[str, Any]) -> Any:

@@ -104,7 +104,8 @@ async def list_keys(db: AsyncSession, caller: Caller, namespace: Namespace,
 
 async def stats(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller) -> dict[str, Any]:
     totals = {r[0]: r for r in await repository.namespace_totals(
-        db, caller.tenant_id, caller.agent_id, service._now())}
+        db, caller.tenant_id, caller.agent_id, service._now(),
+        own_sessions_only=caller.role == "agent")}
     counts = await rt.read_counts(str(caller.tenant_id))
     out = []
     for ns in Namespace:

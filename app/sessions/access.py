@@ -1,0 +1,69 @@
+"""Who may see a session: one rule and one lookup for every entrance.
+
+Rule (SPEC §3, Visibility): a session is visible to its own agent (an `agent` key bound to
+that agent id) and to the `service` and `admin` keys of its tenant. To anyone else it does
+not exist: 404 `session_not_found`, exactly as for an unknown id, so a caller cannot even
+learn that the id is taken.
+
+Everything that carries a session id asks this module, never its own query:
+- the `/v1/sessions/{id}/...` routes (through `app.sessions.deps.SessionDep`),
+- the `session` shared-memory namespace (REST CRUD, list, `?ref=true`, the SSE watch and
+  the `shared_memory_*` built-in tools), whose `scope_id` is a session id,
+- data references (`GET /v1/refs/{id}`) of entries in a session's scope, offloaded tool
+  results included.
+
+The pure part is `Caller.can_see_agent`; `visible_agent` below is the only query.
+"""
+
+import uuid
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import NotFound
+from app.models import Session
+
+_S = Session.__table__
+
+
+class SessionNotFound(NotFound):
+    code = "session_not_found"
+
+    def __init__(self) -> None:
+        super().__init__("No such session.")
+
+
+def parse_session_id(value: str | uuid.UUID) -> uuid.UUID | None:
+    """A session id from a path or `scope_id`, or None when it cannot be one."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str | None:
+    """The agent id of `session_id` if `caller` may see that session, else None."""
+    agent_id = await db.scalar(sa.select(_S.c.agent_id).where(
+        _S.c.tenant_id == caller.tenant_id, _S.c.id == session_id))
+    if agent_id is None or not caller.can_see_agent(agent_id):
+        return None
+    return str(agent_id)
+
+
+async def require_visible(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str:
+    """The session's agent id; 404 `session_not_found` if the caller may not see it."""
+    agent_id = await visible_agent(db, caller, session_id)
+    if agent_id is None:
+        raise SessionNotFound()
+    return agent_id
+
+
+def visible_session(caller: Caller, session: Session | None) -> Session:
+    """`session` if it is the caller's to see (already filtered by tenant), else 404."""
+    if session is None or session.tenant_id != caller.tenant_id or not caller.can_see_agent(
+            session.agent_id):
+        raise SessionNotFound()
+    return session
