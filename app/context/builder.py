@@ -18,9 +18,8 @@ from app.context import blocks as block_registry
 from app.core.tokens import count_message, count_text, encoding
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
-from app.memory.state import GAP_KEY, Loaded, canonical, l1_window, load
+from app.memory.state import GAP_KEY, Loaded, canonical, l1_window, load, memory_config
 from app.models import Session
-from app.sessions.service import session_config
 
 # Headers of the summary block and a user filler when history starts with the assistant.
 FORMAT_OVERHEAD_TOKENS = 24
@@ -85,7 +84,7 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = None) -> Built:
     """Everything a context response needs, within the session's budget."""
     if loaded is None:
-        window = l1_window(session_config(session_row).l1_max_messages)
+        window = l1_window(memory_config(session_row).l1_max_messages)
         loaded = await load(db, session_row, window=window)
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS

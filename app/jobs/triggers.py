@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.sessions.schemas import SessionConfig
+from app.memory.policy import MemoryConfig
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Pressure:
 
 def pressure_from_row(row: Mapping[str, Any]) -> Pressure:
     """Build from `app.jobs.repository.pressure`'s row."""
-    cfg = SessionConfig.model_validate(row["config"] or {})
+    cfg = MemoryConfig.from_stored(row["config"])
     l1_count = max(0, int(row["last_seq"]) - int(row["l1_start_seq"]) + 1)
     return Pressure(budget=cfg.budget,
                     memory_tokens=int(row["fixed_tokens"]) + int(row["l1_tokens"]),

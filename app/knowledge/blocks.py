@@ -23,6 +23,7 @@ from app.core.tokens import count_text
 from app.knowledge import packages, repository
 from app.knowledge.render import learned_block
 from app.knowledge.schemas import SessionKnowledgeConfig
+from app.memory.policy import MemoryConfig
 from app.models import Session
 
 
@@ -38,9 +39,7 @@ def knowledge_config(session_row: Session) -> SessionKnowledgeConfig | None:
 
 
 def _session_budget(session_row: Session) -> int:
-    from app.sessions.service import session_config
-
-    return session_config(session_row).budget
+    return MemoryConfig.from_stored(session_row.config).budget
 
 
 async def knowledge_provider(db: AsyncSession, session_row: Session,

@@ -36,6 +36,7 @@ Decisions where the spec is silent (also in README):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 DEFAULT_MAX_CONTEXT_TOKENS = 200_000
 DEFAULT_RESERVED_OUTPUT_TOKENS = 20_000
@@ -65,6 +66,18 @@ class MemoryConfig:
     max_l2_tokens: int | None = None
     thresholds: tuple[tuple[float, int], ...] = DEFAULT_THRESHOLDS
     max_range_messages: int = DEFAULT_MAX_RANGE_MESSAGES
+
+    # The keys of a session's stored config that this class reads (the rest, e.g.
+    # `knowledge`, belongs to other domains).
+    STORED_KEYS: ClassVar[tuple[str, ...]] = (
+        "max_context_tokens", "reserved_output_tokens", "l1_max_messages", "max_l2_tokens")
+
+    @classmethod
+    def from_stored(cls, config: dict[str, Any] | None) -> MemoryConfig:
+        """The policy config of a session from its stored (already validated) config:
+        absent or null keys take the defaults, scaled for small windows."""
+        given = {k: config[k] for k in cls.STORED_KEYS if config and config.get(k) is not None}
+        return cls(**given)
 
     @property
     def reserve(self) -> int:

@@ -17,16 +17,8 @@ from app.models.memory import MemoryState, MemorySummary
 
 
 def memory_config(session_row: Session) -> MemoryConfig:
-    """The policy config of a session (its stored SessionConfig)."""
-    from app.sessions.service import session_config
-
-    cfg = session_config(session_row)
-    return MemoryConfig(
-        max_context_tokens=cfg.max_context_tokens,
-        reserved_output_tokens=cfg.reserved_output_tokens,
-        l1_max_messages=cfg.l1_max_messages,
-        max_l2_tokens=cfg.max_l2_tokens,
-    )
+    """The policy config of a session (defaults and derived values: `MemoryConfig`)."""
+    return MemoryConfig.from_stored(session_row.config)
 
 
 def canonical(m: Message) -> dict[str, Any]:

@@ -6,37 +6,53 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.knowledge.schemas import SessionKnowledgeConfig
+from app.memory.policy import (
+    DEFAULT_L1_MAX_MESSAGES,
+    DEFAULT_MAX_CONTEXT_TOKENS,
+    DEFAULT_MAX_L2_TOKENS,
+    DEFAULT_RESERVED_OUTPUT_TOKENS,
+    MIN_BUDGET_TOKENS,
+    MemoryConfig,
+)
 from app.memory.schemas import LayerTokens, RomInput
 
 
+# Defaults and derived values (budget, reserve, L2 cap) come from
+# `app.memory.policy.MemoryConfig`, the one source; this model only validates input.
 class SessionConfig(BaseModel):
-    """Per-session memory configuration; every number has the spec's default."""
+    """Per-session memory configuration. An omitted or null field takes its default,
+    scaled for small windows (the reserve is at most 10% of the window, the L2 cap at most
+    a quarter of the budget)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    max_context_tokens: int = Field(default=200_000, ge=256, le=10_000_000)
+    max_context_tokens: int = Field(default=DEFAULT_MAX_CONTEXT_TOKENS, ge=256, le=10_000_000)
     reserved_output_tokens: int | None = Field(
         default=None, ge=0,
-        description="Tokens kept free for the answer. Default: 20,000, but never more than "
-                    "10% of the window.")
-    l1_max_messages: int = Field(default=10, ge=2, le=1000)
-    max_l2_tokens: int = Field(default=5_000, ge=100, le=1_000_000)
+        description="Tokens kept free for the answer; must be smaller than "
+                    "max_context_tokens, leaving a budget of at least "
+                    f"{MIN_BUDGET_TOKENS}. Default: {DEFAULT_RESERVED_OUTPUT_TOKENS:,}, but "
+                    "never more than 10% of the window.")
+    l1_max_messages: int = Field(default=DEFAULT_L1_MAX_MESSAGES, ge=2, le=1000)
+    max_l2_tokens: int | None = Field(
+        default=None, ge=100, le=1_000_000,
+        description=f"L2 is archived as a snapshot past this many tokens. Default: "
+                    f"{DEFAULT_MAX_L2_TOKENS:,}, but never more than a quarter of the budget.")
     knowledge: SessionKnowledgeConfig | None = Field(default=None, description=(
-        "Knowledge tiers and learned layer in this session's context (issue 8)."))
+        "Knowledge tiers and learned layer in this session's context."))
 
     @model_validator(mode="after")
-    def _reserve_fits(self) -> "SessionConfig":
+    def _usable(self) -> "SessionConfig":
         if (self.reserved_output_tokens is not None
                 and self.reserved_output_tokens >= self.max_context_tokens):
             raise ValueError("reserved_output_tokens must be smaller than max_context_tokens")
+        problems = self.policy().problems()
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
-    @property
-    def budget(self) -> int:
-        reserve = self.reserved_output_tokens
-        if reserve is None:
-            reserve = min(20_000, self.max_context_tokens // 10)
-        return self.max_context_tokens - reserve
+    def policy(self) -> MemoryConfig:
+        return MemoryConfig.from_stored(self.model_dump(include=set(MemoryConfig.STORED_KEYS)))
 
 
 class SessionCreate(BaseModel):

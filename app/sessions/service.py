@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import BadRequest, Conflict, Forbidden, Unprocessable
+from app.memory.policy import MemoryConfig
 from app.models import Session
 from app.sessions import repository
 from app.sessions.schemas import SessionConfig, SessionCreate, SessionPublic, SessionUpdate
@@ -33,7 +34,8 @@ def to_public(session: Session) -> SessionPublic:
     cfg = session_config(session)
     return SessionPublic(id=session.id, agent_id=session.agent_id, config=cfg,
                          metadata=session.meta or {}, message_count=session.last_seq,
-                         message_tokens=session.message_tokens, budget=cfg.budget,
+                         message_tokens=session.message_tokens,
+                         budget=MemoryConfig.from_stored(session.config).budget,
                          created_at=session.created_at, updated_at=session.updated_at)
 
 

@@ -188,3 +188,25 @@ async def test_other_tenant_and_agent_cannot_read_memory(client: httpx.AsyncClie
     other = await tenant.new_client(role="agent", agent_id="someone-else")
     assert (await other.get(f"/v1/sessions/{sid}/memory")).status_code == 404
     assert (await other.get("/v1/agents/agent-1/profile")).status_code == 403
+
+
+async def test_small_window_caps_l2_at_a_quarter_of_the_budget(
+        client: httpx.AsyncClient) -> None:
+    """No max_l2_tokens given: a 4,000-token window has a 3,600 budget, so L2 is archived
+    as a snapshot past 900 tokens (not past the 5,000 default, above the budget)."""
+    resp = await client.post("/v1/sessions", json={"config": {"max_context_tokens": 4000}})
+    assert resp.status_code == 201, resp.text
+    sid = resp.json()["id"]
+    assert resp.json()["budget"] == 3600 and resp.json()["config"]["max_l2_tokens"] is None
+    rng = random.Random(11)
+    for n in range(60):
+        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
+        assert r.status_code == 201, r.text
+        if n % 4 == 3:
+            done = await client.post(f"/v1/sessions/{sid}/memory/compress?wait=true")
+            assert done.status_code == 200, done.text
+            assert done.json()["memory"]["tokens"]["l2"] <= 900
+    mem = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    assert mem["snapshot_count"] >= 1
+    ctx = (await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})).json()
+    assert ctx["total_tokens"] <= 3600 and ctx["tokens"]["l2"] <= 900
