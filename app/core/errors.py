@@ -112,6 +112,20 @@ _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404:
                  429: "rate_limited", 503: "unavailable"}
 
 
+def allowed_methods(app: FastAPI, scope: Any) -> list[str]:
+    """Every method the routes of this request's path answer, sorted (for `Allow`)."""
+    from fastapi.routing import iter_route_contexts
+    from starlette._utils import get_route_path
+
+    path = get_route_path(scope)
+    methods: set[str] = set()
+    for route in iter_route_contexts(app.router.routes):
+        regex, route_methods = getattr(route, "path_regex", None), route.methods
+        if regex is not None and route_methods and regex.match(path):
+            methods |= set(route_methods)
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Render every error, expected or not, as the envelope."""
 
@@ -125,10 +139,14 @@ def install_error_handlers(app: FastAPI) -> None:
                               _clean_validation_errors(list(exc.errors())))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "error")
-        return error_response(exc.status_code, code, str(exc.detail), None,
-                              getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            # Starlette's Allow names only the first route that matched the path; list every
+            # method any route of this path answers (GET /items and POST /items are two routes).
+            headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(app, request.scope))}
+        return error_response(exc.status_code, code, str(exc.detail), None, headers)
 
     async def _store_error(_: Request, exc: Exception) -> JSONResponse:
         from app.core.db_errors import map_db_error

@@ -62,20 +62,20 @@ async def clear_memory_items(body: ClearRequest, db: DbDep, caller: CallerDep) -
     return await service.clear_items(db, caller, body)
 
 
-@router.get("/memory-items/{item_id}", response_model=MemoryItemPublic)
+@router.get("/memory-items/{item_id:uuid}", response_model=MemoryItemPublic)
 async def get_memory_item(item_id: uuid.UUID, db: DbDep, caller: CallerDep) -> MemoryItemPublic:
     """One item."""
     return service.to_public(await service.get_item(db, caller, item_id))
 
 
-@router.delete("/memory-items/{item_id}", status_code=204)
+@router.delete("/memory-items/{item_id:uuid}", status_code=204)
 async def delete_memory_item(item_id: uuid.UUID, db: DbDep, caller: CallerDep) -> Response:
     """Delete one item."""
     await service.delete_item(db, caller, item_id)
     return Response(status_code=204)
 
 
-@router.post("/memory-items/{item_id}/promote", response_model=MemoryItemPublic)
+@router.post("/memory-items/{item_id:uuid}/promote", response_model=MemoryItemPublic)
 async def promote_memory_item(item_id: uuid.UUID, request: Request, db: DbDep,
                               caller: CallerDep,
                               body: PromoteRequest | None = None) -> MemoryItemPublic:
