@@ -104,12 +104,15 @@ def fit(
         by_seq = {m.seq: m for m in layers.l1}
         drafts = [stand_in_for([by_seq[s] for s in r.seqs], stand_in) for r in pending.ranges]
         projected = apply_plan(layers, pending, drafts, cfg).layers
+    l1_seqs = {m.seq for m in projected.l1}
     view = View(
         budget=cfg.budget,
         rom_tokens=layers.rom_tokens,
         kernel_tokens=layers.kernel_tokens,
         l2=list(projected.l2),
-        promoted=list(projected.promoted),
+        # a message shown verbatim in L1 is never shown twice (e.g. promoted while its
+        # compression was pending, then the window grew and the compression was dropped)
+        promoted=[m for m in projected.promoted if m.seq not in l1_seqs],
         l1=list(projected.l1),
         blocks=list(projected.blocks),
         overhead_tokens=overhead_tokens,

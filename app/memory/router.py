@@ -6,8 +6,8 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 import app.memory.hooks  # noqa: F401  (registers the session/message hooks)
 from app.core.db import DbDep
-from app.core.errors import ERROR_RESPONSES, BadRequest
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.errors import ERROR_RESPONSES
+from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.memory import kernel_service, repository, service, views
 from app.memory.schemas import (
     ClearedPublic,
@@ -37,15 +37,10 @@ async def get_memory(session: SessionDep, db: DbDep) -> MemoryPublic:
 @router.get("/sessions/{session_id}/memory/snapshots", response_model=SnapshotList)
 async def list_memory_snapshots(session: SessionDep, db: DbDep,
                                 limit: Annotated[int, Query(ge=1, le=100)] = 20,
-                                cursor: str | None = None) -> SnapshotList:
+                                cursor: CursorQuery = None) -> SnapshotList:
     """L2 snapshots archived in swap, newest first."""
-    data = decode_cursor(cursor)
-    before = None
-    if data is not None:
-        try:
-            before = int(data["s"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
+    data = decode_cursor(cursor, {"s": int})
+    before = data["s"] if data is not None else None
     rows = await repository.snapshots_page(db, session.tenant_id, session.id,
                                            before_start=before, limit=limit + 1)
     items = [SnapshotPublic(id=str(r.id), start_seq=r.start_seq, end_seq=r.end_seq,
@@ -81,7 +76,8 @@ async def promote_memory(body: PromoteRequest, session: SessionDep, db: DbDep) -
     """Copy older messages into the context (after L2, before L1); 409 over budget."""
     result = await service.promote_messages(db, session, body.all_seqs())
     return PromotePublic(added=result.added, promoted_seqs=result.promoted,
-                         promoted_tokens=result.promoted_tokens, usage=result.usage)
+                         promoted_tokens=result.promoted_tokens, usage=result.usage,
+                         skipped=result.skipped)  # type: ignore[arg-type]
 
 
 @router.delete("/sessions/{session_id}/memory/promoted", response_model=ClearedPublic)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -144,11 +144,20 @@ class PromoteRequest(BaseModel):
         return sorted(out)
 
 
+class PromoteSkip(BaseModel):
+    seq: int
+    reason: Literal["shown_verbatim", "already_promoted", "not_found"] = Field(description=(
+        "`shown_verbatim`: the context already shows it whole (in L1); `already_promoted`; "
+        "`not_found`: no message with this seq."))
+
+
 class PromotePublic(BaseModel):
     added: list[int]
     promoted_seqs: list[int]
     promoted_tokens: int
     usage: float
+    skipped: list[PromoteSkip] = Field(default_factory=list, description=(
+        "Requested seqs that were not added, each with the reason."))
 
 
 class ClearedPublic(BaseModel):

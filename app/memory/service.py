@@ -55,6 +55,7 @@ class PromoteResult:
     promoted: list[int]
     promoted_tokens: int
     usage: float
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def plan_compression(db: AsyncSession, session_row: Session, *,
@@ -147,36 +148,49 @@ async def promote_messages(db: AsyncSession, session_row: Session,
                            seqs: list[int]) -> PromoteResult:
     """Copy swap messages into the context (after L2, before L1), whole tool groups.
 
+    Any message the built context does not show verbatim can be promoted: older than L1,
+    or in L1 but shown as a stand-in while its compression is pending. Messages that are
+    skipped are named with the reason (`shown_verbatim`, `already_promoted`, `not_found`).
     Refused with 409 (``over_budget``) when the context would exceed the budget.
     """
     loaded = await load(db, session_row, lock=True)
     state = loaded.state
-    boundary = state.l1_start_seq
-    wanted = {s for s in seqs if 0 < s < boundary}
-    rows = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id,
-                                             sorted(wanted))
+    projected = _projected_layers(loaded)
+    verbatim = {m.seq for m in projected.l1}
+    already = set(state.promoted_seqs or [])
+    skipped: dict[int, str] = {}
+    for s in seqs:
+        if not 0 < s <= session_row.last_seq:
+            skipped[s] = "not_found"
+        elif s in verbatim:
+            skipped[s] = "shown_verbatim"
+        elif s in already:
+            skipped[s] = "already_promoted"
+    wanted = sorted(s for s in set(seqs) if s not in skipped)
+    rows = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id, wanted)
     call_ids = {c["id"] for m in rows for c in (m.tool_calls or [])}
     call_ids |= {m.tool_use_id for m in rows if m.tool_use_id}
     partners = await repository.tool_partners(db, session_row.tenant_id, session_row.id,
                                               sorted(call_ids))
-    by_seq = {m.seq: m for m in [*rows, *partners] if m.seq < boundary}
-    already = set(state.promoted_seqs or [])
+    by_seq = {m.seq: m for m in [*rows, *partners] if m.seq not in verbatim}
     added = sorted(s for s in by_seq if s not in already)
     extra = sum(by_seq[s].token_count for s in added)
-    base = _projected_memory_tokens(loaded)
+    base = projected.memory_tokens
     if base + extra > loaded.cfg.budget:
         raise OverBudget(
             f"Promoting {len(added)} messages ({extra} tokens) would make the context "
             f"{base + extra} tokens, over the budget of {loaded.cfg.budget}. Clear promoted "
             "messages or promote fewer.",
             details={"tokens_needed": extra, "tokens_free": max(0, loaded.cfg.budget - base)})
-    state.promoted_seqs = sorted(already | set(added))
-    state.promoted_tokens = state.promoted_tokens + extra
-    _touch(state)
-    await db.flush()
-    return PromoteResult(added=added, promoted=list(state.promoted_seqs),
+    if added:
+        state.promoted_seqs = sorted(already | set(added))
+        state.promoted_tokens = state.promoted_tokens + extra
+        _touch(state)
+        await db.flush()
+    return PromoteResult(added=added, promoted=list(state.promoted_seqs or []),
                          promoted_tokens=state.promoted_tokens,
-                         usage=(base + extra) / loaded.cfg.budget)
+                         usage=(base + extra) / loaded.cfg.budget,
+                         skipped=[{"seq": s, "reason": r} for s, r in sorted(skipped.items())])
 
 
 async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
@@ -192,17 +206,18 @@ async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
     return count
 
 
-def _projected_memory_tokens(loaded: Loaded) -> int:
-    """Memory tokens once the pending compression round is shown (stand-ins)."""
+def _projected_layers(loaded: Loaded) -> policy.Layers:
+    """The layers once the pending compression round is shown (stand-ins): what a built
+    context shows before any budget fitting."""
     layers = loaded.layers
     pending = policy.plan(layers, loaded.cfg)
     if pending is None:
-        return layers.memory_tokens
+        return layers
     by_seq = {r.seq: r for r in layers.l1}
     drafts = [policy.SummaryRecord(r.start_seq, r.end_seq,
                                    loaded.stand_in_tokens([by_seq[s] for s in r.seqs]))
               for r in pending.ranges]
-    return policy.apply_plan(layers, pending, drafts, loaded.cfg).layers.memory_tokens
+    return policy.apply_plan(layers, pending, drafts, loaded.cfg).layers
 
 
 def _touch(state: Any) -> None:

@@ -210,3 +210,35 @@ async def test_small_window_caps_l2_at_a_quarter_of_the_budget(
     assert mem["snapshot_count"] >= 1
     ctx = (await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})).json()
     assert ctx["total_tokens"] <= 3600 and ctx["tokens"]["l2"] <= 900
+
+
+async def test_promote_while_compression_is_pending(client: httpx.AsyncClient) -> None:
+    """Messages the context shows only as stand-ins (their compression still pending) can
+    be promoted; verbatim ones are named as skipped; over budget is 409 whatever the
+    compression state."""
+    resp = await client.post("/v1/sessions", json={"config": {
+        "max_context_tokens": 1500, "reserved_output_tokens": 150}})
+    sid = resp.json()["id"]
+    words = "migration plan database index vacuum replica"
+    for n in range(1, 21):
+        role = "user" if n % 2 else "assistant"
+        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+            {"role": role, "content": f"m{n}: " + " ".join([words] * 11)}]})
+        assert r.status_code == 201, r.text
+    ctx = (await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})).json()
+    assert ctx["compression"]["pending"] is True
+    assert ctx["compression"]["stand_in_ranges"][0][0] == 1
+    verbatim = [m["seq"] for m in ctx["layers"]["l1"]]
+    assert 1 not in verbatim and 2 not in verbatim
+    ok = await client.post(f"/v1/sessions/{sid}/memory/promote", json={"seqs": [1, 2, 20]})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["added"] == [1, 2]
+    assert ok.json()["skipped"] == [{"seq": 20, "reason": "shown_verbatim"}]
+    ctx = (await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})).json()
+    assert [m["seq"] for m in ctx["layers"]["promoted"]] == [1, 2]
+    assert ctx["total_tokens"] <= 1350
+    await client.delete(f"/v1/sessions/{sid}/memory/promoted")
+    every = await client.post(f"/v1/sessions/{sid}/memory/promote",
+                              json={"start_seq": 1, "end_seq": 20})
+    assert every.status_code == 409, every.text
+    assert every.json()["error"]["code"] == "over_budget"
