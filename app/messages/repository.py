@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import IdempotencyRecord, Message, Session, Tenant
+from app.models import IdempotencyRecord, Message, Session
 
 _INSERT = sa.text("""
 INSERT INTO messages (session_id, seq, tenant_id, role, content, tool_calls, tool_use_id,
@@ -72,6 +72,3 @@ async def save_idempotent(db: AsyncSession, record: IdempotencyRecord) -> None:
     await db.flush()
 
 
-async def text_search_config(db: AsyncSession, tenant_id: uuid.UUID) -> str:
-    result = await db.execute(sa.select(Tenant.text_search_config).where(Tenant.id == tenant_id))
-    return result.scalar_one_or_none() or "english"

@@ -1,4 +1,4 @@
-"""Segmented-memory tables (issue 4), gathered for one import line in ``__init__``."""
+"""Segmented-memory tables, gathered for one import line in ``__init__``."""
 
 from app.models.agent_profile import AgentProfile
 from app.models.memory_snapshot import MemorySnapshot

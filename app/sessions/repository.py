@@ -15,14 +15,6 @@ async def get(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> 
     return result.scalar_one_or_none()
 
 
-async def get_for_update(db: AsyncSession, tenant_id: uuid.UUID,
-                         session_id: uuid.UUID) -> Session | None:
-    result = await db.execute(sa.select(Session).where(Session.tenant_id == tenant_id,
-                                                       Session.id == session_id)
-                              .with_for_update())
-    return result.scalar_one_or_none()
-
-
 async def add(db: AsyncSession, session: Session) -> Session:
     db.add(session)
     await db.flush()
