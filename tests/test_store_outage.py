@@ -61,7 +61,8 @@ async def test_postgres_down_is_503(private_pg, settings):
             ]:
                 r = await c.request(method, path, json=body, headers=sh)
                 assert r.status_code == 503, (method, path, r.status_code, r.text)
-                assert r.json()["error"]["code"] == "unavailable"
+                assert r.json()["error"]["code"] == "database_unavailable"
+                assert int(r.headers["retry-after"]) >= 1
                 assert "Traceback" not in r.text
             ready = await c.get("/readyz")
             assert ready.status_code == 503

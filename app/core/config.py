@@ -23,6 +23,17 @@ class Settings(BaseSettings):
     port: int = Field(default=8420, alias="LOOM_PORT")
     log_level: str = Field(default="info", alias="LOOM_LOG_LEVEL")
     db_pool_size: int = Field(default=10, alias="LOOM_DB_POOL_SIZE")
+    # Bounded database time (app/core/db.py): a statement (server statement_timeout and a
+    # client-side timeout for a server that does not answer at all), waiting for a pooled
+    # connection, and opening one; past any of them the request answers 503
+    # `database_unavailable` with Retry-After. 0 = no statement limit.
+    db_statement_timeout_seconds: float = Field(default=5.0, ge=0,
+                                                alias="LOOM_DB_STATEMENT_TIMEOUT_SECONDS")
+    db_pool_timeout_seconds: float = Field(default=5.0, gt=0, alias="LOOM_DB_POOL_TIMEOUT_SECONDS")
+    db_connect_timeout_seconds: float = Field(default=5.0, gt=0,
+                                              alias="LOOM_DB_CONNECT_TIMEOUT_SECONDS")
+    # /readyz answers within this (each store check is cut off after it).
+    ready_timeout_seconds: float = Field(default=2.0, gt=0, alias="LOOM_READY_TIMEOUT_SECONDS")
 
     # Auth
     admin_key: SecretStr | None = Field(default=None, alias="LOOM_ADMIN_KEY")
@@ -102,6 +113,13 @@ class Settings(BaseSettings):
                                             alias="LOOM_WORKER_METRICS_PORT")
     worker_job_timeout_seconds: float = Field(default=300.0, gt=0,
                                               alias="LOOM_WORKER_JOB_TIMEOUT_SECONDS")
+    # A job whose worker died is run again by another worker within this (the running
+    # worker renews a lease on the job; see app/jobs/lease.py).
+    job_recovery_seconds: float = Field(default=30.0, ge=3, alias="LOOM_JOB_RECOVERY_SECONDS")
+    # Longest wait between reconnect attempts of a worker that lost Redis, and between
+    # restarts of a child process `serve` supervises.
+    worker_reconnect_max_seconds: float = Field(default=10.0, gt=0,
+                                                alias="LOOM_WORKER_RECONNECT_MAX_SECONDS")
 
     @field_validator("database_url")
     @classmethod

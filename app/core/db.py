@@ -1,31 +1,152 @@
 """Database engine, sessions, and the request-scoped session dependency."""
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.util import await_
 
 log = logging.getLogger("loom.db")
 
 AfterCommit = Callable[[], Awaitable[None]]
 
 
-def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(
+# The client waits this much longer than the server's statement_timeout, so a slow
+# statement is cancelled by the server (the connection stays usable) and only a server that
+# does not answer at all hits the client-side timeout (the connection is discarded).
+CLIENT_TIMEOUT_GRACE = 0.5
+# a connection closed by the pool gets this long to say goodbye, then it is cut
+CLOSE_TIMEOUT = 0.5
+
+
+def create_engine(url: str, pool_size: int = 10, settings: Any = None) -> AsyncEngine:
+    """The engine with a bounded database time (see `Settings.db_*_seconds`) and the
+    disconnect handling of `install_disconnect_handling`. `settings` defaults to the
+    process settings."""
+    if settings is None:
+        from app.core.config import get_settings
+
+        settings = get_settings()
+    statement = settings.db_statement_timeout_seconds
+    connect_args: dict[str, Any] = {
+        "server_settings": {"application_name": "loom-memory"},
+        "timeout": settings.db_connect_timeout_seconds,
+        "command_timeout": (statement + CLIENT_TIMEOUT_GRACE) if statement else None,
+    }
+    if statement:
+        connect_args["server_settings"]["statement_timeout"] = str(int(statement * 1000))
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size * 2,
-        pool_pre_ping=False,
-        connect_args={"server_settings": {"application_name": "loom-memory"},
-                      "command_timeout": 30, "timeout": 5},
+        pool_timeout=settings.db_pool_timeout_seconds,
+        pool_pre_ping=False,  # a round trip per checkout; closed connections are caught below
+        connect_args=connect_args,
     )
+    install_disconnect_handling(engine)
+    return engine
+
+
+def _driver(dbapi_connection: Any) -> Any:
+    """The asyncpg connection under SQLAlchemy's adapter (or None)."""
+    return getattr(dbapi_connection, "_connection", None)
+
+
+def install_disconnect_handling(engine: AsyncEngine) -> None:
+    """A broken connection never serves a request and never goes back to the pool.
+
+    - checkout: a pooled connection the server has closed meanwhile (restart, failover,
+      `pg_terminate_backend`) is noticed without a round trip (asyncpg already saw the
+      socket close) and replaced by a fresh one, so the first request after the database
+      is back succeeds;
+    - errors: every connection-level failure (`app.core.db_errors.is_connection_error`,
+      client-side timeouts of a frozen server included) counts as a disconnect, so
+      SQLAlchemy invalidates the connection (and the pool's older ones); the connection is
+      closed at once, without the graceful close that would wait on a frozen server.
+    Raw asyncpg work under a request's session is covered by `get_db`."""
+    from app.core.db_errors import is_connection_error
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _closed_on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        raw = _driver(dbapi_connection)
+        if raw is not None and raw.is_closed():
+            raise sa_exc.DisconnectionError("the server closed this pooled connection")
+
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def _disconnects(ctx: Any) -> None:
+        # is_disconnect is already set for a closed connection and for a cancellation
+        if not (ctx.is_disconnect or is_connection_error(ctx.original_exception)):
+            return
+        conn = ctx.connection
+        if conn is not None and not conn.invalidated and not conn.closed:
+            _terminate(conn.connection.driver_connection)
+        if isinstance(ctx.original_exception, (asyncio.TimeoutError, TimeoutError)):
+            # the server did not answer this connection: the others may be fine, and
+            # recycling them all would make every next request wait on a close
+            ctx.invalidate_pool_on_disconnect = False
+        ctx.is_disconnect = True
+
+    dialect = engine.sync_engine.dialect
+    default_close = dialect.do_close
+
+    def _bounded_close(dbapi_connection: Any) -> None:
+        """Pool close (overflow, recycle): a polite goodbye, but never wait long on it."""
+        raw = _driver(dbapi_connection)
+        if raw is None:
+            default_close(dbapi_connection)
+            return
+        if raw.is_closed():
+            return
+        try:
+            await_(raw.close(timeout=CLOSE_TIMEOUT))
+        except Exception:  # no answer: cut it
+            _terminate(raw)
+        except BaseException:
+            _terminate(raw)
+            raise
+
+    dialect.do_close = _bounded_close  # type: ignore[method-assign]
+
+
+def _terminate(raw: Any) -> None:
+    """Close an asyncpg connection now (no goodbye to a server that may not answer)."""
+    try:
+        if raw is not None and not raw.is_closed():
+            raw.terminate()
+    except Exception:  # already broken: nothing to close
+        pass
+
+
+async def discard_connection(session: AsyncSession, exc: BaseException) -> None:
+    """Invalidate the connection a session holds after a connection-level failure that
+    SQLAlchemy did not see (raw asyncpg calls), so it is never pooled again. A session
+    that holds no connection (the failure was opening one) is left alone: asking it for
+    one would only wait on the database again."""
+
+    def _discard(sync_session: Any) -> None:
+        trans = sync_session.get_transaction()
+        # SessionTransaction._connections: bind -> (Connection, Transaction, ...)
+        for held in list(getattr(trans, "_connections", {}).values()) if trans else []:
+            conn = held[0]
+            if conn.invalidated or conn.closed:
+                continue
+            _terminate(conn.connection.driver_connection)
+            conn.invalidate(exc)
+
+    try:
+        await session.run_sync(_discard)
+    except Exception as err:  # the session is being torn down anyway
+        log.debug("discarding a broken connection failed: %s", type(err).__name__)
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
@@ -59,7 +180,10 @@ def read_only(fn: Any) -> Any:
 
 
 async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
-    """The request's session: commits on success, rolls back on error."""
+    """The request's session: commits on success, rolls back on error (discarding a
+    broken connection first)."""
+    from app.core.db_errors import is_connection_error
+
     maker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
     if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):
         maker = getattr(request.app.state, "read_sessionmaker", maker)
@@ -67,7 +191,9 @@ async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
         try:
             yield session
             await session.commit()
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) or is_connection_error(exc):
+                await discard_connection(session, exc)
             await session.rollback()
             raise
     await run_after_commit(session)

@@ -157,7 +157,8 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(500, "internal_error", "An internal error occurred.")
         if mapped.status_code >= 500:
             log.warning("store unavailable: %s", type(exc).__name__)
-        return error_response(mapped.status_code, mapped.code, mapped.message)
+        return error_response(mapped.status_code, mapped.code, mapped.message,
+                              headers=mapped.headers)
 
     # Registered per class (not only on Exception) so Starlette answers without re-raising.
     import asyncpg
@@ -165,6 +166,7 @@ def install_error_handlers(app: FastAPI) -> None:
     import sqlalchemy.exc
 
     for exc_class in (sqlalchemy.exc.SQLAlchemyError, asyncpg.PostgresError,
+                      asyncpg.InterfaceError,
                       redis.exceptions.RedisError, UnicodeEncodeError, OSError, TimeoutError):
         app.add_exception_handler(exc_class, _store_error)  # type: ignore[arg-type]
 

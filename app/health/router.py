@@ -17,18 +17,27 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-async def _check_db(request: Request) -> str:
+def _ready_timeout(request: Request) -> float:
+    settings = getattr(request.app.state, "settings", None)
+    return float(getattr(settings, "ready_timeout_seconds", 2.0))
+
+
+async def _check_db(request: Request, seconds: float) -> str:
     try:
-        async with request.app.state.engine.connect() as conn:
-            await asyncio.wait_for(conn.execute(sa.text("SELECT 1")), timeout=2)
+        async with asyncio.timeout(seconds):
+            # a pooled connection the server closed is replaced on checkout, and a broken
+            # one is discarded (app.core.db), so this follows the database both ways
+            async with request.app.state.engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
         return "ok"
     except Exception as exc:
         return f"unavailable ({type(exc).__name__})"
 
 
-async def _check_redis(request: Request) -> str:
+async def _check_redis(request: Request, seconds: float) -> str:
     try:
-        await asyncio.wait_for(request.app.state.redis.ping(), timeout=2)
+        async with asyncio.timeout(seconds):
+            await request.app.state.redis.ping()
         return "ok"
     except Exception as exc:
         return f"unavailable ({type(exc).__name__})"
@@ -37,12 +46,17 @@ async def _check_redis(request: Request) -> str:
 @router.get("/readyz", responses={503: {"description": "A backing store is unavailable."}})
 async def readyz(request: Request) -> Any:
     """PostgreSQL and Redis both answer."""
-    checks = {"database": await _check_db(request), "redis": await _check_redis(request)}
+    # both checked at once, each cut off after LOOM_READY_TIMEOUT_SECONDS
+    timeout = _ready_timeout(request)
+    db, redis = await asyncio.gather(_check_db(request, timeout),
+                                     _check_redis(request, timeout))
+    checks = {"database": db, "redis": redis}
     ready = all(v == "ok" for v in checks.values())
     if ready:
         return {"status": "ready", "checks": checks}
     return JSONResponse({"error": {"code": "not_ready", "message": "Not ready.",
-                                   "details": checks}}, status_code=503)
+                                   "details": checks}}, status_code=503,
+                        headers={"Retry-After": "2"})
 
 
 @router.get("/metrics", response_class=Response)

@@ -1,0 +1,172 @@
+"""PostgreSQL faults through the HTTP API: frozen (SIGSTOP, as in a network partition),
+stopped and started again (`pg_ctl stop -m fast`), and every app connection terminated
+(`pg_terminate_backend`). Never a 500; during the fault 503 `database_unavailable` with
+Retry-After within the configured database time; every route 2xx again within 2 s of the
+database accepting connections, and /readyz following."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from app.core.config import Settings
+from tests.faults.conftest import Api, Result, call, routes
+from tests.support.live import PrivatePostgres
+
+pytestmark = pytest.mark.slow
+
+DEFAULTS = Settings()
+# the bound every request keeps with the database frozen: the statement timeout (or the
+# connect / pool timeout when no connection is at hand) and a little slack for the event
+# loop of this 2-core machine
+BOUND = max(DEFAULTS.db_statement_timeout_seconds, DEFAULTS.db_connect_timeout_seconds,
+            DEFAULTS.db_pool_timeout_seconds) + 1.5
+READY_BOUND = DEFAULTS.ready_timeout_seconds + 1.0
+
+
+def _unavailable(r: Result) -> None:
+    assert r.status == 503, (r.name, r.status, r.body)
+    assert json.loads(r.body)["error"]["code"] in ("database_unavailable", "not_ready"), r.body
+    assert "Traceback" not in r.body
+    if r.name != "readyz":
+        assert r.retry_after is not None and int(r.retry_after) >= 1, r
+
+
+async def _all_ok(api: Api, within: float) -> float:
+    """Seconds until every route answers 2xx (each tried until then)."""
+    started = time.monotonic()
+    pending = [("readyz", "GET", "/readyz", None), *routes(api.session_id)]
+    while pending:
+        results = await asyncio.gather(*(call(api.client, *r) for r in pending))
+        for r in results:
+            assert r.status < 500 or r.status == 503, (r.name, r.status, r.body)
+        pending = [p for p, r in zip(pending, results, strict=True) if not 200 <= r.status < 300]
+        if pending and time.monotonic() - started > within:
+            raise AssertionError(f"still failing after {within}s: {[p[0] for p in pending]}")
+        if pending:
+            await asyncio.sleep(0.1)
+    return time.monotonic() - started
+
+
+async def test_frozen_database_answers_503_within_the_bound(
+        api: Api, private_pg: PrivatePostgres) -> None:
+    await _all_ok(api, 10)
+    private_pg.freeze()
+    try:
+        # concurrently: each route holds its own connection, all on the frozen server
+        results = await asyncio.gather(
+            *(call(api.client, *r) for r in routes(api.session_id)),
+            call(api.client, "readyz", "GET", "/readyz", None))
+        # and once more now that the pool's connections are known dead
+        again = await asyncio.gather(*(call(api.client, *r) for r in routes(api.session_id)))
+    finally:
+        private_pg.thaw()
+    timings = {r.name: round(r.elapsed, 2) for r in results}
+    print(f"frozen PostgreSQL: {timings}; again: "
+          f"{ {r.name: round(r.elapsed, 2) for r in again} }")
+    for r in [*results, *again]:
+        _unavailable(r)
+        assert r.elapsed <= (READY_BOUND if r.name == "readyz" else BOUND), (r.name, r.elapsed)
+    back = await _all_ok(api, 2)
+    print(f"all routes 2xx {back:.2f}s after SIGCONT")
+
+
+async def _load(api: Api, stop: asyncio.Event, out: list[Result]) -> None:
+    """Every route in a loop (one request of each at a time) until `stop`."""
+    async def loop(route: tuple[str, str, str, object]) -> None:
+        while not stop.is_set():
+            out.append(await call(api.client, *route))
+            await asyncio.sleep(0.02)
+    await asyncio.gather(*(loop(r) for r in
+                           [("readyz", "GET", "/readyz", None), *routes(api.session_id)]))
+
+
+def _check_recovery(results: list[Result], back_at: float, what: str) -> dict[str, float]:
+    """No 500 at any moment; every request started after the database is back + 2 s is
+    2xx; returns per route the time from `back_at` to its first 2xx."""
+    bad = [r for r in results if r.status >= 500 and r.status != 503]
+    assert not bad, [(r.name, r.status, r.body[:200]) for r in bad]
+    for r in results:
+        if r.status == 503:
+            _unavailable(r)
+    late = [r for r in results if r.started >= back_at + 2 and not 200 <= r.status < 300]
+    assert not late, [(r.name, r.status, round(r.started - back_at, 2)) for r in late]
+    first_ok: dict[str, float] = {}
+    for r in sorted(results, key=lambda r: r.started + r.elapsed):
+        if r.started >= back_at and 200 <= r.status < 300 and r.name not in first_ok:
+            first_ok[r.name] = round(r.started + r.elapsed - back_at, 2)
+    assert set(first_ok) == {"readyz", *(r[0] for r in routes(""))}, first_ok
+    assert max(first_ok.values()) <= 2, first_ok
+    failures = {}
+    for r in results:
+        if r.started >= back_at and not 200 <= r.status < 300:
+            failures[r.name] = failures.get(r.name, 0) + 1
+    print(f"{what}: first 2xx after back {first_ok}; non-2xx after back {failures}")
+    return first_ok
+
+
+async def test_restart_recovers_without_500(api: Api, private_pg: PrivatePostgres) -> None:
+    await _all_ok(api, 10)
+    stop = asyncio.Event()
+    results: list[Result] = []
+    load = asyncio.create_task(_load(api, stop, results))
+    try:
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(private_pg.stop, "fast")
+        await asyncio.sleep(1.5)
+        down = [r for r in results if r.started > time.monotonic() - 1.0]
+        await asyncio.to_thread(private_pg.start)  # returns once it accepts connections
+        back_at = time.monotonic()
+        await asyncio.sleep(3)
+    finally:
+        stop.set()
+        await load
+    assert any(r.status == 503 for r in down), "the outage was not seen"
+    _check_recovery(results, back_at, "pg_ctl stop -m fast + start")
+
+
+async def test_terminated_connections_recover_without_500(
+        api: Api, private_pg: PrivatePostgres) -> None:
+    await _all_ok(api, 10)
+    stop = asyncio.Event()
+    results: list[Result] = []
+    load = asyncio.create_task(_load(api, stop, results))
+    try:
+        await asyncio.sleep(1)
+        killed = 0
+        for _ in range(3):  # again and again, mid-request
+            killed += await asyncio.to_thread(private_pg.terminate_backends)
+            await asyncio.sleep(0.3)
+        back_at = time.monotonic()
+        await asyncio.sleep(3)
+    finally:
+        stop.set()
+        await load
+    assert killed > 0
+    _check_recovery(results, back_at, f"pg_terminate_backend x3 ({killed} connections)")
+
+
+@pytest.mark.parametrize("fault", ["restart", "terminate"])
+async def test_first_requests_after_the_database_is_back_succeed(
+        api: Api, private_pg: PrivatePostgres, fault: str) -> None:
+    """A quiet pool full of connections the server has closed: the first request of each
+    route after the fault already succeeds (the dead connections are never used)."""
+    await _all_ok(api, 10)
+    for _ in range(3):  # fill the pool with several idle connections
+        await asyncio.gather(*(call(api.client, *r) for r in routes(api.session_id) * 2))
+    if fault == "restart":
+        await asyncio.to_thread(private_pg.stop, "fast")
+        await asyncio.to_thread(private_pg.start)
+    else:
+        assert await asyncio.to_thread(private_pg.terminate_backends) > 0
+    results = []
+    order = sorted(routes(api.session_id), key=lambda r: r[0] != "context")  # context first
+    for _ in range(3):
+        for r in [*order, ("readyz", "GET", "/readyz", None)]:
+            results.append(await call(api.client, *r))
+    print(f"{fault}, quiet pool: {[(r.name, r.status, round(r.elapsed, 3)) for r in results]}")
+    assert all(200 <= r.status < 300 for r in results), [
+        (r.name, r.status, r.body[:120]) for r in results if not 200 <= r.status < 300]
