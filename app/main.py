@@ -6,14 +6,15 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api import api_router
 from app.auth.cache import KeyCache
+from app.core import jsonlimits, pagination
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
-from app.core.errors import error_response, install_error_handlers
+from app.core.errors import install_error_handlers
 from app.core.lifecycle import shutdown_hooks, startup_hooks
+from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.health.router import router as health_router
@@ -26,29 +27,6 @@ swap search, shared memory and knowledge tiers. Authenticate with `Authorization
 name the tenant with `X-Tenant-Id`."""
 
 
-class BodySizeLimit:
-    """Refuse bodies over the configured size with 413 before reading them."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for name, value in scope.get("headers", ()):
-                if name == b"content-length":
-                    try:
-                        too_big = int(value) > self.max_bytes
-                    except ValueError:
-                        too_big = False
-                    if too_big:
-                        resp = error_response(413, "payload_too_large",
-                                              f"The body is over {self.max_bytes} bytes.")
-                        await resp(scope, receive, send)
-                        return
-        await self.app(scope, receive, send)
-
-
 def _operation_id(route: APIRoute) -> str:
     return route.name
 
@@ -56,6 +34,8 @@ def _operation_id(route: APIRoute) -> str:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app. Stores are opened in the lifespan, so building it needs no services."""
     settings = settings or get_settings()
+    jsonlimits.configure(settings.max_json_depth)
+    pagination.configure(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -92,5 +72,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(api_router)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
     return app

@@ -17,7 +17,7 @@ from app.auth.schemas import (
 )
 from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 
 router = APIRouter(tags=["admin"], responses=ERROR_RESPONSES)
 
@@ -59,14 +59,14 @@ async def list_api_keys(
     db: DbDep, principal: PrincipalDep, request: Request,
     tenant_id: uuid.UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> ApiKeyList:
     """List a tenant's keys (never their secrets)."""
     after = None
-    data = decode_cursor(cursor)
+    data = decode_cursor(cursor, {"after": str})
     if data is not None:
         try:
-            after = uuid.UUID(str(data.get("after")))
+            after = uuid.UUID(data["after"])
         except ValueError as exc:
             raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
     keys = await service.list_keys(db, principal, _tenant_param(request, tenant_id),

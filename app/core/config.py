@@ -48,6 +48,19 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(default=64 * 1024 * 1024, alias="LOOM_MAX_REQUEST_BYTES")
     default_text_search_config: str = Field(default="english", alias="LOOM_TEXT_SEARCH_CONFIG")
 
+    # Input limits (app/core/limits.py, jsonlimits.py, pagination.py; knowledge filters).
+    # JSON nesting of any parsed document (bodies, X-Loom-Metadata, tool-call arguments).
+    max_json_depth: int = Field(default=64, ge=4, le=200, alias="LOOM_MAX_JSON_DEPTH")
+    # One message (its JSON: content, tool calls, metadata); a batch is bounded by
+    # LOOM_MAX_REQUEST_BYTES.
+    max_message_bytes: int = Field(default=8 * 1024 * 1024, ge=1024,
+                                   alias="LOOM_MAX_MESSAGE_BYTES")
+    # HMAC key of pagination cursors. Unset = derived from LOOM_ADMIN_KEY and DATABASE_URL
+    # (stable across restarts and replicas of one deployment); set it to rotate cursors.
+    cursor_secret: SecretStr | None = Field(default=None, alias="LOOM_CURSOR_SECRET")
+    filter_max_values: int = Field(default=1000, ge=1, le=10000,
+                                   alias="LOOM_FILTER_MAX_VALUES")
+
     migrate_on_start: bool = Field(default=True, alias="LOOM_MIGRATE_ON_START")
 
     # LLM (summaries, rerank). No key = heuristic summaries and BM25-only search.

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
 from app.knowledge.filters import DEFAULT_LIMIT, DEFAULT_ORDER, MAX_LIMIT
 from app.knowledge.scopes import SCOPE_ID_PATTERN, SCOPE_PATTERN, ScopeError, parse_scope
 
@@ -78,7 +79,8 @@ class MemoryItemQuery(BaseModel):
         "A field sorts descending; prefix `-` for ascending (the seed's convention). "
         "Ties are broken by id."), examples=["-importance"])
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
-    cursor: str | None = None
+    cursor: str | None = Field(default=None, description=CURSOR_DESCRIPTION,
+                               json_schema_extra=CURSOR_SCHEMA)
 
 
 class MemoryItemList(BaseModel):

@@ -134,13 +134,13 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery) -
     q = parse_filters(body.filters, order_by=body.order_by, limit=body.limit)
     order_tag = f"{q.order.field}:{'desc' if q.order.descending else 'asc'}"
     after = None
-    data = decode_cursor(body.cursor)
+    data = decode_cursor(body.cursor, {"o": str, "v": object, "i": str})
     if data is not None:
         try:
-            if data.get("o") != order_tag:
+            if data["o"] != order_tag:
                 raise ValueError("order changed")
             after = (_cursor_value(q.order.field, data["v"]), uuid.UUID(data["i"]))
-        except (KeyError, ValueError, TypeError) as exc:
+        except (ValueError, TypeError) as exc:
             raise BadRequest("The cursor does not belong to this query.",
                              code="invalid_cursor") from exc
     rows = await repository.query(db, caller.tenant_id, q.conditions, q.order, q.limit + 1, after)

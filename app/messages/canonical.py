@@ -7,19 +7,20 @@ message carrying N tool_result blocks becomes N tool messages (then a user messa
 other blocks), which is also the OpenAI shape; both output formats are rebuilt from it.
 """
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core import jsonlimits
 from app.core.tokens import content_text, count_message, tool_calls_text
 
 
 class MessageShapeError(ValueError):
     """The input is not a message we can store; `loc` points at the offending field."""
 
-    def __init__(self, msg: str, loc: list[str | int]) -> None:
+    def __init__(self, msg: str, loc: list[str | int], kind: str = "message_shape") -> None:
         super().__init__(msg)
         self.loc = loc
+        self.kind = kind
 
 
 @dataclass
@@ -64,7 +65,10 @@ def _tool_call_from_openai(call: Any, loc: list[str | int]) -> dict[str, Any]:
         args = fn.get("arguments", "{}")
         if isinstance(args, str):
             try:
-                parsed = json.loads(args) if args.strip() else {}
+                parsed = jsonlimits.loads(args) if args.strip() else {}
+            except jsonlimits.JsonTooDeep as exc:
+                raise MessageShapeError(str(exc), [*loc, "function", "arguments", *exc.loc],
+                                        "json_too_deep") from exc
             except ValueError as exc:
                 raise MessageShapeError("tool call arguments must be JSON",
                                         [*loc, "function", "arguments"]) from exc

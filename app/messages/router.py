@@ -7,8 +7,8 @@ from fastapi import APIRouter, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.core.db import DbDep, read_only
-from app.core.errors import ERROR_RESPONSES, BadRequest
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.errors import ERROR_RESPONSES
+from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.messages import service
 from app.messages.schemas import MessageList, MessagesAppend, MessagesAppended
 from app.sessions.deps import SessionDep
@@ -44,16 +44,13 @@ async def list_messages(
     offset: Annotated[int | None, Query(ge=0, description="Skip this many oldest messages.")]
     = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> MessageList:
     """The full history, oldest first, by `after_seq`, `offset` or `cursor`."""
     start = 0
-    data = decode_cursor(cursor)
+    data = decode_cursor(cursor, {"after_seq": int})
     if data is not None:
-        try:
-            start = int(data["after_seq"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
+        start = data["after_seq"]
     elif after_seq is not None:
         start = after_seq
     elif offset is not None:

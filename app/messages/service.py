@@ -64,8 +64,9 @@ def _canonical(body: MessagesAppend) -> list[CanonicalMessage]:
         try:
             out.extend(canonicalise(m.model_dump(exclude_none=True), i))
         except MessageShapeError as exc:
-            raise Unprocessable(str(exc), details=[{"loc": exc.loc, "msg": str(exc),
-                                                    "type": "message_shape"}]) from exc
+            raise Unprocessable(str(exc), code=exc.kind if exc.kind != "message_shape" else None,
+                                details=[{"loc": exc.loc, "msg": str(exc),
+                                          "type": exc.kind}]) from exc
     return out
 
 

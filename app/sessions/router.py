@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from app.auth.deps import CallerDep
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.sessions import repository, service
 from app.sessions.deps import SessionDep
 from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
@@ -30,7 +30,7 @@ async def list_sessions(
     db: DbDep, caller: CallerDep,
     agent_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> SessionList:
     """List sessions, oldest first. Agent keys see only their own agent's sessions."""
     if caller.role == "agent":
@@ -38,11 +38,11 @@ async def list_sessions(
             raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
         agent_id = caller.agent_id
     after = None
-    data = decode_cursor(cursor)
+    data = decode_cursor(cursor, {"t": str, "id": str})
     if data is not None:
         try:
-            after = (datetime.fromisoformat(str(data["t"])), uuid.UUID(str(data["id"])))
-        except (KeyError, ValueError) as exc:
+            after = (datetime.fromisoformat(data["t"]), uuid.UUID(data["id"]))
+        except ValueError as exc:
             raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
     rows = await repository.list_page(db, caller.tenant_id, agent_id=agent_id, after=after,
                                       limit=limit + 1)

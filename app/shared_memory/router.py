@@ -17,8 +17,10 @@ from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from app.auth.deps import CallerDep
+from app.core import jsonlimits
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
+from app.core.pagination import CursorQuery
 from app.shared_memory import lifecycle, offload, service, views  # noqa: F401  (hooks)
 from app.shared_memory.errors import ValueTooLarge
 from app.shared_memory.keys import Namespace
@@ -77,7 +79,7 @@ async def list_shared_memory_keys(
     namespace: Namespace, db: DbDep, caller: CallerDep, scope_id: ScopeQ = None,
     prefix: Annotated[str, Query(max_length=256)] = "",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> Any:
     """Keys (without any agent prefix) in key order, cursor-paginated."""
     return await views.list_keys(db, caller, namespace, scope_id, prefix, limit, cursor)
@@ -175,6 +177,7 @@ async def _read_body(request: Request, cap: int, max_bytes: int) -> bytes:
 
 def _json_body(raw: bytes) -> SharedMemoryPut:
     try:
+        # (its nesting was checked on the raw bytes by app.core.limits)
         parsed = json.loads(raw, parse_constant=_no_constants)
     except (ValueError, RecursionError) as exc:
         raise Unprocessable("The body is not valid JSON.", code="invalid_json") from exc
@@ -195,7 +198,10 @@ def _metadata_header(raw: str | None) -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        value = json.loads(raw, parse_constant=_no_constants)
+        value = jsonlimits.loads(raw, parse_constant=_no_constants)
+    except jsonlimits.JsonTooDeep as exc:
+        raise Unprocessable(f"X-Loom-Metadata: {exc}", code="json_too_deep",
+                            details=[exc.detail(["header", "x-loom-metadata"])]) from exc
     except ValueError as exc:
         raise BadRequest("X-Loom-Metadata must be a JSON object.", code="invalid_metadata") from exc
     if not isinstance(value, dict):

@@ -86,10 +86,10 @@ async def list_keys(db: AsyncSession, caller: Caller, namespace: Namespace,
     addr = await service.resolve(db, caller, namespace, None, scope_id)
     sprefix = keys.storage_prefix(namespace, addr.scope_id, prefix)
     after = None
-    data = decode_cursor(cursor)
+    data = decode_cursor(cursor, {"after": str})
     if data is not None:
-        after = data.get("after")
-        if not isinstance(after, str) or not after.startswith(sprefix):
+        after = data["after"]
+        if not after.startswith(sprefix):
             raise BadRequest("The cursor is not valid.", code="invalid_cursor")
     rows = await repository.list_keys(db, caller.tenant_id, namespace.value, addr.scope_id,
                                       sprefix, after, limit + 1, service._now())

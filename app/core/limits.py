@@ -1,0 +1,99 @@
+"""Request limits applied before any route runs (ASGI middleware).
+
+* Body size: the bytes actually received are counted, whatever the framing (Content-Length
+  or `Transfer-Encoding: chunked`); over `LOOM_MAX_REQUEST_BYTES` is 413 and the app never
+  sees the request, so nothing is stored. A Content-Length over the limit is refused before
+  reading anything.
+* JSON nesting: a JSON body (`application/json`, `application/*+json`) nested deeper than
+  `LOOM_MAX_JSON_DEPTH` is 422 `json_too_deep` naming the field, checked on the raw bytes
+  before anything parses them (see `app.core.jsonlimits`).
+
+The body is buffered here (every route reads its whole body anyway) and replayed to the app
+as one message; later `receive` calls (disconnects, for streaming responses) pass through.
+"""
+
+import asyncio
+import email.message
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core import jsonlimits
+from app.core.errors import error_response
+
+# JSON bodies at least this big are depth-checked in a worker thread, off the event loop.
+_THREAD_BYTES = 1024 * 1024
+
+
+def is_json_type(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    msg = email.message.Message()
+    msg["content-type"] = content_type
+    if msg.get_content_maintype() != "application":
+        return False
+    sub = msg.get_content_subtype()
+    return sub == "json" or sub.endswith("+json")
+
+
+class RequestLimits:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _too_large(self) -> ASGIApp:
+        return error_response(413, "payload_too_large",
+                              f"The body is over {self.max_bytes} bytes.")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        content_type = None
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.max_bytes:
+                    await self._too_large()(scope, receive, send)
+                    return
+            elif name == b"content-type":
+                content_type = value.decode("latin-1")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending its body
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._too_large()(scope, receive, send)
+                return
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        del chunks
+        if body and is_json_type(content_type):
+            try:
+                if len(body) >= _THREAD_BYTES:
+                    await asyncio.to_thread(jsonlimits.check_text, body)
+                else:
+                    jsonlimits.check_text(body)
+            except jsonlimits.JsonTooDeep as exc:
+                resp = error_response(422, "json_too_deep", str(exc), [exc.detail(["body"])])
+                await resp(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

@@ -1,0 +1,225 @@
+"""Hostile input ends as a 4xx envelope, never a 500 nor a stored row: JSON nesting, forged
+cursors, oversized and chunked bodies, tool inputs, filter lists, agent ids."""
+
+import base64
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from app.core.pagination import encode_cursor
+
+
+def deep(n: int, leaf: object = 1) -> object:
+    v = leaf
+    for _ in range(n):
+        v = {"a": v}
+    return v
+
+
+def deep_text(n: int) -> str:
+    return '{"a":' * n + "1" + "}" * n
+
+
+def assert_error(resp, status: int, code: str | None = None) -> dict:
+    assert resp.status_code == status, resp.text
+    err = resp.json()["error"]
+    assert set(err) == {"code", "message", "details"}
+    if code is not None:
+        assert err["code"] == code, err
+    return err
+
+
+async def _session(client, **body) -> str:
+    r = await client.post("/v1/sessions", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+async def _message_count(db, sid: str) -> int:
+    return (await db.execute(sa.text("select count(*) from messages where session_id = :s"),
+                             {"s": sid})).scalar_one()
+
+
+# --- 1. JSON nesting ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("depth", [300, 999, 5000])
+async def test_deep_json_in_message_fields_is_422_naming_the_field(client, db, depth):
+    sid = await _session(client)
+    d = deep_text(depth)
+    # Sent as text: the client's own json.dumps would recurse too deep.
+    for raw, field in (
+        ('{"messages":[{"role":"user","content":"hi","metadata":' + d + "}]}", "metadata"),
+        ('{"messages":[{"role":"user","content":[{"type":"text","text":"x","x":' + d
+         + "}]}]}", "content"),
+        ('{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"f",'
+         '"input":' + d + "}]}]}", "tool_calls"),
+    ):
+        r = await client.post(f"/v1/sessions/{sid}/messages", content=raw,
+                              headers={"Content-Type": "application/json"})
+        err = assert_error(r, 422, "json_too_deep")
+        assert err["details"][0]["loc"][:4] == ["body", "messages", 0, field]
+        assert "64" in err["message"] and field in err["message"]
+    assert await _message_count(db, sid) == 0
+
+
+async def test_json_at_the_limit_is_stored_and_served(client):
+    sid = await _session(client)
+    # body { messages [ { metadata ... } ] }: 3 levels around the metadata
+    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "hi", "metadata": deep(61)}]})
+    assert r.status_code == 201, r.text
+    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "hi", "metadata": deep(62)}]})
+    assert_error(r, 422, "json_too_deep")
+    page = await client.get(f"/v1/sessions/{sid}/messages")
+    assert page.status_code == 200 and len(page.json()["items"]) == 1
+
+
+async def test_deep_openai_arguments_string_is_422(client, db):
+    sid = await _session(client)
+    for depth in (100, 999, 5000):
+        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "f", "arguments": deep_text(depth)}}]}]})
+        err = assert_error(r, 422, "json_too_deep")
+        assert err["details"][0]["loc"][:7] == ["body", "messages", 0, "tool_calls", 0,
+                                                "function", "arguments"]
+    assert await _message_count(db, sid) == 0
+
+
+@pytest.mark.parametrize("route", ["session_metadata", "memory_item", "learned", "kernel",
+                                   "tool_input", "shared_json"])
+async def test_deep_json_in_other_bodies_is_422(client, route):
+    body = deep_text(999)
+    if route == "session_metadata":
+        method, path, raw = "POST", "/v1/sessions", '{"metadata":' + body + "}"
+    elif route == "memory_item":
+        method, path = "POST", "/v1/memory-items"
+        raw = '{"scope":"global","text":"x","metadata":' + body + "}"
+    elif route == "learned":
+        method, path, raw = "PUT", "/v1/agents/agent-1/learned", '{"artifacts":' + body + "}"
+    elif route == "kernel":
+        sid = await _session(client)
+        method, path, raw = "PUT", f"/v1/sessions/{sid}/kernel/schemas/s1", body
+    elif route == "tool_input":
+        sid = await _session(client)
+        method, path = "POST", f"/v1/sessions/{sid}/tool-calls"
+        raw = ('{"type":"tool_use","id":"t1","name":"shared_memory_write","input":'
+               '{"namespace":"agent","key":"k","value":' + body + "}}")
+    else:
+        method, path, raw = "PUT", "/v1/shared-memory/agent/k", '{"value":' + body + "}"
+    r = await client.request(method, path, content=raw,
+                             headers={"Content-Type": "application/json"})
+    err = assert_error(r, 422, "json_too_deep")
+    assert err["details"][0]["loc"][0] == "body"
+
+
+async def test_deep_json_in_metadata_header_is_422(client):
+    for depth in (300, 999):
+        r = await client.put("/v1/shared-memory/agent/raw", content=b"bytes",
+                             headers={"Content-Type": "application/octet-stream",
+                                      "X-Loom-Metadata": deep_text(depth)})
+        err = assert_error(r, 422, "json_too_deep")
+        assert err["details"][0]["loc"][:2] == ["header", "x-loom-metadata"]
+    assert (await client.get("/v1/shared-memory/agent/raw")).status_code == 404
+    ok = await client.put("/v1/shared-memory/agent/raw", content=b"bytes",
+                          headers={"Content-Type": "application/octet-stream",
+                                   "X-Loom-Metadata": json.dumps(deep(10))})
+    assert ok.status_code == 201, ok.text
+
+
+async def test_brackets_inside_strings_do_not_count(client):
+    sid = await _session(client)
+    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "[" * 5000 + '\\"{' * 100, "metadata": {"k": "{" * 999}}]})
+    assert r.status_code == 201, r.text
+
+
+# --- 2. Cursors ---------------------------------------------------------------------------
+
+def _unsigned(payload: str) -> str:
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+
+FORGED = [
+    _unsigned('{"after_seq": 1e400}'),
+    _unsigned('{"s": 1e400}'),
+    _unsigned('{"o":"importance:desc","v":' + "9" * 401 + ',"i":"x"}'),
+    _unsigned("[" * 5000 + "]" * 5000),
+    _unsigned('{"after":' + '{"a":' * 5000 + "1" + "}" * 5001),
+    "%%%garbage", "a.b", "x" * 5000,
+]
+
+
+async def _cursor_routes(client, tenant):
+    sid = await _session(client)
+    return [
+        ("GET", "/v1/sessions", None),
+        ("GET", f"/v1/sessions/{sid}/messages", None),
+        ("GET", f"/v1/sessions/{sid}/memory/snapshots", None),
+        ("GET", "/v1/shared-memory/agent", None),
+        ("POST", "/v1/memory-items/query", {}),
+        ("GET", "/v1/api-keys", {"tenant_id": tenant.id}),
+    ]
+
+
+async def _get_page(client, tenant, method, path, extra, cursor):
+    if method == "POST":
+        return await client.post(path, json={"cursor": cursor})
+    params = {"cursor": cursor, **(extra or {})}
+    c = tenant.admin if path == "/v1/api-keys" else client
+    return await c.get(path, params=params)
+
+
+async def test_forged_and_damaged_cursors_are_400_on_every_route(client, tenant):
+    for method, path, extra in await _cursor_routes(client, tenant):
+        for cursor in FORGED:
+            r = await _get_page(client, tenant, method, path, extra, cursor)
+            assert_error(r, 400, "invalid_cursor")
+
+
+async def test_signed_cursor_with_wrong_types_is_400(client, tenant):
+    sid = await _session(client)
+    cases = [
+        (f"/v1/sessions/{sid}/messages", {"after_seq": True}),
+        (f"/v1/sessions/{sid}/messages", {"after_seq": 10**400}),
+        (f"/v1/sessions/{sid}/messages", {"after_seq": "1"}),
+        (f"/v1/sessions/{sid}/messages", {"after_seq": 1, "x": 2}),
+        (f"/v1/sessions/{sid}/memory/snapshots", {"s": 2**63}),
+        ("/v1/sessions", {"t": 1, "id": "x"}),
+        ("/v1/shared-memory/agent", {"after": ["x"]}),
+    ]
+    for path, payload in cases:
+        r = await client.get(path, params={"cursor": encode_cursor(payload)})
+        assert_error(r, 400, "invalid_cursor")
+    r = await client.post("/v1/memory-items/query", json={"cursor": encode_cursor(
+        {"o": "importance:desc", "v": 10**401, "i": "00000000-0000-0000-0000-000000000000"})})
+    assert_error(r, 400, "invalid_cursor")
+
+
+async def test_tampered_cursor_is_400_and_a_real_one_pages(client):
+    sid = await _session(client)
+    await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": str(i)} for i in range(5)]})
+    page = (await client.get(f"/v1/sessions/{sid}/messages", params={"limit": 2})).json()
+    cursor = page["next_cursor"]
+    body, tag = cursor.split(".")
+    forged_body = _unsigned('{"after_seq":0}')
+    for bad in (f"{forged_body}.{tag}", cursor[:-1] + ("A" if cursor[-1] != "A" else "B"),
+                cursor + "\n"):
+        r = await client.get(f"/v1/sessions/{sid}/messages", params={"cursor": bad})
+        assert_error(r, 400, "invalid_cursor")
+    nxt = (await client.get(f"/v1/sessions/{sid}/messages",
+                            params={"cursor": cursor, "limit": 2})).json()
+    assert [m["seq"] for m in nxt["items"]] == [3, 4]
+
+
+async def test_openapi_describes_cursors(client):
+    doc = (await client.get("/openapi.json")).json()
+    params = doc["paths"]["/v1/sessions"]["get"]["parameters"]
+    cursor = next(p for p in params if p["name"] == "cursor")
+    schema = cursor["schema"]
+    text = json.dumps(schema)
+    assert "pattern" in text and "maxLength" in text
