@@ -42,11 +42,25 @@ class Caller:
         """Agent keys see only their own agent; service and admin keys see the tenant."""
         return self.role != "agent" or self.agent_id == agent_id
 
+    def require_agent_access(self, agent_id: str | None) -> None:
+        """403 `agent_mismatch` when an agent key names another agent (None names none)."""
+        if agent_id is not None and not self.can_see_agent(agent_id):
+            raise AgentMismatch()
+
+
+class AgentMismatch(Forbidden):
+    """An agent key asked to act as, or read, another agent."""
+
+    code = "agent_mismatch"
+
+    def __init__(self) -> None:
+        super().__init__("This key is bound to another agent.")
+
 
 def effective_agent(role: str, bound_agent: str | None, header_agent: str | None) -> str | None:
     """Resolve X-Agent-Id against the key: an agent key may not act as another agent."""
     if role == "agent":
         if header_agent is not None and header_agent != bound_agent:
-            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+            raise AgentMismatch()
         return bound_agent
     return header_agent or None

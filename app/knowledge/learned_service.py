@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import Conflict, Forbidden, NotFound
+from app.core.errors import Conflict, NotFound
 from app.knowledge import repository
 from app.knowledge.learned import LearnedError, rollback_target
 from app.knowledge.schemas import LearnedContent, LearnedPublic
@@ -21,8 +21,7 @@ from app.models.learned import LearnedHead, LearnedVersion
 
 
 def check_agent(caller: Caller, agent_id: str) -> None:
-    if not caller.can_see_agent(agent_id):
-        raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+    caller.require_agent_access(agent_id)
 
 
 def to_public(row: LearnedVersion, head: LearnedHead) -> LearnedPublic:

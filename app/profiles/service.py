@@ -5,15 +5,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import Conflict, Forbidden, NotFound
+from app.core.errors import Conflict, NotFound
 from app.models.memory import AgentProfile
 from app.profiles import repository
 from app.profiles.schemas import ProfilePublic, ProfileUpdate
 
 
 def check_agent(caller: Caller, agent_id: str) -> None:
-    if not caller.can_see_agent(agent_id):
-        raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+    caller.require_agent_access(agent_id)
 
 
 def to_public(p: AgentProfile) -> ProfilePublic:

@@ -56,8 +56,7 @@ async def search_sessions(body: SearchCreate, db: DbDep, caller: CallerDep,
         scope = SearchScope(tenant_id=caller.tenant_id)
     else:
         agent_id = body.agent_id or caller.require_agent()
-        if not caller.can_see_agent(agent_id):
-            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+        caller.require_agent_access(agent_id)
         scope = SearchScope(tenant_id=caller.tenant_id, agent_id=agent_id)
     outcome = await service.search(db, scope, body.query, limit=body.limit,
                                    rerank=body.rerank, llm=env.llm, redis=env.redis,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from app.auth.deps import CallerDep
 from app.core.db import DbDep, read_only
-from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
+from app.core.errors import ERROR_RESPONSES, BadRequest
 from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.sessions import repository, service
 from app.sessions.deps import SessionDep
@@ -34,8 +34,7 @@ async def list_sessions(
 ) -> SessionList:
     """List sessions, oldest first. Agent keys see only their own agent's sessions."""
     if caller.role == "agent":
-        if agent_id is not None and agent_id != caller.agent_id:
-            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+        caller.require_agent_access(agent_id)
         agent_id = caller.agent_id
     after = None
     data = decode_cursor(cursor, {"t": str, "id": str})

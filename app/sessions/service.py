@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import BadRequest, Conflict, Forbidden, Unprocessable
+from app.core.errors import BadRequest, Conflict, Unprocessable
 from app.memory.policy import MemoryConfig
 from app.models import Session
 from app.sessions import repository
@@ -41,8 +41,7 @@ def to_public(session: Session) -> SessionPublic:
 
 def resolve_agent(caller: Caller, requested: str | None) -> str:
     if caller.role == "agent":
-        if requested is not None and requested != caller.agent_id:
-            raise Forbidden("This key is bound to another agent.", code="agent_mismatch")
+        caller.require_agent_access(requested)
         assert caller.agent_id is not None
         return caller.agent_id
     agent = requested or caller.agent_id
