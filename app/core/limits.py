@@ -15,6 +15,7 @@ as one message; later `receive` calls (disconnects, for streaming responses) pas
 import asyncio
 import email.message
 
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core import jsonlimits
@@ -22,6 +23,9 @@ from app.core.errors import error_response
 
 # JSON bodies at least this big are depth-checked in a worker thread, off the event loop.
 _THREAD_BYTES = 1024 * 1024
+# The size of the body the app gets, in the ASGI scope (routes use it to move heavy work
+# off the event loop).
+BODY_BYTES_SCOPE_KEY = "loom.body_bytes"
 
 
 def is_json_type(content_type: str | None) -> bool:
@@ -40,7 +44,7 @@ class RequestLimits:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _too_large(self) -> ASGIApp:
+    def _too_large(self) -> JSONResponse:
         return error_response(413, "payload_too_large",
                               f"The body is over {self.max_bytes} bytes.")
 
@@ -77,6 +81,7 @@ class RequestLimits:
                 break
         body = b"".join(chunks)
         del chunks
+        scope[BODY_BYTES_SCOPE_KEY] = len(body)
         if body and is_json_type(content_type):
             try:
                 if len(body) >= _THREAD_BYTES:

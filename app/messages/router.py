@@ -8,6 +8,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from app.auth.deps import CallerDep
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
+from app.core.limits import BODY_BYTES_SCOPE_KEY
 from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.messages import service
 from app.messages.schemas import MessageList, MessagesAppend, MessagesAppended
@@ -27,10 +28,16 @@ async def append_messages(
 
     With `Idempotency-Key`, a retry of the same request returns the first result (200,
     `replayed: true`) and appends nothing; the same key with a different body is 409.
+    A message over `LOOM_MAX_MESSAGE_BYTES` (its JSON) is 413 `message_too_large`; the
+    whole request is bounded by `LOOM_MAX_REQUEST_BYTES` (413 `payload_too_large`).
     """
+    settings = request.app.state.settings
     result = await service.append(db, caller, session_id, body,
                                   idempotency_key=idempotency_key,
-                                  max_messages=request.app.state.settings.max_messages_per_request)
+                                  max_messages=settings.max_messages_per_request,
+                                  max_message_bytes=settings.max_message_bytes,
+                                  large=request.scope.get(BODY_BYTES_SCOPE_KEY, 0)
+                                  >= service.LARGE_BODY_BYTES)
     if result.replayed:
         response.status_code = 200
     return result

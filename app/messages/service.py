@@ -1,5 +1,6 @@
 """Appending and reading messages."""
 
+import asyncio
 import hashlib
 import json
 import uuid
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
@@ -58,6 +60,31 @@ def to_public(m: Message) -> MessagePublic:
                          metadata=m.meta or {}, created_at=m.created_at)
 
 
+# Bodies at least this big are measured and token-counted in a worker thread, so a large
+# append never stalls the event loop (tiktoken releases the GIL while it encodes).
+LARGE_BODY_BYTES = 256 * 1024
+
+
+def check_sizes(body: MessagesAppend, max_message_bytes: int) -> None:
+    """413 `message_too_large` for the first message whose JSON is over the limit."""
+    for i, m in enumerate(body.messages):
+        try:
+            size = len(m.__pydantic_serializer__.to_json(m, exclude_none=True))
+        except PydanticSerializationError:  # e.g. lone surrogates (refused later, as 422)
+            size = len(json.dumps(m.model_dump(exclude_none=True), ensure_ascii=False)
+                       .encode("utf-8", "surrogatepass"))
+        if size > max_message_bytes:
+            raise PayloadTooLarge(
+                f"Message {i} is {size} bytes; at most {max_message_bytes} per message "
+                "(large tool results belong in shared memory).", code="message_too_large",
+                details=[{"loc": ["body", "messages", i], "size_bytes": size,
+                          "max_bytes": max_message_bytes}])
+
+
+def _token_counts(canonical: list[CanonicalMessage]) -> list[int]:
+    return [m.token_count() for m in canonical]
+
+
 def _canonical(body: MessagesAppend) -> list[CanonicalMessage]:
     out: list[CanonicalMessage] = []
     for i, m in enumerate(body.messages):
@@ -76,11 +103,20 @@ def request_hash(body: MessagesAppend) -> str:
 
 
 async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: MessagesAppend,
-                 *, idempotency_key: str | None, max_messages: int) -> MessagesAppended:
-    """Append in one transaction. A retried Idempotency-Key returns the first result."""
+                 *, idempotency_key: str | None, max_messages: int,
+                 max_message_bytes: int | None = None, large: bool = False) -> MessagesAppended:
+    """Append in one transaction. A retried Idempotency-Key returns the first result.
+
+    `large`: the request body is big, so measuring and token counting run off the loop.
+    """
     if len(body.messages) > max_messages:
         raise PayloadTooLarge(f"At most {max_messages} messages per request.",
                               code="too_many_messages")
+    if max_message_bytes is not None:
+        if large:
+            await asyncio.to_thread(check_sizes, body, max_message_bytes)
+        else:
+            check_sizes(body, max_message_bytes)
     if idempotency_key is not None:
         # Serialise with other appends to this session before looking for the first result.
         locked = await repository.lock_session(db, caller.tenant_id, session_id)
@@ -97,7 +133,8 @@ async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: 
     canonical = _canonical(body)
     for before in _before:
         await before(db, caller, session_id, canonical)
-    counts = [m.token_count() for m in canonical]
+    counts = (await asyncio.to_thread(_token_counts, canonical) if large
+              else _token_counts(canonical))
     reserved = await repository.reserve_seqs(db, caller.tenant_id, session_id, len(canonical),
                                              sum(counts))
     if reserved is None:

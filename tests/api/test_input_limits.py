@@ -223,3 +223,102 @@ async def test_openapi_describes_cursors(client):
     schema = cursor["schema"]
     text = json.dumps(schema)
     assert "pattern" in text and "maxLength" in text
+
+
+# --- 3. Body size -------------------------------------------------------------------------
+
+SMALL_REQUEST = 200_000
+SMALL_MESSAGE = 4096
+
+
+@pytest.fixture(scope="module")
+async def small_app(settings):
+    """The app with small request and message limits (same stores)."""
+    from app.main import create_app
+
+    s = settings.model_copy(update={"max_request_bytes": SMALL_REQUEST,
+                                    "max_message_bytes": SMALL_MESSAGE})
+    application = create_app(s)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def small_client(small_app, tenant):
+    from tests.conftest import make_client
+
+    async with make_client(small_app, tenant.service_key, {"X-Agent-Id": "agent-1"}) as c:
+        yield c
+
+
+async def _chunks(total: int, size: int = 16_384):
+    yield b'{"messages":[{"role":"user","content":"'
+    sent = 0
+    while sent < total:
+        n = min(size, total - sent)
+        sent += n
+        yield b"x" * n
+    yield b'"}]}'
+
+
+async def test_chunked_body_over_the_limit_is_413_and_nothing_stored(small_client, db):
+    sid = await _session(small_client)
+    r = await small_client.post(f"/v1/sessions/{sid}/messages", content=_chunks(SMALL_REQUEST),
+                                headers={"Content-Type": "application/json"})
+    assert "content-length" not in {k.lower() for k in r.request.headers}
+    assert_error(r, 413, "payload_too_large")
+    assert await _message_count(db, sid) == 0
+    # a raw shared-memory value, chunked, too
+    r = await small_client.put("/v1/shared-memory/agent/big", content=_chunks(SMALL_REQUEST),
+                               headers={"Content-Type": "application/octet-stream"})
+    assert_error(r, 413, "payload_too_large")
+    assert (await small_client.get("/v1/shared-memory/agent/big")).status_code == 404
+    # under the limit, chunked is fine
+    r = await small_client.post(f"/v1/sessions/{sid}/messages", content=_chunks(1000),
+                                headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+
+
+async def test_message_over_the_per_message_limit_is_413(small_client, db):
+    sid = await _session(small_client)
+    r = await small_client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "ok"},
+        {"role": "user", "content": "y" * (SMALL_MESSAGE + 1)}]})
+    err = assert_error(r, 413, "message_too_large")
+    assert err["details"][0]["loc"] == ["body", "messages", 1]
+    r = await small_client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "ok", "metadata": {"m": "z" * SMALL_MESSAGE}}]})
+    assert_error(r, 413, "message_too_large")
+    assert await _message_count(db, sid) == 0
+    # many messages each under the limit are fine while the batch is under the request limit
+    r = await small_client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "w " * 1500} for _ in range(20)]})
+    assert r.status_code == 201, r.text
+
+
+async def test_large_append_does_not_stall_the_event_loop(client):
+    """Token counting of a large batch runs off the loop: a concurrent request is served."""
+    import asyncio
+    import time
+
+    sid = await _session(client)
+    words = " ".join(f"w{i % 977}x{i % 13}" for i in range(400_000))  # ~3.5 MB
+    stalls: list[float] = []
+
+    async def ticker() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            stalls.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    try:
+        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+            {"role": "user", "content": words} for _ in range(2)]})
+    finally:
+        tick.cancel()
+    assert r.status_code == 201, r.text
+    assert r.json()["messages"][0]["token_count"] > 100_000
+    assert max(stalls) < 0.5, max(stalls)
