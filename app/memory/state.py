@@ -8,12 +8,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.errors import NotFound
 from app.memory import repository
 from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
 from app.memory.summariser import SummaryDraft, heuristic_summary
 from app.models import Message, Session
 from app.models.memory import MemoryState, MemorySummary
+from app.sessions.access import SessionNotFound
 
 
 def memory_config(session_row: Session) -> MemoryConfig:
@@ -151,7 +151,7 @@ async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
         state = await repository.get_state(db, session_row.tenant_id, session_row.id,
                                            lock=lock)
     if state is None:
-        raise NotFound("No such session.", code="session_not_found")
+        raise SessionNotFound()
     gap = None
     if window is not None and session_row.last_seq - state.l1_start_seq + 1 > window:
         l1 = await repository.l1_window(db, session_row.tenant_id, session_row.id,

@@ -9,7 +9,8 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import BadRequest, Conflict, Unprocessable
+from app.core.errors import BadRequest, Unprocessable
+from app.memory.errors import RomFrozen
 from app.memory.policy import MemoryConfig
 from app.models import Session
 from app.sessions import repository
@@ -63,8 +64,8 @@ async def create(db: AsyncSession, caller: Caller, body: SessionCreate) -> Sessi
 
 async def update(db: AsyncSession, session: Session, body: SessionUpdate) -> Session:
     if "rom" in body.model_fields_set:
-        raise Conflict("A session's ROM is frozen at creation; start a new session to use "
-                       "another ROM.", code="rom_frozen")
+        raise RomFrozen("A session's ROM is frozen at creation; start a new session to use "
+                        "another ROM.")
     if body.config is not None:
         merged: dict[str, Any] = {**(session.config or {}), **body.config}
         try:
