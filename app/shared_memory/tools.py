@@ -16,9 +16,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.auth.caller import Caller
+from app.core.pagination import INT64_MAX
 from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.refs import render
+from app.shared_memory.ttl import TtlSeconds
 from app.shared_memory.views import dump_json
 from app.tools.registry import ToolContext, parse_args, register_handler
 
@@ -32,8 +34,8 @@ class _Target(BaseModel):
 
 class _Write(_Target):
     value: Any = None
-    ttl_seconds: int | None = Field(default=None, ge=1)
-    if_version: int | None = Field(default=None, ge=0)
+    ttl_seconds: TtlSeconds | None = None
+    if_version: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
 
 class _List(BaseModel):

@@ -5,9 +5,14 @@ TTL, both for reads and for the cleanup job; "expired" means past TTL *and* unre
 """
 
 from datetime import datetime, timedelta
+from typing import Annotated
+
+from pydantic import Field
 
 MIN_TTL_SECONDS = 1
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+# The TTL field of every input (REST body and query, the shared_memory_write tool).
+TtlSeconds = Annotated[int, Field(ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS)]
 
 
 def expires_at(now: datetime, ttl_seconds: int | None) -> datetime | None:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.errors import AppError
+from app.core.pagination import INT64_MAX
 from app.messages import repository as messages_repository
 from app.search import service as search_service
 from app.search.deps import search_env_for
@@ -23,7 +24,7 @@ SEARCH_TEXT_CHARS = 1000
 class RecallInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT64_MAX)  # as REST after_seq/offset
     limit: int = Field(default=20, ge=1, le=RECALL_MAX)
     promote: bool = False
 
@@ -57,7 +58,7 @@ register_tool("recall_conversation", {
     "input_schema": {
         "type": "object",
         "properties": {
-            "offset": {"type": "integer", "minimum": 0, "default": 0,
+            "offset": {"type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 0,
                        "description": "How many of the oldest messages to skip."},
             "limit": {"type": "integer", "minimum": 1, "maximum": RECALL_MAX, "default": 20},
             "promote": {"type": "boolean", "default": False},

@@ -157,7 +157,13 @@ async def execute(ctx: ToolContext, name: str, args: Any) -> ToolOutcome:
     except AppError as exc:
         details = exc.details if exc.details is not None else {"reason": exc.code}
         return _error(_app_error_code(exc), exc.message, details)
-    except Exception:
+    except Exception as exc:
+        from app.core.db_errors import map_db_error
+
+        mapped = map_db_error(exc)
+        if mapped is not None and mapped.status_code < 500:
+            # A value the store refused (out of range, unstorable characters): bad input.
+            return _error("INVALID_PARAMETER", mapped.message, {"reason": mapped.code})
         log.exception("tool %s failed", name)
         return _error("INTERNAL_ERROR", "The tool failed unexpectedly.")
     text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,

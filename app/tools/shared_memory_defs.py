@@ -5,6 +5,8 @@ to a tool without a handler answers TOOL_UNAVAILABLE. The shared-memory module m
 re-register a definition to refine it (last registration wins).
 """
 
+from app.core.pagination import INT64_MAX
+from app.shared_memory.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 from app.tools.registry import register_tool
 
 _NAMESPACES = ["global", "workflow", "swarm", "debate", "session", "agent"]
@@ -26,8 +28,9 @@ register_tool("shared_memory_write", {
     "input_schema": {"type": "object", "properties": {
         "namespace": _NAMESPACE, "key": _KEY, "scope_id": _SCOPE_ID,
         "value": {"description": "Any JSON value."},
-        "ttl_seconds": {"type": "integer", "minimum": 1},
-        "if_version": {"type": "integer", "minimum": 0}},
+        "ttl_seconds": {"type": "integer", "minimum": MIN_TTL_SECONDS,
+                        "maximum": MAX_TTL_SECONDS},
+        "if_version": {"type": "integer", "minimum": 0, "maximum": INT64_MAX}},
         "required": ["namespace", "key", "value"], "additionalProperties": False},
 })
 register_tool("shared_memory_list", {

@@ -322,3 +322,51 @@ async def test_large_append_does_not_stall_the_event_loop(client):
     assert r.status_code == 201, r.text
     assert r.json()["messages"][0]["token_count"] > 100_000
     assert max(stalls) < 0.5, max(stalls)
+
+
+# --- 4. Tool inputs -----------------------------------------------------------------------
+
+async def _tool(client, sid, name, tool_input):
+    r = await client.post(f"/v1/sessions/{sid}/tool-calls", json={
+        "type": "tool_use", "id": "toolu_1", "name": name, "input": tool_input})
+    assert r.status_code == 200, r.text
+    block = r.json()
+    return block["is_error"], json.loads(block["content"])
+
+
+@pytest.mark.parametrize("name,tool_input", [
+    ("recall_conversation", {"offset": 2**63}),
+    ("recall_conversation", {"offset": 10**30}),
+    ("recall_conversation", {"limit": 2**63}),
+    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
+                             "ttl_seconds": 10**30}),
+    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
+                             "ttl_seconds": 10**12}),
+    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
+                             "if_version": 10**30}),
+    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
+                             "if_version": 2**63}),
+    ("shared_memory_list", {"namespace": "agent", "limit": 10**30}),
+    ("search_conversation", {"query": "x", "limit": 2**63}),
+    ("shared_memory_read", {"namespace": "agent", "key": "k" * 10_000}),
+])
+async def test_out_of_range_tool_inputs_are_invalid_parameter(client, db, name, tool_input,
+                                                              caplog):
+    sid = await _session(client)
+    is_error, content = await _tool(client, sid, name, tool_input)
+    assert is_error is True
+    assert content["error"]["code"] == "INVALID_PARAMETER", content
+    assert "Traceback" not in caplog.text
+    assert (await client.get("/v1/shared-memory/agent/k")).status_code == 404
+
+
+async def test_tool_inputs_at_the_bounds_work(client):
+    sid = await _session(client)
+    is_error, content = await _tool(client, sid, "recall_conversation", {"offset": 2**63 - 1})
+    assert is_error is False and content["messages"] == []
+    is_error, content = await _tool(client, sid, "shared_memory_write", {
+        "namespace": "agent", "key": "k", "value": 1, "ttl_seconds": 10 * 365 * 24 * 3600})
+    assert is_error is False, content
+    tools = (await client.get(f"/v1/sessions/{sid}/tools")).json()["tools"]
+    write = next(t for t in tools if t["name"] == "shared_memory_write")
+    assert write["input_schema"]["properties"]["ttl_seconds"]["maximum"] == 10 * 365 * 24 * 3600
