@@ -18,6 +18,7 @@ from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.health.router import router as health_router
+from app.knowledge import filters
 
 log = logging.getLogger("loom")
 
@@ -36,6 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     jsonlimits.configure(settings.max_json_depth)
     pagination.configure(settings)
+    filters.configure(settings.filter_max_values)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

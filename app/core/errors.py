@@ -126,6 +126,18 @@ def allowed_methods(app: FastAPI, scope: Any) -> list[str]:
     return sorted(methods)
 
 
+def _too_many_arguments(exc: BaseException) -> bool:
+    """The driver refused a query for its number of arguments (asyncpg: at most 32,767)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if "number of query arguments cannot exceed" in str(cur):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Render every error, expected or not, as the envelope."""
 
@@ -151,6 +163,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _store_error(_: Request, exc: Exception) -> JSONResponse:
         from app.core.db_errors import map_db_error
 
+        if _too_many_arguments(exc):
+            return error_response(422, "too_many_values", "The request holds more values "
+                                  "than one database query can take; send fewer.")
         mapped = map_db_error(exc)
         if mapped is None:
             log.exception("unhandled error", exc_info=exc)

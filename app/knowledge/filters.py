@@ -73,6 +73,14 @@ ALIASES = {"timestamp": "created_at"}
 DEFAULT_ORDER = "timestamp"
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
+# Values in one filter list (each is a query argument; PostgreSQL takes at most 32,767).
+# LOOM_FILTER_MAX_VALUES, set by `configure` at startup.
+MAX_LIST_VALUES = 1000
+
+
+def configure(max_list_values: int) -> None:
+    global MAX_LIST_VALUES
+    MAX_LIST_VALUES = max_list_values
 
 
 class FilterError(ValueError):
@@ -210,6 +218,9 @@ def _condition(
             return None
         if not value:
             fail("list must not be empty")
+            return None
+        if len(value) > MAX_LIST_VALUES:
+            fail(f"a list holds at most {MAX_LIST_VALUES} values (got {len(value)})")
             return None
         typed = [_coerce(spec, v) for v in value]
         if any(t is _INVALID for t in typed):

@@ -370,3 +370,42 @@ async def test_tool_inputs_at_the_bounds_work(client):
     tools = (await client.get(f"/v1/sessions/{sid}/tools")).json()["tools"]
     write = next(t for t in tools if t["name"] == "shared_memory_write")
     assert write["input_schema"]["properties"]["ttl_seconds"]["maximum"] == 10 * 365 * 24 * 3600
+
+
+# --- 5. Filter lists ----------------------------------------------------------------------
+
+async def test_filter_with_too_many_values_is_422(client):
+    kinds = [f"k{i}" for i in range(40_000)]
+    for path, body in (("/v1/memory-items/query", {"filters": {"kind": kinds}}),
+                       ("/v1/memory-items/query", {"filters": {"kind": {"$ne": kinds}}}),
+                       ("/v1/memory-items/clear", {"scope": "task/t1",
+                                                   "filters": {"tags": kinds}})):
+        r = await client.post(path, json=body)
+        err = assert_error(r, 422, "invalid_query")
+        assert "at most 1000" in json.dumps(err["details"])
+    r = await client.post("/v1/memory-items/query",
+                          json={"filters": {"kind": kinds[:1000]}})
+    assert r.status_code == 200, r.text
+
+
+@pytest.fixture(scope="module")
+async def wide_filters_app(settings):
+    from app.main import create_app
+
+    application = create_app(settings.model_copy(update={"filter_max_values": 10_000}))
+    async with application.router.lifespan_context(application):
+        yield application
+    from app.knowledge import filters
+
+    filters.configure(settings.filter_max_values)
+
+
+async def test_too_many_query_arguments_are_422_not_500(wide_filters_app, tenant):
+    from tests.conftest import make_client
+
+    many = {f: [f"{f}{i}" for i in range(9_000)] for f in ("kind", "source", "text")}
+    many["id"] = [f"00000000-0000-0000-0000-{i:012d}" for i in range(9_000)]
+    async with make_client(wide_filters_app, tenant.service_key,
+                           {"X-Agent-Id": "agent-1"}) as c:
+        r = await c.post("/v1/memory-items/query", json={"filters": many})
+    assert_error(r, 422, "too_many_values")
