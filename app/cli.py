@@ -1,4 +1,8 @@
-"""`loom-memory` command line: serve, worker, migrate, openapi, create-key."""
+"""`loom-memory` command line: serve, worker, migrate, openapi, create-key.
+
+`serve` supervises the worker it starts (`Supervised`: restarted with backoff when it
+exits), and `worker` itself reconnects when Redis goes away (`workers.settings.run_forever`).
+"""
 
 import argparse
 import asyncio
@@ -8,6 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from app.core.config import Settings, get_settings
@@ -46,11 +52,11 @@ def cmd_openapi(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(_: argparse.Namespace) -> int:
-    from arq.worker import run_worker
+    """An arq worker that rides out Redis outages (reconnects with backoff) until
+    SIGTERM / SIGINT; see `workers.settings.run_forever`."""
+    from workers.settings import run_forever
 
-    from workers.settings import WorkerSettings
-
-    run_worker(WorkerSettings)  # type: ignore[arg-type]
+    asyncio.run(run_forever())
     return 0
 
 
@@ -101,6 +107,71 @@ def _die_with_parent() -> None:
         pass
 
 
+class Supervised:
+    """A child process `serve` keeps running: when it exits (crash, kill, OOM) it is
+    started again after a backoff that doubles from 0.5 s up to
+    `LOOM_WORKER_RECONNECT_MAX_SECONDS` (back to 0.5 s after a minute of good health),
+    and each exit and restart is logged. `stop()` ends it for good."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str],
+                 max_backoff: float) -> None:
+        self.name, self.argv, self.env, self.max_backoff = name, argv, env, max_backoff
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"supervise-{name}",
+                                        daemon=True)
+
+    def _spawn(self) -> None:
+        # PR_SET_PDEATHSIG fires when the spawning *thread* ends: the watcher thread lives
+        # until stop(), like the main thread
+        self.proc = subprocess.Popen(self.argv, env=self.env, preexec_fn=_die_with_parent)
+        self._started = time.monotonic()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _watch(self) -> None:
+        backoff = 0.5
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self._spawn()
+        while True:
+            proc = self.proc
+            assert proc is not None
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - self._started > 60:
+                backoff = 0.5
+            log.warning("%s (pid %d) exited with %s; restarting in %.1fs", self.name, proc.pid,
+                        code, backoff)
+            if self._stopping.wait(backoff):
+                return
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                self._spawn()
+                self.restarts += 1
+            log.warning("%s restarted (pid %d)", self.name, self.proc.pid)
+            backoff = min(self.max_backoff, backoff * 2)
+
+    def stop(self, timeout: float = 10) -> None:
+        with self._lock:
+            self._stopping.set()
+            proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._thread.join(timeout=timeout)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -110,7 +181,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     stores = EmbeddedStores(data_dir=settings.data_dir)
-    worker: subprocess.Popen[bytes] | None = None
+    worker: Supervised | None = None
     try:
         stores.start(need_db=not settings.database_url, need_redis=not settings.redis_url)
         env = dict(os.environ)
@@ -137,8 +208,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             else:
                 print(f"admin key: in {settings.data_dir / 'admin_key'}", flush=True)
         if settings.run_worker_in_serve and not args.no_worker:
-            worker = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env,
-                                      preexec_fn=_die_with_parent)
+            worker = Supervised("worker", [sys.executable, "-m", "app.cli", "worker"], env,
+                                settings.worker_reconnect_max_seconds)
+            worker.start()
         from app.main import create_app
 
         app = create_app(settings)
@@ -147,12 +219,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         uvicorn.run(app, host=host, port=port, log_level=settings.log_level,
                     access_log=False)
     finally:
-        if worker is not None and worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+        if worker is not None:
+            worker.stop()
         stores.stop()
         print("stopped", flush=True)
     return 0

@@ -1,18 +1,26 @@
 """arq worker settings: shares the app's settings, database and Redis code.
 
 Job functions live with their domain (`app/<domain>/tasks.py`) and are listed here.
+`run_forever` is how `loom-memory worker` runs them: a worker that loses Redis (or fails
+to start) is closed and started again with backoff, until SIGTERM / SIGINT. Each running
+job holds a renewed lease (app/jobs/lease.py), so a dead worker's job runs again within
+`LOOM_JOB_RECOVERY_SECONDS`.
 """
 
+import asyncio
 import logging
+import signal
+import time
 from typing import Any
 
 from arq import cron  # noqa: F401  (domains add cron jobs below)
-from arq.worker import func
+from arq.worker import Worker, create_worker, func
 
 from app.core.config import get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
+from app.jobs.lease import end_lease, start_lease
 from app.llm.client import get_llm_client
 from app.memory.tasks import compress_busy_sessions, compress_session
 from app.shared_memory.tasks import cleanup_expired_shared_memory
@@ -31,6 +39,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["redis_client"] = create_redis(settings.redis_url)
     ctx["queue"] = Queue(arq_settings(settings.redis_url), settings.queue_name)
     ctx["llm"] = get_llm_client(settings)  # None = heuristic summaries
+    ctx["cron_state"] = {}  # per worker start (app.memory.tasks.compress_busy_sessions)
     _start_metrics_server(settings.worker_metrics_port)
 
 
@@ -89,9 +98,94 @@ class WorkerSettings:
     ]
     on_startup = startup
     on_shutdown = shutdown
+    on_job_start = start_lease
+    on_job_end = end_lease
     redis_settings = _redis_settings()
     queue_name = get_settings().queue_name
     max_jobs = 10
     job_timeout = get_settings().worker_job_timeout_seconds
     max_tries = 5
     keep_result = 60
+
+
+# --- running: ride out Redis outages ----------------------------------------------------
+
+# a worker that ran this long before failing starts again without waiting
+HEALTHY_RUN_SECONDS = 60.0
+FIRST_BACKOFF_SECONDS = 0.5
+
+
+async def _close(worker: Worker) -> None:
+    """Close a worker whose Redis may be gone: cancel its jobs (they run again later: see
+    app/jobs/lease.py), run its shutdown hook, drop its pool; never raise."""
+    for task in worker.tasks.values():
+        task.cancel()
+    await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
+    if worker.on_shutdown is not None:
+        try:
+            await worker.on_shutdown(worker.ctx)
+        except Exception:
+            log.exception("worker shutdown hook failed")
+    if worker._pool is not None:
+        try:
+            await worker._pool.aclose(close_connection_pool=True)
+        except Exception:
+            pass
+        worker._pool = None
+
+
+async def run_forever(settings_cls: Any = None, *, max_backoff: float | None = None) -> None:
+    """Run arq workers until SIGTERM / SIGINT. When a worker stops on an error (Redis
+    unreachable, a failed start), it is closed and a new one starts after a backoff that
+    doubles from 0.5 s up to `LOOM_WORKER_RECONNECT_MAX_SECONDS`; each start runs the
+    cron jobs marked run-at-startup again (the busy-session pass catches up at once)."""
+    settings_cls = settings_cls or WorkerSettings
+    if max_backoff is None:
+        max_backoff = get_settings().worker_reconnect_max_seconds
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    current: dict[str, Worker] = {}
+
+    def _stop(sig: signal.Signals) -> None:
+        log.info("worker stopping on %s", sig.name)
+        stopping.set()
+        worker = current.get("worker")
+        if worker is not None:
+            worker.handle_sig(sig)  # cancels its jobs and its main task
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, _stop, sig)
+    backoff = FIRST_BACKOFF_SECONDS
+    try:
+        while not stopping.is_set():
+            worker = create_worker(settings_cls, handle_signals=False)
+            for job in worker.cron_jobs:  # run-at-startup crons run again on this start
+                job.next_run = None
+            current["worker"] = worker
+            started = time.monotonic()
+            worker.main_task = asyncio.create_task(worker.main())
+            try:
+                await worker.main_task
+                error = "stopped"
+            except asyncio.CancelledError:
+                if not stopping.is_set():
+                    raise
+                error = "cancelled"
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"[:200]
+            finally:
+                await _close(worker)
+                current.pop("worker", None)
+            if stopping.is_set():
+                break
+            if time.monotonic() - started > HEALTHY_RUN_SECONDS:
+                backoff = FIRST_BACKOFF_SECONDS
+            log.warning("worker stopped (%s); starting again in %.1fs", error, backoff)
+            try:
+                await asyncio.wait_for(stopping.wait(), backoff)
+            except TimeoutError:
+                pass
+            backoff = min(max_backoff, backoff * 2)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)

@@ -18,9 +18,10 @@ tries; after that the heuristic summary is written (`method: heuristic`). Non-re
 LLM errors (bad key, empty or malformed answer) fall back at once. Any other error
 (database, Redis...) is retried with backoff up to `LOOM_COMPRESS_MAX_TRIES`, then the job
 is marked failed with its last error. A worker killed mid-job has written nothing of the
-unfinished batch (the transaction never committed); arq runs the job again once its
-in-progress lock expires, and the unique `(session_id, start_seq)` summary key plus the
-version check make a second summary of the same range impossible.
+unfinished batch (the transaction never committed); another worker runs the job again
+once its lease expires (within `LOOM_JOB_RECOVERY_SECONDS`, app/jobs/lease.py), and the
+unique `(session_id, start_seq)` summary key plus the version check make a second summary
+of the same range impossible.
 
 `compress_busy_sessions(ctx)` is the cron pass: sessions changed since the last pass (or
 with an overflowing L1) that are busy get a job, as do jobs left `pending` (enqueue lost
@@ -41,6 +42,7 @@ from arq import Retry
 
 from app.core.tokens import count_message
 from app.jobs import metrics, repository, triggers
+from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
 from app.llm.errors import LLMError
 from app.llm.summarise import summarise
@@ -57,6 +59,10 @@ MAX_APPLIES = 200  # per job try; a longer backlog continues in the next job
 MAX_STALE_REPLANS = 5
 MAX_BACKOFF_SECONDS = 300.0
 CRON_LAST_PASS_KEY = "loom:compress:last-pass:{queue}"
+
+
+class LeaseLost(Exception):
+    """This worker's lease on the job expired and another worker took the job."""
 
 
 @dataclasses.dataclass
@@ -111,6 +117,8 @@ async def run_compression(ctx: dict[str, Any], tenant_id: uuid.UUID, session_id:
             summarise(ctx.get("llm"), r.messages, max_tokens=settings.summary_max_tokens,
                       max_input_tokens=settings.summary_input_tokens, fallback=llm_fallback)
             for r in plan.ranges)))
+        if lease_lost(ctx):  # another worker runs this job now (app/jobs/lease.py)
+            raise LeaseLost
         async with sessionmaker() as db:
             row = await sessions_repository.get(db, tenant_id, session_id)
             if row is None:
@@ -172,6 +180,9 @@ async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str 
         async with asyncio.timeout(settings.compress_job_timeout_seconds):
             outcome = await run_compression(ctx, tid, sid, force=force,
                                             llm_fallback=llm_fallback)
+    except LeaseLost:  # the worker that took the job over records its outcome
+        log.warning("compression of %s handed over to another worker", sid)
+        return {"summaries": 0, "lease_lost": True}
     except LLMError as exc:  # retryable and the LLM still gets another chance
         return await _retry_or_fail(ctx, tid, sid, job_try, f"LLM unavailable: {exc.message}")
     except Exception as exc:
@@ -215,15 +226,24 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
     interval = timedelta(seconds=settings.compress_cron_seconds)
     key = CRON_LAST_PASS_KEY.format(queue=settings.queue_name)
     since = now - timedelta(days=1)
+    last = None
     try:
         last = await redis.get(key) if redis is not None else None
         if last:
             since = max(since, datetime.fromtimestamp(float(last), UTC) - 2 * interval)
     except Exception:
         pass
+    # The first pass of a worker that just (re)connected, or on a Redis that lost its data,
+    # re-enqueues every pending job at once: their enqueue may have failed while Redis was
+    # unreachable (a job still queued is deduplicated by its id, so this is harmless).
+    # Otherwise a pending job counts as lost after two intervals.
+    cron_state = ctx.get("cron_state")
+    first_pass = last is None or (cron_state is not None and not cron_state.get("passes"))
+    if cron_state is not None:
+        cron_state["passes"] = cron_state.get("passes", 0) + 1
     async with sessionmaker() as db:
         lost = await repository.stale_jobs(
-            db, pending_before=now - 2 * interval,
+            db, pending_before=now if first_pass else now - 2 * interval,
             running_before=now - timedelta(seconds=2 * settings.compress_job_timeout_seconds
                                            + 60),
             limit=settings.compress_cron_batch)

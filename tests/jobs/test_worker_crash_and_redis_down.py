@@ -63,9 +63,9 @@ def start_worker(settings: Settings, fake: FakeLLMServer) -> subprocess.Popen[by
            "LOOM_QUEUE_NAME": settings.queue_name, "ANTHROPIC_API_KEY": FAKE_KEY,
            "ANTHROPIC_BASE_URL": fake.base_url, "LOOM_LLM_PROVIDER": "anthropic",
            "LOOM_LLM_MAX_RETRIES": "0", "LOOM_LLM_TIMEOUT_SECONDS": "60",
-           # short timeouts so arq's in-progress lock of the killed job expires soon
-           # (max job timeout + 10 s)
-           "LOOM_COMPRESS_JOB_TIMEOUT_SECONDS": "3", "LOOM_WORKER_JOB_TIMEOUT_SECONDS": "3",
+           # a short lease, so the killed worker's job runs again soon (app/jobs/lease.py;
+           # tests/faults/test_worker_faults.py checks the default bound)
+           "LOOM_JOB_RECOVERY_SECONDS": "6",
            "LOOM_COMPRESS_RETRY_BASE_SECONDS": "0", "PYTHONPATH": str(ROOT)}
     arq = Path(sys.executable).with_name("arq")
     return subprocess.Popen([str(arq), "workers.settings.WorkerSettings"], cwd=ROOT, env=env,
