@@ -44,7 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not settings.database_url or not settings.redis_url:
             raise RuntimeError("DATABASE_URL and REDIS_URL must be set "
                                "(`loom-memory serve` without them starts embedded stores)")
-        engine = create_engine(settings.database_url, settings.db_pool_size)
+        engine = create_engine(settings.database_url, settings.db_pool_size, settings)
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.read_sessionmaker = create_read_sessionmaker(engine)
