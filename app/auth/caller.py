@@ -1,9 +1,11 @@
 """Who is calling, and what they may do (pure rules)."""
 
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.errors import BadRequest, Forbidden
 
 Role = Literal["admin", "service", "agent"]
@@ -46,6 +48,26 @@ class Caller:
         """403 `agent_mismatch` when an agent key names another agent (None names none)."""
         if agent_id is not None and not self.can_see_agent(agent_id):
             raise AgentMismatch()
+
+
+# One agent-id rule for the X-Agent-Id header, body fields and paths (AGENT_ID_PATTERN).
+_AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
+
+
+class InvalidAgentId(BadRequest):
+    code = "invalid_agent_id"
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"{where} is not a valid agent id: 1-200 characters, letters, digits "
+                         "and _ . : @ -, starting with a letter or digit.",
+                         details=[{"loc": where.split("."), "pattern": AGENT_ID_PATTERN}])
+
+
+def check_agent_id(value: str, where: str) -> str:
+    """`value` if it is a valid agent id, else 400 `invalid_agent_id` naming `where`."""
+    if not _AGENT_ID_RE.fullmatch(value):
+        raise InvalidAgentId(where)
+    return value
 
 
 class AgentMismatch(Forbidden):

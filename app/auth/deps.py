@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.auth import repository
-from app.auth.caller import Caller, effective_agent
+from app.auth.caller import Caller, check_agent_id, effective_agent
 from app.auth.keys import hash_key, same_secret
 from app.auth.ratelimit import take_token
 from app.core.config import Settings
@@ -82,6 +82,8 @@ def _header_tenant(request: Request) -> uuid.UUID | None:
 async def get_caller(request: Request, db: DbDep, principal: PrincipalDep) -> Caller:
     """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id."""
     header_agent = request.headers.get("x-agent-id") or None
+    if header_agent is not None:
+        check_agent_id(header_agent, "header.x-agent-id")
     agent = effective_agent(principal.role, principal.bound_agent, header_agent)
     tenant_id = principal.tenant_id
     if principal.role == "admin":

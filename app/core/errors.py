@@ -126,6 +126,12 @@ def allowed_methods(app: FastAPI, scope: Any) -> list[str]:
     return sorted(methods)
 
 
+def _bad_agent_id(error: dict[str, Any]) -> bool:
+    """A body, path or query `agent_id` that does not match the agent-id pattern."""
+    loc = error["loc"]
+    return bool(loc) and loc[-1] == "agent_id" and error["type"] == "string_pattern_mismatch"
+
+
 def _too_many_arguments(exc: BaseException) -> bool:
     """The driver refused a query for its number of arguments (asyncpg: at most 32,767)."""
     seen: set[int] = set()
@@ -147,8 +153,13 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "validation_error", "The request is not valid.",
-                              _clean_validation_errors(list(exc.errors())))
+        errors = _clean_validation_errors(list(exc.errors()))
+        if errors and all(_bad_agent_id(e) for e in errors):
+            # The same answer as for the X-Agent-Id header (app.auth.caller.check_agent_id).
+            where = ".".join(str(p) for p in errors[0]["loc"])
+            return error_response(400, "invalid_agent_id",
+                                  f"{where} is not a valid agent id.", errors)
+        return error_response(422, "validation_error", "The request is not valid.", errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

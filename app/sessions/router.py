@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from app.auth.deps import CallerDep
+from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES, BadRequest
 from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
@@ -28,7 +29,7 @@ async def create_session(body: SessionCreate, db: DbDep, caller: CallerDep) -> S
 @read_only
 async def list_sessions(
     db: DbDep, caller: CallerDep,
-    agent_id: str | None = None,
+    agent_id: Annotated[str | None, Query(pattern=AGENT_ID_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: CursorQuery = None,
 ) -> SessionList:

@@ -409,3 +409,42 @@ async def test_too_many_query_arguments_are_422_not_500(wide_filters_app, tenant
                            {"X-Agent-Id": "agent-1"}) as c:
         r = await c.post("/v1/memory-items/query", json={"filters": many})
     assert_error(r, 422, "too_many_values")
+
+
+# --- 6. Agent ids -------------------------------------------------------------------------
+
+BAD_AGENT_IDS = ["éé", "a" * 300, "-leading", "a b", "a/b", "x\ty"]
+
+
+async def test_bad_x_agent_id_is_400_invalid_agent_id(tenant, db):
+    for bad in BAD_AGENT_IDS:
+        c = tenant.client_for(tenant.service_key, {"X-Agent-Id": bad.encode()})
+        r = await c.post("/v1/sessions", json={})
+        err = assert_error(r, 400, "invalid_agent_id")
+        assert "x-agent-id" in err["message"].lower()
+    n = (await db.execute(sa.text("select count(*) from sessions where tenant_id = :t"),
+                          {"t": tenant.id})).scalar_one()
+    assert n == 0
+    ok = tenant.client_for(tenant.service_key, {"X-Agent-Id": "a2:x"})
+    assert (await ok.post("/v1/sessions", json={})).status_code == 201  # ':' is allowed
+
+
+async def test_bad_agent_id_in_body_path_and_query_is_the_same_400(client, tenant):
+    for bad in ("éé", "a" * 300):
+        for method, path, kwargs in (
+            ("POST", "/v1/sessions", {"json": {"agent_id": bad}}),
+            ("POST", "/v1/search", {"json": {"query": "x", "scope": "agent",
+                                             "agent_id": bad}}),
+            ("GET", "/v1/sessions", {"params": {"agent_id": bad}}),
+            ("GET", f"/v1/agents/{bad}/profile", {}),
+            ("GET", f"/v1/agents/{bad}/learned", {}),
+        ):
+            r = await client.request(method, path, **kwargs)
+            err = assert_error(r, 400, "invalid_agent_id")
+            assert err["details"][0]["loc"][-1] == "agent_id", err
+        r = await tenant.admin.post("/v1/api-keys", json={"tenant_id": tenant.id,
+                                                          "role": "agent", "agent_id": bad})
+        assert_error(r, 400, "invalid_agent_id")
+    # other validation errors keep their 422
+    r = await client.post("/v1/sessions", json={"agent_id": "ok", "config": "nope"})
+    assert_error(r, 422, "validation_error")
