@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
 
@@ -20,11 +20,19 @@ class TenantPublic(BaseModel):
 
 
 class ApiKeyCreate(BaseModel):
+    # agent_id: required for role agent, absent (or null) for the other roles.
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"role": {"const": "agent"}}, "required": ["role"]},
+        "then": {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
+        "else": {"properties": {"agent_id": {"type": "null"}}},
+    })
+
     tenant_id: uuid.UUID | None = Field(
         default=None, description="Tenant of the key; defaults to the caller's tenant.")
     role: Literal["admin", "service", "agent"]
     agent_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN,
-                                 description="Required for role agent; the key acts only as it.")
+                                 description="Required for role agent (the key acts only as it); "
+                                             "refused for the other roles.")
     name: str = Field(default="", max_length=200)
 
     @model_validator(mode="after")

@@ -4,18 +4,68 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
-from app.knowledge.filters import DEFAULT_LIMIT, DEFAULT_ORDER, MAX_LIMIT
+from app.core.strict import JSON_INT, JsonFloat, JsonInt
+from app.knowledge.filters import (
+    ALIASES,
+    DEFAULT_LIMIT,
+    DEFAULT_ORDER,
+    FIELDS,
+    MAX_LIMIT,
+    OPERATORS,
+    FieldSpec,
+)
 from app.knowledge.scopes import SCOPE_ID_PATTERN, SCOPE_PATTERN, ScopeError, parse_scope
 
 FILTERS_DOC = (
     "Field -> value (exact; a list = any of; for `tags` any of) or {operator: value} with "
     "operators $eq $ne $gt $gte $lt $lte. Fields: id, scope, kind, source, text, tags, "
     "importance, token_cost, created_at (alias timestamp), updated_at.")
+
+
+_NUM = 2**31 - 1
+# RFC 3339 as datetime.fromisoformat reads it: upper-case T and Z, no leap second, years 2-9998.
+_DATETIME = {"type": "string", "format": "date-time", "pattern": (
+    r"^(?!0001-|9999-)[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:(?!60)[0-9]{2}"
+    r"(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})$")}
+_SCALARS: dict[str, dict[str, Any]] = {
+    "str": {"type": "string"}, "tags": {"type": "string"},
+    "scope": {"type": "string", "pattern": SCOPE_PATTERN},
+    "float": {"type": "number", "minimum": -_NUM, "maximum": _NUM},
+    "int": {"type": "number", "minimum": -_NUM, "maximum": _NUM},
+    "uuid": {"type": "string", "format": "uuid"},
+    "datetime": _DATETIME,
+}
+_ORDERED_TYPES = ("float", "int", "datetime", "uuid")
+
+
+def _filter_value_schema(spec: FieldSpec) -> dict[str, Any]:
+    scalar = _SCALARS[spec.type]
+    listed = {"type": "array", "minItems": 1, "items": scalar}
+    equal = [scalar, listed] + ([{"type": "null"}] if spec.nullable else [])
+    ops: dict[str, Any] = {"$eq": {"anyOf": equal}, "$ne": {"anyOf": equal}}
+    if spec.type in _ORDERED_TYPES:
+        ops.update({op: scalar for op in OPERATORS if op not in ("$eq", "$ne")})
+    operators = {"type": "object", "minProperties": 1, "additionalProperties": False,
+                 "properties": ops}
+    return {"anyOf": [*equal, operators]}
+
+
+def filters_schema() -> dict[str, Any]:
+    """The JSON Schema of `filters`, from the same table the parser uses (filters.FIELDS)."""
+    props = {name: _filter_value_schema(spec) for name, spec in FIELDS.items()}
+    props.update({alias: props[target] for alias, target in ALIASES.items()})
+    return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+ORDER_BY_VALUES = sorted(
+    p + name for name in [*(f for f, s in FIELDS.items() if s.orderable), *ALIASES]
+    for p in ("", "-"))
+FILTERS = {"json_schema_extra": filters_schema()}
 
 
 def _check_scope(v: str) -> str:
@@ -28,7 +78,10 @@ def _check_scope(v: str) -> str:
 class MemoryItemCreate(BaseModel):
     """A knowledge item. Give `text`, `payload` or both; the token cost is computed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["text"], "properties": {"text": {"type": "string", "minLength": 1}}},
+        {"required": ["payload"], "properties": {"payload": {"not": {"type": "null"}}}},
+    ]})
 
     scope: str = Field(pattern=SCOPE_PATTERN, description="`task/<id>`, `project/<id>` or "
                        "`global`.", examples=["project/checkout"])
@@ -36,8 +89,9 @@ class MemoryItemCreate(BaseModel):
     source: str | None = Field(default=None, max_length=200,
                                description="Who or what produced it. Default: the caller's "
                                            "agent id, else `api`.")
-    tags: list[str] = Field(default_factory=list, max_length=64)
-    importance: float = Field(default=0.5, ge=0, le=1)
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        default_factory=list, max_length=64)
+    importance: JsonFloat = Field(default=0.5, ge=0, le=1)
     text: str | None = Field(default=None, max_length=1_000_000)
     payload: Any = None
 
@@ -74,11 +128,12 @@ class MemoryItemPublic(BaseModel):
 class MemoryItemQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    filters: dict[str, Any] = Field(default_factory=dict, description=FILTERS_DOC)
-    order_by: str = Field(default=DEFAULT_ORDER, description=(
+    filters: dict[str, Any] = Field(default_factory=dict, description=FILTERS_DOC, **FILTERS)
+    order_by: str = Field(default=DEFAULT_ORDER, json_schema_extra={"enum": ORDER_BY_VALUES},
+                          description=(
         "A field sorts descending; prefix `-` for ascending (the seed's convention). "
         "Ties are broken by id."), examples=["-importance"])
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     cursor: str | None = Field(default=None, description=CURSOR_DESCRIPTION,
                                json_schema_extra=CURSOR_SCHEMA)
 
@@ -92,15 +147,20 @@ class PromoteRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN, description=(
-        "Target project; required when promoting a task item."))
+        "Target project; required when promoting a task item (409 cannot_promote without "
+        "it, as for a global item, which has no tier above)."))
 
 
 class TaskComplete(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"properties": {"promote": {"minItems": 1}}, "required": ["promote"]},
+        "then": {"required": ["project_id"], "properties": {"project_id": {"type": "string"}}},
+    })
 
     promote: list[uuid.UUID] = Field(default_factory=list, max_length=10_000,
                                      description="Items of this task to move to the project.")
-    project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN)
+    project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN,
+                                   description="Required when `promote` is not empty.")
 
     @model_validator(mode="after")
     def _project(self) -> TaskComplete:
@@ -118,13 +178,16 @@ class TaskCompleteResult(BaseModel):
 
 
 class ClearRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]},
+        "then": {"required": ["confirm"], "properties": {"confirm": {"const": True}}},
+    })
 
     scope: str = Field(pattern=SCOPE_PATTERN,
                        description="`task/<id>`, `project/<id>` or `global`.")
-    confirm: bool = Field(default=False, description="Must be true to clear `global`.")
+    confirm: StrictBool = Field(default=False, description="Must be true to clear `global`.")
     filters: dict[str, Any] = Field(default_factory=dict, description="Only clear matching "
-                                    "items. " + FILTERS_DOC)
+                                    "items. " + FILTERS_DOC, **FILTERS)
 
     _scope = field_validator("scope")(_check_scope)
 
@@ -135,13 +198,13 @@ class ClearResult(BaseModel):
 
 
 class TierSharesIn(BaseModel):
-    """Fractions of the budget per tier; each 0-1, summing to at most 1."""
+    """Fractions of the budget per tier; each 0-1, summing to at most 1 (422 otherwise)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    task: float = Field(default=0.4, ge=0, le=1)
-    project: float = Field(default=0.4, ge=0, le=1)
-    global_: float = Field(default=0.2, ge=0, le=1, alias="global")
+    task: JsonFloat = Field(default=0.4, ge=0, le=1)
+    project: JsonFloat = Field(default=0.4, ge=0, le=1)
+    global_: JsonFloat = Field(default=0.2, ge=0, le=1, alias="global")
 
     @model_validator(mode="after")
     def _sum(self) -> TierSharesIn:
@@ -155,13 +218,14 @@ class ContextPackageCreate(BaseModel):
 
     task_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN)
     project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN)
-    include_global: bool = True
-    budget_tokens: int = Field(ge=1, le=10_000_000)
+    include_global: StrictBool = True
+    budget_tokens: JsonInt = Field(ge=1, le=10_000_000)
     shares: TierSharesIn = Field(default_factory=TierSharesIn)
-    head_tail: int | None = Field(default=None, ge=0, le=1000, description=(
+    head_tail: Annotated[int, Field(ge=0, le=1000), JSON_INT] | None = Field(
+        default=None, description=(
         "Keep the N oldest and N newest items of each tier first, then fill by importance."))
     filters: dict[str, Any] = Field(default_factory=dict, description=(
-        "Only consider matching items. " + FILTERS_DOC))
+        "Only consider matching items. " + FILTERS_DOC), **FILTERS)
 
 
 class TierUsagePublic(BaseModel):
@@ -208,7 +272,8 @@ class LearnedPublic(LearnedContent):
 class LearnedRollback(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    to_version: int | None = Field(default=None, ge=1, le=2**31 - 1, description=(
+    to_version: Annotated[int, Field(ge=1, le=2**31 - 1), JSON_INT] | None = Field(
+        default=None, description=(
         "Version to make active; default: the one before the active version."))
 
 
@@ -219,10 +284,11 @@ class SessionKnowledgeConfig(BaseModel):
 
     project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN)
     task_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN)
-    include_global: bool = True
-    share: float = Field(default=0.10, ge=0, le=1, description=(
+    include_global: StrictBool = True
+    share: JsonFloat = Field(default=0.10, ge=0, le=1, description=(
         "Fraction of the session budget the knowledge block may use."))
     shares: TierSharesIn = Field(default_factory=TierSharesIn)
-    head_tail: int | None = Field(default=None, ge=0, le=1000)
-    learned: bool = Field(default=False, description="Add the agent's active learned version.")
-    learned_share: float = Field(default=0.05, ge=0, le=1)
+    head_tail: Annotated[int, Field(ge=0, le=1000), JSON_INT] | None = Field(default=None)
+    learned: StrictBool = Field(default=False,
+                                description="Add the agent's active learned version.")
+    learned_share: JsonFloat = Field(default=0.05, ge=0, le=1)

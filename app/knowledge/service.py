@@ -162,8 +162,9 @@ async def promote_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
     try:
         target = promotion_target(item_scope(item), project_id=project_id)
     except ScopeError as exc:
-        cls = Conflict if item.scope_kind == "global" else BadRequest
-        raise cls(str(exc), code="cannot_promote") from exc
+        # The item's tier decides (global: nowhere to go; task: needs project_id), so a
+        # well-formed request that does not fit it is a conflict with its state.
+        raise Conflict(str(exc), code="cannot_promote") from exc
     if target.kind == "project":
         await repository.lock_scope(db, caller.tenant_id, target)
     item.scope_kind, item.scope_id = target.kind, target.storage_id

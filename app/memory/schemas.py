@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.core.strict import JSON_INT, JsonInt
 from app.jobs.schemas import CompressionJobPublic
 
 
@@ -118,13 +119,22 @@ class SnapshotList(BaseModel):
 
 
 class PromoteRequest(BaseModel):
-    """Messages to promote, by ``seqs`` and/or an inclusive ``start_seq``..``end_seq``."""
+    """Messages to promote, by ``seqs`` and/or an inclusive ``start_seq``..``end_seq``
+    (both or neither; ascending; at most 200 messages)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # A range (start_seq and end_seq together), or no range and seqs not empty. (The range's
+    # order and length are in the description: JSON Schema cannot compare two fields.)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["start_seq", "end_seq"],
+         "properties": {"start_seq": {"type": "integer"}, "end_seq": {"type": "integer"}}},
+        {"required": ["seqs"], "properties": {"seqs": {"minItems": 1},
+                                              "start_seq": {"type": "null"},
+                                              "end_seq": {"type": "null"}}},
+    ]})
 
-    seqs: list[int] = Field(default_factory=list, max_length=200)
-    start_seq: int | None = Field(default=None, ge=1)
-    end_seq: int | None = Field(default=None, ge=1)
+    seqs: list[JsonInt] = Field(default_factory=list, max_length=200)
+    start_seq: Annotated[int, Field(ge=1), JSON_INT] | None = Field(default=None)
+    end_seq: Annotated[int, Field(ge=1), JSON_INT] | None = Field(default=None)
 
     @model_validator(mode="after")
     def _some(self) -> PromoteRequest:

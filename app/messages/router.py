@@ -47,8 +47,9 @@ async def append_messages(
 @read_only
 async def list_messages(
     session: SessionDep, db: DbDep, caller: CallerDep,
-    after_seq: Annotated[int | None, Query(ge=0)] = None,
-    offset: Annotated[int | None, Query(ge=0, description="Skip this many oldest messages.")]
+    after_seq: Annotated[int | None, Query(ge=0, le=2**63 - 1)] = None,
+    offset: Annotated[int | None, Query(ge=0, le=2**63 - 1,
+                                        description="Skip this many oldest messages.")]
     = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: CursorQuery = None,

@@ -2,21 +2,30 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 
 class MessageIn(BaseModel):
     """A message in Anthropic shape (tool_use / tool_result blocks) or OpenAI shape
     (assistant `tool_calls`, role `tool` with `tool_call_id`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # A tool message names the call it answers (tool_call_id or tool_use_id).
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"properties": {"role": {"const": "tool"}}, "required": ["role"]},
+        "then": {"anyOf": [
+            {"required": ["tool_call_id"],
+             "properties": {"tool_call_id": {"type": "string", "minLength": 1}}},
+            {"required": ["tool_use_id"],
+             "properties": {"tool_use_id": {"type": "string", "minLength": 1}}},
+        ]},
+    })
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = Field(default=None, max_length=200)
     tool_use_id: str | None = Field(default=None, max_length=200)
-    is_error: bool = False
+    is_error: StrictBool = False
     name: str | None = Field(default=None, max_length=200)
     metadata: dict[str, Any] | None = None
 

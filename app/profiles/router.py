@@ -24,6 +24,7 @@ async def put_agent_profile(agent_id: AgentPath, body: ProfileUpdate, db: DbDep,
 
 @router.get("/agents/{agent_id}/profile", response_model=ProfilePublic)
 async def get_agent_profile(agent_id: AgentPath, db: DbDep, caller: CallerDep,
-                            version: Annotated[int | None, Query(ge=1)] = None) -> ProfilePublic:
+                            version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+                            ) -> ProfilePublic:
     """The latest profile version (or ``version``)."""
     return service.to_public(await service.get(db, caller, agent_id, version))

@@ -3,9 +3,10 @@
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core.strict import JsonInt
 from app.messages.schemas import MessagePublic
 
 MAX_QUERY_LENGTH = 10_000
@@ -22,11 +23,11 @@ class SessionSearchCreate(BaseModel):
         "Free text. Words are stemmed with the tenant's text search configuration and "
         "OR-ed; operators and punctuation are plain text. Empty or stop-word-only "
         "queries return no results."))
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
-    rerank: bool = Field(default=True, description=(
+    limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    rerank: StrictBool = Field(default=True, description=(
         "Rerank the BM25 top 50 with the LLM. Without an LLM, or when it fails, results "
         "keep BM25 order and `reranked` is false."))
-    promote: bool = Field(default=False, description=(
+    promote: StrictBool = Field(default=False, description=(
         "Promote the results into the session's context (409 if that would exceed "
         "the budget)."))
 
@@ -42,8 +43,8 @@ class SearchCreate(BaseModel):
         "`tenant`: every session of the tenant (not for agent keys)."))
     agent_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN, description=(
         "For `scope=agent`: the agent to search. Agent keys may only name themselves."))
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
-    rerank: bool = True
+    limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    rerank: StrictBool = True
 
 
 class SearchHitPublic(BaseModel):

@@ -1,10 +1,11 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core.strict import JSON_INT, JsonInt
 from app.knowledge.schemas import SessionKnowledgeConfig
 from app.memory.policy import (
     DEFAULT_L1_MAX_MESSAGES,
@@ -26,16 +27,16 @@ class SessionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_context_tokens: int = Field(default=DEFAULT_MAX_CONTEXT_TOKENS, ge=256, le=10_000_000)
-    reserved_output_tokens: int | None = Field(
-        default=None, ge=0,
+    max_context_tokens: JsonInt = Field(default=DEFAULT_MAX_CONTEXT_TOKENS, ge=256, le=10_000_000)
+    reserved_output_tokens: Annotated[int, Field(ge=0), JSON_INT] | None = Field(
+        default=None,
         description="Tokens kept free for the answer; must be smaller than "
                     "max_context_tokens, leaving a budget of at least "
                     f"{MIN_BUDGET_TOKENS}. Default: {DEFAULT_RESERVED_OUTPUT_TOKENS:,}, but "
                     "never more than 10% of the window.")
-    l1_max_messages: int = Field(default=DEFAULT_L1_MAX_MESSAGES, ge=2, le=1000)
-    max_l2_tokens: int | None = Field(
-        default=None, ge=100, le=1_000_000,
+    l1_max_messages: JsonInt = Field(default=DEFAULT_L1_MAX_MESSAGES, ge=2, le=1000)
+    max_l2_tokens: Annotated[int, Field(ge=100, le=1_000_000), JSON_INT] | None = Field(
+        default=None,
         description=f"L2 is archived as a snapshot past this many tokens. Default: "
                     f"{DEFAULT_MAX_L2_TOKENS:,}, but never more than a quarter of the budget.")
     knowledge: SessionKnowledgeConfig | None = Field(default=None, description=(

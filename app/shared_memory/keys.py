@@ -9,9 +9,12 @@ An entry is addressed by (tenant, namespace, scope_id, storage_key):
   sends; a `scope_id` is refused. scope_id = agent id and the storage key is
   `agent:{agent_id}:{key}`.
 
-Key rules (decision; the spec is silent): 1..256 characters, at most 1,024 UTF-8 bytes,
-no control/format/surrogate/unassigned characters (Unicode category C*) and no whitespace
-other than the plain space, which may not lead or trail.
+Key rules (decision; the spec is silent): 1..256 characters (so at most 1,024 UTF-8
+bytes), none of `FORBIDDEN_CHARS` (C0/C1 controls, whitespace other than the plain space,
+invisible format characters such as zero-width and bidi controls, surrogates, BOM), and the
+plain space may not lead or trail. The rule is a fixed character class, not a Unicode
+category lookup, so it does not move with the Unicode database and the OpenAPI document
+states it exactly (`KEY_PATTERN`, `PREFIX_PATTERN`, `SCOPE_ID_PATTERN`).
 `/` separates segments for prefix listing; segments may not be empty, `.` or `..`, so
 a URL normaliser can never turn one key into another. The key `watch` is reserved because
 `GET /v1/shared-memory/{namespace}/watch` is the watch stream. Colons are allowed: an agent
@@ -23,7 +26,7 @@ put in the storage key, so the first `:` after `agent:` always ends the agent id
 so lookups are filtered by it as well (two independent fences).
 """
 
-import unicodedata
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -33,6 +36,18 @@ MAX_KEY_CHARS = 256
 MAX_KEY_BYTES = 1024
 MAX_SCOPE_CHARS = 128
 RESERVED_KEYS = frozenset({"watch"})
+# Characters no key, prefix or scope_id may hold (a regex character-class body, valid in
+# Python and ECMA-262 regexes alike).
+FORBIDDEN_CHARS = (r"\x00-\x1f\x7f-\xa0\xad\u1680\u180e\u2000-\u200f"
+                   r"\u2028-\u202f\u205f-\u206f\u3000\ufeff\ufff9-\ufffb")
+_SEGMENT = rf"(?!\.\.?(?:/|$))[^/{FORBIDDEN_CHARS}]+"
+# The whole key rule except the length (maxLength 256): what the OpenAPI document declares.
+KEY_PATTERN = rf"^(?! )(?!.* $)(?!watch$){_SEGMENT}(?:/{_SEGMENT})*$"
+PREFIX_PATTERN = rf"^(?! )(?!.* $)[^{FORBIDDEN_CHARS}]*$"
+SCOPE_ID_PATTERN = rf"^[^{FORBIDDEN_CHARS}]*$"
+# Lone surrogates (from JSON `\\ud800` escapes) too; no valid UTF-8 text holds one, and the
+# pattern leaves them out because JSON Schema regexes cannot name them.
+_FORBIDDEN_RE = re.compile(rf"[{FORBIDDEN_CHARS}\ud800-\udfff]")
 AGENT_PREFIX = "agent:"
 
 
@@ -61,9 +76,7 @@ class Address:
 
 
 def _bad_char(ch: str) -> bool:
-    if ch == " ":
-        return False
-    return unicodedata.category(ch)[0] in ("C", "Z")
+    return _FORBIDDEN_RE.match(ch) is not None
 
 
 def validate_key(key: str, *, allow_empty: bool = False, what: str = "key") -> str:

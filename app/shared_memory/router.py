@@ -21,9 +21,17 @@ from app.core import jsonlimits
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
-from app.shared_memory import lifecycle, offload, service, views  # noqa: F401  (hooks)
+from app.shared_memory import etag, lifecycle, offload, service, views  # noqa: F401  (hooks)
 from app.shared_memory.errors import ValueTooLarge
-from app.shared_memory.keys import Namespace
+from app.shared_memory.keys import (
+    KEY_PATTERN,
+    MAX_KEY_CHARS,
+    MAX_SCOPE_CHARS,
+    PREFIX_PATTERN,
+    SCOPE_ID_PATTERN,
+    Namespace,
+)
+from app.shared_memory.refs import DataReference
 from app.shared_memory.schemas import (
     SharedMemoryEntryPublic,
     SharedMemoryKeyList,
@@ -37,19 +45,41 @@ router = APIRouter(tags=["shared-memory"], responses=ERROR_RESPONSES)
 _EXTRA = {c: {"model": ErrorEnvelope} for c in (412, 428)}
 _RESP_500 = {500: {"model": ErrorEnvelope, "description": "integrity_error: stored bytes do "
                    "not match their SHA-256 (never served)"}}
-ScopeQ = Annotated[str | None, Query(max_length=256, description=(
-    "Required for workflow/swarm/debate/session (for session: a session id of your tenant); "
-    "refused for global and agent (agent is scoped by the authenticated agent)."))]
-KeyP = Annotated[str, Path(min_length=1, max_length=256, description=(
-    "1-256 characters, no control characters or whitespace other than inner spaces; `/` "
-    "separates segments (none empty, `.` or `..`); `watch` is reserved."))]
-IfMatch = Annotated[str | None, Header(description=(
-    "Compare-and-set: a stale version is 409; If-Match on a missing entry is 412."))]
-PUT_BODY = {"requestBody": {"required": True, "content": {
+# The patterns are documentation only (json_schema_extra): keys.py checks the same rules and
+# answers 400 invalid_key / invalid_scope.
+ScopeQ = Annotated[str | None, Query(max_length=MAX_SCOPE_CHARS, description=(
+    f"1-{MAX_SCOPE_CHARS} characters without control characters or whitespace other than "
+    "the plain space; empty means absent. Required (400 invalid_scope without it) for "
+    "workflow/swarm/debate/session (for session: the id of a session of your tenant); "
+    "refused (400) for global and agent (agent is scoped by the authenticated agent)."),
+    json_schema_extra={"pattern": SCOPE_ID_PATTERN})]
+KeyP = Annotated[str, Path(min_length=1, max_length=MAX_KEY_CHARS, description=(
+    f"1-{MAX_KEY_CHARS} characters, no control characters, invisible format characters or "
+    "whitespace other than inner spaces; `/` separates segments (none empty, `.` or `..`); "
+    "`watch` is reserved."), json_schema_extra={"pattern": KEY_PATTERN})]
+PrefixQ = Annotated[str, Query(max_length=MAX_KEY_CHARS, description=(
+    "Only keys starting with this (same characters as a key; no leading or trailing space)."),
+    json_schema_extra={"pattern": PREFIX_PATTERN})]
+# `*` or a comma-separated list of quoted (`"7"`) or weak (`W/"7"`) tags (see etag.py);
+# anything else is 400 invalid_etag.
+_TAG = r'[ \t]*(?:W/[^,]*|"[^,]*"|)[ \t]*'
+ETAGS = {"pattern": rf"^(?:[ \t]*\*[ \t]*|{_TAG}(?:,{_TAG})*)$"}
+IfMatch = Annotated[str, Header(description=(
+    "Compare-and-set: a stale version is 409; If-Match on a missing entry is 412."),
+    json_schema_extra=ETAGS)]
+IfNoneMatch = Annotated[str, Header(description="`*`: create only (412)",
+                                    json_schema_extra=ETAGS)]
+# No body (and no Content-Type) stores an empty raw value.
+PUT_BODY = {"requestBody": {"required": False, "content": {
     "application/json": {"schema": SharedMemoryPut.model_json_schema()},
     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
     "text/plain": {"schema": {"type": "string"}},
-}}}
+}}, "parameters": [{
+    "name": "X-Loom-Metadata", "in": "header", "required": False,
+    "description": "Raw bodies: the entry's metadata (JSON bodies carry it in `metadata`). "
+                   "Anything but a JSON object is 400 invalid_metadata.",
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}]}
 
 
 @router.get("/shared-memory/stats", response_model=SharedMemoryStats)
@@ -65,7 +95,7 @@ async def shared_memory_stats(db: DbDep, caller: CallerDep, request: Request) ->
 async def watch_shared_memory(
     namespace: Namespace, db: DbDep, caller: CallerDep, request: Request,
     scope_id: ScopeQ = None,
-    prefix: Annotated[str, Query(max_length=256)] = "",
+    prefix: PrefixQ = "",
     include_initial: bool = False,
     heartbeat_seconds: Annotated[float | None, Query(ge=0.2, le=300)] = None,
 ) -> StreamingResponse:
@@ -77,7 +107,7 @@ async def watch_shared_memory(
 @router.get("/shared-memory/{namespace}", response_model=SharedMemoryKeyList)
 async def list_shared_memory_keys(
     namespace: Namespace, db: DbDep, caller: CallerDep, scope_id: ScopeQ = None,
-    prefix: Annotated[str, Query(max_length=256)] = "",
+    prefix: PrefixQ = "",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: CursorQuery = None,
 ) -> Any:
@@ -92,12 +122,12 @@ async def put_shared_memory_entry(
     namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
     response: Response, scope_id: ScopeQ = None,
     ttl_seconds: Annotated[int | None, Query(ge=1, le=MAX_TTL_SECONDS)] = None,
-    if_match: IfMatch = None,
-    if_none_match: Annotated[str | None, Header(description="`*`: create only (412)")] = None,
-    x_loom_metadata: Annotated[str | None, Header(description="raw bodies: JSON object")]
-    = None,
+    if_match: IfMatch = None,  # type: ignore[assignment]
+    if_none_match: IfNoneMatch = None,  # type: ignore[assignment]
 ) -> Any:
     """Create or replace an entry: 201 when created, 200 when replaced."""
+    # X-Loom-Metadata is declared in PUT_BODY (a JSON object); checked whatever the body.
+    header_metadata = _metadata_header(request.headers.get("x-loom-metadata"))
     settings = request.app.state.settings
     max_bytes = settings.shared_memory_max_value_bytes
     raw = await _read_body(request, 2 * max_bytes + 65536, max_bytes)
@@ -108,9 +138,10 @@ async def put_shared_memory_entry(
         ctype, metadata = "application/json", body.metadata
         ttl = body.ttl_seconds if body.ttl_seconds is not None else ttl_seconds
     else:
-        data, metadata, ttl = raw, _metadata_header(x_loom_metadata), ttl_seconds
+        data, metadata, ttl = raw, header_metadata, ttl_seconds
         if len(ctype) > 255:
             raise BadRequest("Content-Type is too long.", code="invalid_content_type")
+    _check_tags(if_match, if_none_match)
     addr = await service.resolve(db, caller, namespace, key, scope_id)
     loaded, created = await service.write(
         db, views.runtime(request), caller, addr, data, content_type=ctype, metadata=metadata,
@@ -122,14 +153,17 @@ async def put_shared_memory_entry(
     return loaded.head(key, created)
 
 
-@router.get("/shared-memory/{namespace}/{key:path}", response_model=SharedMemoryEntryPublic,
-            responses={200: {"content": {"application/octet-stream": {}}}, 304: {
-                "description": "If-None-Match matched"}, **_RESP_500})
+@router.get("/shared-memory/{namespace}/{key:path}", response_model=None,
+            responses={200: {"model": SharedMemoryEntryPublic | DataReference,
+                             "description": "JSON entry (with `value`), or its data reference "
+                             "with `ref=true`; a raw entry's bytes with their content type",
+                             "content": {"application/octet-stream": {}}},
+                       304: {"description": "If-None-Match matched"}, **_RESP_500})
 async def get_shared_memory_entry(
     namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
     scope_id: ScopeQ = None,
     ref: Annotated[bool, Query(description="return the data reference only")] = False,
-    if_none_match: Annotated[str | None, Header()] = None,
+    if_none_match: Annotated[str, Header(json_schema_extra=ETAGS)] = None,  # type: ignore[assignment]
 ) -> Response:
     """The value (JSON entries: description + `value`; raw: the bytes), or its reference."""
     addr = await service.resolve(db, caller, namespace, key, scope_id)
@@ -141,9 +175,10 @@ async def get_shared_memory_entry(
                responses=_EXTRA)
 async def delete_shared_memory_entry(
     namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
-    scope_id: ScopeQ = None, if_match: IfMatch = None,
+    scope_id: ScopeQ = None, if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
     """Delete an entry (409 `entry_referenced` while a message holds its reference)."""
+    _check_tags(if_match, None)
     addr = await service.resolve(db, caller, namespace, key, scope_id)
     await service.delete(db, views.runtime(request), caller, addr, if_match=if_match,
                          require_if_match=request.app.state.settings
@@ -151,8 +186,10 @@ async def delete_shared_memory_entry(
     return Response(status_code=204)
 
 
-@router.get("/refs/{ref_id}", responses={200: {"content": {"application/octet-stream": {}}},
-                                         **_RESP_500})
+@router.get("/refs/{ref_id}", response_model=None,
+            responses={200: {"model": DataReference, "description": "the bytes with their "
+                             "content type; with `meta=true` the reference (JSON)",
+                             "content": {"application/octet-stream": {}}}, **_RESP_500})
 async def get_data_reference(
     ref_id: Annotated[str, Path(max_length=64)], db: DbDep, caller: CallerDep,
     request: Request,
@@ -163,6 +200,13 @@ async def get_data_reference(
     if meta:
         return views.json_response(loaded.reference().model_dump(mode="json"))
     return views.raw_response(loaded)
+
+
+def _check_tags(*headers: str | None) -> None:
+    """400 invalid_etag for a malformed If-Match/If-None-Match, before any lookup."""
+    for value in headers:
+        if value is not None:
+            etag.parse_match_header(value)
 
 
 async def _read_body(request: Request, cap: int, max_bytes: int) -> bytes:

@@ -1,10 +1,11 @@
 """API schemas for shared memory."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.core.strict import JSON_INT
 from app.shared_memory.keys import Namespace
 from app.shared_memory.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 
@@ -20,7 +21,8 @@ class SharedMemoryPut(BaseModel):
 
     value: Any = Field(description="any JSON value (stored as compact UTF-8 JSON)")
     metadata: dict[str, Any] = Field(default_factory=dict)
-    ttl_seconds: int | None = Field(default=None, ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS)
+    ttl_seconds: Annotated[int, Field(ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS), JSON_INT] | None = (
+        None)
 
 
 class SharedMemoryEntryPublic(BaseModel):

@@ -175,7 +175,7 @@ async def test_projects_and_tenants_are_isolated(client, tenant, admin_client, c
 async def test_promote_task_to_project_to_global(client) -> None:
     item = await _create(client, "task/t9", "lesson", importance=0.8)
     r = await client.post(f"/v1/memory-items/{item['id']}/promote", json={})
-    assert r.status_code == 400 and r.json()["error"]["code"] == "cannot_promote"
+    assert r.status_code == 409 and r.json()["error"]["code"] == "cannot_promote"
     r = await client.post(f"/v1/memory-items/{item['id']}/promote", json={"project_id": "p9"})
     assert r.status_code == 200 and r.json()["scope"] == "project/p9"
     assert r.json()["id"] == item["id"]
