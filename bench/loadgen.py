@@ -120,3 +120,41 @@ async def run(host: str, port: int, make_request: Callable[[int], bytes], *, cli
         for _, w in conns:
             w.close()
     return Result(len(latencies), errors, time.perf_counter() - start, latencies)
+
+
+async def measure(host: str, port: int, reqs: list, *, clients: int, seconds: float,
+                  counter: bool = False, mark_header: str | None = None,
+                  seed: int = 1):
+    """The fallback when wrk is missing: the same contract as `bench.wrk.run` (random
+    request of `reqs` per request, or a new `<path><client>-<n>` per request in counter
+    mode), from this process. It competes with the server for the CPU, so its figures are
+    lower than wrk's; the report says which tool measured. `mark_header` is accepted for
+    the same signature but not recorded (no header_values)."""
+    import random
+
+    from bench.wrk import Measured
+
+    rng = random.Random(seed)
+    host_h = f"{host}:{port}"
+    built = [build_request(r.method, r.path, host_h, r.headers, r.body) for r in reqs]
+    count = 0
+    statuses: dict[str, int] = {}
+
+    def make(n: int) -> bytes:
+        nonlocal count
+        if counter:
+            count += 1
+            r = reqs[0]
+            return build_request(r.method, f"{r.path}0-{count}", host_h, r.headers, r.body)
+        return built[rng.randrange(len(built))]
+
+    def ok(status: int) -> bool:
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+        return 200 <= status < 300
+
+    res = await run(host, port, make, clients=clients, duration=seconds, ok=ok)
+    return Measured(tool="asyncio-loadgen", clients=clients, requests=res.requests,
+                    seconds=res.seconds, errors=res.errors, p50_ms=res.pct(50),
+                    p90_ms=res.pct(90), p99_ms=res.pct(99),
+                    mean_ms=statistics.fmean(res.latencies_ms) if res.latencies_ms else 0.0,
+                    max_ms=max(res.latencies_ms, default=0.0), statuses=statuses)
