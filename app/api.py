@@ -2,7 +2,6 @@
 
 from fastapi import APIRouter
 
-import app.jobs.hooks  # noqa: F401  (compression enqueue after appends)
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
 from app.knowledge.router import router as knowledge_router

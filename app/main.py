@@ -7,18 +7,21 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
+from app import wiring
 from app.api import api_router
 from app.auth.cache import KeyCache
 from app.core import jsonlimits, pagination
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.errors import install_error_handlers
-from app.core.lifecycle import shutdown_hooks, startup_hooks
 from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.health.router import router as health_router
 from app.knowledge import filters
+from app.llm import get_llm_client
+from app.shared_memory.runtime import SharedMemoryRuntime
+from app.state import AppState
 
 log = logging.getLogger("loom")
 
@@ -45,32 +48,44 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise RuntimeError("DATABASE_URL and REDIS_URL must be set "
                                "(`loom-memory serve` without them starts embedded stores)")
         engine = create_engine(settings.database_url, settings.db_pool_size, settings)
-        app.state.engine = engine
-        app.state.sessionmaker = create_sessionmaker(engine)
-        app.state.read_sessionmaker = create_read_sessionmaker(engine)
-        app.state.redis = create_redis(settings.redis_url)
-        app.state.queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
-        app.state.key_cache = KeyCache(app.state.redis, ttl=settings.key_cache_seconds)
-        if settings.key_cache_seconds > 0:
-            await app.state.key_cache.start()
+        redis = create_redis(settings.redis_url)
         try:
-            for hook in startup_hooks:
-                await hook(app)
+            llm = get_llm_client(settings)
+        except Exception as exc:  # a misconfigured LLM: heuristic summaries, BM25 order
+            log.warning("LLM client unavailable: %s", exc)
+            llm = None
+        state = AppState(
+            settings=settings, engine=engine, sessionmaker=create_sessionmaker(engine),
+            read_sessionmaker=create_read_sessionmaker(engine), redis=redis,
+            queue=Queue(arq_settings(settings.redis_url), settings.queue_name),
+            key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
+            shared_memory=SharedMemoryRuntime(
+                redis, cache_bytes=settings.shared_memory_cache_bytes,
+                watch_queue=settings.shared_memory_watch_queue),
+            llm=llm, hooks=None)  # type: ignore[arg-type]  # assembled from the state below
+        state.hooks = wiring.assemble(state)
+        app.state.loom = state
+        try:
+            if settings.key_cache_seconds > 0:
+                await state.key_cache.start()
+            await state.shared_memory.start()
             yield
         finally:
-            for hook in shutdown_hooks:
+            for name, close in (("shared memory", state.shared_memory.stop),
+                                ("key cache", state.key_cache.stop),
+                                ("queue", state.queue.close), ("redis", redis.aclose),
+                                ("llm", getattr(llm, "aclose", None)),
+                                ("database", engine.dispose)):
+                if close is None:
+                    continue
                 try:
-                    await hook(app)
+                    await close()
                 except Exception:
-                    log.exception("shutdown hook failed")
-            await app.state.key_cache.stop()
-            await app.state.queue.close()
-            await app.state.redis.aclose()
-            await engine.dispose()
+                    log.exception("closing the %s failed", name)
+            del app.state.loom
 
     app = FastAPI(title="Loom Memory", version="1.0.0", description=DESCRIPTION,
                   lifespan=lifespan, generate_unique_id_function=_operation_id)
-    app.state.settings = settings
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(api_router)

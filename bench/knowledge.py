@@ -78,7 +78,7 @@ async def main(n: int) -> dict:
             rows = (_rows(uuid.UUID(tid), "project", "p1", 1000, rng)
                     + _rows(uuid.UUID(tid), "global", "", 300, rng)
                     + _rows(uuid.UUID(tid), "task", "t1", 50, rng))
-            async with app.state.sessionmaker() as db:
+            async with app.state.loom.sessionmaker() as db:
                 await db.execute(sa.insert(MemoryItem.__table__), rows)
                 await db.commit()
             async with httpx.AsyncClient(transport=tr, base_url="http://b",

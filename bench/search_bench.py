@@ -157,7 +157,7 @@ async def main(n_queries: int, background: int, keep: bool = False) -> dict[str,
                 hits: list[int] = []
 
                 async def service_only(q: str) -> None:
-                    async with app.state.sessionmaker() as db:
+                    async with app.state.loom.sessionmaker() as db:
                         out = await search(db, scope, q, limit=10, rerank=False)
                         hits.append(out.candidates)
                         await db.commit()

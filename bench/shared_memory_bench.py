@@ -105,7 +105,7 @@ async def main(n: int) -> dict:
                     "Authorization": f"Bearer {key}", "X-Agent-Id": "bench"}) as c:
                 r = await c.put(f"{SM}/global/hot", json={"value": {"party": ["x"] * 100}})
                 assert r.status_code == 201, r.text
-                tier = app.state.shared_memory.tier
+                tier = app.state.loom.shared_memory.tier
 
                 async def hot_read():
                     r = await c.get(f"{SM}/global/hot")
@@ -149,8 +149,8 @@ async def main(n: int) -> dict:
                 addr = keys.address(keys.Namespace.GLOBAL, "hot", None, "bench")
 
                 async def service_hot_read():  # our own cost: tier hit + SHA-256 check
-                    async with app.state.sessionmaker() as db:
-                        await service.read(db, app.state.shared_memory, caller, addr)
+                    async with app.state.loom.sessionmaker() as db:
+                        await service.read(db, app.state.loom.shared_memory, caller, addr)
 
                 res = {}
                 await c.get(f"{SM}/global/hot")

@@ -147,5 +147,5 @@ async def client(tenant: TenantHandle) -> httpx.AsyncClient:
 
 @pytest.fixture
 async def db(app: Any) -> AsyncIterator[Any]:
-    async with app.state.sessionmaker() as session:
+    async with app.state.loom.sessionmaker() as session:
         yield session

@@ -15,6 +15,7 @@ from app.auth.ratelimit import take_token
 from app.core.config import Settings
 from app.core.db import DbDep
 from app.core.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
+from app.state import app_state
 
 bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer lm_...`")
 
@@ -38,13 +39,13 @@ async def get_principal(
         raise Unauthorized("Send an API key as `Authorization: Bearer <key>`.",
                            headers={"WWW-Authenticate": "Bearer"})
     secret = creds.credentials
-    settings: Settings = request.app.state.settings
+    settings: Settings = app_state(request.app).settings
     admin_key = settings.admin_key.get_secret_value() if settings.admin_key else None
     if admin_key and same_secret(secret, admin_key):
         principal = Principal("admin", None, None, None)
     else:
         key_hash = hash_key(secret)
-        cache = getattr(request.app.state, "key_cache", None)
+        cache = app_state(request.app).key_cache
         cached = cache.get(key_hash) if cache is not None else None
         if cached is not None:
             principal = cached
@@ -58,7 +59,7 @@ async def get_principal(
                 cache.put(key_hash, principal)
     if settings.rate_limit_per_second > 0:
         ident = str(principal.key_id or "bootstrap-admin")
-        wait = await take_token(request.app.state.redis, ident, settings.rate_limit_per_second,
+        wait = await take_token(app_state(request.app).redis, ident, settings.rate_limit_per_second,
                                 settings.rate_limit_burst)
         if wait is not None:
             raise TooManyRequests("Rate limit exceeded for this key.",

@@ -18,6 +18,7 @@ from app.auth.schemas import (
 from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
 from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
+from app.state import app_state
 
 router = APIRouter(tags=["admin"], responses=ERROR_RESPONSES)
 
@@ -81,7 +82,7 @@ async def revoke_api_key(key_id: uuid.UUID, db: DbDep, principal: PrincipalDep,
                          request: Request, tenant_id: uuid.UUID | None = None) -> Response:
     """Revoke a key; it stops working on the next request."""
     key = await service.revoke_key(db, principal, _tenant_param(request, tenant_id), key_id)
-    cache = getattr(request.app.state, "key_cache", None)
+    cache = app_state(request.app).key_cache
     if cache is not None:
         cache.drop(key.key_hash)  # before commit too, so no request here re-caches it
         key_hash = key.key_hash

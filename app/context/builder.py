@@ -9,6 +9,7 @@ calls whose results are not in the context and results whose call is not are lef
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +82,8 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = None) -> Built:
+async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = None, *,
+                providers: Sequence[block_registry.BlockProvider]) -> Built:
     """Everything a context response needs, within the session's budget."""
     if loaded is None:
         window = l1_window(memory_config(session_row).l1_max_messages)
@@ -94,7 +96,8 @@ async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = 
     first = fit(loaded.layers, cfg, loaded.stand_in_tokens,
                 overhead_tokens=FORMAT_OVERHEAD_TOKENS)
     free = cfg.budget - first.total_tokens
-    extra = await block_registry.collect(db, session_row, free) if free > 0 else []
+    extra = (await block_registry.collect(db, session_row, free, providers)
+             if free > 0 and providers else [])
     layers = loaded.layers
     if extra:
         from dataclasses import replace

@@ -11,26 +11,28 @@ from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.memory.fastload import load_for_context
 from app.sessions.deps import get_session_row
+from app.state import StateDep
 
 router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 
 
 @router.post("/sessions/{session_id}/context", response_model=ContextPublic)
 @read_only
-async def build_context(session_id: uuid.UUID, db: DbDep, caller: CallerDep,
+async def build_context(session_id: uuid.UUID, db: DbDep, caller: CallerDep, state: StateDep,
                         body: ContextRequest | None = None) -> ContextPublic:
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state."""
     fmt = body.format if body is not None else "anthropic"
     # one round trip reads the session and its memory; a session without a memory state
     # yet takes the ordinary path, which creates it
+    providers = state.hooks.context_blocks
     fast = await load_for_context(db, caller, session_id)
     if fast is not None:
         session, loaded = fast
-        built = await builder.build(db, session, loaded)
+        built = await builder.build(db, session, loaded, providers=providers)
     else:
         session = await get_session_row(session_id, db, caller)
-        built = await builder.build(db, session)
+        built = await builder.build(db, session, providers=providers)
     view = built.view
     payload = render.RENDERERS[fmt](built)
     total = built.total_tokens

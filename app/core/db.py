@@ -183,10 +183,12 @@ async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's session: commits on success, rolls back on error (discarding a
     broken connection first)."""
     from app.core.db_errors import is_connection_error
+    from app.state import app_state
 
-    maker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
+    state = app_state(request.app)
+    maker = state.sessionmaker
     if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):
-        maker = getattr(request.app.state, "read_sessionmaker", maker)
+        maker = state.read_sessionmaker
     async with maker() as session:
         try:
             yield session

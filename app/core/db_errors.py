@@ -63,11 +63,14 @@ def is_connection_error(exc: BaseException) -> bool:
                             asyncpg.exceptions.CannotConnectNowError,  # 57P03
                             asyncpg.exceptions.IdleSessionTimeoutError)):  # 57P05
             return True
-        # (asyncpg's InterfaceError subclass for bad query arguments is also a ValueError)
-        if isinstance(cur, asyncpg.exceptions.InterfaceError) and not isinstance(
+        # a connection left mid-operation by a failure ("another operation is in
+        # progress") or already closed; asyncpg's InterfaceError subclass for bad query
+        # arguments is also a ValueError and is not one of these
+        if isinstance(cur, (asyncpg.exceptions.InterfaceError,
+                            asyncpg.exceptions.InternalClientError)) and not isinstance(
                 cur, ValueError):
             text = str(cur).lower()
-            if "closed" in text or "another operation is in progress" in text:
+            if "closed" in text or "another operation" in text:
                 return True
         if isinstance(cur, (ConnectionError, socket.gaierror, asyncio.TimeoutError,
                             TimeoutError, OSError)):

@@ -192,7 +192,7 @@ def install_error_handlers(app: FastAPI) -> None:
     import sqlalchemy.exc
 
     for exc_class in (sqlalchemy.exc.SQLAlchemyError, asyncpg.PostgresError,
-                      asyncpg.InterfaceError,
+                      asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError,
                       redis.exceptions.RedisError, UnicodeEncodeError, OSError, TimeoutError):
         app.add_exception_handler(exc_class, _store_error)  # type: ignore[arg-type]
 

@@ -54,13 +54,15 @@ class Queue:
 
 async def enqueue(holder: Any, job_name: str, *args: Any, _job_id: str | None = None,
                   _defer_by: float | None = None) -> bool:
-    """Enqueue through the queue held by a Request/app (`.app.state.queue`) or an arq ctx."""
+    """Enqueue through a Queue, the queue of an arq ctx, or of a started app."""
     queue: Queue | None = None
-    if isinstance(holder, dict):
+    if isinstance(holder, Queue):
+        queue = holder
+    elif isinstance(holder, dict):
         queue = holder.get("queue")
     else:
-        app = getattr(holder, "app", holder)
-        queue = getattr(getattr(app, "state", None), "queue", None)
+        loom = getattr(getattr(holder, "state", None), "loom", None)
+        queue = getattr(loom, "queue", None)
     if queue is None:
         log.warning("no queue configured; %s not enqueued", job_name)
         return False

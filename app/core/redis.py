@@ -24,7 +24,9 @@ def arq_settings(url: str) -> RedisSettings:
 
 
 def get_redis(request: Request) -> aioredis.Redis:
-    return request.app.state.redis
+    from app.state import app_state
+
+    return app_state(request.app).redis
 
 
 RedisDep = Annotated[aioredis.Redis, Depends(get_redis)]

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from app.state import app_state
+
 router = APIRouter(tags=["health"])
 
 
@@ -18,8 +20,7 @@ async def healthz() -> dict[str, str]:
 
 
 def _ready_timeout(request: Request) -> float:
-    settings = getattr(request.app.state, "settings", None)
-    return float(getattr(settings, "ready_timeout_seconds", 2.0))
+    return float(app_state(request.app).settings.ready_timeout_seconds)
 
 
 async def _check_db(request: Request, seconds: float) -> str:
@@ -27,7 +28,7 @@ async def _check_db(request: Request, seconds: float) -> str:
         async with asyncio.timeout(seconds):
             # a pooled connection the server closed is replaced on checkout, and a broken
             # one is discarded (app.core.db), so this follows the database both ways
-            async with request.app.state.engine.connect() as conn:
+            async with app_state(request.app).engine.connect() as conn:
                 await conn.execute(sa.text("SELECT 1"))
         return "ok"
     except Exception as exc:
@@ -37,7 +38,7 @@ async def _check_db(request: Request, seconds: float) -> str:
 async def _check_redis(request: Request, seconds: float) -> str:
     try:
         async with asyncio.timeout(seconds):
-            await request.app.state.redis.ping()
+            await app_state(request.app).redis.ping()
         return "ok"
     except Exception as exc:
         return f"unavailable ({type(exc).__name__})"

@@ -44,7 +44,7 @@ async def enqueue_compression(holder: Any, sessionmaker: async_sessionmaker[Asyn
 
     Returns True when the queue accepted it (or already holds it). With Redis down the
     row stays `pending` with the reason, and the worker's cron pass enqueues it again.
-    `holder` is a Request/app or an arq ctx (see `app.core.queue.enqueue`).
+    `holder` is a Queue, an arq ctx or a started app (see `app.core.queue.enqueue`).
     """
     job_id = compress_job_id(session_id)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.context.blocks import ContextBlock, register_block_provider
+from app.context.blocks import ContextBlock
 from app.core.config import get_settings
 from app.core.tokens import count_text
 from app.knowledge import packages, repository
@@ -74,8 +74,3 @@ async def learned_provider(db: AsyncSession, session_row: Session,
     return ContextBlock(name="learned", text=text, token_count=count_text(text))
 
 
-def register() -> None:
-    """Add both providers to the context builder (idempotent); knowledge comes first, so
-    when the budget is short the learned block is dropped before the knowledge block."""
-    register_block_provider(knowledge_provider)
-    register_block_provider(learned_provider)

@@ -11,7 +11,7 @@ from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
-from app.knowledge import blocks, learned_service, packages, service
+from app.knowledge import learned_service, packages, service
 from app.knowledge.schemas import (
     ClearRequest,
     ClearResult,
@@ -29,16 +29,16 @@ from app.knowledge.schemas import (
     TaskCompleteResult,
 )
 from app.knowledge.scopes import SCOPE_ID_PATTERN
+from app.state import app_state
 
 router = APIRouter(tags=["knowledge"], responses=ERROR_RESPONSES)
-blocks.register()  # the "knowledge" and "learned" context blocks
 
 TaskId = Annotated[str, Path(pattern=SCOPE_ID_PATTERN, max_length=128)]
 AgentId = Annotated[str, Path(pattern=AGENT_ID_PATTERN)]
 
 
 def _max_items(request: Request) -> int:
-    return int(request.app.state.settings.knowledge_max_items)
+    return int(app_state(request.app).settings.knowledge_max_items)
 
 
 @router.post("/memory-items", status_code=201, response_model=MemoryItemPublic)
@@ -99,7 +99,7 @@ async def create_context_package(body: ContextPackageCreate, request: Request, d
     """Items of the task, project and global tiers within budget_tokens (40/40/20 default)."""
     return await packages.create_package(
         db, caller.tenant_id, body,
-        max_candidates=int(request.app.state.settings.knowledge_max_candidates))
+        max_candidates=int(app_state(request.app).settings.knowledge_max_candidates))
 
 
 @router.put("/agents/{agent_id}/learned", response_model=LearnedPublic)

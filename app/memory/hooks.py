@@ -1,4 +1,5 @@
-"""Memory joins the session and message lifecycles through their hooks."""
+"""Memory joins the session and message lifecycles through their hooks (see
+`app.wiring`)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,13 @@ from app.memory import repository
 from app.memory.errors import RomTooLarge
 from app.memory.layers import rom_text
 from app.memory.state import memory_config
-from app.messages.service import AppendedBatch, on_after_append
+from app.messages.service import AppendedBatch
 from app.models import Session
 from app.models.memory import MemoryState
 from app.profiles import repository as profiles
 from app.sessions.schemas import SessionCreate
-from app.sessions.service import on_session_created
 
 
-@on_session_created
 async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
                      body: SessionCreate) -> None:
     """Freeze the ROM: the inline one, else the agent's current profile version."""
@@ -44,7 +43,6 @@ async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
         promoted_seqs=[]))
 
 
-@on_after_append
 async def track_large_results(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
     """Keep a reference to the latest large (offloaded) tool result in the Kernel."""
     refs = [(m.seq, m.metadata["data_ref"]) for m in batch.messages

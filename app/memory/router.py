@@ -2,12 +2,12 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Response
 
-import app.memory.hooks  # noqa: F401  (registers the session/message hooks)
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
+from app.jobs.service import enqueue_compression
 from app.memory import kernel_service, repository, service, views
 from app.memory.schemas import (
     ClearedPublic,
@@ -23,6 +23,7 @@ from app.memory.schemas import (
     SnapshotPublic,
 )
 from app.sessions.deps import SessionDep
+from app.state import StateDep
 
 router = APIRouter(tags=["memory"], responses=ERROR_RESPONSES)
 SchemaName = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,200}$")]
@@ -53,7 +54,7 @@ async def list_memory_snapshots(session: SessionDep, db: DbDep,
 
 @router.post("/sessions/{session_id}/memory/compress", response_model=CompressPublic,
              status_code=202, responses={200: {"model": CompressPublic}})
-async def compress_memory(session: SessionDep, db: DbDep, request: Request, response: Response,
+async def compress_memory(session: SessionDep, db: DbDep, state: StateDep, response: Response,
                           wait: bool = False) -> CompressPublic:
     """Enqueue compression (202), or with ``wait=true`` run it now with the heuristic
     summariser (200)."""
@@ -62,11 +63,9 @@ async def compress_memory(session: SessionDep, db: DbDep, request: Request, resp
         response.status_code = 200
         return CompressPublic(summaries_written=written,
                               memory=await views.memory_public(db, session))
-    from app.jobs.service import enqueue_compression
-
     # this request writes nothing the job needs, so it may enqueue now; the pending row is
     # written in its own transaction so GET /memory shows it at once
-    ok = await enqueue_compression(request, request.app.state.sessionmaker,
+    ok = await enqueue_compression(state.queue, state.sessionmaker,
                                    session.tenant_id, session.id, trigger="api", force=True)
     return CompressPublic(enqueued=ok)
 

@@ -13,6 +13,7 @@ from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.messages import service
 from app.messages.schemas import MessageList, MessagesAppend, MessagesAppended
 from app.sessions.deps import SessionDep
+from app.state import StateDep
 
 router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
 
@@ -21,7 +22,7 @@ router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
              response_model=MessagesAppended)
 async def append_messages(
     session_id: uuid.UUID, body: MessagesAppend, db: DbDep, caller: CallerDep,
-    request: Request, response: Response,
+    state: StateDep, request: Request, response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> MessagesAppended:
     """Append one or more messages in one transaction.
@@ -31,8 +32,8 @@ async def append_messages(
     A message over `LOOM_MAX_MESSAGE_BYTES` (its JSON) is 413 `message_too_large`; the
     whole request is bounded by `LOOM_MAX_REQUEST_BYTES` (413 `payload_too_large`).
     """
-    settings = request.app.state.settings
-    result = await service.append(db, caller, session_id, body,
+    settings = state.settings
+    result = await service.append(db, caller, session_id, body, hooks=state.hooks.append,
                                   idempotency_key=idempotency_key,
                                   max_messages=settings.max_messages_per_request,
                                   max_message_bytes=settings.max_message_bytes,

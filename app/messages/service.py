@@ -33,24 +33,18 @@ class AppendedBatch:
     messages: list[MessagePublic]
 
 
-# Hooks let other domains join the append without this module knowing them:
-# before: may rewrite canonical messages (e.g. offload a large tool result to shared memory);
-# after: sees what was written (e.g. schedule compression after commit).
+# Hooks let other domains join the append without this module knowing them (assembled
+# in `app.wiring`): before may rewrite canonical messages (e.g. offload a large tool result
+# to shared memory); after sees what was written (e.g. schedule compression after commit).
 BeforeAppend = Callable[[AsyncSession, Caller, uuid.UUID, list[CanonicalMessage]],
                         Awaitable[None]]
 AfterAppend = Callable[[AsyncSession, Caller, AppendedBatch], Awaitable[None]]
-_before: list[BeforeAppend] = []
-_after: list[AfterAppend] = []
 
 
-def on_before_append(hook: BeforeAppend) -> BeforeAppend:
-    _before.append(hook)
-    return hook
-
-
-def on_after_append(hook: AfterAppend) -> AfterAppend:
-    _after.append(hook)
-    return hook
+@dataclass(frozen=True, slots=True)
+class AppendHooks:
+    before: tuple[BeforeAppend, ...] = ()
+    after: tuple[AfterAppend, ...] = ()
 
 
 def to_public(m: Message) -> MessagePublic:
@@ -104,7 +98,8 @@ def request_hash(body: MessagesAppend) -> str:
 
 async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: MessagesAppend,
                  *, idempotency_key: str | None, max_messages: int,
-                 max_message_bytes: int | None = None, large: bool = False) -> MessagesAppended:
+                 max_message_bytes: int | None = None, large: bool = False,
+                 hooks: AppendHooks) -> MessagesAppended:
     """Append in one transaction. A retried Idempotency-Key returns the first result.
 
     `large`: the request body is big, so measuring and token counting run off the loop.
@@ -131,7 +126,7 @@ async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: 
             replay.replayed = True
             return replay
     canonical = _canonical(body)
-    for before in _before:
+    for before in hooks.before:
         await before(db, caller, session_id, canonical)
     counts = (await asyncio.to_thread(_token_counts, canonical) if large
               else _token_counts(canonical))
@@ -165,7 +160,7 @@ async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: 
             response=result.model_dump(mode="json")))
     batch = AppendedBatch(caller.tenant_id, session_id, agent_id, first_seq, result.last_seq,
                           public)
-    for after in _after:
+    for after in hooks.after:
         await after(db, caller, batch)
     return result
 

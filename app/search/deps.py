@@ -2,44 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from app.core.lifecycle import on_shutdown
-from app.llm import get_llm_client  # imported at start: the SDKs take seconds to import
 from app.search.service import SearchOptions
-
-log = logging.getLogger("loom.search")
-
-
-def llm_for_app(state: Any) -> Any:
-    """The app's LLM client (None without one), created once per app.
-
-    Uses `app.state.llm` when the app provides one; otherwise builds one with
-    `app.llm.get_llm_client(settings)` and keeps it on `app.state.search_llm`.
-    """
-    llm = getattr(state, "llm", None)
-    if llm is not None:
-        return llm
-    if not hasattr(state, "search_llm"):
-        try:
-            state.search_llm = get_llm_client(state.settings)
-        except Exception as exc:  # Misconfigured LLM: BM25-only search, never an error.
-            log.warning("LLM client unavailable for rerank: %s", exc)
-            state.search_llm = None
-    return state.search_llm
-
-
-@on_shutdown
-async def _close_llm(app: Any) -> None:
-    llm = getattr(app.state, "search_llm", None)
-    if hasattr(app.state, "search_llm"):
-        del app.state.search_llm
-    if llm is not None and hasattr(llm, "aclose"):
-        await llm.aclose()
+from app.state import AppState, app_state
 
 
 def options_for(settings: Any) -> SearchOptions:
@@ -64,14 +33,13 @@ class SearchEnv:
     options: SearchOptions
 
 
-def search_env_for(state: Any) -> SearchEnv:
+def search_env_for(state: AppState) -> SearchEnv:
     """The SearchEnv of an app (also used by the built-in tools)."""
-    return SearchEnv(llm=llm_for_app(state), redis=getattr(state, "redis", None),
-                     options=options_for(state.settings))
+    return SearchEnv(llm=state.llm, redis=state.redis, options=options_for(state.settings))
 
 
 def get_search_env(request: Request) -> SearchEnv:
-    return search_env_for(request.app.state)
+    return search_env_for(app_state(request.app))
 
 
 SearchEnvDep = Annotated[SearchEnv, Depends(get_search_env)]

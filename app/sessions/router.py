@@ -14,14 +14,16 @@ from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.sessions import repository, service
 from app.sessions.deps import SessionDep
 from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
+from app.state import StateDep
 
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
 
 
 @router.post("/sessions", status_code=201, response_model=SessionPublic)
-async def create_session(body: SessionCreate, db: DbDep, caller: CallerDep) -> SessionPublic:
+async def create_session(body: SessionCreate, db: DbDep, caller: CallerDep,
+                         state: StateDep) -> SessionPublic:
     """Start a session for an agent."""
-    session = await service.create(db, caller, body)
+    session = await service.create(db, caller, body, on_created=state.hooks.session_created)
     return service.to_public(session)
 
 

@@ -1,7 +1,7 @@
 """Session lifecycle."""
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,15 +16,9 @@ from app.models import Session
 from app.sessions import repository
 from app.sessions.schemas import SessionConfig, SessionCreate, SessionPublic, SessionUpdate
 
-# Other domains hook session creation (e.g. memory freezes the ROM) without this module
-# knowing them: each hook gets (db, caller, session_row, create_body).
+# Other domains join session creation (e.g. memory freezes the ROM) without this module
+# knowing them (assembled in `app.wiring`): each hook gets (db, caller, session, body).
 CreateHook = Callable[[AsyncSession, Caller, Session, SessionCreate], Awaitable[None]]
-_create_hooks: list[CreateHook] = []
-
-
-def on_session_created(hook: CreateHook) -> CreateHook:
-    _create_hooks.append(hook)
-    return hook
 
 
 def session_config(session: Session) -> SessionConfig:
@@ -52,12 +46,13 @@ def resolve_agent(caller: Caller, requested: str | None) -> str:
     return agent
 
 
-async def create(db: AsyncSession, caller: Caller, body: SessionCreate) -> Session:
+async def create(db: AsyncSession, caller: Caller, body: SessionCreate, *,
+                 on_created: Sequence[CreateHook]) -> Session:
     agent_id = resolve_agent(caller, body.agent_id)
     session = Session(id=uuid.uuid4(), tenant_id=caller.tenant_id, agent_id=agent_id,
                       config=body.config.model_dump(), meta=body.metadata)
     await repository.add(db, session)
-    for hook in _create_hooks:
+    for hook in on_created:
         await hook(db, caller, session, body)
     return session
 

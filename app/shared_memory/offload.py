@@ -1,6 +1,6 @@
 """Large tool results: stored as shared-memory data at append time, message keeps a reference.
 
-Registered as message-append hooks (see `app.messages.service`):
+Message-append hooks (assembled in `app.wiring`):
 - before the insert, a `tool` message whose content is over
   `LOOM_TOOL_RESULT_OFFLOAD_BYTES` (100 KB) is written to the `session` namespace under
   `tool_results/<id>` and its content becomes the ~50-token reference text; the message's
@@ -18,14 +18,15 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core.config import Settings
 from app.messages.canonical import CanonicalMessage
-from app.messages.service import AppendedBatch, on_after_append, on_before_append
+from app.messages.service import AppendedBatch, BeforeAppend
 from app.sessions import access
 from app.shared_memory import keys, repository, service
 from app.shared_memory.keys import Namespace
-from app.shared_memory.lifecycle import active_runtime
 from app.shared_memory.metrics import OFFLOADED_TOOL_RESULTS
 from app.shared_memory.refs import render
+from app.shared_memory.runtime import SharedMemoryRuntime
 
 DATA_REF = "data_ref"
 
@@ -38,14 +39,19 @@ def payload(content: Any) -> tuple[bytes, str]:
         "application/json"
 
 
-@on_before_append
-async def offload_large_tool_results(db: AsyncSession, caller: Caller,
-                                     session_id: uuid.UUID,
+def offloader(rt: SharedMemoryRuntime, s: Settings) -> BeforeAppend:
+    """The before-append hook that offloads large tool results into `rt`'s store."""
+
+    async def offload(db: AsyncSession, caller: Caller, session_id: uuid.UUID,
+                      messages: list[CanonicalMessage]) -> None:
+        await offload_large_tool_results(db, rt, s, caller, session_id, messages)
+
+    return offload
+
+
+async def offload_large_tool_results(db: AsyncSession, rt: SharedMemoryRuntime, s: Settings,
+                                     caller: Caller, session_id: uuid.UUID,
                                      messages: list[CanonicalMessage]) -> None:
-    rt = active_runtime()
-    if rt is None:
-        return
-    s = rt.settings
     threshold = s.tool_result_offload_bytes
     checked = False
     for m in messages:
@@ -71,7 +77,6 @@ async def offload_large_tool_results(db: AsyncSession, caller: Caller,
         OFFLOADED_TOOL_RESULTS.inc()
 
 
-@on_after_append
 async def hold_references(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
     held = [(m.seq, m.metadata[DATA_REF]["id"]) for m in batch.messages
             if isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)]

@@ -21,7 +21,7 @@ from app.core import jsonlimits
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
-from app.shared_memory import etag, lifecycle, offload, service, views  # noqa: F401  (hooks)
+from app.shared_memory import etag, service, views
 from app.shared_memory.errors import ValueTooLarge
 from app.shared_memory.keys import (
     KEY_PATTERN,
@@ -39,6 +39,7 @@ from app.shared_memory.schemas import (
     SharedMemoryStats,
 )
 from app.shared_memory.ttl import MAX_TTL_SECONDS
+from app.state import app_state
 
 router = APIRouter(tags=["shared-memory"], responses=ERROR_RESPONSES)
 
@@ -128,7 +129,7 @@ async def put_shared_memory_entry(
     """Create or replace an entry: 201 when created, 200 when replaced."""
     # X-Loom-Metadata is declared in PUT_BODY (a JSON object); checked whatever the body.
     header_metadata = _metadata_header(request.headers.get("x-loom-metadata"))
-    settings = request.app.state.settings
+    settings = app_state(request.app).settings
     max_bytes = settings.shared_memory_max_value_bytes
     raw = await _read_body(request, 2 * max_bytes + 65536, max_bytes)
     ctype = (request.headers.get("content-type") or "application/octet-stream").strip()
@@ -181,7 +182,7 @@ async def delete_shared_memory_entry(
     _check_tags(if_match, None)
     addr = await service.resolve(db, caller, namespace, key, scope_id)
     await service.delete(db, views.runtime(request), caller, addr, if_match=if_match,
-                         require_if_match=request.app.state.settings
+                         require_if_match=app_state(request.app).settings
                          .shared_memory_require_if_match)
     return Response(status_code=204)
 

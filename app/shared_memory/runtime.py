@@ -39,7 +39,6 @@ class SharedMemoryRuntime:
         self._counters: Counter[tuple[str, str, str]] = Counter()
         self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
-        self.settings: Any = None  # the app settings, set by the startup hook
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self, wait: float = 2.0) -> None:

@@ -14,12 +14,13 @@ from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.shared_memory.watch import public_event, sse, stream
+from app.state import app_state
 
 DEFAULT_HEARTBEAT = 15.0
 
 
 def runtime(request: Request) -> SharedMemoryRuntime:
-    rt = getattr(request.app.state, "shared_memory", None)
+    rt = app_state(request.app).shared_memory
     if rt is None:
         raise ServiceUnavailable("Shared memory is not started.")
     return rt

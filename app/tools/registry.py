@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.core.errors import AppError
 from app.models import Session
+from app.state import AppState, app_state
 
 log = logging.getLogger("loom.tools")
 
@@ -49,9 +50,9 @@ class ToolContext:
     request: Request
 
     @property
-    def state(self) -> Any:
-        """`app.state` (settings, redis, caches)."""
-        return self.request.app.state
+    def state(self) -> AppState:
+        """The app's state (settings, redis, shared memory, LLM)."""
+        return app_state(self.request.app)
 
 
 class ToolError(Exception):

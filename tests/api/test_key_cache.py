@@ -28,7 +28,7 @@ async def test_revocation_reaches_another_process(settings, tenant):
 
 
 async def test_no_cache_without_subscription(app, tenant):
-    cache = app.state.key_cache
+    cache = app.state.loom.key_cache
     assert cache.active
     created = await tenant.create_key("service")
     c = tenant.client_for(created["secret"], {"X-Agent-Id": "a"})

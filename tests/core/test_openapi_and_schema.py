@@ -33,7 +33,7 @@ async def test_migrated_schema_matches_models(app):
         ctx = MigrationContext.configure(conn, opts={"compare_type": True})
         return compare_metadata(ctx, metadata)
 
-    async with app.state.engine.connect() as conn:
+    async with app.state.loom.engine.connect() as conn:
         changes = await conn.run_sync(diff)
     assert changes == [], changes
 

@@ -162,9 +162,9 @@ async def test_enqueue_is_deduplicated_per_session(
     for n in range(7):
         await append(client, sid, exchange(n))
     for _ in range(3):
-        assert await enqueue_compression(app, app.state.sessionmaker, uuid.UUID(tenant.id),
+        assert await enqueue_compression(app, app.state.loom.sessionmaker, uuid.UUID(tenant.id),
                                          uuid.UUID(sid), trigger="test")
-    assert await app.state.redis.zcard(settings.queue_name) == 1
+    assert await app.state.loom.redis.zcard(settings.queue_name) == 1
     await run_burst_worker(llm_settings(settings, fake_llm))
     assert (await memory(client, sid))["compression"]["runs"] == 1
 
@@ -178,12 +178,12 @@ async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
     await drain_queue(settings)  # the enqueue from the append is lost
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
-    ctx = {"settings": s, "sessionmaker": app.state.sessionmaker,
+    ctx = {"settings": s, "sessionmaker": app.state.loom.sessionmaker,
            "redis_client": create_redis(s.redis_url),
            "queue": Queue(arq_settings(s.redis_url), s.queue_name)}
     try:
         # the job row says pending: a lost enqueue is picked up once it is old enough
-        async with app.state.sessionmaker() as db:
+        async with app.state.loom.sessionmaker() as db:
             await db.execute(sa.text("UPDATE compression_jobs SET updated_at = now() - "
                                      "interval '1 hour' WHERE session_id = :s"), {"s": sid})
             await db.commit()
@@ -204,13 +204,13 @@ async def test_cron_pass_enqueues_busy_session_without_job_row(
     for n in range(7):
         await append(client, sid, exchange(n))
     await drain_queue(settings)
-    async with app.state.sessionmaker() as db:
+    async with app.state.loom.sessionmaker() as db:
         await db.execute(sa.text("DELETE FROM compression_jobs WHERE session_id = :s"),
                          {"s": sid})
         await db.commit()
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
-    ctx = {"settings": s, "sessionmaker": app.state.sessionmaker,
+    ctx = {"settings": s, "sessionmaker": app.state.loom.sessionmaker,
            "redis_client": create_redis(s.redis_url),
            "queue": Queue(arq_settings(s.redis_url), s.queue_name)}
     try:
@@ -233,7 +233,7 @@ async def test_status_shows_failed_job_with_last_error(
     # A database that refuses the job's writes: the memory table is locked by us.
     s = llm_settings(settings, fake_llm, compress_max_tries=2,
                      compress_job_timeout_seconds=1.0)
-    async with app.state.sessionmaker() as locker:
+    async with app.state.loom.sessionmaker() as locker:
         await locker.execute(sa.text("SELECT 1 FROM memory_states WHERE session_id = :s "
                                      "FOR UPDATE"), {"s": sid})
         await run_burst_worker(s)

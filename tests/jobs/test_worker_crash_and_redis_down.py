@@ -201,11 +201,11 @@ async def test_redis_down_appends_and_context_still_work_and_cron_catches_up(
         redis_server["start"]()
         s = llm_settings(settings, fake_llm).model_copy(
             update={"redis_url": redis_server["url"]})
-        cron_ctx = {"settings": s, "sessionmaker": redis_app.state.sessionmaker,
+        cron_ctx = {"settings": s, "sessionmaker": redis_app.state.loom.sessionmaker,
                     "redis_client": create_redis(redis_server["url"]),
                     "queue": Queue(arq_settings(redis_server["url"]), s.queue_name)}
         try:
-            async with redis_app.state.sessionmaker() as db:  # the lost job is old now
+            async with redis_app.state.loom.sessionmaker() as db:  # the lost job is old now
                 await db.execute(sa.text("UPDATE compression_jobs SET updated_at = now() - "
                                          "interval '1 hour' WHERE session_id = :s"),
                                  {"s": sid})

@@ -10,6 +10,7 @@ import pytest
 
 from app.context import blocks as registry
 from app.core.tokens import count_text
+from app.knowledge import blocks as knowledge_blocks
 from app.sessions import repository as sessions_repo
 
 LEARNED = {"tuned_prompts": {"system": "Answer in one sentence."},
@@ -42,7 +43,8 @@ async def _items(client) -> None:
 
 async def _blocks(db, tenant, session: dict, budget: int) -> dict[str, registry.ContextBlock]:
     row = await sessions_repo.get(db, uuid.UUID(tenant.id), uuid.UUID(session["id"]))
-    return {b.name: b for b in await registry.collect(db, row, budget)}
+    providers = (knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider)
+    return {b.name: b for b in await registry.collect(db, row, budget, providers)}
 
 
 async def test_blocks_appear_within_their_share(client, tenant, db) -> None:

@@ -14,7 +14,7 @@ async def test_concurrent_searches_never_wait_for_the_stats_refresh(client, tena
     sid = await new_session(client)
     await append(client, sid, ["alpha beta", "gamma delta epsilon", "the"])
     scope = SearchScope(tenant_id=uuid.UUID(tenant.id), session_id=uuid.UUID(sid))
-    async with app.state.sessionmaker() as first, app.state.sessionmaker() as second:
+    async with app.state.loom.sessionmaker() as first, app.state.loom.sessionmaker() as second:
         lexemes, stats = await repository.prepare(first, scope, "alpha")
         assert lexemes == ["alpha"] and (stats.n_docs, stats.total_length) == (2, 5)
         # `first` holds the refresh (lock + new row) until it commits; `second` must not
@@ -23,7 +23,7 @@ async def test_concurrent_searches_never_wait_for_the_stats_refresh(client, tena
         assert (stats2.n_docs, stats2.total_length) == (2, 5)
         await first.commit()
         await second.rollback()
-    async with app.state.sessionmaker() as db:
+    async with app.state.loom.sessionmaker() as db:
         row = (await db.execute(sa.text(
             "SELECT doc_count, total_length, through_seq FROM search_stats "
             "WHERE session_id = :s"), {"s": uuid.UUID(sid)})).one()
@@ -36,14 +36,14 @@ async def test_stats_span_the_scope(client, tenant, app):
     await append(client, a, ["one two three"])
     await append(client, b, ["four five", "six"])
     tid = uuid.UUID(tenant.id)
-    async with app.state.sessionmaker() as db:
+    async with app.state.loom.sessionmaker() as db:
         _, agent = await repository.prepare(db, SearchScope(tid, agent_id="agent-2"), "x")
         _, everyone = await repository.prepare(db, SearchScope(tid), "x")
         await db.commit()
     assert (agent.n_docs, agent.total_length) == (2, 3)
     assert (everyone.n_docs, everyone.total_length) == (3, 6)
     await append(client, a, ["seven eight"])
-    async with app.state.sessionmaker() as db:
+    async with app.state.loom.sessionmaker() as db:
         _, everyone = await repository.prepare(db, SearchScope(tid), "x")
         await db.rollback()
     assert (everyone.n_docs, everyone.total_length) == (4, 8)

@@ -138,7 +138,7 @@ async def test_gzip_over_one_megabyte_round_trips(client, db, app):
         "select compressed, size_bytes, length(value) as stored from shared_memory_entries "
         "where ref_id = :r"), {"r": r.json()["ref_id"]})).one()
     assert row.compressed and row.size_bytes == len(big) and row.stored < len(big) // 3
-    app.state.shared_memory.tier.clear()  # read through PostgreSQL, not the memory tier
+    app.state.loom.shared_memory.tier.clear()  # read through PostgreSQL, not the memory tier
     got = await client.get(f"{SM}/global/big")
     assert got.content == big and got.headers["x-loom-compressed"] == "true"
     assert got.headers["x-loom-storage-location"] == "postgres"
@@ -156,7 +156,7 @@ async def test_corrupted_row_is_detected(client, db, app):
             "update shared_memory_entries set value = overlay(value placing '\\x00'::bytea "
             "from 20 for 1) where ref_id = :r"), {"r": r.json()["ref_id"]})
         await db.commit()
-        app.state.shared_memory.tier.clear()
+        app.state.loom.shared_memory.tier.clear()
         before = INTEGRITY_ERRORS._value.get()  # noqa: SLF001
         got = await client.get(f"{SM}/global/{key}")
         assert got.status_code == 500, got.text
@@ -175,7 +175,7 @@ async def test_ttl_expiry_and_cleanup(client, db, app):
     assert (await client.get(f"{SM}/global/short")).status_code == 404
     keys = [i["key"] for i in (await client.get(f"{SM}/global")).json()["items"]]
     assert "short" not in keys and "long" in keys
-    ctx = {"sessionmaker": app.state.sessionmaker, "redis_client": app.state.redis}
+    ctx = {"sessionmaker": app.state.loom.sessionmaker, "redis_client": app.state.loom.redis}
     assert await cleanup_expired_shared_memory(ctx) >= 1
     left = await db.scalar(sa.text("select count(*) from shared_memory_entries where ref_id=:r"),
                            {"r": r.json()["ref_id"]})
@@ -185,7 +185,7 @@ async def test_ttl_expiry_and_cleanup(client, db, app):
 
 
 async def test_max_value_size_is_413(client, app):
-    settings = app.state.settings
+    settings = app.state.loom.settings
     old = settings.shared_memory_max_value_bytes
     settings.shared_memory_max_value_bytes = 1000
     try:

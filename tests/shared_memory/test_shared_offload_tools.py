@@ -54,7 +54,7 @@ async def test_five_megabyte_tool_result_becomes_a_reference(client, db, app):
     await db.execute(sa.text("update shared_memory_entries set expires_at = now() - "
                              "interval '1 hour' where ref_id = :r"), {"r": ref["id"]})
     await db.commit()
-    ctx_job = {"sessionmaker": app.state.sessionmaker, "redis_client": app.state.redis}
+    ctx_job = {"sessionmaker": app.state.loom.sessionmaker, "redis_client": app.state.loom.redis}
     await cleanup_expired_shared_memory(ctx_job)
     assert (await client.get(f"/v1/refs/{ref['id']}")).status_code == 200
     key = f"tool_results/{ref['id']}"

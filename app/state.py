@@ -1,0 +1,53 @@
+"""The application's typed state: what the lifespan opens and every request reads.
+
+`create_app`'s lifespan builds one `AppState` (engine, sessionmakers, Redis, queue, key
+cache, shared-memory runtime, LLM client, and the hooks other domains join requests
+with, see `app.wiring`) and keeps it at `app.state.loom`. Routes read it through
+`StateDep`; code without a request (tests, scripts) uses `app_state(app)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, Request
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+    from app.auth.cache import KeyCache
+    from app.core.config import Settings
+    from app.core.queue import Queue
+    from app.shared_memory.runtime import SharedMemoryRuntime
+    from app.wiring import Hooks
+
+
+@dataclass(slots=True)
+class AppState:
+    settings: Settings
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    read_sessionmaker: async_sessionmaker[AsyncSession]
+    redis: Redis
+    queue: Queue
+    key_cache: KeyCache
+    shared_memory: SharedMemoryRuntime
+    llm: Any  # app.llm client for summaries/rerank, None without a configured LLM
+    hooks: Hooks
+
+
+def app_state(app: Any) -> AppState:
+    """The state of a started app (its lifespan is running)."""
+    state: AppState | None = getattr(app.state, "loom", None)
+    if state is None:
+        raise RuntimeError("the app is not started (its lifespan has not run)")
+    return state
+
+
+def get_state(request: Request) -> AppState:
+    return app_state(request.app)
+
+
+StateDep = Annotated[AppState, Depends(get_state)]

@@ -1,0 +1,52 @@
+"""Where the domains are joined: the hooks each request path runs, listed in one place.
+
+Sessions, messages and contexts call other domains only through the hooks assembled
+here, so nothing depends on which module was imported first:
+
+- session created: memory freezes the ROM;
+- before an append: shared memory offloads large tool results (may rewrite messages);
+- after an append: shared memory records which messages hold data references, memory
+  keeps the latest large result in the Kernel, jobs schedule compression (after commit);
+- context blocks: the knowledge block, then the learned block (the last is dropped first
+  when the budget is short).
+
+The arq worker runs no request path (it neither creates sessions nor appends), so it
+needs none of these hooks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.context.blocks import BlockProvider
+from app.jobs import hooks as jobs_hooks
+from app.knowledge import blocks as knowledge_blocks
+from app.memory import hooks as memory_hooks
+from app.messages.service import AfterAppend, AppendHooks, BeforeAppend
+from app.sessions.service import CreateHook
+from app.shared_memory import offload
+
+if TYPE_CHECKING:
+    from app.state import AppState
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    session_created: tuple[CreateHook, ...]
+    append: AppendHooks
+    context_blocks: tuple[BlockProvider, ...]
+
+
+def assemble(state: AppState) -> Hooks:
+    before: tuple[BeforeAppend, ...] = (offload.offloader(state.shared_memory, state.settings),)
+    after: tuple[AfterAppend, ...] = (
+        offload.hold_references,
+        memory_hooks.track_large_results,
+        jobs_hooks.compression_trigger(state),
+    )
+    return Hooks(
+        session_created=(memory_hooks.freeze_rom,),
+        append=AppendHooks(before=before, after=after),
+        context_blocks=(knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider),
+    )
