@@ -16,9 +16,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import blocks as block_registry
-from app.core.tokens import count_message, count_text, encoding
+from app.core.tokens import content_text, count_message, count_text, encoding
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
+from app.memory.policy import BlockRecord
 from app.memory.state import GAP_KEY, Loaded, canonical, l1_window, load, memory_config
 from app.models import Session
 
@@ -47,7 +48,6 @@ def _marker(seq: int) -> str:
 
 def truncate(message: dict[str, Any], allowed: int) -> dict[str, Any]:
     """The message cut to at most ``allowed`` tokens (text kept from the start)."""
-    from app.core.tokens import content_text
 
     calls = [{**c, "input": {}} for c in message.get("tool_calls") or []] or None
     marker = _marker(message["seq"])
@@ -102,7 +102,6 @@ async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = 
     if extra:
         from dataclasses import replace
 
-        from app.memory.policy import BlockRecord
 
         layers = replace(layers, blocks=tuple(BlockRecord(b.name, b.token_count)
                                               for b in extra))

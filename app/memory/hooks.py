@@ -6,8 +6,10 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core.tokens import count_text
 from app.memory import repository
 from app.memory.errors import RomTooLarge
+from app.memory.kernel_service import set_large_result_ref
 from app.memory.layers import rom_text
 from app.memory.state import memory_config
 from app.messages.service import AppendedBatch
@@ -20,7 +22,6 @@ from app.sessions.schemas import SessionCreate
 async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
                      body: SessionCreate) -> None:
     """Freeze the ROM: the inline one, else the agent's current profile version."""
-    from app.core.tokens import count_text
 
     inline = getattr(body, "rom", None)
     if inline is not None:
@@ -49,7 +50,6 @@ async def track_large_results(db: AsyncSession, caller: Caller, batch: AppendedB
             if isinstance(m.metadata, dict) and isinstance(m.metadata.get("data_ref"), dict)]
     if not refs:
         return
-    from app.memory.kernel_service import set_large_result_ref
 
     seq, ref = refs[-1]
     await set_large_result_ref(db, batch.tenant_id, batch.session_id, seq, ref)

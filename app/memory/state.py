@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memory import repository
 from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
-from app.memory.summariser import SummaryDraft, heuristic_summary
+from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
 from app.models import Message, Session
 from app.models.memory import MemoryState, MemorySummary
 from app.sessions.access import SessionNotFound
@@ -51,7 +51,6 @@ GAP_KEY = "gap"
 
 def gap_draft(start_seq: int, end_seq: int) -> SummaryDraft:
     """A pointer to messages not yet summarised, whose content was not loaded."""
-    from app.memory.summariser import count_tokens
 
     n = end_seq - start_seq + 1
     text = (f"[msg:{start_seq}-{end_seq}: {n} earlier messages are not summarised yet. "

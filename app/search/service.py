@@ -17,6 +17,7 @@ from typing import Any
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.memory.service import promote_messages
 from app.search import repository
 from app.search.bm25 import BM25Params
 from app.search.query import normalize_query, query_terms
@@ -182,7 +183,6 @@ async def promote_seqs(db: AsyncSession, session_row: Any, seqs: list[int]) -> l
     tool_use/tool_result partners promotion adds to keep pairs whole. Raises the memory
     service's 409 (`over_budget`) when they would not fit the budget.
     """
-    from app.memory.service import promote_messages  # memory owns promotion policy
 
     if not seqs:
         return []

@@ -11,6 +11,7 @@ from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES, BadRequest
 from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
+from app.memory.views import layer_tokens
 from app.sessions import repository, service
 from app.sessions.deps import SessionDep
 from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
@@ -60,7 +61,6 @@ async def list_sessions(
 @read_only
 async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     """One session with its counts and tokens per memory layer."""
-    from app.memory.views import layer_tokens
 
     public = service.to_public(session)
     public.memory = await layer_tokens(db, session)

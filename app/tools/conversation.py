@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.errors import AppError
 from app.core.pagination import INT64_MAX
+from app.memory.service import clear_promoted
 from app.messages import repository as messages_repository
 from app.search import service as search_service
 from app.search.deps import search_env_for
@@ -155,7 +156,6 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
 async def clear_recalled_context(ctx: ToolContext, args: dict[str, Any]) -> Any:
     """Drop every promoted message of this session."""
     parse_args(ClearInput, args)
-    from app.memory.service import clear_promoted
 
     return {"cleared": int(await clear_promoted(ctx.db, ctx.session))}
 
