@@ -111,6 +111,8 @@ class Settings(BaseSettings):
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
     run_worker_in_serve: bool = Field(default=True, alias="LOOM_RUN_WORKER")
     # Background compression (arq jobs; app/memory/tasks.py)
+    # POST .../memory/compress?wait=true answers 202 with the job status past this
+    compress_wait_seconds: float = Field(default=30.0, gt=0, alias="LOOM_COMPRESS_WAIT_SECONDS")
     compress_job_timeout_seconds: float = Field(default=300.0, gt=0,
                                                 alias="LOOM_COMPRESS_JOB_TIMEOUT_SECONDS")
     compress_max_tries: int = Field(default=5, ge=1, le=50, alias="LOOM_COMPRESS_MAX_TRIES")

@@ -8,7 +8,7 @@ from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
 from app.jobs.service import enqueue_compression
-from app.memory import kernel_service, repository, service, views
+from app.memory import kernel_service, repository, service, tasks, views
 from app.memory.schemas import (
     ClearedPublic,
     CompressPublic,
@@ -56,12 +56,21 @@ async def list_memory_snapshots(session: SessionDep, db: DbDep,
              status_code=202, responses={200: {"model": CompressPublic}})
 async def compress_memory(session: SessionDep, db: DbDep, state: StateDep, response: Response,
                           wait: bool = False) -> CompressPublic:
-    """Enqueue compression (202), or with ``wait=true`` run it now with the heuristic
-    summariser (200)."""
+    """Enqueue compression (202), or with ``wait=true`` compress now and answer when done
+    (200): the job's own work, with the LLM when configured (the heuristic at once if it
+    fails). Past `LOOM_COMPRESS_WAIT_SECONDS` the answer is 202 with the job's status
+    (what was applied stays; the queued job finishes the rest)."""
     if wait:
-        written = await service.compress_now(db, session)
+        ctx = {"settings": state.settings, "sessionmaker": state.sessionmaker,
+               "llm": state.llm}
+        outcome = await tasks.compress_and_wait(ctx, session.tenant_id, session.id,
+                                                within=state.settings.compress_wait_seconds)
+        if outcome is None:
+            await enqueue_compression(state.queue, state.sessionmaker, session.tenant_id,
+                                      session.id, trigger="api", force=True)
+            return CompressPublic(enqueued=True, memory=await views.memory_public(db, session))
         response.status_code = 200
-        return CompressPublic(summaries_written=written,
+        return CompressPublic(summaries_written=outcome.summaries,
                               memory=await views.memory_public(db, session))
     # this request writes nothing the job needs, so it may enqueue now; the pending row is
     # written in its own transaction so GET /memory shows it at once

@@ -18,7 +18,7 @@ from app.core.errors import BadRequest
 from app.memory import policy, repository
 from app.memory.errors import OverBudget, StaleMemoryState
 from app.memory.state import Loaded, load, memory_config
-from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
+from app.memory.summariser import SummaryDraft, count_tokens
 from app.models import Session
 from app.models.memory import MemorySnapshot, MemorySummary
 
@@ -118,21 +118,6 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
     await db.flush()
 
 
-async def compress_now(db: AsyncSession, session_row: Session, *, force: bool = True,
-                       max_rounds: int = 50) -> int:
-    """Compress in this request with the heuristic summariser until nothing is due.
-    Returns the number of summaries written."""
-    written = 0
-    for round_no in range(max_rounds):
-        plan = await plan_compression(db, session_row, force=force and round_no == 0)
-        if plan is None:
-            break
-        drafts = [heuristic_summary(r.messages) for r in plan.ranges]
-        await apply_compression(db, session_row, plan, drafts)
-        written += len(drafts)
-    return written
-
-
 async def memory_usage(db: AsyncSession, session_row: Session) -> float:
     """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget."""
     state = await repository.get_state(db, session_row.tenant_id, session_row.id)
@@ -226,5 +211,5 @@ def _touch(state: Any) -> None:
 
 
 __all__ = ["CompressionPlan", "CompressionRange", "PromoteResult", "apply_compression",
-           "clear_promoted", "compress_now", "memory_usage", "plan_compression",
+           "clear_promoted", "memory_usage", "plan_compression",
            "promote_messages"]

@@ -266,3 +266,29 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
     except Exception:
         pass
     return {"busy": len(busy), "lost": len(lost), "enqueued": enqueued}
+
+
+async def compress_and_wait(ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID,
+                            *, within: float) -> Outcome | None:
+    """Compress one session now, in the caller (`POST .../memory/compress?wait=true`):
+    the job's own plan / summarise / apply loop, forced like an explicit request, with the
+    LLM when one is configured and the heuristic at once if it fails (a request can't wait
+    for backoff). The job row says `running`, then `succeeded`. Returns None when
+    `within` seconds pass first (work applied so far stays; a queued job finishes the rest).
+    A worker running the same job at the same time is harmless: every apply re-checks the
+    state version."""
+    job_id = f"compress:{session_id}"
+    await _record(ctx, repository.mark_running, tenant_id, session_id, job_id, 1)
+    try:
+        async with asyncio.timeout(within):
+            outcome = await run_compression(ctx, tenant_id, session_id, force=True,
+                                            llm_fallback=True)
+    except TimeoutError:
+        return None
+    except Exception as exc:
+        await _record(ctx, repository.mark_finished, tenant_id, session_id, ok=False,
+                      error=_error_text(exc), summaries=0, tokens_saved=0)
+        raise
+    await _record(ctx, repository.mark_finished, tenant_id, session_id, ok=True, error=None,
+                  summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
+    return outcome

@@ -242,3 +242,24 @@ async def test_promote_while_compression_is_pending(client: httpx.AsyncClient) -
                               json={"start_seq": 1, "end_seq": 20})
     assert every.status_code == 409, every.text
     assert every.json()["error"]["code"] == "over_budget"
+
+
+async def test_compress_with_wait_after_a_202_compresses_and_reports_the_job(
+        client: httpx.AsyncClient) -> None:
+    """wait=true right after a 202 runs the compression in the request: 200 once the
+    session is compressed, the job row says succeeded."""
+    sid = await new_session(client)
+    rng = random.Random(5)
+    for n in range(8):
+        await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
+    queued = await client.post(f"/v1/sessions/{sid}/memory/compress")
+    assert queued.status_code == 202 and queued.json()["enqueued"] is True
+    pending = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    assert pending["compression"]["status"] == "pending" and pending["l2"] == []
+    done = await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert body["summaries_written"] >= 1
+    mem = body["memory"]
+    assert mem["l2"] and mem["compression"]["status"] == "succeeded"
+    assert mem["l1_start_seq"] > 1 and all(s["end_seq"] < mem["l1_start_seq"] for s in mem["l2"])
