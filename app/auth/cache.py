@@ -73,8 +73,9 @@ class KeyCache:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            # bounded: on Python 3.11 a cancel racing redis-py's read timeout can be
+            # swallowed, and awaiting the task would then never return
+            await asyncio.wait({self._task}, timeout=2)
 
     async def _listen(self) -> None:
         delay = 0.5
