@@ -2,6 +2,8 @@
 
 import logging
 import time
+from collections.abc import Awaitable
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 
@@ -33,8 +35,12 @@ return {allowed, tostring(wait)}
 async def take_token(redis: aioredis.Redis, key_id: str, rate: float, burst: int) -> float | None:
     """Take one token; None if allowed, else seconds to wait. Fails open if Redis is down."""
     try:
-        allowed, wait = await redis.eval(_BUCKET, 1, f"loom:rl:{key_id}", rate, burst,
-                                         time.time())
+        # redis-py annotates eval for its sync and async clients at once (`Awaitable[str] |
+        # str`); on redis.asyncio it is always awaitable and this script answers a list.
+        # The arguments go as text, as redis-py would encode the numbers anyway.
+        reply = redis.eval(_BUCKET, 1, f"loom:rl:{key_id}", str(rate), str(burst),
+                           str(time.time()))
+        allowed, wait = await cast(Awaitable[list[Any]], reply)
     except Exception as exc:
         log.warning("rate limiter unavailable (%s); allowing", type(exc).__name__)
         return None

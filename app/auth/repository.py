@@ -5,12 +5,13 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from app.models import ApiKey, Tenant
 
 
 async def get_key_by_hash(db: AsyncSession, key_hash: str) -> ApiKey | None:
-    result = await db.execute(sa.select(ApiKey).where(ApiKey.key_hash == key_hash))
+    result = await db.execute(sa.select(ApiKey).where(col(ApiKey.key_hash) == key_hash))
     return result.scalar_one_or_none()
 
 
@@ -32,18 +33,18 @@ async def add_key(db: AsyncSession, key: ApiKey) -> ApiKey:
 
 async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, *, after: uuid.UUID | None,
                     limit: int, role: str | None = None) -> list[ApiKey]:
-    q = sa.select(ApiKey).where(ApiKey.tenant_id == tenant_id)
+    q = sa.select(ApiKey).where(col(ApiKey.tenant_id) == tenant_id)
     if role:
-        q = q.where(ApiKey.role == role)
+        q = q.where(col(ApiKey.role) == role)
     if after:
-        q = q.where(ApiKey.id > after)
-    result = await db.execute(q.order_by(ApiKey.id).limit(limit))
+        q = q.where(col(ApiKey.id) > after)
+    result = await db.execute(q.order_by(col(ApiKey.id)).limit(limit))
     return list(result.scalars())
 
 
 async def get_key(db: AsyncSession, tenant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey | None:
-    result = await db.execute(sa.select(ApiKey).where(ApiKey.tenant_id == tenant_id,
-                                                      ApiKey.id == key_id))
+    result = await db.execute(sa.select(ApiKey).where(col(ApiKey.tenant_id) == tenant_id,
+                                                      col(ApiKey.id) == key_id))
     return result.scalar_one_or_none()
 
 

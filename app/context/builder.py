@@ -130,10 +130,10 @@ async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = 
 
     rows = {m.seq: m for m in [*loaded.promoted, *loaded.l1]}
     messages: list[dict[str, Any]] = []
-    for rec in [*view.promoted, *view.l1]:
-        msg = canonical(rows[rec.seq])
-        if rec.seq in view.truncated:
-            msg = truncate(msg, view.truncated[rec.seq])
+    for mrec in [*view.promoted, *view.l1]:
+        msg = canonical(rows[mrec.seq])
+        if mrec.seq in view.truncated:
+            msg = truncate(msg, view.truncated[mrec.seq])
         messages.append(msg)
     messages = _pair_tool_calls(messages)
     promoted_seqs = {r.seq for r in view.promoted}

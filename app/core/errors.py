@@ -194,7 +194,7 @@ def install_error_handlers(app: FastAPI) -> None:
     for exc_class in (sqlalchemy.exc.SQLAlchemyError, asyncpg.PostgresError,
                       asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError,
                       redis.exceptions.RedisError, UnicodeEncodeError, OSError, TimeoutError):
-        app.add_exception_handler(exc_class, _store_error)  # type: ignore[arg-type]
+        app.add_exception_handler(exc_class, _store_error)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

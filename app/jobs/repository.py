@@ -8,10 +8,12 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
+from app.models.base import table_of
 from app.models.compression_job import CompressionJob
 
-_T = CompressionJob.__table__  # type: ignore[attr-defined]
+_T = table_of(CompressionJob)
 
 # Error texts are shown to API callers; keep them short.
 MAX_ERROR_CHARS = 500
@@ -25,7 +27,7 @@ async def get(db: AsyncSession, tenant_id: uuid.UUID,
               session_id: uuid.UUID) -> CompressionJob | None:
     """The session's job row, or None if it never had a job."""
     result = await db.execute(sa.select(CompressionJob).where(
-        CompressionJob.tenant_id == tenant_id, CompressionJob.session_id == session_id))
+        col(CompressionJob.tenant_id) == tenant_id, col(CompressionJob.session_id) == session_id))
     return result.scalar_one_or_none()
 
 

@@ -29,15 +29,18 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Generic, TypeVar
 
 from app.knowledge.budget import DEFAULT_SHARES, TIERS, Tier, TierShares, allocate
 
+K = TypeVar("K", bound=Hashable)  # the item id type (a UUID for stored items)
+
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(Generic[K]):
     """What assembly needs to know about one item."""
 
-    id: Hashable
+    id: K
     tier: Tier
     importance: float
     created_at: datetime
@@ -56,11 +59,11 @@ class TierUsage:
 
 
 @dataclass(slots=True)
-class Package:
+class Package(Generic[K]):
     """The assembled selection. ``items`` are ordered task, project, global."""
 
     budget_tokens: int
-    items: list[Candidate] = field(default_factory=list)
+    items: list[Candidate[K]] = field(default_factory=list)
     tiers: dict[Tier, TierUsage] = field(default_factory=dict)
 
     @property
@@ -80,12 +83,13 @@ class Package:
         return 1.0 if total == 0 else self.used_tokens / total
 
 
-def rank_key(c: Candidate) -> tuple[float, float, str]:
+def rank_key(c: Candidate[K]) -> tuple[float, float, str]:
     """Importance descending, then newest first, then id."""
     return (-c.importance, -c.created_at.timestamp(), str(c.id))
 
 
-def priority_order(items: Sequence[Candidate], head_tail: int | None = None) -> list[Candidate]:
+def priority_order(items: Sequence[Candidate[K]],
+                   head_tail: int | None = None) -> list[Candidate[K]]:
     """The order in which one tier's candidates are considered for inclusion."""
     ranked = sorted(items, key=rank_key)
     if not head_tail or head_tail <= 0 or len(items) <= 2 * head_tail:
@@ -97,10 +101,10 @@ def priority_order(items: Sequence[Candidate], head_tail: int | None = None) -> 
 
 
 def select_tier(
-    items: Sequence[Candidate], allowance: int, head_tail: int | None = None
-) -> list[Candidate]:
+    items: Sequence[Candidate[K]], allowance: int, head_tail: int | None = None
+) -> list[Candidate[K]]:
     """Greedy fill of one tier within ``allowance`` tokens, in priority order."""
-    chosen: list[Candidate] = []
+    chosen: list[Candidate[K]] = []
     used = 0
     for c in priority_order(items, head_tail):
         if c.token_cost < 0:
@@ -114,13 +118,13 @@ def select_tier(
 
 
 def assemble(
-    candidates: Iterable[Candidate],
+    candidates: Iterable[Candidate[K]],
     budget_tokens: int,
     shares: TierShares = DEFAULT_SHARES,
     *,
     head_tail: int | None = None,
     candidate_totals: dict[Tier, tuple[int, int]] | None = None,
-) -> Package:
+) -> Package[K]:
     """Select items per tier within the budget split.
 
     ``candidate_totals`` (tier -> (count, tokens)) overrides the accounting of
@@ -128,10 +132,10 @@ def assemble(
     items that could fit), so the compression ratio still covers every item.
     """
     allowance = allocate(budget_tokens, shares)
-    by_tier: dict[Tier, list[Candidate]] = {t: [] for t in TIERS}
+    by_tier: dict[Tier, list[Candidate[K]]] = {t: [] for t in TIERS}
     for c in candidates:
         by_tier[c.tier].append(c)
-    pkg = Package(budget_tokens=budget_tokens)
+    pkg: Package[K] = Package(budget_tokens=budget_tokens)
     for tier in TIERS:
         items = by_tier[tier]
         chosen = select_tier(items, allowance[tier], head_tail)

@@ -35,7 +35,7 @@ from app.knowledge.service import parse_filters, to_public
 
 @dataclass(slots=True)
 class BuiltPackage:
-    package: Package
+    package: Package[uuid.UUID]
     rows: list[tuple[Tier, Any]]  # (tier, memory_items row), in package order
     header: str
 
@@ -81,7 +81,9 @@ async def build(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
             rows += [r for r in more if r.id not in seen]
             seen |= {r.id for r in more}
     # scope kind == tier name (task / project / global)
-    cands = [Candidate(*r) for r in rows]  # (id, tier, importance, created_at, token_cost)
+    cands: list[Candidate[uuid.UUID]] = [
+        Candidate(id=r.id, tier=r.scope_kind, importance=r.importance, created_at=r.created_at,
+                  token_cost=r.token_cost) for r in rows]
     pkg = assemble(cands, budget_tokens, shares, head_tail=head_tail, candidate_totals=totals)
     full = {r.id: r for r in await repository.get_rows(db, tenant_id, [c.id for c in pkg.items])}
     rows_out = [(c.tier, full[c.id]) for c in pkg.items if c.id in full]

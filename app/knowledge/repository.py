@@ -14,13 +14,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from app.knowledge.filters import Condition, OrderBy
 from app.knowledge.scopes import Scope, parse_scope
+from app.models.base import table_of
 from app.models.learned import LearnedHead, LearnedVersion
 from app.models.memory_item import MemoryItem
 
-M = MemoryItem.__table__.c  # type: ignore[attr-defined]
+M = table_of(MemoryItem).c
+_H = table_of(LearnedHead)
+
+# A plain row of any width (``Result.all()``): attribute access by column name.
+AnyRow = sa.Row[*tuple[Any, ...]]
 
 _COLUMNS: dict[str, Any] = {
     "id": M.id, "kind": M.kind, "source": M.source, "text": M.text, "tags": M.tags,
@@ -40,22 +46,22 @@ def compile_condition(c: Condition) -> sa.ColumnElement[bool]:
         scopes = [parse_scope(v) for v in (c.value if isinstance(c.value, tuple) else (c.value,))]
         any_of = sa.or_(*(scope_clause(s) for s in scopes))
         return any_of if c.op in ("eq", "in") else sa.not_(any_of)
-    col = _COLUMNS[c.field]
+    column = _COLUMNS[c.field]
     op, v = c.op, c.value
     if op == "any":
-        return col.overlap(sa.cast(list(v), col.type))  # tags && ARRAY[...] (GIN)
+        return column.overlap(sa.cast(list(v), column.type))  # tags && ARRAY[...] (GIN)
     if op == "none":
-        return sa.not_(col.overlap(sa.cast(list(v), col.type)))
+        return sa.not_(column.overlap(sa.cast(list(v), column.type)))
     if op == "is_null":
-        return col.is_(None)
+        return column.is_(None)
     if op == "not_null":
-        return col.is_not(None)
+        return column.is_not(None)
     if op == "in":
-        return col.in_(list(v))
+        return column.in_(list(v))
     if op == "nin":
-        return col.not_in(list(v))
-    return {"eq": col.__eq__, "ne": col.__ne__, "gt": col.__gt__, "gte": col.__ge__,
-            "lt": col.__lt__, "lte": col.__le__}[op](v)
+        return column.not_in(list(v))
+    return {"eq": column.__eq__, "ne": column.__ne__, "gt": column.__gt__, "gte": column.__ge__,
+            "lt": column.__lt__, "lte": column.__le__}[op](v)
 
 
 def _where(tenant_id: uuid.UUID, conditions: Sequence[Condition],
@@ -79,11 +85,11 @@ async def get(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> Mem
 
 
 async def get_rows(db: AsyncSession, tenant_id: uuid.UUID,
-                   ids: Sequence[uuid.UUID]) -> list[sa.Row[Any]]:
+                   ids: Sequence[uuid.UUID]) -> list[AnyRow]:
     """Full items as plain rows (no ORM identity map: cheaper for read-only rendering)."""
     if not ids:
         return []
-    result = await db.execute(sa.select(*MemoryItem.__table__.c).where(  # type: ignore[attr-defined]
+    result = await db.execute(sa.select(*M).where(
         M.tenant_id == tenant_id, M.id.in_(list(ids))))
     return list(result.all())
 
@@ -107,14 +113,14 @@ async def query(db: AsyncSession, tenant_id: uuid.UUID, conditions: Sequence[Con
                 order: OrderBy, limit: int, after: tuple[Any, uuid.UUID] | None
                 ) -> list[MemoryItem]:
     """One page of matching items; ``after`` is the keyset (order value, id) of the last row."""
-    col = _COLUMNS[order.field]
+    column = _COLUMNS[order.field]
     q = sa.select(MemoryItem).where(*_where(tenant_id, conditions))
     if after is not None:
-        key, last = sa.tuple_(col, M.id), sa.tuple_(sa.literal(after[0], col.type),
-                                                    sa.literal(after[1], M.id.type))
+        key, last = sa.tuple_(column, M.id), sa.tuple_(sa.literal(after[0], column.type),
+                                                       sa.literal(after[1], M.id.type))
         q = q.where(key < last if order.descending else key > last)
     direction = sa.desc if order.descending else sa.asc
-    q = q.order_by(direction(col), direction(M.id)).limit(limit)
+    q = q.order_by(direction(column), direction(M.id)).limit(limit)
     return list((await db.execute(q)).scalars())
 
 
@@ -125,7 +131,7 @@ async def lock_scope(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> No
 
 
 async def count(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> int:
-    result = await db.execute(sa.select(sa.func.count()).select_from(MemoryItem.__table__)
+    result = await db.execute(sa.select(sa.func.count()).select_from(table_of(MemoryItem))
                               .where(*_where(tenant_id, (), scope)))
     return int(result.scalar_one())
 
@@ -178,7 +184,7 @@ async def tier_totals(db: AsyncSession, tenant_id: uuid.UUID, scopes: Sequence[S
 
 async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
                           scopes: Sequence[tuple[Scope, int]], conditions: Sequence[Condition],
-                          *, limit: int) -> list[sa.Row[Any]]:
+                          *, limit: int) -> list[AnyRow]:
     """Light rows (id, scope_kind, importance, created_at, token_cost) in one query.
 
     Per (scope, max_cost): the items that could fit (token_cost <= max_cost), the best
@@ -194,16 +200,16 @@ async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
              .where(*_where(tenant_id, conditions), fits).subquery())
     q = sa.select(inner.c.id, inner.c.scope_kind, inner.c.importance, inner.c.created_at,
                   inner.c.token_cost).where(inner.c.rn <= limit)
-    return list((await db.execute(q)).tuples().all())
+    return list((await db.execute(q)).all())
 
 
 async def head_tail_candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
                                conditions: Sequence[Condition], *, max_cost: int,
-                               n: int) -> list[sa.Row[Any]]:
+                               n: int) -> list[AnyRow]:
     """The ``n`` oldest and ``n`` newest items of a scope that could fit ``max_cost``."""
     base = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost)
             .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost))
-    rows: dict[uuid.UUID, sa.Row[Any]] = {}
+    rows: dict[uuid.UUID, AnyRow] = {}
     for order in ((M.created_at.asc(), M.id.asc()), (M.created_at.desc(), M.id.desc())):
         for r in (await db.execute(base.order_by(*order).limit(n))).all():
             rows[r.id] = r
@@ -216,7 +222,7 @@ async def allocate_learned_version(db: AsyncSession, tenant_id: uuid.UUID, agent
     """Atomically take the next version number for an agent and make it active."""
     ins = pg_insert(LearnedHead).values(id=uuid.uuid4(), tenant_id=tenant_id, agent_id=agent_id,
                                         active_version=1, latest_version=1)
-    h = LearnedHead.__table__.c  # type: ignore[attr-defined]
+    h = _H.c
     stmt = ins.on_conflict_do_update(
         constraint="uq_learned_heads_agent",
         set_={"latest_version": h.latest_version + 1, "active_version": h.latest_version + 1,
@@ -233,8 +239,8 @@ async def add_learned_version(db: AsyncSession, row: LearnedVersion) -> LearnedV
 
 async def get_learned_head(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str, *,
                            for_update: bool = False) -> LearnedHead | None:
-    q = sa.select(LearnedHead).where(LearnedHead.tenant_id == tenant_id,
-                                     LearnedHead.agent_id == agent_id)
+    q = sa.select(LearnedHead).where(col(LearnedHead.tenant_id) == tenant_id,
+                                     col(LearnedHead.agent_id) == agent_id)
     if for_update:
         q = q.with_for_update()
     return (await db.execute(q)).scalar_one_or_none()
@@ -243,25 +249,25 @@ async def get_learned_head(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str
 async def get_learned_version(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str,
                               version: int) -> LearnedVersion | None:
     result = await db.execute(sa.select(LearnedVersion).where(
-        LearnedVersion.tenant_id == tenant_id, LearnedVersion.agent_id == agent_id,
-        LearnedVersion.version == version))
+        col(LearnedVersion.tenant_id) == tenant_id, col(LearnedVersion.agent_id) == agent_id,
+        col(LearnedVersion.version) == version))
     return result.scalar_one_or_none()
 
 
 async def learned_version_numbers(db: AsyncSession, tenant_id: uuid.UUID,
                                   agent_id: str) -> list[int]:
-    result = await db.execute(sa.select(LearnedVersion.version).where(
-        LearnedVersion.tenant_id == tenant_id, LearnedVersion.agent_id == agent_id))
+    result = await db.execute(sa.select(col(LearnedVersion.version)).where(
+        col(LearnedVersion.tenant_id) == tenant_id, col(LearnedVersion.agent_id) == agent_id))
     return [int(v) for v in result.scalars()]
 
 
 async def get_active_learned(db: AsyncSession, tenant_id: uuid.UUID,
                              agent_id: str) -> LearnedVersion | None:
     """The active version in one query (used on the context path)."""
-    h = LearnedHead.__table__.c  # type: ignore[attr-defined]
+    h = _H.c
     result = await db.execute(sa.select(LearnedVersion).join(
-        LearnedHead.__table__, sa.and_(h.tenant_id == LearnedVersion.tenant_id,
-                                       h.agent_id == LearnedVersion.agent_id,
-                                       h.active_version == LearnedVersion.version))
+        _H, sa.and_(h.tenant_id == col(LearnedVersion.tenant_id),
+                    h.agent_id == col(LearnedVersion.agent_id),
+                    h.active_version == col(LearnedVersion.version)))
         .where(h.tenant_id == tenant_id, h.agent_id == agent_id))
     return result.scalar_one_or_none()

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
 from app.core.strict import JSON_INT, JsonFloat, JsonInt
@@ -65,7 +66,7 @@ def filters_schema() -> dict[str, Any]:
 ORDER_BY_VALUES = sorted(
     p + name for name in [*(f for f, s in FIELDS.items() if s.orderable), *ALIASES]
     for p in ("", "-"))
-FILTERS = {"json_schema_extra": filters_schema()}
+FILTERS_SCHEMA: JsonDict = filters_schema()
 
 
 def _check_scope(v: str) -> str:
@@ -128,8 +129,9 @@ class MemoryItemPublic(BaseModel):
 class MemoryItemQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    filters: dict[str, Any] = Field(default_factory=dict, description=FILTERS_DOC, **FILTERS)
-    order_by: str = Field(default=DEFAULT_ORDER, json_schema_extra={"enum": ORDER_BY_VALUES},
+    filters: dict[str, Any] = Field(default_factory=dict, description=FILTERS_DOC,
+                                    json_schema_extra=FILTERS_SCHEMA)
+    order_by: str = Field(default=DEFAULT_ORDER, json_schema_extra={"enum": [*ORDER_BY_VALUES]},
                           description=(
         "A field sorts descending; prefix `-` for ascending (the seed's convention). "
         "Ties are broken by id."), examples=["-importance"])
@@ -187,7 +189,7 @@ class ClearRequest(BaseModel):
                        description="`task/<id>`, `project/<id>` or `global`.")
     confirm: StrictBool = Field(default=False, description="Must be true to clear `global`.")
     filters: dict[str, Any] = Field(default_factory=dict, description="Only clear matching "
-                                    "items. " + FILTERS_DOC, **FILTERS)
+                                    "items. " + FILTERS_DOC, json_schema_extra=FILTERS_SCHEMA)
 
     _scope = field_validator("scope")(_check_scope)
 
@@ -225,7 +227,7 @@ class ContextPackageCreate(BaseModel):
         default=None, description=(
         "Keep the N oldest and N newest items of each tier first, then fill by importance."))
     filters: dict[str, Any] = Field(default_factory=dict, description=(
-        "Only consider matching items. " + FILTERS_DOC), **FILTERS)
+        "Only consider matching items. " + FILTERS_DOC), json_schema_extra=FILTERS_SCHEMA)
 
 
 class TierUsagePublic(BaseModel):

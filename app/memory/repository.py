@@ -9,14 +9,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from app.models import Message
+from app.models.base import table_of
 from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
 
 # Context reads take plain rows (attribute access like the model: seq, role, content,
 # tool_calls, tool_use_id, is_error, name, token_count, meta): no ORM identity map, no
 # search_vector or text. This is the hot path of every context build.
-_T = Message.__table__.c
+_T = table_of(Message).c
 _MSG_COLS = (_T.session_id, _T.seq, _T.role, _T.content, _T.tool_calls, _T.tool_use_id,
              _T.is_error, _T.name, _T.token_count, _T.metadata.label("meta"), _T.created_at)
 
@@ -27,8 +29,8 @@ def _msg_select() -> sa.Select:
 
 async def get_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
                     lock: bool = False) -> MemoryState | None:
-    q = sa.select(MemoryState).where(MemoryState.tenant_id == tenant_id,
-                                     MemoryState.session_id == session_id)
+    q = sa.select(MemoryState).where(col(MemoryState.tenant_id) == tenant_id,
+                                     col(MemoryState.session_id) == session_id)
     if lock:
         q = q.with_for_update()
     else:
@@ -52,9 +54,10 @@ async def ensure_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
 async def messages_from(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                         first_seq: int, limit: int | None = None) -> list[Any]:
     """L1: every message at or after ``first_seq`` (or the first ``limit``), oldest first."""
-    q = (_msg_select().where(Message.tenant_id == tenant_id,
-                                  Message.session_id == session_id, Message.seq >= first_seq)
-         .order_by(Message.seq))
+    q = (_msg_select().where(col(Message.tenant_id) == tenant_id,
+                             col(Message.session_id) == session_id,
+                             col(Message.seq) >= first_seq)
+         .order_by(col(Message.seq)))
     if limit is not None:
         q = q.limit(limit)
     return list((await db.execute(q)).all())
@@ -69,9 +72,9 @@ async def l1_window(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUI
     the backlog of messages no job has compressed yet.
     """
     newest_user = (await db.execute(
-        sa.select(sa.func.max(Message.seq)).where(
-            Message.tenant_id == tenant_id, Message.session_id == session_id,
-            Message.seq >= first_seq, Message.role == "user"))).scalar_one_or_none()
+        sa.select(sa.func.max(col(Message.seq))).where(
+            col(Message.tenant_id) == tenant_id, col(Message.session_id) == session_id,
+            col(Message.seq) >= first_seq, col(Message.role) == "user"))).scalar_one_or_none()
     start = max(first_seq, last_seq - window + 1)
     if newest_user is not None:
         start = min(start, newest_user)
@@ -82,10 +85,10 @@ async def messages_by_seqs(db: AsyncSession, tenant_id: uuid.UUID, session_id: u
                            seqs: Sequence[int]) -> list[Any]:
     if not seqs:
         return []
-    q = (_msg_select().where(Message.tenant_id == tenant_id,
-                             Message.session_id == session_id,
-                             Message.seq.in_(list(seqs)))
-         .order_by(Message.seq))
+    q = (_msg_select().where(col(Message.tenant_id) == tenant_id,
+                             col(Message.session_id) == session_id,
+                             col(Message.seq).in_(list(seqs)))
+         .order_by(col(Message.seq)))
     return list((await db.execute(q)).all())
 
 
@@ -94,28 +97,28 @@ async def tool_partners(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid
     """Messages that issued or answered any of ``call_ids`` (to promote whole groups)."""
     if not call_ids:
         return []
-    issued = sa.or_(*[Message.tool_calls.contains([{"id": cid}]) for cid in call_ids])
-    q = (_msg_select().where(Message.tenant_id == tenant_id,
-                             Message.session_id == session_id,
-                             sa.or_(Message.tool_use_id.in_(list(call_ids)), issued))
-         .order_by(Message.seq))
+    issued = sa.or_(*[col(Message.tool_calls).contains([{"id": cid}]) for cid in call_ids])
+    q = (_msg_select().where(col(Message.tenant_id) == tenant_id,
+                             col(Message.session_id) == session_id,
+                             sa.or_(col(Message.tool_use_id).in_(list(call_ids)), issued))
+         .order_by(col(Message.seq)))
     return list((await db.execute(q)).all())
 
 
 async def l1_tokens(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                     first_seq: int) -> int:
-    q = sa.select(sa.func.coalesce(sa.func.sum(Message.token_count), 0)).where(
-        Message.tenant_id == tenant_id, Message.session_id == session_id,
-        Message.seq >= first_seq)
+    q = sa.select(sa.func.coalesce(sa.func.sum(col(Message.token_count)), 0)).where(
+        col(Message.tenant_id) == tenant_id, col(Message.session_id) == session_id,
+        col(Message.seq) >= first_seq)
     return int((await db.execute(q)).scalar_one())
 
 
 async def l2_summaries(db: AsyncSession, tenant_id: uuid.UUID,
                        session_id: uuid.UUID) -> list[MemorySummary]:
-    q = (sa.select(MemorySummary).where(MemorySummary.tenant_id == tenant_id,
-                                        MemorySummary.session_id == session_id,
-                                        MemorySummary.snapshot_id.is_(None))
-         .order_by(MemorySummary.start_seq))
+    q = (sa.select(MemorySummary).where(col(MemorySummary.tenant_id) == tenant_id,
+                                        col(MemorySummary.session_id) == session_id,
+                                        col(MemorySummary.snapshot_id).is_(None))
+         .order_by(col(MemorySummary.start_seq)))
     return list((await db.execute(q)).scalars())
 
 
@@ -130,23 +133,23 @@ async def archive(db: AsyncSession, snapshot: MemorySnapshot,
     db.add(snapshot)
     await db.flush()
     await db.execute(sa.update(MemorySummary)
-                     .where(MemorySummary.tenant_id == snapshot.tenant_id,
-                            MemorySummary.id.in_(list(summary_ids)))
+                     .where(col(MemorySummary.tenant_id) == snapshot.tenant_id,
+                            col(MemorySummary.id).in_(list(summary_ids)))
                      .values(snapshot_id=snapshot.id))
 
 
 async def snapshots_page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
                          before_start: int | None, limit: int) -> list[MemorySnapshot]:
     """Newest first (by covered range), cursor = the last row's ``start_seq``."""
-    q = sa.select(MemorySnapshot).where(MemorySnapshot.tenant_id == tenant_id,
-                                        MemorySnapshot.session_id == session_id)
+    q = sa.select(MemorySnapshot).where(col(MemorySnapshot.tenant_id) == tenant_id,
+                                        col(MemorySnapshot.session_id) == session_id)
     if before_start is not None:
-        q = q.where(MemorySnapshot.start_seq < before_start)
-    q = q.order_by(MemorySnapshot.start_seq.desc()).limit(limit)
+        q = q.where(col(MemorySnapshot.start_seq) < before_start)
+    q = q.order_by(col(MemorySnapshot.start_seq).desc()).limit(limit)
     return list((await db.execute(q)).scalars())
 
 
 async def snapshot_count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
     q = sa.select(sa.func.count()).select_from(MemorySnapshot).where(
-        MemorySnapshot.tenant_id == tenant_id, MemorySnapshot.session_id == session_id)
+        col(MemorySnapshot.tenant_id) == tenant_id, col(MemorySnapshot.session_id) == session_id)
     return int((await db.execute(q)).scalar_one())

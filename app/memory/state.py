@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -12,7 +13,7 @@ from app.memory import repository
 from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
 from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
 from app.models import Message, Session
-from app.models.memory import MemoryState, MemorySummary
+from app.models.memory import MemoryState
 from app.sessions.access import SessionNotFound
 
 
@@ -41,7 +42,25 @@ def record(m: Message) -> MessageRecord:
     )
 
 
-def summary_record(s: MemorySummary) -> SummaryRecord:
+class SummaryRow(Protocol):
+    """An L2 summary as the policy and the builder read it: a `MemorySummary`, or the
+    plain row of `app.memory.fastload` (same attribute names, no ORM instance)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def start_seq(self) -> int: ...
+    @property
+    def end_seq(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def token_count(self) -> int: ...
+
+
+def summary_record(s: SummaryRow) -> SummaryRecord:
     return SummaryRecord(start_seq=s.start_seq, end_seq=s.end_seq, token_count=s.token_count,
                          key=str(s.id))
 
@@ -90,7 +109,7 @@ class Loaded:
     state: MemoryState
     cfg: MemoryConfig
     l1: list[Any]
-    l2: list[MemorySummary]
+    l2: Sequence[SummaryRow]
     promoted: list[Any]
     # Older L1 messages that were not loaded (a backlog no job has compressed yet):
     # shown as one fixed-size pointer into swap instead of their content.

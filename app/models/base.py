@@ -25,6 +25,14 @@ def new_id() -> uuid.UUID:
     return uuid.uuid4()
 
 
+def table_of(model: type[SQLModel]) -> sa.Table:
+    """A table model's Core ``Table``, typed (SQLModel's stubs don't declare ``__table__``)."""
+    table = sa.inspect(model).local_table
+    if not isinstance(table, sa.Table):
+        raise TypeError(f"{model.__name__} is not a table model")
+    return table
+
+
 def ts_column(**kw: object) -> sa.Column:
     return sa.Column(sa.DateTime(timezone=True), nullable=False,
                      server_default=sa.func.now(), **kw)  # type: ignore[arg-type]

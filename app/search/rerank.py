@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 MAX_CANDIDATES = 50
 PREVIEW_CHARS = 200
@@ -37,11 +38,14 @@ RERANK_SYSTEM = (
 _FENCE = re.compile(r"```(?:[A-Za-z0-9_-]*)\s*\n?(.*?)```", re.DOTALL)
 
 
+K = TypeVar("K", bound=Hashable)  # the candidate id type
+
+
 @dataclass(frozen=True, slots=True)
-class RerankCandidate:
+class RerankCandidate(Generic[K]):
     """One BM25 candidate as the reranker needs it."""
 
-    id: Hashable
+    id: K
     role: str
     text: str
     bm25_score: float
@@ -55,7 +59,7 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return flat[: limit - 1] + "…"
 
 
-def build_prompt(query: str, candidates: Sequence[RerankCandidate]) -> str:
+def build_prompt(query: str, candidates: Sequence[RerankCandidate[Any]]) -> str:
     """The user prompt: query, numbered previews, the answer format."""
     shown_query = json.dumps(preview(query, MAX_QUERY_CHARS_IN_PROMPT), ensure_ascii=False)
     lines = [
@@ -175,8 +179,8 @@ def parse_scores(text: object, n_candidates: int) -> dict[int, float] | None:
 
 
 def order_by_scores(
-    candidates: Sequence[RerankCandidate], scores: dict[int, float]
-) -> list[tuple[RerankCandidate, float | None]]:
+    candidates: Sequence[RerankCandidate[K]], scores: dict[int, float]
+) -> list[tuple[RerankCandidate[K], float | None]]:
     """Candidates with their rerank score, ordered as the module docstring says."""
     ranked = [(c, scores.get(i), i) for i, c in enumerate(candidates)]
     ranked.sort(key=lambda r: (r[1] is None, -(r[1] or 0.0), -r[0].bm25_score, r[2]))

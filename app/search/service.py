@@ -112,7 +112,7 @@ def _key_str(key: Key) -> str:
     return f"{key[0]}:{key[1]}"
 
 
-async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandidate],
+async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandidate[Key]],
                   options: SearchOptions) -> dict[int, float] | None:
     """Candidate index -> LLM score, or None when the rerank is unavailable or failed."""
     model = getattr(llm, "rerank_model", None)

@@ -23,8 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.core.errors import NotFound
 from app.models import Session
+from app.models.base import table_of
 
-_S = Session.__table__
+_S = table_of(Session)
 
 
 class SessionNotFound(NotFound):

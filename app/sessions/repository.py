@@ -5,13 +5,14 @@ from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from app.models import Session
 
 
 async def get(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> Session | None:
-    result = await db.execute(sa.select(Session).where(Session.tenant_id == tenant_id,
-                                                       Session.id == session_id))
+    result = await db.execute(sa.select(Session).where(col(Session.tenant_id) == tenant_id,
+                                                       col(Session.id) == session_id))
     return result.scalar_one_or_none()
 
 
@@ -23,12 +24,12 @@ async def add(db: AsyncSession, session: Session) -> Session:
 
 async def list_page(db: AsyncSession, tenant_id: uuid.UUID, *, agent_id: str | None,
                     after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Session]:
-    q = sa.select(Session).where(Session.tenant_id == tenant_id)
+    q = sa.select(Session).where(col(Session.tenant_id) == tenant_id)
     if agent_id is not None:
-        q = q.where(Session.agent_id == agent_id)
+        q = q.where(col(Session.agent_id) == agent_id)
     if after is not None:
-        q = q.where(sa.tuple_(Session.created_at, Session.id) > sa.tuple_(*after))
-    result = await db.execute(q.order_by(Session.created_at, Session.id).limit(limit))
+        q = q.where(sa.tuple_(col(Session.created_at), col(Session.id)) > sa.tuple_(*after))
+    result = await db.execute(q.order_by(col(Session.created_at), col(Session.id)).limit(limit))
     return list(result.scalars())
 
 

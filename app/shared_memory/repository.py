@@ -13,11 +13,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.models.base import table_of
 from app.models.session import Session
 from app.models.shared_memory_entry import SharedMemoryEntry, SharedMemoryRefHolder
 
-E = SharedMemoryEntry.__table__
-H = SharedMemoryRefHolder.__table__
+E = table_of(SharedMemoryEntry)
+H = table_of(SharedMemoryRefHolder)
 NEXT_VERSION = sa.func.nextval("shared_memory_version_seq")
 
 HEAD_COLUMNS = [c for c in E.c if c.name != "value"]
@@ -98,7 +99,7 @@ async def delete(db: AsyncSession, a: Addr, now: datetime, expected: int | None)
 
 
 async def next_version(db: AsyncSession) -> int:
-    return int(await db.scalar(sa.select(NEXT_VERSION)))
+    return int((await db.execute(sa.select(NEXT_VERSION))).scalar_one())
 
 
 async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, namespace: str, scope_id: str,
@@ -127,7 +128,7 @@ async def namespace_totals(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str
     # The agent namespace counts only the caller's own scope (none without an agent).
     conds.append(sa.or_(E.c.namespace != "agent", E.c.scope_id == (agent_id or "")))
     if own_sessions_only:
-        S = Session.__table__
+        S = table_of(Session)
         own = sa.select(sa.cast(S.c.id, sa.Text)).where(S.c.tenant_id == tenant_id,
                                                         S.c.agent_id == (agent_id or ""))
         conds.append(sa.or_(E.c.namespace != "session", E.c.scope_id.in_(own)))

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
 
 from app.auth.deps import CallerDep
 from app.core import jsonlimits
@@ -43,9 +44,12 @@ from app.state import app_state
 
 router = APIRouter(tags=["shared-memory"], responses=ERROR_RESPONSES)
 
-_EXTRA = {c: {"model": ErrorEnvelope} for c in (412, 428)}
-_RESP_500 = {500: {"model": ErrorEnvelope, "description": "integrity_error: stored bytes do "
-                   "not match their SHA-256 (never served)"}}
+# FastAPI's `responses` type: status code (or "default") -> OpenAPI response fields.
+Responses = dict[int | str, dict[str, Any]]
+
+_EXTRA: Responses = {c: {"model": ErrorEnvelope} for c in (412, 428)}
+_RESP_500: Responses = {500: {"model": ErrorEnvelope, "description": "integrity_error: stored "
+                              "bytes do not match their SHA-256 (never served)"}}
 # The patterns are documentation only (json_schema_extra): keys.py checks the same rules and
 # answers 400 invalid_key / invalid_scope.
 ScopeQ = Annotated[str | None, Query(max_length=MAX_SCOPE_CHARS, description=(
@@ -211,7 +215,8 @@ def _check_tags(*headers: str | None) -> None:
 
 
 async def _read_body(request: Request, cap: int, max_bytes: int) -> bytes:
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > cap:
@@ -229,7 +234,7 @@ def _json_body(raw: bytes) -> SharedMemoryPut:
     try:
         return SharedMemoryPut.model_validate(parsed)
     except ValueError as exc:
-        errors = getattr(exc, "errors", lambda: [])()
+        errors = exc.errors() if isinstance(exc, ValidationError) else []
         raise Unprocessable("The body is not a valid entry.", details=[
             {"loc": ["body", *e.get("loc", ())], "msg": e.get("msg"), "type": e.get("type")}
             for e in errors]) from exc

@@ -90,6 +90,6 @@ async def stream(
             yield sse(name,
                       {"reason": watcher.closed_reason, "missed": watcher.missed})
             return
-        frame = render(item)
-        if frame is not None:
-            yield frame
+        rendered = render(item)
+        if rendered is not None:
+            yield rendered
