@@ -24,11 +24,14 @@ from hypothesis import settings as hsettings
 from app.core.config import Settings
 from app.main import create_app
 from app.migrate import upgrade
+from tests.support.api import make_client
 
-hsettings.register_profile("ci", max_examples=200, derandomize=True, deadline=None,
+# The one Hypothesis profile of the suite: reproducible (derandomized), no deadline (the
+# machine is shared), the failing example printed. A test that needs more examples says so
+# with its own @settings(max_examples=...). `--hypothesis-profile default` runs randomized.
+hsettings.register_profile("loom", max_examples=200, derandomize=True, deadline=None,
                            print_blob=True)
-hsettings.register_profile("dev", max_examples=100, deadline=None)
-hsettings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+hsettings.load_profile("loom")
 
 pytest_plugins: list[str] = []
 if os.path.exists(os.path.join(os.path.dirname(__file__), "fakes", "fixtures.py")):
@@ -78,12 +81,6 @@ async def app(settings: Settings) -> AsyncIterator[Any]:
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
-
-
-def make_client(app: Any, key: str, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
-    all_headers = {"Authorization": f"Bearer {key}", **(headers or {})}
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test",
-                             headers=all_headers, timeout=30)
 
 
 @pytest.fixture(scope="session")

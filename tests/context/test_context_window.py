@@ -2,15 +2,11 @@
 
 import sqlalchemy as sa
 
-
-async def _session(client, **config):
-    r = await client.post("/v1/sessions", json={"config": config})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
+from tests.support.api import new_session
 
 
 async def test_uncompressed_backlog_becomes_one_pointer(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     turns = []
     for i in range(150):
         turns.append({"role": "user", "content": f"question {i} about invoices"})
@@ -37,7 +33,7 @@ async def test_uncompressed_backlog_becomes_one_pointer(client, db):
 
 
 async def test_current_turn_older_than_window_is_kept(client):
-    sid = await _session(client, max_context_tokens=100_000)
+    sid = await new_session(client, max_context_tokens=100_000)
     msgs = [{"role": "user", "content": "please audit every invoice"}]
     for i in range(60):
         msgs.append({"role": "assistant", "content": [

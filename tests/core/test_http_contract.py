@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.support.api import create_session
+
 
 @pytest.mark.parametrize(("method", "path", "allowed"), [
     ("OPTIONS", "/v1/sessions", {"GET", "POST"}),
@@ -48,7 +50,7 @@ async def test_whole_floats_are_integers(client):
 
 
 async def test_promote_seqs_must_be_integers(client):
-    session = (await client.post("/v1/sessions", json={})).json()
+    session = await create_session(client)
     resp = await client.post(f"/v1/sessions/{session['id']}/memory/promote",
                              json={"seqs": [False]})
     assert resp.status_code == 422, resp.text

@@ -12,6 +12,7 @@ from app.context import blocks as registry
 from app.core.tokens import count_text
 from app.knowledge import blocks as knowledge_blocks
 from app.sessions import repository as sessions_repo
+from tests.support.api import create_session
 
 LEARNED = {"tuned_prompts": {"system": "Answer in one sentence."},
            "signatures": {"qa": {"inputs": ["q"], "outputs": ["a"]}},
@@ -22,9 +23,7 @@ async def _session(client, knowledge: dict | None, max_context_tokens: int = 20_
     config: dict = {"max_context_tokens": max_context_tokens}
     if knowledge is not None:
         config["knowledge"] = knowledge
-    r = await client.post("/v1/sessions", json={"agent_id": "agent-1", "config": config})
-    assert r.status_code == 201, r.text
-    return r.json()
+    return await create_session(client, "agent-1", **config)
 
 
 async def _items(client) -> None:

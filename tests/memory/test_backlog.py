@@ -2,10 +2,11 @@
 
 import sqlalchemy as sa
 
+from tests.support.api import new_session
+
 
 async def test_long_backlog_compresses_in_chunks(client, db):
-    r = await client.post("/v1/sessions", json={})
-    sid = r.json()["id"]
+    sid = await new_session(client)
     msgs = []
     for i in range(300):
         msgs.append({"role": "user", "content": f"question {i}"})

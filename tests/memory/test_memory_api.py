@@ -14,15 +14,10 @@ from app.memory.errors import StaleMemoryState
 from app.memory.summariser import heuristic_summary
 from app.models import Session
 from app.models.memory import MemorySummary
+from tests.support.api import create_session, new_session
 
 SMALL = {"max_context_tokens": 2000, "reserved_output_tokens": 200, "l1_max_messages": 10,
          "max_l2_tokens": 400}
-
-
-async def new_session(client: httpx.AsyncClient, **body: Any) -> str:
-    resp = await client.post("/v1/sessions", json={"config": SMALL, **body})
-    assert resp.status_code == 201, resp.text
-    return resp.json()["id"]
 
 
 def turn(rng: random.Random, n: int) -> list[dict[str, Any]]:
@@ -63,7 +58,7 @@ def check_context(ctx: dict[str, Any], cap: int) -> None:
 
 async def test_long_conversation_stays_within_budget_and_keeps_invariants(
         client: httpx.AsyncClient) -> None:
-    sid = await new_session(client)
+    sid = await new_session(client, **SMALL)
     rng = random.Random(7)
     for n in range(40):
         resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
@@ -90,29 +85,8 @@ async def test_long_conversation_stays_within_budget_and_keeps_invariants(
     assert detail["memory"]["l2"] == mem["tokens"]["l2"]
 
 
-async def test_rom_is_frozen_and_profiles_hot_reload(client: httpx.AsyncClient) -> None:
-    v1 = await client.put("/v1/agents/agent-1/profile", json={"system_prompt": "You are v1."})
-    assert v1.status_code == 200 and v1.json()["version"] == 1
-    old = await new_session(client)
-    v2 = await client.put("/v1/agents/agent-1/profile",
-                          json={"system_prompt": "You are v2.", "patterns": ["p"]})
-    assert v2.json()["version"] == 2
-    new = await new_session(client)
-    ctx_old = (await client.post(f"/v1/sessions/{old}/context", json={})).json()
-    ctx_new = (await client.post(f"/v1/sessions/{new}/context", json={})).json()
-    assert ctx_old["system"][0]["text"] == "You are v1."
-    assert ctx_old["system"][0]["cache_control"] == {"type": "ephemeral"}
-    assert ctx_new["system"][0]["text"].startswith("You are v2.")
-    patch = await client.patch(f"/v1/sessions/{old}", json={"rom": {"system_prompt": "x"}})
-    assert patch.status_code == 409 and patch.json()["error"]["code"] == "rom_frozen"
-    inline = await new_session(client, rom={"system_prompt": "Inline ROM."})
-    ctx = (await client.post(f"/v1/sessions/{inline}/context", json={})).json()
-    assert ctx["system"][0]["text"] == "Inline ROM."
-    assert (await client.get("/v1/agents/agent-1/profile?version=1")).json()["version"] == 1
-
-
 async def test_schema_lru_evicts_least_recently_used(client: httpx.AsyncClient) -> None:
-    sid = await new_session(client, config={"max_context_tokens": 20000})
+    sid = await new_session(client, max_context_tokens=20000)
     for i in range(10):
         r = await client.put(f"/v1/sessions/{sid}/kernel/schemas/s{i}",
                              json={"schema": {"table": f"t{i}"}})
@@ -133,7 +107,7 @@ async def test_schema_lru_evicts_least_recently_used(client: httpx.AsyncClient) 
 
 async def test_promote_over_budget_is_409_and_clear_restores_usage(
         client: httpx.AsyncClient) -> None:
-    sid = await new_session(client)
+    sid = await new_session(client, **SMALL)
     rng = random.Random(3)
     for n in range(12):
         await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
@@ -155,14 +129,14 @@ async def test_promote_over_budget_is_409_and_clear_restores_usage(
 
 
 async def test_compress_without_wait_is_202(client: httpx.AsyncClient) -> None:
-    sid = await new_session(client)
+    sid = await new_session(client, **SMALL)
     resp = await client.post(f"/v1/sessions/{sid}/memory/compress")
     assert resp.status_code == 202 and "enqueued" in resp.json()
 
 
 async def test_stale_plan_is_refused_and_never_duplicates(client: httpx.AsyncClient,
                                                           db) -> None:
-    sid = await new_session(client)
+    sid = await new_session(client, **SMALL)
     rng = random.Random(5)
     for n in range(8):
         await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
@@ -184,7 +158,7 @@ async def test_stale_plan_is_refused_and_never_duplicates(client: httpx.AsyncCli
 
 async def test_other_tenant_and_agent_cannot_read_memory(client: httpx.AsyncClient,
                                                          tenant) -> None:
-    sid = await new_session(client)
+    sid = await new_session(client, **SMALL)
     other = await tenant.new_client(role="agent", agent_id="someone-else")
     assert (await other.get(f"/v1/sessions/{sid}/memory")).status_code == 404
     assert (await other.get("/v1/agents/agent-1/profile")).status_code == 403
@@ -194,10 +168,9 @@ async def test_small_window_caps_l2_at_a_quarter_of_the_budget(
         client: httpx.AsyncClient) -> None:
     """No max_l2_tokens given: a 4,000-token window has a 3,600 budget, so L2 is archived
     as a snapshot past 900 tokens (not past the 5,000 default, above the budget)."""
-    resp = await client.post("/v1/sessions", json={"config": {"max_context_tokens": 4000}})
-    assert resp.status_code == 201, resp.text
-    sid = resp.json()["id"]
-    assert resp.json()["budget"] == 3600 and resp.json()["config"]["max_l2_tokens"] is None
+    session = await create_session(client, max_context_tokens=4000)
+    sid = session["id"]
+    assert session["budget"] == 3600 and session["config"]["max_l2_tokens"] is None
     rng = random.Random(11)
     for n in range(60):
         r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
@@ -216,9 +189,7 @@ async def test_promote_while_compression_is_pending(client: httpx.AsyncClient) -
     """Messages the context shows only as stand-ins (their compression still pending) can
     be promoted; verbatim ones are named as skipped; over budget is 409 whatever the
     compression state."""
-    resp = await client.post("/v1/sessions", json={"config": {
-        "max_context_tokens": 1500, "reserved_output_tokens": 150}})
-    sid = resp.json()["id"]
+    sid = await new_session(client, max_context_tokens=1500, reserved_output_tokens=150)
     words = "migration plan database index vacuum replica"
     for n in range(1, 21):
         role = "user" if n % 2 else "assistant"
@@ -248,7 +219,7 @@ async def test_compress_with_wait_after_a_202_compresses_and_reports_the_job(
         client: httpx.AsyncClient) -> None:
     """wait=true right after a 202 runs the compression in the request: 200 once the
     session is compressed, the job row says succeeded."""
-    sid = await new_session(client)
+    sid = await new_session(client, **SMALL)
     rng = random.Random(5)
     for n in range(8):
         await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})

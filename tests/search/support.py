@@ -6,17 +6,7 @@ from typing import Any
 
 import httpx
 
-
-async def new_session(client: httpx.AsyncClient, agent_id: str | None = None,
-                      config: dict[str, Any] | None = None) -> str:
-    body: dict[str, Any] = {}
-    if agent_id:
-        body["agent_id"] = agent_id
-    if config:
-        body["config"] = config
-    resp = await client.post("/v1/sessions", json=body)
-    assert resp.status_code == 201, resp.text
-    return resp.json()["id"]
+from tests.support.api import new_session
 
 
 async def append(client: httpx.AsyncClient, session_id: str, texts: list[str],
@@ -46,9 +36,9 @@ def seqs_of(result: dict[str, Any]) -> list[int]:
     return [r["seq"] for r in result["results"]]
 
 
-async def compressed_session(client, n=40, config=None):
+async def compressed_session(client, n=40, **config):
     """A session whose older messages have left L1 (so they can be promoted)."""
-    sid = await new_session(client, config=config)
+    sid = await new_session(client, **config)
     await append(client, sid, [f"message {i}: the lighthouse keeper logs {i}" for i in range(n)])
     resp = await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
     assert resp.status_code in (200, 202), resp.text
@@ -58,7 +48,7 @@ async def compressed_session(client, n=40, config=None):
 
 async def over_budget_session(client):
     """Ten large swap messages about zebras that cannot all fit a 1,000-token window."""
-    sid = await new_session(client, config={"max_context_tokens": 1000})
+    sid = await new_session(client, max_context_tokens=1000)
     big = [f"zebra {i} " + "stripes and savanna grass " * 40 for i in range(10)]
     await append(client, sid, big + [f"short {i}" for i in range(12)])
     resp = await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})

@@ -12,7 +12,8 @@ import sqlalchemy as sa
 
 from app.search.bm25 import Doc, rank
 from bench.search_corpus import conversation, queries
-from tests.search.support import append, new_session
+from tests.search.support import append
+from tests.support.api import new_session
 
 QUERIES = queries(10, seed=3) + ["database index optimization", "python asyncio",
                                  "kafka", "token token token"]

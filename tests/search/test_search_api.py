@@ -5,11 +5,11 @@ import uuid
 from tests.search.support import (
     append,
     compressed_session,
-    new_session,
     over_budget_session,
     search,
     seqs_of,
 )
+from tests.support.api import new_session
 
 
 async def test_stemming_finds_other_word_forms(client):

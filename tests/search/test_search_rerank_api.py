@@ -8,7 +8,8 @@ from pydantic import SecretStr
 
 from app.main import create_app
 from tests.fakes.llm_server import Fail, Malformed, Reply
-from tests.search.support import append, new_session, seqs_of
+from tests.search.support import append, seqs_of
+from tests.support.api import new_session
 
 LINE = re.compile(r"^\[(\d+)\] (\w+): (.*)$", re.MULTILINE)
 

@@ -7,7 +7,8 @@ import sqlalchemy as sa
 
 from app.search import repository
 from app.search.scope import SearchScope
-from tests.search.support import append, new_session
+from tests.search.support import append
+from tests.support.api import new_session
 
 
 async def test_concurrent_searches_never_wait_for_the_stats_refresh(client, tenant, app):

@@ -7,14 +7,9 @@ import sqlalchemy as sa
 
 from app.shared_memory.metrics import INTEGRITY_ERRORS
 from app.shared_memory.tasks import cleanup_expired_shared_memory
+from tests.support.api import make_client, new_session
 
 SM = "/v1/shared-memory"
-
-
-async def _session(client) -> str:
-    r = await client.post("/v1/sessions", json={})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
 
 
 async def test_put_get_json_and_raw(client):
@@ -46,7 +41,7 @@ async def test_put_get_json_and_raw(client):
 
 
 async def test_same_key_is_separate_per_namespace_and_scope(client, tenant):
-    sid = await _session(client)
+    sid = await new_session(client)
     targets = [("global", None), ("workflow", "w1"), ("workflow", "w2"), ("swarm", "w1"),
                ("debate", "w1"), ("session", sid), ("agent", None)]
     for i, (ns, scope) in enumerate(targets):
@@ -236,7 +231,6 @@ async def test_cross_tenant_is_invisible(client, admin_client, app):
     other = await admin_client.post("/v1/tenants", json={"name": "other"})
     key = await admin_client.post("/v1/api-keys", json={"tenant_id": other.json()["id"],
                                                          "role": "service"})
-    from tests.conftest import make_client
 
     async with make_client(app, key.json()["secret"]) as b:
         assert (await b.get(f"{SM}/global/secret")).status_code == 404

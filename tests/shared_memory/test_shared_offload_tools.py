@@ -5,18 +5,13 @@ import json
 import sqlalchemy as sa
 
 from app.shared_memory.tasks import cleanup_expired_shared_memory
+from tests.support.api import new_session
 
 SM = "/v1/shared-memory"
 
 
-async def _session(client) -> str:
-    r = await client.post("/v1/sessions", json={})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
-
-
 async def test_five_megabyte_tool_result_becomes_a_reference(client, db, app):
-    sid = await _session(client)
+    sid = await new_session(client)
     rows = [{"id": i, "name": f"customer-{i}", "balance": i * 3.5} for i in range(90_000)]
     big = json.dumps(rows)
     assert len(big) > 5 * 1024 * 1024
@@ -73,8 +68,8 @@ async def test_five_megabyte_tool_result_becomes_a_reference(client, db, app):
 async def test_shared_memory_tools_execute_as_the_sessions_agent(tenant):
     p1 = await tenant.new_client("agent", "player1")
     p2 = await tenant.new_client("agent", "player2")
-    s1 = (await p1.post("/v1/sessions", json={})).json()["id"]
-    s2 = (await p2.post("/v1/sessions", json={})).json()["id"]
+    s1 = await new_session(p1)
+    s2 = await new_session(p2)
 
     async def call(client, sid, name, args):
         r = await client.post(f"/v1/sessions/{sid}/tool-calls", json={

@@ -1,20 +1,14 @@
 """With Redis unreachable the runtime degrades: no memory tier, local-only watch events."""
 
-import socket
-
 import redis.asyncio as aioredis
 
 from app.shared_memory.runtime import SharedMemoryRuntime
-
-
-def _dead_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again: nothing listens there
+from tests.support.live import free_port
 
 
 async def test_runtime_without_redis_bypasses_tier_and_delivers_locally():
-    client = aioredis.Redis(host="127.0.0.1", port=_dead_port(), socket_connect_timeout=0.2,
+    # a port just freed: nothing listens there
+    client = aioredis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.2,
                             socket_timeout=0.2)
     rt = SharedMemoryRuntime(client, cache_bytes=10_000)
     try:

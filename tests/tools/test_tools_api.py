@@ -3,7 +3,8 @@
 import json
 import uuid
 
-from tests.search.support import append, compressed_session, new_session, over_budget_session
+from tests.search.support import append, compressed_session, over_budget_session
+from tests.support.api import new_session
 
 BUILTIN = {"recall_conversation", "search_conversation", "clear_recalled_context",
            "shared_memory_read", "shared_memory_write", "shared_memory_list",

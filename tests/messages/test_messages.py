@@ -4,15 +4,11 @@ import json
 import sqlalchemy as sa
 import tiktoken
 
-
-async def _session(client, **config):
-    r = await client.post("/v1/sessions", json={"config": config} if config else {})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
+from tests.support.api import new_session
 
 
 async def test_append_and_read_back(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
         {"role": "user", "content": "Hello there"},
         {"role": "assistant", "content": [{"type": "text", "text": "Hi!"}]},
@@ -39,7 +35,7 @@ async def test_append_and_read_back(client, db):
 
 
 async def test_anthropic_and_openai_tool_shapes_are_canonicalised(client):
-    sid = await _session(client)
+    sid = await new_session(client)
     anthropic = [
         {"role": "assistant", "content": [
             {"type": "text", "text": "Checking"},
@@ -73,7 +69,7 @@ async def test_anthropic_and_openai_tool_shapes_are_canonicalised(client):
 
 
 async def test_bad_messages_are_422_and_store_nothing(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     cases = [
         {"messages": []},
         {"messages": [{"role": "robot", "content": "x"}]},
@@ -94,7 +90,7 @@ async def test_bad_messages_are_422_and_store_nothing(client, db):
 
 
 async def test_idempotency_key_replays_first_result(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     body = {"messages": [{"role": "user", "content": "once"}]}
     h = {"Idempotency-Key": "abc-123"}
     first = await client.post(f"/v1/sessions/{sid}/messages", json=body, headers=h)
@@ -112,7 +108,7 @@ async def test_idempotency_key_replays_first_result(client, db):
 
 
 async def test_concurrent_idempotent_retries_append_once(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     body = {"messages": [{"role": "user", "content": "racing"}]}
     results = await asyncio.gather(*[
         client.post(f"/v1/sessions/{sid}/messages", json=body, headers={"Idempotency-Key": "k"})
@@ -124,7 +120,7 @@ async def test_concurrent_idempotent_retries_append_once(client, db):
 
 
 async def test_concurrent_appends_keep_seq_gap_free(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
 
     async def one(i):
         r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
@@ -143,7 +139,7 @@ async def test_concurrent_appends_keep_seq_gap_free(client, db):
 
 
 async def test_paging_after_seq_offset_cursor_and_limits(client):
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
         {"role": "user", "content": f"n{i}"} for i in range(1, 13)]})
     r = (await client.get(f"/v1/sessions/{sid}/messages", params={"after_seq": 10})).json()
@@ -163,7 +159,7 @@ async def test_paging_after_seq_offset_cursor_and_limits(client):
 
 
 async def test_large_message_and_large_batch(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     big = "lorem ipsum dolor sit amet " * 40_000  # ~1 MB
     r = await client.post(f"/v1/sessions/{sid}/messages",
                           json={"messages": [{"role": "user", "content": big}]})
@@ -190,7 +186,7 @@ async def test_append_to_unknown_session_is_404(client):
 
 
 async def test_unstorable_characters_are_422_not_500(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     for escaped in ["nul \\u0000 inside", "lone \\ud863 surrogate"]:
         body = '{"messages": [{"role": "user", "content": "' + escaped + '"}]}'
         r = await client.post(f"/v1/sessions/{sid}/messages", content=body,

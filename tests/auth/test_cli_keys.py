@@ -8,14 +8,13 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from app.auth.keys import hash_key
+from tests.support.api import make_client
 from tests.support.live import settings_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_create_key_cli(app, settings, db):
-    from tests.conftest import make_client
-
     out = subprocess.run([sys.executable, "-m", "app.cli", "create-key", "--role", "service",  # noqa: ASYNC221
                           "--tenant-name", "cli-tenant"], env=settings_env(settings), cwd=ROOT,
                          capture_output=True, text=True, timeout=60)

@@ -6,6 +6,7 @@ import uuid
 import sqlalchemy as sa
 
 from app.auth.keys import hash_key
+from tests.support.api import make_client, new_session
 
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/docs", "/openapi.json", "/redoc",
           "/docs/oauth2-redirect"}
@@ -44,8 +45,6 @@ OBJECT_PARAMS = {"session_id", "key_id", "item_id", "ref_id", "id"}
 
 
 async def test_every_operation_requires_a_valid_key(app, tenant):
-    from tests.conftest import make_client
-
     anon = make_client(app, "")
     anon.headers.pop("Authorization")
     bogus = make_client(app, "lm_not_a_real_key")
@@ -70,7 +69,7 @@ async def test_every_operation_requires_a_valid_key(app, tenant):
 async def test_other_tenants_key_changes_nothing(app, tenant, admin_client, db):
     """Create real objects in tenant A; tenant B's service key gets 404/403 on each."""
     a = tenant.client_for(tenant.service_key, {"X-Agent-Id": "agent-1"})
-    sid = (await a.post("/v1/sessions", json={})).json()["id"]
+    sid = await new_session(a)
     await a.post(f"/v1/sessions/{sid}/messages", json={"messages": [
         {"role": "user", "content": "secret of tenant A"}]})
     key_a = await tenant.create_key("agent", "agent-1")
@@ -97,7 +96,7 @@ async def test_other_tenants_key_changes_nothing(app, tenant, admin_client, db):
 
 async def test_agent_key_with_foreign_agent_header_is_403(app, tenant):
     agent = await tenant.new_client(role="agent", agent_id="alice")
-    sid = (await agent.post("/v1/sessions", json={})).json()["id"]
+    sid = await new_session(agent)
     ids = {"session_id": sid, "agent_id": "alice"}
     foreign = tenant.client_for(agent.headers["Authorization"].split()[1],
                                 {"X-Agent-Id": "mallory"})
@@ -154,7 +153,6 @@ async def test_roles(app, tenant, admin_client):
 
 async def test_rate_limit_429_with_retry_after(settings, tenant):
     from app.main import create_app
-    from tests.conftest import make_client
 
     limited = create_app(settings.model_copy(update={"rate_limit_per_second": 1.0,
                                                      "rate_limit_burst": 3}))

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.core.pagination import encode_cursor
+from tests.support.api import make_client, new_session
 
 
 def deep(n: int, leaf: object = 1) -> object:
@@ -30,12 +31,6 @@ def assert_error(resp, status: int, code: str | None = None) -> dict:
     return err
 
 
-async def _session(client, **body) -> str:
-    r = await client.post("/v1/sessions", json=body)
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
-
-
 async def _message_count(db, sid: str) -> int:
     return (await db.execute(sa.text("select count(*) from messages where session_id = :s"),
                              {"s": sid})).scalar_one()
@@ -45,7 +40,7 @@ async def _message_count(db, sid: str) -> int:
 
 @pytest.mark.parametrize("depth", [300, 999, 5000])
 async def test_deep_json_in_message_fields_is_422_naming_the_field(client, db, depth):
-    sid = await _session(client)
+    sid = await new_session(client)
     d = deep_text(depth)
     # Sent as text: the client's own json.dumps would recurse too deep.
     for raw, field in (
@@ -64,7 +59,7 @@ async def test_deep_json_in_message_fields_is_422_naming_the_field(client, db, d
 
 
 async def test_json_at_the_limit_is_stored_and_served(client):
-    sid = await _session(client)
+    sid = await new_session(client)
     # body { messages [ { metadata ... } ] }: 3 levels around the metadata
     r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
         {"role": "user", "content": "hi", "metadata": deep(61)}]})
@@ -77,7 +72,7 @@ async def test_json_at_the_limit_is_stored_and_served(client):
 
 
 async def test_deep_openai_arguments_string_is_422(client, db):
-    sid = await _session(client)
+    sid = await new_session(client)
     for depth in (100, 999, 5000):
         r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
             {"role": "assistant", "content": None, "tool_calls": [
@@ -101,10 +96,10 @@ async def test_deep_json_in_other_bodies_is_422(client, route):
     elif route == "learned":
         method, path, raw = "PUT", "/v1/agents/agent-1/learned", '{"artifacts":' + body + "}"
     elif route == "kernel":
-        sid = await _session(client)
+        sid = await new_session(client)
         method, path, raw = "PUT", f"/v1/sessions/{sid}/kernel/schemas/s1", body
     elif route == "tool_input":
-        sid = await _session(client)
+        sid = await new_session(client)
         method, path = "POST", f"/v1/sessions/{sid}/tool-calls"
         raw = ('{"type":"tool_use","id":"t1","name":"shared_memory_write","input":'
                '{"namespace":"agent","key":"k","value":' + body + "}}")
@@ -131,7 +126,7 @@ async def test_deep_json_in_metadata_header_is_422(client):
 
 
 async def test_brackets_inside_strings_do_not_count(client):
-    sid = await _session(client)
+    sid = await new_session(client)
     r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
         {"role": "user", "content": "[" * 5000 + '\\"{' * 100, "metadata": {"k": "{" * 999}}]})
     assert r.status_code == 201, r.text
@@ -154,7 +149,7 @@ FORGED = [
 
 
 async def _cursor_routes(client, tenant):
-    sid = await _session(client)
+    sid = await new_session(client)
     return [
         ("GET", "/v1/sessions", None),
         ("GET", f"/v1/sessions/{sid}/messages", None),
@@ -181,7 +176,7 @@ async def test_forged_and_damaged_cursors_are_400_on_every_route(client, tenant)
 
 
 async def test_signed_cursor_with_wrong_types_is_400(client, tenant):
-    sid = await _session(client)
+    sid = await new_session(client)
     cases = [
         (f"/v1/sessions/{sid}/messages", {"after_seq": True}),
         (f"/v1/sessions/{sid}/messages", {"after_seq": 10**400}),
@@ -200,7 +195,7 @@ async def test_signed_cursor_with_wrong_types_is_400(client, tenant):
 
 
 async def test_tampered_cursor_is_400_and_a_real_one_pages(client):
-    sid = await _session(client)
+    sid = await new_session(client)
     await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
         {"role": "user", "content": str(i)} for i in range(5)]})
     page = (await client.get(f"/v1/sessions/{sid}/messages", params={"limit": 2})).json()
@@ -245,8 +240,6 @@ async def small_app(settings):
 
 @pytest.fixture
 async def small_client(small_app, tenant):
-    from tests.conftest import make_client
-
     async with make_client(small_app, tenant.service_key, {"X-Agent-Id": "agent-1"}) as c:
         yield c
 
@@ -262,7 +255,7 @@ async def _chunks(total: int, size: int = 16_384):
 
 
 async def test_chunked_body_over_the_limit_is_413_and_nothing_stored(small_client, db):
-    sid = await _session(small_client)
+    sid = await new_session(small_client)
     r = await small_client.post(f"/v1/sessions/{sid}/messages", content=_chunks(SMALL_REQUEST),
                                 headers={"Content-Type": "application/json"})
     assert "content-length" not in {k.lower() for k in r.request.headers}
@@ -280,7 +273,7 @@ async def test_chunked_body_over_the_limit_is_413_and_nothing_stored(small_clien
 
 
 async def test_message_over_the_per_message_limit_is_413(small_client, db):
-    sid = await _session(small_client)
+    sid = await new_session(small_client)
     r = await small_client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
         {"role": "user", "content": "ok"},
         {"role": "user", "content": "y" * (SMALL_MESSAGE + 1)}]})
@@ -301,7 +294,7 @@ async def test_large_append_does_not_stall_the_event_loop(client):
     import asyncio
     import time
 
-    sid = await _session(client)
+    sid = await new_session(client)
     words = " ".join(f"w{i % 977}x{i % 13}" for i in range(400_000))  # ~3.5 MB
     stalls: list[float] = []
 
@@ -352,7 +345,7 @@ async def _tool(client, sid, name, tool_input):
 ])
 async def test_out_of_range_tool_inputs_are_invalid_parameter(client, db, name, tool_input,
                                                               caplog):
-    sid = await _session(client)
+    sid = await new_session(client)
     is_error, content = await _tool(client, sid, name, tool_input)
     assert is_error is True
     assert content["error"]["code"] == "INVALID_PARAMETER", content
@@ -361,7 +354,7 @@ async def test_out_of_range_tool_inputs_are_invalid_parameter(client, db, name, 
 
 
 async def test_tool_inputs_at_the_bounds_work(client):
-    sid = await _session(client)
+    sid = await new_session(client)
     is_error, content = await _tool(client, sid, "recall_conversation", {"offset": 2**63 - 1})
     assert is_error is False and content["messages"] == []
     is_error, content = await _tool(client, sid, "shared_memory_write", {
@@ -401,8 +394,6 @@ async def wide_filters_app(settings):
 
 
 async def test_too_many_query_arguments_are_422_not_500(wide_filters_app, tenant):
-    from tests.conftest import make_client
-
     many = {f: [f"{f}{i}" for i in range(9_000)] for f in ("kind", "source", "text")}
     many["id"] = [f"00000000-0000-0000-0000-{i:012d}" for i in range(9_000)]
     async with make_client(wide_filters_app, tenant.service_key,

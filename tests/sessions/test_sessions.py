@@ -2,6 +2,8 @@ import uuid
 
 import sqlalchemy as sa
 
+from tests.support.api import new_session
+
 
 async def test_create_get_list_update_delete_session(client, db):
     resp = await client.post("/v1/sessions", json={"metadata": {"k": "v"},
@@ -42,7 +44,7 @@ async def test_create_get_list_update_delete_session(client, db):
 async def test_list_paginates_with_cursor(client):
     ids = []
     for _ in range(5):
-        ids.append((await client.post("/v1/sessions", json={})).json()["id"])
+        ids.append(await new_session(client))
     seen, cursor = [], None
     while True:
         params = {"limit": 2}

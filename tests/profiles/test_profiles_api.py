@@ -1,0 +1,31 @@
+"""Agent profiles: versioned, read by version, and taken as a session's ROM when the session
+is created (new sessions see the current version; a session's ROM is frozen)."""
+
+import httpx
+
+from tests.support.api import new_session
+
+# the memory tests' small window
+SMALL = {"max_context_tokens": 2000, "reserved_output_tokens": 200, "l1_max_messages": 10,
+         "max_l2_tokens": 400}
+
+
+async def test_rom_is_frozen_and_profiles_hot_reload(client: httpx.AsyncClient) -> None:
+    v1 = await client.put("/v1/agents/agent-1/profile", json={"system_prompt": "You are v1."})
+    assert v1.status_code == 200 and v1.json()["version"] == 1
+    old = await new_session(client, **SMALL)
+    v2 = await client.put("/v1/agents/agent-1/profile",
+                          json={"system_prompt": "You are v2.", "patterns": ["p"]})
+    assert v2.json()["version"] == 2
+    new = await new_session(client, **SMALL)
+    ctx_old = (await client.post(f"/v1/sessions/{old}/context", json={})).json()
+    ctx_new = (await client.post(f"/v1/sessions/{new}/context", json={})).json()
+    assert ctx_old["system"][0]["text"] == "You are v1."
+    assert ctx_old["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert ctx_new["system"][0]["text"].startswith("You are v2.")
+    patch = await client.patch(f"/v1/sessions/{old}", json={"rom": {"system_prompt": "x"}})
+    assert patch.status_code == 409 and patch.json()["error"]["code"] == "rom_frozen"
+    inline = await new_session(client, rom={"system_prompt": "Inline ROM."}, **SMALL)
+    ctx = (await client.post(f"/v1/sessions/{inline}/context", json={})).json()
+    assert ctx["system"][0]["text"] == "Inline ROM."
+    assert (await client.get("/v1/agents/agent-1/profile?version=1")).json()["version"] == 1
