@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from app.core.config import Settings, get_settings
 
@@ -172,6 +173,13 @@ class Supervised:
         self._thread.join(timeout=timeout)
 
 
+def api_processes(flag: int | None, setting: int) -> int:
+    """How many API processes serve runs: --workers, else LOOM_WEB_WORKERS, where 0 means
+    one per core."""
+    n = flag if flag is not None else setting
+    return n if n > 0 else max(1, os.cpu_count() or 1)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -211,13 +219,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
             worker = Supervised("worker", [sys.executable, "-m", "app.cli", "worker"], env,
                                 settings.worker_reconnect_max_seconds)
             worker.start()
-        from app.main import create_app
+        from app.core.http_errors import EnvelopeHTTPProtocol
 
-        app = create_app(settings)
-        print(f"Loom Memory on http://{host}:{port} - Swagger UI: http://{host}:{port}/docs",
-              flush=True)
-        uvicorn.run(app, host=host, port=port, log_level=settings.log_level,
-                    access_log=False)
+        n = api_processes(args.workers, settings.web_workers)
+        print(f"Loom Memory on http://{host}:{port} ({n} API process{'es' if n > 1 else ''})"
+              f" - Swagger UI: http://{host}:{port}/docs", flush=True)
+        common: dict[str, Any] = {"host": host, "port": port, "log_level": settings.log_level,
+                                  "access_log": False, "http": EnvelopeHTTPProtocol}
+        if n == 1:
+            from app.main import create_app
+
+            uvicorn.run(create_app(settings), **common)
+        else:
+            # each process builds its app from the environment set above (stores, key);
+            # uvicorn's supervisor restarts a process that dies
+            uvicorn.run("app.main:create_app", factory=True, workers=n, **common)
     finally:
         if worker is not None:
             worker.stop()
@@ -234,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--no-worker", action="store_true")
+    serve.add_argument("--workers", type=int, metavar="N",
+                       help="API processes (default LOOM_WEB_WORKERS; 0 = one per core)")
     serve.set_defaults(fn=cmd_serve)
     sub.add_parser("worker", help="run an arq worker").set_defaults(fn=cmd_worker)
     sub.add_parser("migrate", help="migrate the database to the latest schema").set_defaults(

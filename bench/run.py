@@ -309,8 +309,8 @@ class Bench:
     def start_api(self, workers: int | None = None) -> tuple[subprocess.Popen, int]:
         port = free_port()
         argv = [sys.executable, "-m", "app.cli", "serve", "--no-worker", "--port", str(port)]
-        if workers:
-            argv += ["--workers", str(workers)]
+        if serve_supports_workers():  # one process unless asked (serve defaults to per core)
+            argv += ["--workers", str(workers or 1)]
         proc = subprocess.Popen(argv, env=self.server_env(), cwd=ROOT,
                                 **self.log_to(f"api-{port}"))
         self.procs.append(proc)

@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     # HTTP
     host: str = Field(default="127.0.0.1", alias="LOOM_HOST")
     port: int = Field(default=8420, alias="LOOM_PORT")
+    # API processes `loom-memory serve` runs (0 = one per core)
+    web_workers: int = Field(default=0, ge=0, le=256, alias="LOOM_WEB_WORKERS")
     log_level: str = Field(default="info", alias="LOOM_LOG_LEVEL")
     db_pool_size: int = Field(default=10, alias="LOOM_DB_POOL_SIZE")
     # Bounded database time (app/core/db.py): a statement (server statement_timeout and a

@@ -36,11 +36,13 @@ def settings_env(settings, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def live_api(settings, **extra_env: str) -> Iterator[str]:
-    """An API process on a free port; yields its base URL and always stops it."""
+def live_api(settings, workers: int = 1, **extra_env: str) -> Iterator[str]:
+    """An API server (`workers` processes) on a free port; yields its base URL and always
+    stops it."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--no-worker", "--port", str(port)],
+        [sys.executable, "-m", "app.cli", "serve", "--no-worker", "--port", str(port),
+         "--workers", str(workers)],
         env=settings_env(settings, **extra_env), cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
@@ -144,7 +146,8 @@ class PrivatePostgres:
         self.frozen = []
 
     def terminate_backends(self, application_name: str = "loom-memory") -> int:
-        """`pg_terminate_backend` on every connection of the app; returns how many."""
+        """`pg_terminate_backend` on every connection of the app; returns how many once
+        those backends are gone (termination itself is asynchronous)."""
         import asyncio
 
         import asyncpg
@@ -153,9 +156,17 @@ class PrivatePostgres:
             conn = await asyncpg.connect(self.dsn, server_settings={
                 "application_name": "loom-fault-test"})
             try:
-                return int(await conn.fetchval(
-                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                    "WHERE application_name = $1", application_name) or 0)
+                # in the select list: evaluated only for the rows the filter keeps
+                pids = [r[0] for r in await conn.fetch(
+                    "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                    application_name)]
+                for _ in range(500):  # up to ~10 s
+                    if not pids or not await conn.fetchval(
+                            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids):
+                        break
+                    await asyncio.sleep(0.02)
+                return len(pids)
             finally:
                 await conn.close()
 
