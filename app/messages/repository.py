@@ -6,6 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from app.models import IdempotencyRecord, Message, Session
 
@@ -21,7 +22,7 @@ VALUES (:session_id, :seq, :tenant_id, :role, CAST(:content AS jsonb),
 async def lock_session(db: AsyncSession, tenant_id: uuid.UUID,
                        session_id: uuid.UUID) -> Session | None:
     result = await db.execute(sa.select(Session).where(
-        Session.tenant_id == tenant_id, Session.id == session_id).with_for_update())
+        col(Session.tenant_id) == tenant_id, col(Session.id) == session_id).with_for_update())
     return result.scalar_one_or_none()
 
 
@@ -53,17 +54,18 @@ async def insert_many(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
 async def page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
                after_seq: int, limit: int) -> list[Message]:
     result = await db.execute(
-        sa.select(Message).where(Message.tenant_id == tenant_id,
-                                 Message.session_id == session_id, Message.seq > after_seq)
-        .order_by(Message.seq).limit(limit))
+        sa.select(Message).where(col(Message.tenant_id) == tenant_id,
+                                 col(Message.session_id) == session_id,
+                                 col(Message.seq) > after_seq)
+        .order_by(col(Message.seq)).limit(limit))
     return list(result.scalars())
 
 
 async def get_idempotent(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                          key: str) -> IdempotencyRecord | None:
     result = await db.execute(sa.select(IdempotencyRecord).where(
-        IdempotencyRecord.tenant_id == tenant_id, IdempotencyRecord.session_id == session_id,
-        IdempotencyRecord.key == key))
+        col(IdempotencyRecord.tenant_id) == tenant_id,
+        col(IdempotencyRecord.session_id) == session_id, col(IdempotencyRecord.key) == key))
     return result.scalar_one_or_none()
 
 
