@@ -124,11 +124,12 @@ class Supervised:
         self._thread = threading.Thread(target=self._watch, name=f"supervise-{name}",
                                         daemon=True)
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> subprocess.Popen[bytes]:
         # PR_SET_PDEATHSIG fires when the spawning *thread* ends: the watcher thread lives
         # until stop(), like the main thread
         self.proc = subprocess.Popen(self.argv, env=self.env, preexec_fn=_die_with_parent)
         self._started = time.monotonic()
+        return self.proc
 
     def start(self) -> None:
         self._thread.start()
@@ -154,9 +155,9 @@ class Supervised:
             with self._lock:
                 if self._stopping.is_set():
                     return
-                self._spawn()
+                proc = self._spawn()
                 self.restarts += 1
-            log.warning("%s restarted (pid %d)", self.name, self.proc.pid)
+            log.warning("%s restarted (pid %d)", self.name, proc.pid)
             backoff = min(self.max_backoff, backoff * 2)
 
     def stop(self, timeout: float = 10) -> None:
