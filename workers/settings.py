@@ -118,9 +118,11 @@ FIRST_BACKOFF_SECONDS = 0.5
 async def _close(worker: Worker) -> None:
     """Close a worker whose Redis may be gone: cancel its jobs (they run again later: see
     app/jobs/lease.py), run its shutdown hook, drop its pool; never raise."""
-    for task in worker.tasks.values():
+    tasks = [t for t in worker.tasks.values() if not t.done()]
+    for task in tasks:
         task.cancel()
-    await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
+    if tasks:  # bounded: a cancel racing a redis-py timeout can be swallowed (Python 3.11)
+        await asyncio.wait(tasks, timeout=5)
     if worker.on_shutdown is not None:
         try:
             await worker.on_shutdown(worker.ctx)

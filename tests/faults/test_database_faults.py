@@ -162,6 +162,7 @@ async def test_first_requests_after_the_database_is_back_succeed(
         await asyncio.to_thread(private_pg.start)
     else:
         assert await asyncio.to_thread(private_pg.terminate_backends) > 0
+    await asyncio.sleep(0.1)  # the app's loop reads the closed sockets
     results = []
     order = sorted(routes(api.session_id), key=lambda r: r[0] != "context")  # context first
     for _ in range(3):

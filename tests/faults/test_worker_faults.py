@@ -240,9 +240,13 @@ async def test_serve_restarts_a_killed_worker(settings: Settings,
                                               fake_llm: FakeLLMServer) -> None:
     port = free_port()
     env = worker_env(settings, redis_running, fake_llm, LOOM_RUN_WORKER="true")
+    log = tempfile.NamedTemporaryFile(prefix="loom-serve-", suffix=".log", delete=False)
     serve = subprocess.Popen(  # noqa: ASYNC220
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=log, stderr=subprocess.STDOUT)
+    serve.log_path = log.name  # type: ignore[attr-defined]
+    log.close()
+    new: list[psutil.Process] = []
     try:
         async def up() -> list[psutil.Process]:
             try:
@@ -267,9 +271,14 @@ async def test_serve_restarts_a_killed_worker(settings: Settings,
     finally:
         serve.terminate()
         try:
-            serve.wait(20)
+            serve.wait(40)  # noqa: ASYNC101
         except subprocess.TimeoutExpired:
             serve.kill()
             serve.wait()
-    gone = psutil.Process(new[0].pid) if psutil.pid_exists(new[0].pid) else None
-    assert gone is None or gone.status() == psutil.STATUS_ZOMBIE, "serve left its worker"
+            raise AssertionError("serve did not stop:\n" + log_tail(serve)) from None
+        finally:
+            output = log_tail(serve, 60)
+            stop(serve)  # removes the log
+    # serve stopped the worker it supervised before exiting
+    for proc in new:
+        assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, output
