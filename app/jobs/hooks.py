@@ -31,7 +31,7 @@ def compression_trigger(state: AppState) -> AfterAppend:
     async def enqueue_compression_when_busy(db: AsyncSession, caller: Caller,
                                             batch: AppendedBatch) -> None:
         row = await repository.pressure(db, batch.tenant_id, batch.session_id)
-        if row is None:
+        if row is None or row["job_status"] in triggers.JOB_COVERS:
             return
         trigger = triggers.append_trigger(
             triggers.pressure_from_row(row),

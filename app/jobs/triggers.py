@@ -45,6 +45,12 @@ def is_busy(p: Pressure, busy_usage: float) -> bool:
     return p.usage >= busy_usage or p.l1_count > p.l1_max
 
 
+# A job in these states covers this append too: a queued one plans only when it runs.
+# Enqueueing again would only cost a transaction and a Redis call. (A running job may have
+# planned already, so a new turn still enqueues; arq keeps one job per session.)
+JOB_COVERS = frozenset({"pending"})
+
+
 def append_trigger(after: Pressure, *, added_tokens: int, added_messages: int,
                    new_user_turn: bool, busy_usage: float) -> str | None:
     """The reason an append should enqueue compression, or None."""

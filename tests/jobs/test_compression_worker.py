@@ -242,3 +242,20 @@ async def test_status_shows_failed_job_with_last_error(
     assert mem["compression"]["status"] == "failed"
     assert "TimeoutError" in mem["compression"]["last_error"]
     assert mem["l2"] == []
+
+
+async def test_append_to_a_session_whose_job_is_pending_enqueues_nothing_more(
+        client: httpx.AsyncClient, settings: Settings, app: Any) -> None:
+    """A queued job plans when it runs: more turns on the busy session don't re-enqueue
+    (no extra transaction, no Redis call), so the job row keeps its first enqueue time."""
+    await drain_queue(settings)
+    sid = await new_session(client)
+    for n in range(7):
+        await append(client, sid, exchange(n))
+    first = (await memory(client, sid))["compression"]
+    assert first["status"] == "pending" and first["enqueued_at"]
+    for n in range(7, 10):
+        await append(client, sid, exchange(n))
+    again = (await memory(client, sid))["compression"]
+    assert again["status"] == "pending" and again["enqueued_at"] == first["enqueued_at"]
+    assert await app.state.loom.redis.zcard(settings.queue_name) == 1
