@@ -242,7 +242,8 @@ async def test_serve_restarts_a_killed_worker(settings: Settings,
     env = worker_env(settings, redis_running, fake_llm, LOOM_RUN_WORKER="true")
     log = tempfile.NamedTemporaryFile(prefix="loom-serve-", suffix=".log", delete=False)
     serve = subprocess.Popen(  # noqa: ASYNC220
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", "1"],
+        cwd=ROOT, env=env,
         stdout=log, stderr=subprocess.STDOUT)
     serve.log_path = log.name  # type: ignore[attr-defined]
     log.close()
