@@ -149,10 +149,3 @@ async def busy_candidates(db: AsyncSession, *, since: datetime, default_l1_max: 
     result = await db.execute(_CANDIDATES, {"since": since, "default_l1_max": default_l1_max,
                                             "limit": limit})
     return [(row[0], row[1]) for row in result]
-
-
-async def session_tenant(db: AsyncSession, session_id: uuid.UUID) -> uuid.UUID | None:
-    """The tenant of a session id (worker-side lookup for jobs enqueued with the id only)."""
-    result = await db.execute(sa.text("SELECT tenant_id FROM sessions WHERE id = :sid"),
-                              {"sid": session_id})
-    return result.scalar_one_or_none()

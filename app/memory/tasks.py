@@ -152,25 +152,12 @@ async def _record(ctx: dict[str, Any], fn: Callable[..., Awaitable[None]], *args
         log.warning("could not record compression job status: %s", type(exc).__name__)
 
 
-async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str | None = None,
+async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str,
                            force: bool = False) -> dict[str, Any]:
-    """arq job: compress one session's memory (see module docstring).
-
-    Arguments are (tenant_id, session_id, force). A job enqueued with the session id
-    alone is what `POST /v1/sessions/{id}/memory/compress` sends: an explicit request, so
-    it is forced (compresses even below the thresholds) and its tenant is looked up.
-    """
+    """arq job: compress one session's memory (see module docstring). `force` (an explicit
+    `POST .../memory/compress`) compresses even below the thresholds."""
     settings = ctx["settings"]
-    if session_id is None:
-        force = True
-        sid = uuid.UUID(str(tenant_id))
-        async with ctx["sessionmaker"]() as db:
-            found = await repository.session_tenant(db, sid)
-        if found is None:
-            return {"summaries": 0, "gone": True}
-        tid = found
-    else:
-        tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
+    tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
     job_try = int(ctx.get("job_try") or 1)
     job_id = str(ctx.get("job_id") or f"compress:{sid}")
     max_tries = settings.compress_max_tries
