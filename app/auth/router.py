@@ -17,7 +17,13 @@ from app.auth.schemas import (
 )
 from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
-from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
+from app.core.pagination import (
+    CursorQuery,
+    decode_cursor,
+    fetch_limit,
+    invalid_cursor,
+    page,
+)
 from app.state import app_state
 
 router = APIRouter(tags=["admin"], responses=ERROR_RESPONSES)
@@ -69,12 +75,12 @@ async def list_api_keys(
         try:
             after = uuid.UUID(data["after"])
         except ValueError as exc:
-            raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
+            raise invalid_cursor() from exc
     keys = await service.list_keys(db, principal, _tenant_param(request, tenant_id),
-                                   after=after, limit=limit + 1)
-    items = [ApiKeyPublic.model_validate(k, from_attributes=True) for k in keys[:limit]]
-    nxt = encode_cursor({"after": str(keys[limit - 1].id)}) if len(keys) > limit else None
-    return ApiKeyList(items=items, next_cursor=nxt)
+                                   after=after, limit=fetch_limit(limit))
+    rows, nxt = page(keys, limit, lambda k: {"after": str(k.id)})
+    return ApiKeyList(items=[ApiKeyPublic.model_validate(k, from_attributes=True) for k in rows],
+                      next_cursor=nxt)
 
 
 @router.delete("/api-keys/{key_id}", status_code=204, response_class=Response)

@@ -21,11 +21,14 @@ import json
 import math
 import re
 import secrets
-from typing import Annotated, Any
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Query
 
 from app.core.errors import BadRequest
+
+T = TypeVar("T")
 
 CURSOR_MAX_LENGTH = 1024
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,1000}\.[A-Za-z0-9_-]{22}$"
@@ -67,8 +70,26 @@ def encode_cursor(payload: dict[str, Any]) -> str:
     return f"{body}.{_tag(body)}"
 
 
-def _invalid() -> BadRequest:
-    return BadRequest("The cursor is not valid.", code="invalid_cursor")
+def invalid_cursor(message: str = "The cursor is not valid.") -> BadRequest:
+    """The one error for a cursor that can't be used (400 `invalid_cursor`)."""
+    return BadRequest(message, code="invalid_cursor")
+
+
+_invalid = invalid_cursor
+
+
+def fetch_limit(limit: int) -> int:
+    """Rows to fetch for a page of `limit`: one more tells whether another page follows."""
+    return limit + 1
+
+
+def page(rows: Sequence[T], limit: int,
+         cursor_after: Callable[[T], dict[str, Any]]) -> tuple[list[T], str | None]:
+    """The first `limit` of `rows` (fetched with `fetch_limit(limit)`) and the cursor of
+    the next page (`cursor_after(last row)`), or None when this is the last page."""
+    items = list(rows[:limit])
+    nxt = encode_cursor(cursor_after(items[-1])) if len(rows) > limit and items else None
+    return items, nxt
 
 
 def _check(value: Any, kind: type) -> Any:

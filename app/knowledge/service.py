@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.core.tokens import count_text
 from app.knowledge import repository
 from app.knowledge.eviction import eviction_count
@@ -141,17 +141,16 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery) -
                 raise ValueError("order changed")
             after = (_cursor_value(q.order.field, data["v"]), uuid.UUID(data["i"]))
         except (ValueError, TypeError) as exc:
-            raise BadRequest("The cursor does not belong to this query.",
-                             code="invalid_cursor") from exc
-    rows = await repository.query(db, caller.tenant_id, q.conditions, q.order, q.limit + 1, after)
-    next_cursor = None
-    if len(rows) > q.limit:
-        rows = rows[: q.limit]
-        last = rows[-1]
+            raise invalid_cursor("The cursor does not belong to this query.") from exc
+    fetched = await repository.query(db, caller.tenant_id, q.conditions, q.order,
+                                     fetch_limit(q.limit), after)
+
+    def cursor_after(last: Any) -> dict[str, Any]:
         value = getattr(last, q.order.field)
-        next_cursor = encode_cursor({"o": order_tag, "v": value.isoformat() if isinstance(
-            value, datetime) else str(value) if isinstance(value, uuid.UUID) else value,
-            "i": str(last.id)})
+        return {"o": order_tag, "v": value.isoformat() if isinstance(value, datetime)
+                else str(value) if isinstance(value, uuid.UUID) else value, "i": str(last.id)}
+
+    rows, next_cursor = page(fetched, q.limit, cursor_after)
     return MemoryItemList(items=[to_public(r) for r in rows], next_cursor=next_cursor)
 
 

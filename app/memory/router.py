@@ -6,7 +6,12 @@ from fastapi import APIRouter, Path, Query, Response
 
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
-from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
+from app.core.pagination import (
+    CursorQuery,
+    decode_cursor,
+    fetch_limit,
+    page,
+)
 from app.jobs.service import enqueue_compression
 from app.memory import kernel_service, repository, service, tasks, views
 from app.memory.schemas import (
@@ -43,12 +48,12 @@ async def list_memory_snapshots(session: SessionDep, db: DbDep,
     data = decode_cursor(cursor, {"s": int})
     before = data["s"] if data is not None else None
     rows = await repository.snapshots_page(db, session.tenant_id, session.id,
-                                           before_start=before, limit=limit + 1)
+                                           before_start=before, limit=fetch_limit(limit))
+    shown, nxt = page(rows, limit, lambda r: {"s": r.start_seq})
     items = [SnapshotPublic(id=str(r.id), start_seq=r.start_seq, end_seq=r.end_seq,
                             content=r.content, token_count=r.token_count,
                             summary_count=r.summary_count, created_at=r.created_at)
-             for r in rows[:limit]]
-    nxt = encode_cursor({"s": rows[limit - 1].start_seq}) if len(rows) > limit else None
+             for r in shown]
     return SnapshotList(items=items, next_cursor=nxt)
 
 

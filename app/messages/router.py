@@ -9,7 +9,12 @@ from app.auth.deps import CallerDep
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.limits import BODY_BYTES_SCOPE_KEY
-from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
+from app.core.pagination import (
+    CursorQuery,
+    decode_cursor,
+    fetch_limit,
+    page,
+)
 from app.messages import service
 from app.messages.schemas import MessageList, MessagesAppend, MessagesAppended
 from app.sessions.deps import SessionDep
@@ -64,7 +69,7 @@ async def list_messages(
         start = after_seq
     elif offset is not None:
         start = offset  # seqs start at 1 and have no gaps, so offset n = after seq n
-    rows = await service.read_page(db, caller, session.id, after_seq=start, limit=limit + 1)
-    items = [service.to_public(m) for m in rows[:limit]]
-    nxt = encode_cursor({"after_seq": rows[limit - 1].seq}) if len(rows) > limit else None
-    return MessageList(items=items, next_cursor=nxt)
+    rows = await service.read_page(db, caller, session.id, after_seq=start,
+                                   limit=fetch_limit(limit))
+    shown, nxt = page(rows, limit, lambda m: {"after_seq": m.seq})
+    return MessageList(items=[service.to_public(m) for m in shown], next_cursor=nxt)

@@ -9,8 +9,14 @@ from fastapi import APIRouter, Query, Response
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep, read_only
-from app.core.errors import ERROR_RESPONSES, BadRequest
-from app.core.pagination import CursorQuery, decode_cursor, encode_cursor
+from app.core.errors import ERROR_RESPONSES
+from app.core.pagination import (
+    CursorQuery,
+    decode_cursor,
+    fetch_limit,
+    invalid_cursor,
+    page,
+)
 from app.memory.views import layer_tokens
 from app.sessions import repository, service
 from app.sessions.deps import SessionDep
@@ -46,15 +52,11 @@ async def list_sessions(
         try:
             after = (datetime.fromisoformat(data["t"]), uuid.UUID(data["id"]))
         except ValueError as exc:
-            raise BadRequest("The cursor is not valid.", code="invalid_cursor") from exc
+            raise invalid_cursor() from exc
     rows = await repository.list_page(db, caller.tenant_id, agent_id=agent_id, after=after,
-                                      limit=limit + 1)
-    items = [service.to_public(s) for s in rows[:limit]]
-    nxt = None
-    if len(rows) > limit:
-        last = rows[limit - 1]
-        nxt = encode_cursor({"t": last.created_at.isoformat(), "id": str(last.id)})
-    return SessionList(items=items, next_cursor=nxt)
+                                      limit=fetch_limit(limit))
+    shown, nxt = page(rows, limit, lambda s: {"t": s.created_at.isoformat(), "id": str(s.id)})
+    return SessionList(items=[service.to_public(s) for s in shown], next_cursor=nxt)
 
 
 @router.get("/sessions/{session_id}", response_model=SessionPublic)

@@ -8,8 +8,8 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import BadRequest, ServiceUnavailable
-from app.core.pagination import decode_cursor, encode_cursor
+from app.core.errors import ServiceUnavailable
+from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.runtime import SharedMemoryRuntime
@@ -91,14 +91,14 @@ async def list_keys(db: AsyncSession, caller: Caller, namespace: Namespace,
     if data is not None:
         after = data["after"]
         if not after.startswith(sprefix):
-            raise BadRequest("The cursor is not valid.", code="invalid_cursor")
+            raise invalid_cursor()
     rows = await repository.list_keys(db, caller.tenant_id, namespace.value, addr.scope_id,
-                                      sprefix, after, limit + 1, service._now())
+                                      sprefix, after, fetch_limit(limit), service._now())
+    shown, nxt = page(rows, limit, lambda r: {"after": r.storage_key})
     items = [{"key": keys.public_key(namespace, addr.scope_id, r.storage_key),
               "version": r.version, "size_bytes": r.size_bytes,
               "content_type": r.content_type, "expires_at": r.expires_at,
-              "updated_at": r.updated_at} for r in rows[:limit]]
-    nxt = encode_cursor({"after": rows[limit - 1].storage_key}) if len(rows) > limit else None
+              "updated_at": r.updated_at} for r in shown]
     return {"namespace": namespace, "scope_id": addr.scope_id or None, "items": items,
             "next_cursor": nxt}
 
