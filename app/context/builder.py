@@ -20,7 +20,7 @@ from app.core.tokens import content_text, count_message, count_text, encoding
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
 from app.memory.policy import BlockRecord
-from app.memory.state import GAP_KEY, Loaded, canonical, l1_window, load, memory_config
+from app.memory.state import GAP_KEY, Loaded, canonical
 from app.models import Session
 
 # Headers of the summary block and a user filler when history starts with the assistant.
@@ -82,12 +82,10 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-async def build(db: AsyncSession, session_row: Session, loaded: Loaded | None = None, *,
+async def build(db: AsyncSession, session_row: Session, loaded: Loaded, *,
                 providers: Sequence[block_registry.BlockProvider]) -> Built:
-    """Everything a context response needs, within the session's budget."""
-    if loaded is None:
-        window = l1_window(memory_config(session_row).l1_max_messages)
-        loaded = await load(db, session_row, window=window)
+    """Everything a context response needs, within the session's budget, from what
+    `app.memory.fastload.load_for_context` read."""
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:

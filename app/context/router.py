@@ -9,8 +9,8 @@ from app.context import builder, render
 from app.context.schemas import CompressionState, ContextPublic, ContextRequest
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
+from app.memory import repository as memory_repository
 from app.memory.fastload import load_for_context
-from app.sessions.deps import get_session_row
 from app.state import StateDep
 
 router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
@@ -23,16 +23,15 @@ async def build_context(session_id: uuid.UUID, db: DbDep, caller: CallerDep, sta
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state."""
     fmt = body.format if body is not None else "anthropic"
-    # one round trip reads the session and its memory; a session without a memory state
-    # yet takes the ordinary path, which creates it
-    providers = state.hooks.context_blocks
+    # one round trip reads the session and its memory (a session made before memory
+    # existed gets its empty state first)
     fast = await load_for_context(db, caller, session_id)
-    if fast is not None:
-        session, loaded = fast
-        built = await builder.build(db, session, loaded, providers=providers)
-    else:
-        session = await get_session_row(session_id, db, caller)
-        built = await builder.build(db, session, providers=providers)
+    if fast is None:
+        await memory_repository.ensure_state(db, caller.tenant_id, session_id)
+        fast = await load_for_context(db, caller, session_id)
+        assert fast is not None
+    session, loaded = fast
+    built = await builder.build(db, session, loaded, providers=state.hooks.context_blocks)
     view = built.view
     payload = render.RENDERERS[fmt](built)
     total = built.total_tokens

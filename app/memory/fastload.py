@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
@@ -27,12 +28,12 @@ from app.memory.state import (
 )
 from app.models import Session
 from app.models.memory import MemoryState
+from app.models.message import MessageRow, message_row_sql
 from app.sessions.access import SessionNotFound, visible_session
 
-_MSG = ("seq, role, content, tool_calls, tool_use_id, is_error, name, token_count, "
-        "metadata AS meta")
+_MSG = message_row_sql()
 
-# app.memory.state.l1_window, in SQL over the session's config
+# the L1 window (app.memory.state.L1_WINDOW_*), over the session's config
 _WINDOW = (f"({L1_WINDOW_PER_MESSAGE} * coalesce((s.config ->> 'l1_max_messages')::int, "
            f"{DEFAULT_L1_MAX_MESSAGES}) + {L1_WINDOW_EXTRA})")
 
@@ -85,8 +86,25 @@ def _state(d: dict[str, Any]) -> MemoryState:
                        updated_at=_ts(d["updated_at"]))
 
 
-def _rows(items: list[dict[str, Any]]) -> list[SimpleNamespace]:
-    return [SimpleNamespace(**i) for i in items]
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """A `MessageRow` decoded from the statement's JSON (`MESSAGE_ROW_COLUMNS`)."""
+
+    session_id: str
+    seq: int
+    role: str
+    content: Any
+    tool_calls: list[dict[str, Any]] | None
+    tool_use_id: str | None
+    is_error: bool
+    name: str | None
+    token_count: int
+    meta: dict[str, Any]
+    created_at: str
+
+
+def _rows(items: list[dict[str, Any]]) -> list[MessageRow]:
+    return [_Message(**i) for i in items]
 
 
 async def raw_connection(db: AsyncSession) -> Any:
@@ -98,7 +116,7 @@ async def raw_connection(db: AsyncSession) -> Any:
 async def load_for_context(db: AsyncSession, caller: Caller,
                            session_id: uuid.UUID) -> tuple[Session, Loaded] | None:
     """The caller's session and its memory (L1 limited to the builder's window, see
-    `app.memory.state.l1_window`, plus the current turn); None when the session has no
+    `app.memory.state.L1_WINDOW_PER_MESSAGE`, plus the current turn); None when the session has no
     memory state yet. 404 when it is not the caller's."""
     pg = await raw_connection(db)
     row = await pg.fetchrow(_SQL, caller.tenant_id, session_id)

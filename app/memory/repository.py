@@ -14,13 +14,13 @@ from sqlmodel import col
 from app.models import Message
 from app.models.base import table_of
 from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
+from app.models.message import MESSAGE_ROW_COLUMNS
 
-# Context reads take plain rows (attribute access like the model: seq, role, content,
-# tool_calls, tool_use_id, is_error, name, token_count, meta): no ORM identity map, no
-# search_vector or text. This is the hot path of every context build.
+# Memory reads take plain rows of MESSAGE_ROW_COLUMNS (attribute access like the model,
+# see `MessageRow`): no ORM identity map, no search_vector or text.
 _T = table_of(Message).c
-_MSG_COLS = (_T.session_id, _T.seq, _T.role, _T.content, _T.tool_calls, _T.tool_use_id,
-             _T.is_error, _T.name, _T.token_count, _T.metadata.label("meta"), _T.created_at)
+_MSG_COLS = tuple(_T[c].label("meta") if c == "metadata" else _T[c]
+                  for c in MESSAGE_ROW_COLUMNS)
 
 
 def _msg_select() -> sa.Select:
@@ -61,24 +61,6 @@ async def messages_from(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid
     if limit is not None:
         q = q.limit(limit)
     return list((await db.execute(q)).all())
-
-
-async def l1_window(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                    first_seq: int, last_seq: int, window: int) -> list[Any]:
-    """The newest ``window`` messages of L1 (at or after ``first_seq``), reaching back
-    far enough to include the newest user message (the turn being answered).
-
-    Reads are index range scans on (session_id, seq), so the cost does not grow with
-    the backlog of messages no job has compressed yet.
-    """
-    newest_user = (await db.execute(
-        sa.select(sa.func.max(col(Message.seq))).where(
-            col(Message.tenant_id) == tenant_id, col(Message.session_id) == session_id,
-            col(Message.seq) >= first_seq, col(Message.role) == "user"))).scalar_one_or_none()
-    start = max(first_seq, last_seq - window + 1)
-    if newest_user is not None:
-        start = min(start, newest_user)
-    return await messages_from(db, tenant_id, session_id, start)
 
 
 async def messages_by_seqs(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,

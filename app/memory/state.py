@@ -12,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.memory import repository
 from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
 from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
-from app.models import Message, Session
+from app.models import Session
 from app.models.memory import MemoryState
+from app.models.message import MessageRow
 from app.sessions.access import SessionNotFound
 
 
@@ -22,14 +23,14 @@ def memory_config(session_row: Session) -> MemoryConfig:
     return MemoryConfig.from_stored(session_row.config)
 
 
-def canonical(m: Message) -> dict[str, Any]:
+def canonical(m: MessageRow) -> dict[str, Any]:
     """The canonical dict of a stored message (what summarisers and renderers take)."""
     return {"seq": m.seq, "role": m.role, "content": m.content, "tool_calls": m.tool_calls,
             "tool_use_id": m.tool_use_id, "is_error": m.is_error, "name": m.name,
             "metadata": m.meta or {}}
 
 
-def record(m: Message) -> MessageRecord:
+def record(m: MessageRow) -> MessageRecord:
     calls = m.tool_calls or []
     has_text = bool(m.content) and m.role != "tool"
     return MessageRecord(
@@ -81,17 +82,13 @@ def gap_draft(start_seq: int, end_seq: int) -> SummaryDraft:
 
 # A context build reads the newest L1_WINDOW_PER_MESSAGE * l1_max_messages +
 # L1_WINDOW_EXTRA messages (plus the current turn): enough for the FIFO cap and the
-# thresholds; older backlog becomes one pointer (the SQL in app/memory/fastload.py
-# computes the same number from the session's config).
+# thresholds; older backlog becomes one pointer. The one read that applies it is the SQL
+# of app/memory/fastload.py.
 L1_WINDOW_PER_MESSAGE = 4
 L1_WINDOW_EXTRA = 16
 
 
-def l1_window(l1_max_messages: int) -> int:
-    return L1_WINDOW_PER_MESSAGE * l1_max_messages + L1_WINDOW_EXTRA
-
-
-def trim_window(l1: list[Any], l1_start_seq: int,
+def trim_window(l1: list[MessageRow], l1_start_seq: int,
                 last_seq: int) -> tuple[list[Any], SummaryDraft | None]:
     """A window of L1 without leading tool results (their call was not loaded), and the
     pointer standing for everything older that it leaves out."""
@@ -108,9 +105,9 @@ class Loaded:
     session: Session
     state: MemoryState
     cfg: MemoryConfig
-    l1: list[Any]
+    l1: list[MessageRow]
     l2: Sequence[SummaryRow]
-    promoted: list[Any]
+    promoted: list[MessageRow]
     # Older L1 messages that were not loaded (a backlog no job has compressed yet):
     # shown as one fixed-size pointer into swap instead of their content.
     gap: SummaryDraft | None = None
@@ -151,12 +148,10 @@ class Loaded:
 
 
 async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
-               window: int | None = None, oldest: int | None = None) -> Loaded:
-    """Read the state row (locked when writing) and the rows of L1, L2 and promoted.
-
-    With ``window``, only the newest ``window`` L1 messages (and the current turn) are
-    loaded; any older L1 backlog becomes one ``gap`` pointer (context builds use this so
-    their cost stays flat however far compression lags behind).
+               oldest: int | None = None) -> Loaded:
+    """Read the state row (locked when writing) and the rows of L1, L2 and promoted, for
+    the writers (compression, promotion). Context builds read through
+    `app.memory.fastload`, which loads only the newest L1 window.
 
     With ``oldest``, a backlog longer than that loads only its oldest ``oldest`` messages:
     compression then works through a long backlog chunk by chunk (the policy protects the
@@ -170,12 +165,7 @@ async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
                                            lock=lock)
     if state is None:
         raise SessionNotFound()
-    gap = None
-    if window is not None and session_row.last_seq - state.l1_start_seq + 1 > window:
-        l1 = await repository.l1_window(db, session_row.tenant_id, session_row.id,
-                                        state.l1_start_seq, session_row.last_seq, window)
-        l1, gap = trim_window(l1, state.l1_start_seq, session_row.last_seq)
-    elif oldest is not None and session_row.last_seq - state.l1_start_seq + 1 > oldest:
+    if oldest is not None and session_row.last_seq - state.l1_start_seq + 1 > oldest:
         l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
                                             state.l1_start_seq, limit=oldest)
     else:
@@ -185,4 +175,4 @@ async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
     promoted = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id,
                                                  list(state.promoted_seqs or []))
     return Loaded(session=session_row, state=state, cfg=memory_config(session_row), l1=l1,
-                  l2=l2, promoted=promoted, gap=gap)
+                  l2=l2, promoted=promoted)

@@ -1,6 +1,6 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
@@ -42,3 +42,40 @@ class Message(SQLModel, table=True):
     search_length: int = Field(default=0, sa_column=sa.Column(sa.Integer, sa.Computed(
         "coalesce(loom_tsvector_length(search_vector), 0)", persisted=True), nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+# The columns a message is read with wherever the whole row is not needed (context builds,
+# promotion, search results): every attribute the memory policy and the renderers use, no
+# search vector or text. `metadata` is read as `meta`, the model's attribute name.
+MESSAGE_ROW_COLUMNS: tuple[str, ...] = (
+    "session_id", "seq", "role", "content", "tool_calls", "tool_use_id", "is_error", "name",
+    "token_count", "metadata", "created_at")
+
+
+def message_row_sql() -> str:
+    """`MESSAGE_ROW_COLUMNS` as a SQL select list."""
+    return ", ".join("metadata AS meta" if c == "metadata" else c for c in MESSAGE_ROW_COLUMNS)
+
+
+class MessageRow(Protocol):
+    """The one shape a read message has, whatever read it (a `Message`, a Core row, or a
+    row decoded from the context build's JSON)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> Any: ...
+    @property
+    def tool_calls(self) -> list[dict[str, Any]] | None: ...
+    @property
+    def tool_use_id(self) -> str | None: ...
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...

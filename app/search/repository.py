@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.models.message import message_row_sql
 from app.search.bm25 import BM25Params
 from app.search.query import tsquery_or
 from app.search.scope import SearchScope
@@ -223,8 +224,7 @@ async def bm25_top(
 # text form is long and costs more to decode than the rest of the row). Plain SQL with
 # arrays: about half the client-side cost of the ORM select.
 _LOAD_SQL = sa.text("""
-    SELECT session_id, seq, role, content, tool_calls, tool_use_id, is_error, name,
-           token_count, metadata AS meta, created_at, text
+    SELECT """ + message_row_sql() + """, text
     FROM messages
     WHERE tenant_id = :tenant_id AND session_id = ANY(CAST(:sids AS uuid[]))
       AND seq = ANY(CAST(:seqs AS bigint[]))

@@ -53,3 +53,19 @@ async def test_current_turn_older_than_window_is_kept(client):
                 issued.add(b["id"])
             if b["type"] == "tool_result":
                 assert b["tool_use_id"] in issued
+
+
+async def test_session_without_memory_state_gets_one_on_its_first_context(client, db):
+    """Sessions made before memory existed have no state row: the first build creates an
+    empty one (same single read path) and answers as for any session."""
+    sid = await new_session(client)
+    await client.post(f"/v1/sessions/{sid}/messages",
+                      json={"messages": [{"role": "user", "content": "hello there"}]})
+    await db.execute(sa.text("delete from memory_states where session_id = :s"), {"s": sid})
+    await db.commit()
+    r = await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})
+    assert r.status_code == 200, r.text
+    assert r.json()["l1_seqs"] == [1]
+    n = (await db.execute(sa.text("select count(*) from memory_states where session_id = :s"),
+                          {"s": sid})).scalar_one()
+    assert n == 1
