@@ -34,7 +34,8 @@ async def startup(ctx: dict[str, Any]) -> None:
     if not settings.database_url or not settings.redis_url:
         raise RuntimeError("DATABASE_URL and REDIS_URL must be set for the worker")
     ctx["settings"] = settings
-    ctx["engine"] = create_engine(settings.database_url, pool_size=4, settings=settings)
+    ctx["engine"] = create_engine(settings.database_url, pool_size=4, settings=settings,
+                                  max_overflow=8)
     ctx["sessionmaker"] = create_sessionmaker(ctx["engine"])
     ctx["redis_client"] = create_redis(settings.redis_url)
     ctx["queue"] = Queue(arq_settings(settings.redis_url), settings.queue_name)

@@ -2,7 +2,7 @@
 
 import uuid
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from app.auth.deps import CallerDep
 from app.context import builder, render
@@ -19,7 +19,7 @@ router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 @router.post("/sessions/{session_id}/context", response_model=ContextPublic)
 @read_only
 async def build_context(session_id: uuid.UUID, db: DbDep, caller: CallerDep, state: StateDep,
-                        body: ContextRequest | None = None) -> ContextPublic:
+                        body: ContextRequest | None = None) -> Response:
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state."""
     fmt = body.format if body is not None else "anthropic"
@@ -35,7 +35,7 @@ async def build_context(session_id: uuid.UUID, db: DbDep, caller: CallerDep, sta
     view = built.view
     payload = render.RENDERERS[fmt](built)
     total = built.total_tokens
-    return ContextPublic(
+    public = ContextPublic(
         format=fmt, **payload, tokens=built.layer_tokens, total_tokens=total,
         budget=view.budget, usage=round(total / view.budget, 6),
         l1_seqs=[m.seq for m in view.l1],
@@ -47,3 +47,6 @@ async def build_context(session_id: uuid.UUID, db: DbDep, caller: CallerDep, sta
             dropped_promoted=view.dropped_promoted, dropped_blocks=view.dropped_blocks,
             omitted_seqs=view.dropped_l1, truncated_seqs=sorted(view.truncated),
             decisions=view.decisions))
+    # serialised once: the model was validated as it was built (the hot route skips
+    # FastAPI's second validation against the response model)
+    return Response(public.model_dump_json(), media_type="application/json")

@@ -29,7 +29,8 @@ CLIENT_TIMEOUT_GRACE = 0.5
 CLOSE_TIMEOUT = 0.5
 
 
-def create_engine(url: str, pool_size: int = 10, settings: Any = None) -> AsyncEngine:
+def create_engine(url: str, pool_size: int = 10, settings: Any = None, *,
+                  max_overflow: int | None = None) -> AsyncEngine:
     """The engine with a bounded database time (see `Settings.db_*_seconds`) and the
     disconnect handling of `install_disconnect_handling`. `settings` defaults to the
     process settings."""
@@ -48,7 +49,7 @@ def create_engine(url: str, pool_size: int = 10, settings: Any = None) -> AsyncE
     engine = create_async_engine(
         url,
         pool_size=pool_size,
-        max_overflow=pool_size * 2,
+        max_overflow=max(1, pool_size // 2) if max_overflow is None else max_overflow,
         pool_timeout=settings.db_pool_timeout_seconds,
         pool_pre_ping=False,  # a round trip per checkout; closed connections are caught below
         connect_args=connect_args,

@@ -36,6 +36,7 @@ Decisions where the spec is silent (also in README):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 DEFAULT_MAX_CONTEXT_TOKENS = 200_000
@@ -79,17 +80,17 @@ class MemoryConfig:
         given = {k: config[k] for k in cls.STORED_KEYS if config and config.get(k) is not None}
         return cls(**given)
 
-    @property
+    @cached_property
     def reserve(self) -> int:
         if self.reserved_output_tokens is not None:
             return self.reserved_output_tokens
         return default_reserve(self.max_context_tokens)
 
-    @property
+    @cached_property
     def budget(self) -> int:
         return self.max_context_tokens - self.reserve
 
-    @property
+    @cached_property
     def l2_cap(self) -> int:
         if self.max_l2_tokens is not None:
             return self.max_l2_tokens
