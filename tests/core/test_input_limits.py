@@ -289,11 +289,29 @@ async def test_message_over_the_per_message_limit_is_413(small_client, db):
     assert r.status_code == 201, r.text
 
 
-async def test_large_append_does_not_stall_the_event_loop(client):
+@pytest.fixture(scope="module")
+async def patient_app(settings):
+    """The app with a generous database time bound: storing two 3.5 MB messages (their
+    search vectors) takes seconds, more than the 5 s default on a loaded machine."""
+    from app.main import create_app
+
+    application = create_app(settings.model_copy(update={"db_statement_timeout_seconds": 60.0}))
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def patient_client(patient_app, tenant):
+    async with make_client(patient_app, tenant.service_key, {"X-Agent-Id": "agent-1"}) as c:
+        yield c
+
+
+async def test_large_append_does_not_stall_the_event_loop(patient_client):
     """Token counting of a large batch runs off the loop: a concurrent request is served."""
     import asyncio
     import time
 
+    client = patient_client
     sid = await new_session(client)
     words = " ".join(f"w{i % 977}x{i % 13}" for i in range(400_000))  # ~3.5 MB
     stalls: list[float] = []
