@@ -11,6 +11,7 @@ from pydantic import SecretStr
 from app.core.config import Settings
 from app.core.redis import arq_settings
 from tests.fakes.llm_server import FakeLLMServer
+from tests.support import api
 from workers.settings import compression_functions, shutdown, startup
 
 FAKE_KEY = "sk-ant-fake-test-key-0000"
@@ -61,9 +62,8 @@ async def drain_queue(settings: Settings) -> None:
 
 
 async def new_session(client: httpx.AsyncClient, **config: Any) -> str:
-    resp = await client.post("/v1/sessions", json={"config": {**SMALL, **config}})
-    assert resp.status_code == 201, resp.text
-    return str(resp.json()["id"])
+    """A session with the SMALL window (`config` overrides its fields)."""
+    return await api.new_session(client, **{**SMALL, **config})
 
 
 def exchange(n: int, words: int = 25) -> list[dict[str, Any]]:

@@ -34,15 +34,10 @@ from tests.jobs.support import (
     new_session,
     run_burst_worker,
 )
+from tests.support.live import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def wait_for(predicate: Any, seconds: float, what: str) -> Any:

@@ -15,6 +15,8 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.api import new_session
+
 SM = "/v1/shared-memory"
 
 
@@ -32,17 +34,11 @@ class World:
     intruder_sessions: dict[str, str] = field(default_factory=dict)
 
 
-async def _session(client: httpx.AsyncClient) -> str:
-    r = await client.post("/v1/sessions", json={})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
-
-
 async def build_world(tenant, admin_client) -> World:
     secret = "SECRET" + secrets.token_hex(8)
     owner = await tenant.new_client(role="agent", agent_id="a2")
     service = tenant.client_for(tenant.service_key)
-    sid = await _session(owner)
+    sid = await new_session(owner)
     big = json.dumps([{"row": i, "note": secret} for i in range(6000)])
     assert len(big) > 150_000
     r = await owner.post(f"/v1/sessions/{sid}/messages", json={"messages": [
@@ -82,7 +78,7 @@ async def build_world(tenant, admin_client) -> World:
         tenant.admin.headers["Authorization"].split()[1],
         {"X-Tenant-Id": other_id, "X-Agent-Id": "a2"})
     for name, client in world.intruders.items():
-        world.intruder_sessions[name] = await _session(client)
+        world.intruder_sessions[name] = await new_session(client)
     return world
 
 
