@@ -16,6 +16,9 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.util import await_
 
+from app.core.db_errors import is_connection_error
+from app.state import app_state
+
 log = logging.getLogger("loom.db")
 
 AfterCommit = Callable[[], Awaitable[None]]
@@ -75,8 +78,6 @@ def install_disconnect_handling(engine: AsyncEngine) -> None:
       SQLAlchemy invalidates the connection (and the pool's older ones); the connection is
       closed at once, without the graceful close that would wait on a frozen server.
     Raw asyncpg work under a request's session is covered by `get_db`."""
-    from app.core.db_errors import is_connection_error
-
     @event.listens_for(engine.sync_engine, "checkout")
     def _closed_on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         raw = _driver(dbapi_connection)
@@ -183,9 +184,6 @@ def read_only(fn: Any) -> Any:
 async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's session: commits on success, rolls back on error (discarding a
     broken connection first)."""
-    from app.core.db_errors import is_connection_error
-    from app.state import app_state
-
     state = app_state(request.app)
     maker = state.sessionmaker
     if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):

@@ -122,33 +122,3 @@ def loads(text: str | bytes | bytearray, limit: int | None = None, **kwargs: Any
         return json.loads(text, **kwargs)
     except RecursionError as exc:  # only for limits above what the parser can take
         raise JsonTooDeep(_max_depth if limit is None else limit, []) from exc
-
-
-def value_depth(value: Any) -> int:
-    """The nesting depth of a parsed JSON value, iteratively."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict):
-            d += 1
-            stack.extend((x, d) for x in v.values())
-        elif isinstance(v, (list, tuple)):
-            d += 1
-            stack.extend((x, d) for x in v)
-        deepest = max(deepest, d)
-    return deepest
-
-
-def check_value(value: Any, limit: int | None = None) -> Any:
-    """Raise `JsonTooDeep` when a parsed value nests deeper than the limit; else return it."""
-    limit = _max_depth if limit is None else limit
-    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 0, ())]
-    while stack:
-        v, d, path = stack.pop()
-        if isinstance(v, (dict, list, tuple)):
-            if d >= limit:
-                raise JsonTooDeep(limit, list(path))
-            items = v.items() if isinstance(v, dict) else enumerate(v)
-            stack.extend((x, d + 1, (*path, k)) for k, x in items)
-    return value

@@ -13,7 +13,6 @@ as one message; later `receive` calls (disconnects, for streaming responses) pas
 """
 
 import asyncio
-import email.message
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,14 +28,13 @@ BODY_BYTES_SCOPE_KEY = "loom.body_bytes"
 
 
 def is_json_type(content_type: str | None) -> bool:
+    """`application/json` or `application/*+json`, parameters ignored (every request asks,
+    so a string split rather than a MIME parser)."""
     if not content_type:
         return False
-    msg = email.message.Message()
-    msg["content-type"] = content_type
-    if msg.get_content_maintype() != "application":
-        return False
-    sub = msg.get_content_subtype()
-    return sub == "json" or sub.endswith("+json")
+    mime = content_type.split(";", 1)[0].strip().lower()
+    return mime == "application/json" or (mime.startswith("application/")
+                                          and mime.endswith("+json"))
 
 
 class RequestLimits:

@@ -6,6 +6,8 @@ import redis.asyncio as aioredis
 from arq.connections import RedisSettings
 from fastapi import Depends, Request
 
+from app.state import app_state
+
 
 def create_redis(url: str) -> aioredis.Redis:
     return aioredis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2,
@@ -24,8 +26,6 @@ def arq_settings(url: str) -> RedisSettings:
 
 
 def get_redis(request: Request) -> aioredis.Redis:
-    from app.state import app_state
-
     return app_state(request.app).redis
 
 
