@@ -1,6 +1,11 @@
-"""The /v1 API: every domain router, mounted under one prefix."""
+"""The /v1 API: every domain router, each mounted on the app under one prefix.
 
-from fastapi import APIRouter
+The routers are included in the app directly, not through a `/v1` parent router: FastAPI
+matches an included router's routes once to select it and again to dispatch, so every
+level of nesting adds a pass over the route table to every request.
+"""
+
+from fastapi import APIRouter, FastAPI
 
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
@@ -13,14 +18,12 @@ from app.sessions.router import router as sessions_router
 from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
 
-api_router = APIRouter(prefix="/v1")
-api_router.include_router(auth_router)
-api_router.include_router(sessions_router)
-api_router.include_router(messages_router)
-api_router.include_router(profiles_router)
-api_router.include_router(memory_router)
-api_router.include_router(context_router)
-api_router.include_router(knowledge_router)
-api_router.include_router(shared_memory_router)
-api_router.include_router(search_router)
-api_router.include_router(tools_router)
+PREFIX = "/v1"
+ROUTERS: tuple[APIRouter, ...] = (auth_router, sessions_router, messages_router, profiles_router,
+                                  memory_router, context_router, knowledge_router,
+                                  shared_memory_router, search_router, tools_router)
+
+
+def include(app: FastAPI) -> None:
+    for router in ROUTERS:
+        app.include_router(router, prefix=PREFIX)

@@ -3,14 +3,14 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from app import wiring
-from app.api import api_router
+from app import api, wiring
 from app.auth.cache import KeyCache
-from app.core import jsonlimits, pagination
+from app.core import jsonlimits, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.errors import install_error_handlers
@@ -48,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise RuntimeError("DATABASE_URL and REDIS_URL must be set "
                                "(`loom-memory serve` without them starts embedded stores)")
         engine = create_engine(settings.database_url, settings.db_pool_size, settings)
+        pool = await pg.create_pool(settings.database_url, settings)
         redis = create_redis(settings.redis_url)
         try:
             llm = get_llm_client(settings)
@@ -56,7 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             llm = None
         state = AppState(
             settings=settings, engine=engine, sessionmaker=create_sessionmaker(engine),
-            read_sessionmaker=create_read_sessionmaker(engine), redis=redis,
+            read_sessionmaker=create_read_sessionmaker(engine), pg=pool, redis=redis,
             queue=Queue(arq_settings(settings.redis_url), settings.queue_name),
             key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
             shared_memory=SharedMemoryRuntime(
@@ -75,7 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                 ("key cache", state.key_cache.stop),
                                 ("queue", state.queue.close), ("redis", redis.aclose),
                                 ("llm", getattr(llm, "aclose", None)),
-                                ("database", engine.dispose)):
+                                ("database", engine.dispose), ("pool", partial(pg.close, pool))):
                 if close is None:
                     continue
                 try:
@@ -88,6 +89,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan, generate_unique_id_function=_operation_id)
     install_error_handlers(app)
     app.include_router(health_router)
-    app.include_router(api_router)
+    api.include(app)
     app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
     return app

@@ -1,6 +1,7 @@
 """The application's typed state: what the lifespan opens and every request reads.
 
-`create_app`'s lifespan builds one `AppState` (engine, sessionmakers, Redis, queue, key
+`create_app`'s lifespan builds one `AppState` (engine, sessionmakers, asyncpg pool, Redis,
+queue, key
 cache, shared-memory runtime, LLM client, and the hooks other domains join requests
 with, see `app.wiring`) and keeps it at `app.state.loom`. Routes read it through
 `StateDep`; code without a request (tests, scripts) uses `app_state(app)`.
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Request
 
 if TYPE_CHECKING:
+    import asyncpg
     from redis.asyncio import Redis
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -30,6 +32,7 @@ class AppState:
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     read_sessionmaker: async_sessionmaker[AsyncSession]
+    pg: asyncpg.Pool  # the hot paths' pool (app.core.pg)
     redis: Redis
     queue: Queue
     key_cache: KeyCache
@@ -46,7 +49,7 @@ def app_state(app: Any) -> AppState:
     return state
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     return app_state(request.app)
 
 

@@ -6,7 +6,9 @@ here, so nothing depends on which module was imported first:
 - session created: memory freezes the ROM;
 - before an append: shared memory offloads large tool results (may rewrite messages);
 - after an append: shared memory records which messages hold data references, memory
-  keeps the latest large result in the Kernel, jobs schedule compression (after commit);
+  keeps the latest large result in the Kernel (these two, and the before hook, only for
+  the batches they apply to); jobs schedule compression from the append's pressure row
+  (after commit);
 - context blocks: the knowledge block, then the learned block (the last is dropped first
   when the budget is short).
 
@@ -40,13 +42,10 @@ class Hooks:
 
 def assemble(state: AppState) -> Hooks:
     before: tuple[BeforeAppend, ...] = (offload.offloader(state.shared_memory, state.settings),)
-    after: tuple[AfterAppend, ...] = (
-        offload.hold_references,
-        memory_hooks.track_large_results,
-        jobs_hooks.compression_trigger(state),
-    )
+    after: tuple[AfterAppend, ...] = (offload.hold_references, memory_hooks.track_large_results)
     return Hooks(
         session_created=(memory_hooks.freeze_rom,),
-        append=AppendHooks(before=before, after=after),
+        append=AppendHooks(before=before, after=after,
+                           on_pressure=jobs_hooks.compression_trigger(state)),
         context_blocks=(knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider),
     )

@@ -12,8 +12,8 @@ from app.auth import repository
 from app.auth.caller import Caller, check_agent_id, effective_agent
 from app.auth.keys import hash_key, same_secret
 from app.auth.ratelimit import take_token
+from app.core import pg
 from app.core.config import Settings
-from app.core.db import DbDep
 from app.core.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
 from app.state import app_state
 
@@ -31,7 +31,7 @@ class Principal:
 
 
 async def get_principal(
-    request: Request, db: DbDep,
+    request: Request,
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Principal:
     """Resolve the bearer key; 401 for a missing, unknown or revoked key."""
@@ -39,27 +39,29 @@ async def get_principal(
         raise Unauthorized("Send an API key as `Authorization: Bearer <key>`.",
                            headers={"WWW-Authenticate": "Bearer"})
     secret = creds.credentials
-    settings: Settings = app_state(request.app).settings
+    state = app_state(request.app)
+    settings: Settings = state.settings
     admin_key = settings.admin_key.get_secret_value() if settings.admin_key else None
     if admin_key and same_secret(secret, admin_key):
         principal = Principal("admin", None, None, None)
     else:
         key_hash = hash_key(secret)
-        cache = app_state(request.app).key_cache
+        cache = state.key_cache
         cached = cache.get(key_hash) if cache is not None else None
         if cached is not None:
             principal = cached
         else:
-            key = await repository.get_key_by_hash(db, key_hash)
-            if key is None or key.revoked_at is not None:
+            async with pg.connection(state.pg, settings.db_pool_timeout_seconds) as conn:
+                key = await repository.key_by_hash(conn, key_hash)
+            if key is None or key["revoked"]:
                 raise Unauthorized("The API key is not valid.",
                                    headers={"WWW-Authenticate": "Bearer"})
-            principal = Principal(key.role, key.tenant_id, key.agent_id, key.id)
+            principal = Principal(key["role"], key["tenant_id"], key["agent_id"], key["id"])
             if cache is not None:
                 cache.put(key_hash, principal)
     if settings.rate_limit_per_second > 0:
         ident = str(principal.key_id or "bootstrap-admin")
-        wait = await take_token(app_state(request.app).redis, ident, settings.rate_limit_per_second,
+        wait = await take_token(state.redis, ident, settings.rate_limit_per_second,
                                 settings.rate_limit_burst)
         if wait is not None:
             raise TooManyRequests("Rate limit exceeded for this key.",
@@ -68,6 +70,12 @@ async def get_principal(
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def _tenant_exists(request: Request, tenant_id: uuid.UUID) -> bool:
+    state = app_state(request.app)
+    async with pg.connection(state.pg, state.settings.db_pool_timeout_seconds) as conn:
+        return await repository.tenant_exists(conn, tenant_id)
 
 
 def _header_tenant(request: Request) -> uuid.UUID | None:
@@ -80,7 +88,7 @@ def _header_tenant(request: Request) -> uuid.UUID | None:
         raise BadRequest("X-Tenant-Id is not a valid id.", code="invalid_tenant_id") from exc
 
 
-async def get_caller(request: Request, db: DbDep, principal: PrincipalDep) -> Caller:
+async def get_caller(request: Request, principal: PrincipalDep) -> Caller:
     """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id."""
     header_agent = request.headers.get("x-agent-id") or None
     if header_agent is not None:
@@ -90,7 +98,7 @@ async def get_caller(request: Request, db: DbDep, principal: PrincipalDep) -> Ca
     if principal.role == "admin":
         named = _header_tenant(request)
         if named is not None:
-            if named != tenant_id and await repository.get_tenant(db, named) is None:
+            if named != tenant_id and not await _tenant_exists(request, named):
                 raise NotFound("No such tenant.")
             tenant_id = named
         if tenant_id is None:

@@ -3,16 +3,29 @@
 import uuid
 from datetime import UTC, datetime
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from app.models import ApiKey, Tenant
 
+# Every request resolves its key: on the hot paths' asyncpg pool (`app.core.pg`), as a
+# prepared statement, when the per-process key cache does not have it.
+_KEY_BY_HASH = """
+SELECT id, role, tenant_id, agent_id, revoked_at IS NOT NULL AS revoked
+FROM api_keys WHERE key_hash = $1
+"""
+_TENANT_EXISTS = "SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1)"
 
-async def get_key_by_hash(db: AsyncSession, key_hash: str) -> ApiKey | None:
-    result = await db.execute(sa.select(ApiKey).where(col(ApiKey.key_hash) == key_hash))
-    return result.scalar_one_or_none()
+
+async def key_by_hash(conn: asyncpg.Connection, key_hash: str) -> asyncpg.Record | None:
+    """(id, role, tenant_id, agent_id, revoked) of the key with this hash."""
+    return await conn.fetchrow(_KEY_BY_HASH, key_hash)
+
+
+async def tenant_exists(conn: asyncpg.Connection, tenant_id: uuid.UUID) -> bool:
+    return bool(await conn.fetchval(_TENANT_EXISTS, tenant_id))
 
 
 async def get_tenant(db: AsyncSession, tenant_id: uuid.UUID) -> Tenant | None:

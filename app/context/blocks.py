@@ -1,6 +1,8 @@
 """Extra context blocks from other domains (knowledge, learned...), counted in the budget.
 
-A provider is ``async (db, session_row, budget_tokens) -> ContextBlock | None``; the
+A provider is ``async (open_db, session_row, budget_tokens) -> ContextBlock | None``, where
+``open_db()`` opens a read session (``async with open_db() as db``) for the providers that
+need the database: a session that configures no block costs no connection at all. The
 builder calls the providers it is given (``app.wiring`` lists them) after ROM/Kernel with
 the tokens still free, renders the blocks in that order and drops the last ones first if
 the budget is short.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +27,11 @@ class ContextBlock:
     token_count: int
 
 
-BlockProvider = Callable[[Any, Any, int], Awaitable[ContextBlock | None]]
+OpenDb = Callable[[], AbstractAsyncContextManager[Any]]
+BlockProvider = Callable[[OpenDb, Any, int], Awaitable[ContextBlock | None]]
 
 
-async def collect(db: Any, session_row: Any, budget_tokens: int,
+async def collect(open_db: OpenDb, session_row: Any, budget_tokens: int,
                   providers: Sequence[BlockProvider]) -> list[ContextBlock]:
     """Blocks for one build; each provider sees the tokens the earlier ones left."""
     out: list[ContextBlock] = []
@@ -36,7 +40,7 @@ async def collect(db: Any, session_row: Any, budget_tokens: int,
         if left <= 0:
             break
         try:
-            block = await fn(db, session_row, left)
+            block = await fn(open_db, session_row, left)
         except Exception:
             log.exception("context block provider %s failed", getattr(fn, "__name__", fn))
             continue

@@ -10,18 +10,16 @@ calls whose results are not in the context and results whose call is not are lef
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import blocks as block_registry
 from app.core.tokens import content_text, count_message, count_text, encoding
 from app.memory.errors import OverBudget
+from app.memory.fastload import SessionRow
 from app.memory.fit import View, fit
 from app.memory.policy import BlockRecord
 from app.memory.state import GAP_KEY, Loaded, canonical
-from app.models import Session
 
 # Headers of the summary block and a user filler when history starts with the assistant.
 FORMAT_OVERHEAD_TOKENS = 24
@@ -82,10 +80,11 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-async def build(db: AsyncSession, session_row: Session, loaded: Loaded, *,
+async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded: Loaded, *,
                 providers: Sequence[block_registry.BlockProvider]) -> Built:
     """Everything a context response needs, within the session's budget, from what
-    `app.memory.fastload.load_for_context` read."""
+    `app.memory.fastload.load_for_context` read. `open_db` opens a database session for
+    the block providers that need one (see `app.context.blocks`)."""
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:
@@ -94,13 +93,10 @@ async def build(db: AsyncSession, session_row: Session, loaded: Loaded, *,
     first = fit(loaded.layers, cfg, loaded.stand_in_tokens,
                 overhead_tokens=FORMAT_OVERHEAD_TOKENS)
     free = cfg.budget - first.total_tokens
-    extra = (await block_registry.collect(db, session_row, free, providers)
+    extra = (await block_registry.collect(open_db, session_row, free, providers)
              if free > 0 and providers else [])
     layers = loaded.layers
     if extra:
-        from dataclasses import replace
-
-
         layers = replace(layers, blocks=tuple(BlockRecord(b.name, b.token_count)
                                               for b in extra))
     view = fit(layers, cfg, loaded.stand_in_tokens, overhead_tokens=FORMAT_OVERHEAD_TOKENS)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import orjson
 
 from app.context.builder import FILLER_TEXT, Built, filler_needed, summary_text
 from app.memory.layers import kernel_text, openai_tools
@@ -64,3 +67,34 @@ def raw(built: Built) -> dict[str, Any]:
 
 
 RENDERERS = {"anthropic": anthropic, "openai": openai, "raw": raw}
+
+
+def response(built: Built, fmt: str) -> dict[str, Any]:
+    """The context response (`app.context.schemas.ContextPublic`) as plain data."""
+    view = built.view
+    total = built.total_tokens
+    payload = RENDERERS[fmt](built)
+    return {
+        "format": fmt, "system": payload["system"], "messages": payload["messages"],
+        "tools": payload["tools"], "layers": payload.get("layers"),
+        "tokens": built.layer_tokens, "total_tokens": total, "budget": view.budget,
+        "usage": round(total / view.budget, 6), "l1_seqs": [m.seq for m in view.l1],
+        "compression": {
+            "pending": view.plan is not None,
+            "triggers": list(view.plan.triggers) if view.plan else [],
+            "stand_in_ranges": [[s.start_seq, s.end_seq] for s in view.stand_ins],
+            "dropped_summaries": len([s for s in view.dropped_l2 if not s.stand_in]),
+            "dropped_promoted": list(view.dropped_promoted),
+            "dropped_blocks": list(view.dropped_blocks),
+            "omitted_seqs": list(view.dropped_l1), "truncated_seqs": sorted(view.truncated),
+            "decisions": list(view.decisions)}}
+
+
+def response_json(built: Built, fmt: str) -> bytes:
+    """`response` as UTF-8 JSON, serialised once (orjson; the stdlib for what orjson
+    refuses, such as integers over 64 bits in stored content)."""
+    data = response(built, fmt)
+    try:
+        return orjson.dumps(data)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()

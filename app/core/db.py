@@ -3,6 +3,7 @@
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -181,13 +182,10 @@ def read_only(fn: Any) -> Any:
     return fn
 
 
-async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
-    """The request's session: commits on success, rolls back on error (discarding a
-    broken connection first)."""
-    state = app_state(request.app)
-    maker = state.sessionmaker
-    if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):
-        maker = state.read_sessionmaker
+@asynccontextmanager
+async def transaction(maker: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    """A session that commits on success and rolls back on error (discarding a broken
+    connection first); its `after_commit` callbacks run once it has committed."""
     async with maker() as session:
         try:
             yield session
@@ -198,6 +196,16 @@ async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
             await session.rollback()
             raise
     await run_after_commit(session)
+
+
+async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
+    """The request's session (`transaction`; autocommit for `read_only` routes)."""
+    state = app_state(request.app)
+    maker = state.sessionmaker
+    if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):
+        maker = state.read_sessionmaker
+    async with transaction(maker) as session:
+        yield session
 
 
 # scope="function": commit before the response is sent, so a client never reads before

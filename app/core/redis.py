@@ -25,7 +25,7 @@ def arq_settings(url: str) -> RedisSettings:
     return settings
 
 
-def get_redis(request: Request) -> aioredis.Redis:
+async def get_redis(request: Request) -> aioredis.Redis:
     return app_state(request.app).redis
 
 

@@ -106,9 +106,7 @@ async def stale_jobs(db: AsyncSession, *, pending_before: datetime, running_befo
 _PRESSURE = sa.text("""
 SELECT s.config, s.last_seq, m.l1_start_seq,
        m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_tokens AS fixed_tokens,
-       (SELECT coalesce(sum(x.token_count), 0) FROM messages x
-         WHERE x.session_id = s.id AND x.tenant_id = s.tenant_id
-           AND x.seq >= m.l1_start_seq) AS l1_tokens,
+       s.message_tokens - m.swapped_tokens AS l1_tokens,
        j.status AS job_status
 FROM sessions s JOIN memory_states m ON m.session_id = s.id
 LEFT JOIN compression_jobs j ON j.session_id = s.id AND j.tenant_id = s.tenant_id
@@ -119,8 +117,9 @@ WHERE s.id = :sid AND s.tenant_id = :tid
 async def pressure(db: AsyncSession, tenant_id: uuid.UUID,
                    session_id: uuid.UUID) -> dict[str, object] | None:
     """What decides whether a session is busy, in one query: its config, last seq, L1 start,
-    stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens, and the status
-    of its compression job (None if it never had one)."""
+    stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens (from the stored
+    counters, see `MemoryState.swapped_tokens`), and the status of its compression job (None
+    if it never had one)."""
     row = (await db.execute(_PRESSURE, {"sid": session_id, "tid": tenant_id})).mappings().first()
     return dict(row) if row is not None else None
 

@@ -15,19 +15,21 @@ import math
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.context.blocks import ContextBlock
+from app.context.blocks import ContextBlock, OpenDb
 from app.core.config import get_settings
 from app.core.tokens import count_text
 from app.knowledge import packages, repository
 from app.knowledge.render import learned_block
 from app.knowledge.schemas import SessionKnowledgeConfig
+from app.memory.fastload import SessionRow
 from app.memory.policy import MemoryConfig
 from app.models import Session
 
+SessionLike = Session | SessionRow
 
-def knowledge_config(session_row: Session) -> SessionKnowledgeConfig | None:
+
+def knowledge_config(session_row: SessionLike) -> SessionKnowledgeConfig | None:
     """The session's knowledge config, or None when it has none (or an invalid one)."""
     raw: Any = (session_row.config or {}).get("knowledge")
     if not raw:
@@ -38,33 +40,37 @@ def knowledge_config(session_row: Session) -> SessionKnowledgeConfig | None:
         return None
 
 
-def _session_budget(session_row: Session) -> int:
+def _session_budget(session_row: SessionLike) -> int:
     return MemoryConfig.from_stored(session_row.config).budget
 
 
-async def knowledge_provider(db: AsyncSession, session_row: Session,
+async def knowledge_provider(open_db: OpenDb, session_row: SessionLike,
                              budget_tokens: int) -> ContextBlock | None:
     """The "knowledge" block: a context package of the session's task/project/global."""
     cfg = knowledge_config(session_row)
     if cfg is None or not (cfg.project_id or cfg.task_id):
         return None
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.share))
-    text = await packages.knowledge_block_text(
-        db, session_row.tenant_id, task_id=cfg.task_id, project_id=cfg.project_id,
-        include_global=cfg.include_global, budget=limit, shares=packages.shares_of(cfg.shares),
-        head_tail=cfg.head_tail, max_candidates=get_settings().knowledge_max_candidates)
+    async with open_db() as db:
+        text = await packages.knowledge_block_text(
+            db, session_row.tenant_id, task_id=cfg.task_id, project_id=cfg.project_id,
+            include_global=cfg.include_global, budget=limit,
+            shares=packages.shares_of(cfg.shares), head_tail=cfg.head_tail,
+            max_candidates=get_settings().knowledge_max_candidates)
     if not text:
         return None
     return ContextBlock(name="knowledge", text=text, token_count=count_text(text))
 
 
-async def learned_provider(db: AsyncSession, session_row: Session,
+async def learned_provider(open_db: OpenDb, session_row: SessionLike,
                            budget_tokens: int) -> ContextBlock | None:
     """The "learned" block: the agent's active learned version, if the session opted in."""
     cfg = knowledge_config(session_row)
     if cfg is None or not cfg.learned:
         return None
-    row = await repository.get_active_learned(db, session_row.tenant_id, session_row.agent_id)
+    async with open_db() as db:
+        row = await repository.get_active_learned(db, session_row.tenant_id,
+                                                  session_row.agent_id)
     if row is None:
         return None
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.learned_share))

@@ -1,21 +1,20 @@
 """One round trip for everything a context build reads: the session row, its memory
 state, L2, the L1 window and promoted messages, as JSON from a single statement.
 
-This is the hot path of the service (SPEC: context build p50 <= 1 ms). It runs on the
-asyncpg connection under the request's SQLAlchemy session, skipping ORM and statement
-compilation; the rows become the same shapes `app.memory.state.load` produces.
+This is the hot path of the service (SPEC: context build p50 <= 1 ms). It runs as a prepared
+statement on the hot paths' asyncpg pool (`app.core.pg`), skipping ORM and statement
+compilation; the rows become plain dataclasses with the attributes of the ORM models that
+`app.memory.state.load` produces.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import Caller
 from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
@@ -26,8 +25,6 @@ from app.memory.state import (
     memory_config,
     trim_window,
 )
-from app.models import Session
-from app.models.memory import MemoryState
 from app.models.message import MessageRow, message_row_sql
 from app.sessions.access import SessionNotFound, visible_session
 
@@ -38,7 +35,11 @@ _WINDOW = (f"({L1_WINDOW_PER_MESSAGE} * coalesce((s.config ->> 'l1_max_messages'
            f"{DEFAULT_L1_MAX_MESSAGES}) + {L1_WINDOW_EXTRA})")
 
 _SQL = f"""
-SELECT row_to_json(s) AS session, row_to_json(st) AS state,
+SELECT s.id, s.tenant_id, s.agent_id, s.config, s.metadata, s.last_seq, s.message_tokens,
+  s.created_at, s.updated_at,
+  st.session_id IS NOT NULL AS has_state, st.version, st.l1_start_seq, st.rom, st.rom_text,
+  st.rom_tokens, st.kernel, st.kernel_tokens, st.promoted_seqs, st.promoted_tokens,
+  st.l2_tokens, st.updated_at AS state_updated_at,
   (SELECT coalesce(json_agg(x ORDER BY x.start_seq), '[]')
      FROM (SELECT id, start_seq, end_seq, text, method, token_count FROM memory_summaries
            WHERE tenant_id = $1 AND session_id = $2 AND snapshot_id IS NULL) x) AS l2,
@@ -59,31 +60,50 @@ WHERE s.tenant_id = $1 AND s.id = $2
 """
 
 
-def _j(v: Any) -> Any:
-    # SQLAlchemy's asyncpg dialect installs JSON codecs on its connections; a bare
-    # connection returns text
-    return json.loads(v) if isinstance(v, (str, bytes)) else v
+@dataclass(slots=True)
+class SessionRow:
+    """A session as a context build reads it (the `Session` columns, no ORM instance)."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    agent_id: str
+    config: dict[str, Any]
+    meta: dict[str, Any]
+    last_seq: int
+    message_tokens: int
+    created_at: datetime
+    updated_at: datetime
 
 
-def _ts(v: Any) -> Any:
-    return datetime.fromisoformat(v) if isinstance(v, str) else v
+@dataclass(slots=True)
+class StateRow:
+    """A memory state as a context build reads it (the `MemoryState` columns)."""
+
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    version: int
+    l1_start_seq: int
+    rom: dict[str, Any]
+    rom_text: str
+    rom_tokens: int
+    kernel: dict[str, Any]
+    kernel_tokens: int
+    promoted_seqs: list[int]
+    promoted_tokens: int
+    l2_tokens: int
+    updated_at: datetime
 
 
-def _session(d: dict[str, Any]) -> Session:
-    return Session(id=uuid.UUID(d["id"]), tenant_id=uuid.UUID(d["tenant_id"]),
-                   agent_id=d["agent_id"], config=d["config"], meta=d["metadata"],
-                   last_seq=d["last_seq"], message_tokens=d["message_tokens"],
-                   created_at=_ts(d["created_at"]), updated_at=_ts(d["updated_at"]))
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    """An L2 summary decoded from the statement's JSON."""
 
-
-def _state(d: dict[str, Any]) -> MemoryState:
-    return MemoryState(session_id=uuid.UUID(d["session_id"]),
-                       tenant_id=uuid.UUID(d["tenant_id"]), version=d["version"],
-                       l1_start_seq=d["l1_start_seq"], rom=d["rom"], rom_text=d["rom_text"],
-                       rom_tokens=d["rom_tokens"], kernel=d["kernel"],
-                       kernel_tokens=d["kernel_tokens"], promoted_seqs=d["promoted_seqs"],
-                       promoted_tokens=d["promoted_tokens"], l2_tokens=d["l2_tokens"],
-                       updated_at=_ts(d["updated_at"]))
+    id: uuid.UUID
+    start_seq: int
+    end_seq: int
+    text: str
+    method: str
+    token_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,27 +127,27 @@ def _rows(items: list[dict[str, Any]]) -> list[MessageRow]:
     return [_Message(**i) for i in items]
 
 
-async def raw_connection(db: AsyncSession) -> Any:
-    conn = await db.connection()
-    raw = await conn.get_raw_connection()
-    return raw.driver_connection
-
-
-async def load_for_context(db: AsyncSession, caller: Caller,
-                           session_id: uuid.UUID) -> tuple[Session, Loaded] | None:
+async def load_for_context(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID
+                           ) -> tuple[SessionRow, Loaded] | None:
     """The caller's session and its memory (L1 limited to the builder's window, see
-    `app.memory.state.L1_WINDOW_PER_MESSAGE`, plus the current turn); None when the session has no
-    memory state yet. 404 when it is not the caller's."""
-    pg = await raw_connection(db)
-    row = await pg.fetchrow(_SQL, caller.tenant_id, session_id)
+    `app.memory.state.L1_WINDOW_PER_MESSAGE`, plus the current turn); None when the session
+    has no memory state yet. 404 when it is not the caller's."""
+    row = await conn.fetchrow(_SQL, caller.tenant_id, session_id)
     if row is None:
         raise SessionNotFound()
-    session = visible_session(caller, _session(_j(row["session"])))
-    if row["state"] is None:
+    session = SessionRow(row["id"], row["tenant_id"], row["agent_id"], row["config"],
+                         row["metadata"], row["last_seq"], row["message_tokens"],
+                         row["created_at"], row["updated_at"])
+    visible_session(caller, session)
+    if not row["has_state"]:
         return None
-    state = _state(_j(row["state"]))
-    l1, gap = trim_window(_rows(_j(row["l1"])), state.l1_start_seq, session.last_seq)
-    l2 = [SimpleNamespace(**{**s, "id": uuid.UUID(s["id"])}) for s in _j(row["l2"])]
+    state = StateRow(row["id"], row["tenant_id"], row["version"], row["l1_start_seq"],
+                     row["rom"], row["rom_text"], row["rom_tokens"], row["kernel"],
+                     row["kernel_tokens"], row["promoted_seqs"], row["promoted_tokens"],
+                     row["l2_tokens"], row["state_updated_at"])
+    l1, gap = trim_window(_rows(row["l1"]), state.l1_start_seq, session.last_seq)
+    l2 = [SummaryRow(uuid.UUID(x["id"]), x["start_seq"], x["end_seq"], x["text"], x["method"],
+                     x["token_count"]) for x in row["l2"]]
     loaded = Loaded(session=session, state=state, cfg=memory_config(session), l1=l1, l2=l2,
-                    promoted=_rows(_j(row["promoted"])), gap=gap)
+                    promoted=_rows(row["promoted"]), gap=gap)
     return session, loaded

@@ -12,11 +12,12 @@ from app.memory.errors import RomTooLarge
 from app.memory.kernel_service import set_large_result_ref
 from app.memory.layers import rom_text
 from app.memory.state import memory_config
-from app.messages.service import AppendedBatch
+from app.messages.service import AfterAppend, AppendedBatch
 from app.models import Session
 from app.models.memory import MemoryState
 from app.profiles import repository as profiles
 from app.sessions.schemas import SessionCreate
+from app.shared_memory.offload import holds_reference
 
 
 async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
@@ -44,7 +45,7 @@ async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
         promoted_seqs=[]))
 
 
-async def track_large_results(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
+async def _track_large_results(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
     """Keep a reference to the latest large (offloaded) tool result in the Kernel."""
     refs = [(m.seq, m.metadata["data_ref"]) for m in batch.messages
             if isinstance(m.metadata, dict) and isinstance(m.metadata.get("data_ref"), dict)]
@@ -53,3 +54,6 @@ async def track_large_results(db: AsyncSession, caller: Caller, batch: AppendedB
 
     seq, ref = refs[-1]
     await set_large_result_ref(db, batch.tenant_id, batch.session_id, seq, ref)
+
+
+track_large_results = AfterAppend(holds_reference, _track_large_results)

@@ -88,10 +88,13 @@ async def tool_partners(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid
 
 
 async def l1_tokens(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                    first_seq: int) -> int:
+                    first_seq: int, end_seq: int | None = None) -> int:
+    """Tokens of the messages from `first_seq` on (before `end_seq` when given)."""
     q = sa.select(sa.func.coalesce(sa.func.sum(col(Message.token_count)), 0)).where(
         col(Message.tenant_id) == tenant_id, col(Message.session_id) == session_id,
         col(Message.seq) >= first_seq)
+    if end_seq is not None:
+        q = q.where(col(Message.seq) < end_seq)
     return int((await db.execute(q)).scalar_one())
 
 

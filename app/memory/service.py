@@ -112,7 +112,10 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
         ), [m.id for m in members])
     state = loaded.state
     if plan.ranges:
-        state.l1_start_seq = plan.ranges[-1].end_seq + 1
+        start = plan.ranges[-1].end_seq + 1
+        state.swapped_tokens += await repository.l1_tokens(
+            db, session_row.tenant_id, session_row.id, state.l1_start_seq, start)
+        state.l1_start_seq = start
     state.l2_tokens = applied.layers.l2_tokens
     _touch(state)
     await db.flush()

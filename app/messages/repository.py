@@ -1,22 +1,85 @@
 """Message queries. Appends take the session row lock, so seqs are gap-free and unique."""
 
-import json
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from app.core.pg import dumps
 from app.models import IdempotencyRecord, Message, Session
 
-_INSERT = sa.text("""
-INSERT INTO messages (session_id, seq, tenant_id, role, content, tool_calls, tool_use_id,
-                      is_error, name, text, token_count, metadata, created_at, search_vector)
-VALUES (:session_id, :seq, :tenant_id, :role, CAST(:content AS jsonb),
-        CAST(:tool_calls AS jsonb), :tool_use_id, :is_error, :name, :text, :token_count,
-        CAST(:metadata AS jsonb), :created_at, to_tsvector(CAST(:ts_config AS regconfig), :text))
-""")
+# One statement appends a batch (SPEC: append p50 in one round trip): bump the session's
+# last_seq and message_tokens under its row lock (seqs stay gap-free and unique; an agent
+# key only matches its own agent's session), insert the rows with their token counts and
+# search vectors (the tenant's text search config), and return what the pressure check
+# needs (`app.jobs.triggers.pressure_from_row`) from the stored counters, with the status of
+# the session's compression job. JSON parameters are JSON text (the convention of
+# SQLAlchemy's asyncpg dialect, and of `app.core.pg`), so the statement runs on either.
+_APPEND = """
+WITH s AS (
+  UPDATE sessions SET last_seq = last_seq + $3, message_tokens = message_tokens + $4,
+         updated_at = now()
+  WHERE id = $2 AND tenant_id = $1 AND ($5::text IS NULL OR agent_id = $5)
+  RETURNING last_seq, agent_id, config, message_tokens),
+ins AS (
+  INSERT INTO messages (session_id, seq, tenant_id, role, content, tool_calls, tool_use_id,
+                        is_error, name, text, token_count, metadata, created_at, search_vector)
+  SELECT $2, s.last_seq - $3 + r.i, $1, r.role, r.content, r.tool_calls, r.tool_use_id,
+         r.is_error, r.name, r.text, r.token_count, r.metadata, $6,
+         to_tsvector(t.text_search_config::regconfig, r.text)
+  FROM s, tenants t,
+       unnest($7::text[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bool[], $12::text[],
+              $13::text[], $14::int[], $15::jsonb[])
+         WITH ORDINALITY AS r(role, content, tool_calls, tool_use_id, is_error, name, text,
+                              token_count, metadata, i)
+  WHERE t.id = $1
+  RETURNING 1)
+SELECT s.last_seq, s.agent_id, s.config, m.l1_start_seq,
+       m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_tokens AS fixed_tokens,
+       s.message_tokens - m.swapped_tokens AS l1_tokens, j.status AS job_status,
+       (SELECT count(*) FROM ins) AS inserted
+FROM s LEFT JOIN memory_states m ON m.session_id = $2 AND m.tenant_id = $1
+LEFT JOIN compression_jobs j ON j.session_id = $2 AND j.tenant_id = $1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A canonical message with its token count, as the append stores it."""
+
+    role: str
+    content: Any
+    tool_calls: list[dict[str, Any]] | None
+    tool_use_id: str | None
+    is_error: bool
+    name: str | None
+    text: str
+    token_count: int
+    metadata: dict[str, Any] | None
+
+
+async def append_rows(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                      agent_id: str | None, rows: list[NewMessage],
+                      created_at: datetime) -> asyncpg.Record | None:
+    """Append `rows` in one statement (see `_APPEND`); None when the session does not exist
+    in the tenant, or belongs to another agent than `agent_id` (None: any agent). The
+    record: last_seq, agent_id, config, l1_start_seq, fixed_tokens, l1_tokens, job_status
+    (the memory columns are None for a session without memory state), inserted."""
+    row = await conn.fetchrow(
+        _APPEND, tenant_id, session_id, len(rows), sum(r.token_count for r in rows), agent_id,
+        created_at, [r.role for r in rows], [dumps(r.content) for r in rows],
+        [dumps(r.tool_calls) if r.tool_calls else None for r in rows],
+        [r.tool_use_id for r in rows], [r.is_error for r in rows], [r.name for r in rows],
+        [r.text for r in rows], [r.token_count for r in rows],
+        [dumps(r.metadata or {}) for r in rows])
+    if row is not None and row["inserted"] != len(rows):  # the tenant row is gone
+        raise RuntimeError(f"append inserted {row['inserted']} of {len(rows)} messages")
+    return row
 
 
 async def lock_session(db: AsyncSession, tenant_id: uuid.UUID,
@@ -24,31 +87,6 @@ async def lock_session(db: AsyncSession, tenant_id: uuid.UUID,
     result = await db.execute(sa.select(Session).where(
         col(Session.tenant_id) == tenant_id, col(Session.id) == session_id).with_for_update())
     return result.scalar_one_or_none()
-
-
-async def reserve_seqs(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, n: int,
-                       tokens: int) -> tuple[int, str, str] | None:
-    """Bump last_seq by n under the row lock. Returns (first seq, agent_id, ts config)."""
-    result = await db.execute(sa.text("""
-        UPDATE sessions SET last_seq = last_seq + :n, message_tokens = message_tokens + :t,
-               updated_at = now()
-        WHERE id = :sid AND tenant_id = :tid
-        RETURNING last_seq, agent_id,
-                  (SELECT text_search_config FROM tenants WHERE id = :tid)
-    """), {"n": n, "t": tokens, "sid": session_id, "tid": tenant_id})
-    row = result.first()
-    if row is None:
-        return None
-    return int(row[0]) - n + 1, row[1], row[2]
-
-
-async def insert_many(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    params = []
-    for r in rows:
-        params.append({**r, "content": json.dumps(r["content"]),
-                       "tool_calls": json.dumps(r["tool_calls"]) if r["tool_calls"] else None,
-                       "metadata": json.dumps(r["metadata"] or {})})
-    await db.execute(_INSERT, params)
 
 
 async def page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,

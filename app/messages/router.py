@@ -26,7 +26,7 @@ router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
 @router.post("/sessions/{session_id}/messages", status_code=201,
              response_model=MessagesAppended)
 async def append_messages(
-    session_id: uuid.UUID, body: MessagesAppend, db: DbDep, caller: CallerDep,
+    session_id: uuid.UUID, body: MessagesAppend, caller: CallerDep,
     state: StateDep, request: Request, response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> MessagesAppended:
@@ -38,7 +38,8 @@ async def append_messages(
     whole request is bounded by `LOOM_MAX_REQUEST_BYTES` (413 `payload_too_large`).
     """
     settings = state.settings
-    result = await service.append(db, caller, session_id, body, hooks=state.hooks.append,
+    stores = service.Stores(state.pg, state.sessionmaker, settings.db_pool_timeout_seconds)
+    result = await service.append(stores, caller, session_id, body, hooks=state.hooks.append,
                                   idempotency_key=idempotency_key,
                                   max_messages=settings.max_messages_per_request,
                                   max_message_bytes=settings.max_message_bytes,

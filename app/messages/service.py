@@ -3,22 +3,29 @@
 import asyncio
 import hashlib
 import json
+import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
 from pydantic_core import PydanticSerializationError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.auth.caller import Caller
+from app.core import pg
+from app.core.db import after_commit, transaction
 from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
 from app.messages.canonical import CanonicalMessage, MessageShapeError, canonicalise
+from app.messages.repository import NewMessage
 from app.messages.schemas import MessagePublic, MessagesAppend, MessagesAppended
 from app.models import IdempotencyRecord, Message
 from app.sessions.access import SessionNotFound, visible_session
+
+log = logging.getLogger("loom.messages")
 
 
 @dataclass(frozen=True)
@@ -34,17 +41,33 @@ class AppendedBatch:
 
 
 # Hooks let other domains join the append without this module knowing them (assembled
-# in `app.wiring`): before may rewrite canonical messages (e.g. offload a large tool result
-# to shared memory); after sees what was written (e.g. schedule compression after commit).
-BeforeAppend = Callable[[AsyncSession, Caller, uuid.UUID, list[CanonicalMessage]],
-                        Awaitable[None]]
-AfterAppend = Callable[[AsyncSession, Caller, AppendedBatch], Awaitable[None]]
+# in `app.wiring`). Each says whether it applies to a batch (pure, from the canonical
+# messages): before may rewrite canonical messages (e.g. offload a large tool result to
+# shared memory); after sees what was written (e.g. hold the data references). A batch no
+# hook applies to (the common case) is appended in one statement without a transaction.
+@dataclass(frozen=True, slots=True)
+class BeforeAppend:
+    applies: Callable[[list[CanonicalMessage]], bool]
+    run: Callable[[AsyncSession, Caller, uuid.UUID, list[CanonicalMessage]], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class AfterAppend:
+    applies: Callable[[list[CanonicalMessage]], bool]
+    run: Callable[[AsyncSession, Caller, AppendedBatch], Awaitable[None]]
+
+
+# What to do about memory pressure once the append has committed: given the batch and the
+# append's pressure row (`app.messages.repository.append_rows`), the coroutine to run
+# (e.g. enqueue compression), or None.
+OnPressure = Callable[[AppendedBatch, Mapping[str, Any]], Callable[[], Awaitable[None]] | None]
 
 
 @dataclass(frozen=True, slots=True)
 class AppendHooks:
     before: tuple[BeforeAppend, ...] = ()
     after: tuple[AfterAppend, ...] = ()
+    on_pressure: OnPressure | None = None
 
 
 def to_public(m: Message) -> MessagePublic:
@@ -96,12 +119,26 @@ def request_hash(body: MessagesAppend) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: MessagesAppend,
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Where an append writes: the hot paths' pool, and sessions for the batches that
+    need a transaction (an Idempotency-Key, or a hook that applies)."""
+
+    pool: asyncpg.Pool
+    sessionmaker: async_sessionmaker[AsyncSession]
+    pool_timeout: float
+
+
+async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: MessagesAppend,
                  *, idempotency_key: str | None, max_messages: int,
                  max_message_bytes: int | None = None, large: bool = False,
                  hooks: AppendHooks) -> MessagesAppended:
-    """Append in one transaction. A retried Idempotency-Key returns the first result.
+    """Append a batch atomically. A retried Idempotency-Key returns the first result.
 
+    The common batch is one statement on the pool (`repository.append_rows`: seqs, rows,
+    counters and the pressure row in one round trip, no BEGIN/COMMIT). With an
+    Idempotency-Key, or when a hook applies, the same statement runs in a transaction
+    that first locks the session row, with the hooks and the idempotency record.
     `large`: the request body is big, so measuring and token counting run off the loop.
     """
     if len(body.messages) > max_messages:
@@ -112,10 +149,75 @@ async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: 
             await asyncio.to_thread(check_sizes, body, max_message_bytes)
         else:
             check_sizes(body, max_message_bytes)
+    canonical = _canonical(body)
+    before = [h for h in hooks.before if h.applies(canonical)]
+    after = [h for h in hooks.after if h.applies(canonical)]
+    if idempotency_key is None and not before and not after:
+        rows = await _rows(canonical, large)
+        now = datetime.now(UTC)
+        async with pg.connection(stores.pool, stores.pool_timeout) as conn:
+            written = await repository.append_rows(conn, caller.tenant_id, session_id,
+                                                   _agent_filter(caller), rows, now)
+        result, batch = _appended(caller, session_id, rows, written, now)
+        follow_up = _pressure_follow_up(hooks, batch, written)
+        if follow_up is not None:
+            try:
+                await follow_up()
+            except Exception:  # a post-commit side effect must never fail the request
+                log.exception("after-append follow-up failed")
+        return result
+    async with transaction(stores.sessionmaker) as db:
+        return await _append_locked(db, caller, session_id, body, canonical, before,
+                                    idempotency_key=idempotency_key, large=large, hooks=hooks)
+
+
+def _agent_filter(caller: Caller) -> str | None:
+    """Agent keys append only to their own agent's sessions (others: 404)."""
+    return caller.agent_id if caller.role == "agent" else None
+
+
+async def _rows(canonical: list[CanonicalMessage], large: bool) -> list[NewMessage]:
+    counts = (await asyncio.to_thread(_token_counts, canonical) if large
+              else _token_counts(canonical))
+    return [NewMessage(m.role, m.content, m.tool_calls, m.tool_use_id, m.is_error, m.name,
+                       m.text, tokens, m.metadata) for m, tokens in zip(canonical, counts,
+                                                                          strict=True)]
+
+
+def _appended(caller: Caller, session_id: uuid.UUID, rows: list[NewMessage],
+              written: Mapping[str, Any] | None,
+              now: datetime) -> tuple[MessagesAppended, AppendedBatch]:
+    if written is None:
+        raise SessionNotFound()
+    last_seq = int(written["last_seq"])
+    first_seq = last_seq - len(rows) + 1
+    public = [MessagePublic(session_id=session_id, seq=first_seq + i, role=r.role,
+                            content=r.content, tool_calls=r.tool_calls,
+                            tool_use_id=r.tool_use_id, is_error=r.is_error, name=r.name,
+                            token_count=r.token_count, metadata=r.metadata or {},
+                            created_at=now) for i, r in enumerate(rows)]
+    result = MessagesAppended(messages=public, last_seq=last_seq)
+    batch = AppendedBatch(caller.tenant_id, session_id, written["agent_id"], first_seq,
+                          last_seq, public)
+    return result, batch
+
+
+def _pressure_follow_up(hooks: AppendHooks, batch: AppendedBatch,
+                        written: Mapping[str, Any]) -> Callable[[], Awaitable[None]] | None:
+    if hooks.on_pressure is None or written["l1_start_seq"] is None:
+        return None  # a session without memory state has nothing to compress yet
+    return hooks.on_pressure(batch, written)
+
+
+async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID,
+                         body: MessagesAppend, canonical: list[CanonicalMessage],
+                         before: list[BeforeAppend], *,
+                         idempotency_key: str | None, large: bool,
+                         hooks: AppendHooks) -> MessagesAppended:
+    # serialise with other appends to this session (and start the transaction the shared
+    # statement then runs in), before looking for a first result
+    visible_session(caller, await repository.lock_session(db, caller.tenant_id, session_id))
     if idempotency_key is not None:
-        # Serialise with other appends to this session before looking for the first result.
-        locked = await repository.lock_session(db, caller.tenant_id, session_id)
-        visible_session(caller, locked)
         record = await repository.get_idempotent(db, caller.tenant_id, session_id,
                                                  idempotency_key)
         if record is not None:
@@ -125,43 +227,25 @@ async def append(db: AsyncSession, caller: Caller, session_id: uuid.UUID, body: 
             replay = MessagesAppended.model_validate(record.response)
             replay.replayed = True
             return replay
-    canonical = _canonical(body)
-    for before in hooks.before:
-        await before(db, caller, session_id, canonical)
-    counts = (await asyncio.to_thread(_token_counts, canonical) if large
-              else _token_counts(canonical))
-    reserved = await repository.reserve_seqs(db, caller.tenant_id, session_id, len(canonical),
-                                             sum(counts))
-    if reserved is None:
-        raise SessionNotFound()
-    first_seq, agent_id, ts_config = reserved
-    if not caller.can_see_agent(agent_id):
-        raise SessionNotFound()
+    for hook in before:
+        await hook.run(db, caller, session_id, canonical)
+    rows = await _rows(canonical, large)
     now = datetime.now(UTC)
-    rows: list[dict[str, Any]] = []
-    for offset, (m, tokens) in enumerate(zip(canonical, counts, strict=True)):
-        rows.append({"session_id": session_id, "seq": first_seq + offset,
-                     "tenant_id": caller.tenant_id, "role": m.role, "content": m.content,
-                     "tool_calls": m.tool_calls, "tool_use_id": m.tool_use_id,
-                     "is_error": m.is_error, "name": m.name, "text": m.text,
-                     "token_count": tokens, "metadata": m.metadata, "created_at": now,
-                     "ts_config": ts_config})
-    await repository.insert_many(db, rows)
-    public = [MessagePublic(session_id=session_id, seq=r["seq"], role=r["role"],
-                            content=r["content"], tool_calls=r["tool_calls"],
-                            tool_use_id=r["tool_use_id"], is_error=r["is_error"], name=r["name"],
-                            token_count=r["token_count"], metadata=r["metadata"] or {},
-                            created_at=now) for r in rows]
-    result = MessagesAppended(messages=public, last_seq=first_seq + len(rows) - 1)
+    written = await repository.append_rows(await pg.driver_connection(db), caller.tenant_id,
+                                           session_id, _agent_filter(caller), rows, now)
+    result, batch = _appended(caller, session_id, rows, written, now)
     if idempotency_key is not None:
         await repository.save_idempotent(db, IdempotencyRecord(
             tenant_id=caller.tenant_id, session_id=session_id, key=idempotency_key,
             request_hash=request_hash(body), status_code=201,
             response=result.model_dump(mode="json")))
-    batch = AppendedBatch(caller.tenant_id, session_id, agent_id, first_seq, result.last_seq,
-                          public)
-    for after in hooks.after:
-        await after(db, caller, batch)
+    for hook in hooks.after:  # asked again: a before hook may have rewritten the batch
+        if hook.applies(canonical):
+            await hook.run(db, caller, batch)
+    assert written is not None
+    follow_up = _pressure_follow_up(hooks, batch, written)
+    if follow_up is not None:
+        after_commit(db, follow_up)
     return result
 
 

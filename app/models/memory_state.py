@@ -28,6 +28,10 @@ class MemoryState(SQLModel, table=True):
                                                         server_default="0"))
     l1_start_seq: int = Field(default=1, sa_column=sa.Column(sa.BigInteger, nullable=False,
                                                              server_default="1"))
+    # tokens of the messages before l1_start_seq (moved with it, by compression): L1 holds
+    # sessions.message_tokens - swapped_tokens, read by the append's pressure check
+    swapped_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
+                                                              server_default="0"))
     rom: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(JSONB, nullable=False))
     rom_text: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False,
                                                           server_default=""))

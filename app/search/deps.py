@@ -38,7 +38,7 @@ def search_env_for(state: AppState) -> SearchEnv:
     return SearchEnv(llm=state.llm, redis=state.redis, options=options_for(state.settings))
 
 
-def get_search_env(request: Request) -> SearchEnv:
+async def get_search_env(request: Request) -> SearchEnv:
     return search_env_for(app_state(request.app))
 
 

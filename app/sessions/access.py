@@ -16,6 +16,7 @@ The pure part is `Caller.can_see_agent`; `visible_agent` below is the only query
 """
 
 import uuid
+from typing import Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -62,7 +63,19 @@ async def require_visible(db: AsyncSession, caller: Caller, session_id: uuid.UUI
     return agent_id
 
 
-def visible_session(caller: Caller, session: Session | None) -> Session:
+class _Owned(Protocol):
+    """A session row of any read path (a `Session`, or `app.memory.fastload.SessionRow`)."""
+
+    @property
+    def tenant_id(self) -> uuid.UUID: ...
+    @property
+    def agent_id(self) -> str: ...
+
+
+S = TypeVar("S", bound=_Owned)
+
+
+def visible_session(caller: Caller, session: S | None) -> S:
     """`session` if it is the caller's to see (already filtered by tenant), else 404."""
     if session is None or session.tenant_id != caller.tenant_id or not caller.can_see_agent(
             session.agent_id):

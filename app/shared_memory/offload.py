@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.core.config import Settings
 from app.messages.canonical import CanonicalMessage
-from app.messages.service import AppendedBatch, BeforeAppend
+from app.messages.service import AfterAppend, AppendedBatch, BeforeAppend
 from app.sessions import access
 from app.shared_memory import keys, repository, service
 from app.shared_memory.keys import Namespace
@@ -39,27 +39,41 @@ def payload(content: Any) -> tuple[bytes, str]:
         "application/json"
 
 
+def _too_large(m: CanonicalMessage, threshold: int) -> bool:
+    if m.role != "tool" or m.content is None:
+        return False
+    if isinstance(m.content, str) and len(m.content) * 4 <= threshold:
+        return False  # at most 4 UTF-8 bytes a character: small without encoding it
+    return len(payload(m.content)[0]) > threshold
+
+
 def offloader(rt: SharedMemoryRuntime, s: Settings) -> BeforeAppend:
     """The before-append hook that offloads large tool results into `rt`'s store."""
+
+    def applies(messages: list[CanonicalMessage]) -> bool:
+        return any(_too_large(m, s.tool_result_offload_bytes) for m in messages)
 
     async def offload(db: AsyncSession, caller: Caller, session_id: uuid.UUID,
                       messages: list[CanonicalMessage]) -> None:
         await offload_large_tool_results(db, rt, s, caller, session_id, messages)
 
-    return offload
+    return BeforeAppend(applies, offload)
+
+
+def holds_reference(messages: list[CanonicalMessage]) -> bool:
+    """Some message carries a data reference (`metadata.data_ref`)."""
+    return any(isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)
+               for m in messages)
 
 
 async def offload_large_tool_results(db: AsyncSession, rt: SharedMemoryRuntime, s: Settings,
                                      caller: Caller, session_id: uuid.UUID,
                                      messages: list[CanonicalMessage]) -> None:
-    threshold = s.tool_result_offload_bytes
     checked = False
     for m in messages:
-        if m.role != "tool" or m.content is None:
+        if not _too_large(m, s.tool_result_offload_bytes):
             continue
         data, ctype = payload(m.content)
-        if len(data) <= threshold:
-            continue
         if not checked:  # never write into the scope of a session the caller can't see
             await access.require_visible(db, caller, session_id)
             checked = True
@@ -77,7 +91,7 @@ async def offload_large_tool_results(db: AsyncSession, rt: SharedMemoryRuntime, 
         OFFLOADED_TOOL_RESULTS.inc()
 
 
-async def hold_references(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
+async def _hold_references(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
     held = [(m.seq, m.metadata[DATA_REF]["id"]) for m in batch.messages
             if isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)]
     if not held:
@@ -86,3 +100,6 @@ async def hold_references(db: AsyncSession, caller: Caller, batch: AppendedBatch
     await repository.add_holders(db, [
         {"entry_id": ids[ref_id], "session_id": batch.session_id, "seq": seq,
          "tenant_id": batch.tenant_id} for seq, ref_id in held if ref_id in ids])
+
+
+hold_references = AfterAppend(holds_reference, _hold_references)

@@ -158,11 +158,15 @@ async def put_shared_memory_entry(
     return loaded.head(key, created)
 
 
+# a raw entry is answered with the content type it was stored with (any the PUT accepted)
+_RAW_TYPES: dict[str, Any] = {"application/octet-stream": {}, "text/plain": {}, "*/*": {}}
+
+
 @router.get("/shared-memory/{namespace}/{key:path}", response_model=None,
             responses={200: {"model": SharedMemoryEntryPublic | DataReference,
                              "description": "JSON entry (with `value`), or its data reference "
-                             "with `ref=true`; a raw entry's bytes with their content type",
-                             "content": {"application/octet-stream": {}}},
+                             "with `ref=true`; a raw entry's bytes with the content type "
+                             "they were stored with", "content": _RAW_TYPES},
                        304: {"description": "If-None-Match matched"}, **_RESP_500})
 async def get_shared_memory_entry(
     namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
@@ -194,7 +198,7 @@ async def delete_shared_memory_entry(
 @router.get("/refs/{ref_id}", response_model=None,
             responses={200: {"model": DataReference, "description": "the bytes with their "
                              "content type; with `meta=true` the reference (JSON)",
-                             "content": {"application/octet-stream": {}}}, **_RESP_500})
+                             "content": _RAW_TYPES}, **_RESP_500})
 async def get_data_reference(
     ref_id: Annotated[str, Path(max_length=64)], db: DbDep, caller: CallerDep,
     request: Request,

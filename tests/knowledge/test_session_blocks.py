@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from contextlib import nullcontext
 
 import pytest
 
@@ -43,7 +44,8 @@ async def _items(client) -> None:
 async def _blocks(db, tenant, session: dict, budget: int) -> dict[str, registry.ContextBlock]:
     row = await sessions_repo.get(db, uuid.UUID(tenant.id), uuid.UUID(session["id"]))
     providers = (knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider)
-    return {b.name: b for b in await registry.collect(db, row, budget, providers)}
+    return {b.name: b for b in await registry.collect(lambda: nullcontext(db), row, budget,
+                                                       providers)}
 
 
 async def test_blocks_appear_within_their_share(client, tenant, db) -> None:

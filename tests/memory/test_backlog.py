@@ -41,3 +41,28 @@ async def test_long_backlog_compresses_in_chunks(client, db):
             assert holder[0] <= u.rseq <= seqs[holder[0]]
         else:
             assert u.rseq >= mem["l1_start_seq"]
+
+
+async def test_stored_l1_token_counter_matches_the_messages(client, db):
+    """The append's pressure check reads sessions.message_tokens - swapped_tokens as the
+    L1 tokens: appends (single, batch, idempotent) and compression keep it exact."""
+    sid = await new_session(client)
+    for i in range(40):
+        body = {"messages": [{"role": "user", "content": f"question {i} " * (i % 5 + 1)},
+                             {"role": "assistant", "content": f"answer {i}"}]}
+        headers = {"Idempotency-Key": f"k{i}"} if i % 3 == 0 else {}
+        r = await client.post(f"/v1/sessions/{sid}/messages", json=body, headers=headers)
+        assert r.status_code == 201, r.text
+        if i % 10 == 9:
+            r = await client.post(f"/v1/sessions/{sid}/memory/compress",
+                                  params={"wait": "true"})
+            assert r.status_code == 200, r.text
+        row = (await db.execute(sa.text(
+            "select s.message_tokens - m.swapped_tokens as counted, m.l1_start_seq, "
+            "(select coalesce(sum(token_count), 0) from messages x where x.session_id = s.id "
+            " and x.seq >= m.l1_start_seq) as summed, "
+            "(select coalesce(sum(token_count), 0) from messages x where x.session_id = s.id)"
+            " as total, s.message_tokens from sessions s join memory_states m "
+            "on m.session_id = s.id where s.id = :s"), {"s": sid})).one()
+        assert row.counted == row.summed and row.total == row.message_tokens
+    assert row.l1_start_seq > 1  # compression moved L1 on

@@ -1,0 +1,104 @@
+"""The asyncpg pool of the hot paths (auth, append, context build, shared-memory reads).
+
+Those routes run a few fixed statements per request, so they skip SQLAlchemy (statement
+compilation, ORM instances and the greenlet bridge cost more CPU than the database work
+behind them) and run prepared statements on this pool; asyncpg prepares each statement
+once per connection and caches it. Every other route, migrations and the worker stay on
+SQLAlchemy (`app.core.db`).
+
+The pool has the engine's bounds (`Settings.db_*`): statement timeout on the server, a
+client-side timeout a little longer, a bounded wait for a connection and for a connect. It
+opens connections on demand (`min_size=0`), so an API process starts while the database is
+down and serves 503 until it is back; asyncpg replaces a pooled connection the server has
+closed when it is next acquired, and `connection` cuts one that failed mid-statement.
+Failures map to statuses like the engine's (`app.core.db_errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from app.core.db import CLIENT_TIMEOUT_GRACE
+from app.core.db_errors import is_connection_error
+
+# JSON of json/jsonb columns is decoded by the stdlib: orjson would be faster, but it reads
+# integers over 64 bits as floats, and stored content must come back exactly as it was sent.
+loads = json.loads
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a json/jsonb parameter (the stdlib: any int size, surrogates escaped
+    so that PostgreSQL refuses them as 422 instead of the encoder failing)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+async def driver_connection(db: Any) -> asyncpg.Connection:
+    """The asyncpg connection under a SQLAlchemy `AsyncSession` (in its transaction once
+    the session has run a statement), for statements shared with the pool's paths."""
+    conn = await db.connection()
+    raw = await conn.get_raw_connection()
+    return raw.driver_connection
+
+
+def dsn(url: str) -> str:
+    """A libpq URL from a SQLAlchemy one (`postgresql+asyncpg://` -> `postgresql://`)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme.split('+', 1)[0]}{sep}{rest}"
+
+
+def _json_text(value: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError("json/jsonb parameters are passed as JSON text")
+    return value
+
+
+async def _init(conn: asyncpg.Connection) -> None:
+    # parameters: JSON text, as SQLAlchemy's asyncpg dialect takes them, so one statement
+    # runs on this pool and on a connection under a SQLAlchemy session; results: decoded
+    for typ in ("json", "jsonb"):
+        await conn.set_type_codec(typ, encoder=_json_text, decoder=loads, schema="pg_catalog")
+
+
+async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
+    statement = settings.db_statement_timeout_seconds
+    server: dict[str, str] = {"application_name": "loom-memory"}
+    if statement:
+        server["statement_timeout"] = str(int(statement * 1000))
+    pool = asyncpg.create_pool(
+        dsn(url), min_size=0, max_size=settings.db_pool_size, init=_init,
+        timeout=settings.db_connect_timeout_seconds,
+        command_timeout=(statement + CLIENT_TIMEOUT_GRACE) if statement else None,
+        server_settings=server)
+    return await pool
+
+
+@asynccontextmanager
+async def connection(pool: asyncpg.Pool, wait: float) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection, waiting at most `wait` seconds for one (then 503).
+
+    After a connection-level failure (`is_connection_error`, client-side timeouts of a
+    frozen server included) or a cancellation mid-statement the connection is cut before it
+    goes back: the pool would otherwise reset it, waiting on a server that may not answer,
+    and the pool opens a fresh one when it is next needed."""
+    async with pool.acquire(timeout=wait) as conn:
+        try:
+            yield conn
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) or is_connection_error(exc):
+                conn.terminate()
+            raise
+
+
+async def close(pool: asyncpg.Pool, grace: float = 2.0) -> None:
+    """Close the pool, cutting connections still busy after `grace` seconds (a shutdown
+    never waits on a frozen server)."""
+    try:
+        await asyncio.wait_for(pool.close(), grace)
+    except TimeoutError:
+        pool.terminate()
