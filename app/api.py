@@ -2,7 +2,10 @@
 
 The routers are included in the app directly, not through a `/v1` parent router: FastAPI
 matches an included router's routes once to select it and again to dispatch, so every
-level of nesting adds a pass over the route table to every request.
+level of nesting adds a pass over the route table to every request. For the same reason
+the routers of the hot paths (context build, append, shared memory, search) come first:
+a request is matched against every route of the routers before its own. The order shown in
+the API docs is `TAGS`, not this one.
 """
 
 from fastapi import APIRouter, FastAPI
@@ -19,9 +22,27 @@ from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
 
 PREFIX = "/v1"
-ROUTERS: tuple[APIRouter, ...] = (auth_router, sessions_router, messages_router, profiles_router,
-                                  memory_router, context_router, knowledge_router,
-                                  shared_memory_router, search_router, tools_router)
+ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory_router,
+                                  search_router, sessions_router, memory_router, auth_router,
+                                  profiles_router, knowledge_router, tools_router)
+
+# the API docs' sections, in reading order
+TAGS: list[dict[str, str]] = [
+    {"name": "admin", "description": "Tenants and API keys (admin and service keys)."},
+    {"name": "sessions", "description": "Conversations of one agent each."},
+    {"name": "messages", "description": "Append to a session and read its full history."},
+    {"name": "profiles", "description": "Agent profiles: the ROM new sessions freeze."},
+    {"name": "memory", "description": "A session's segmented memory: L1/L2, compression, "
+     "promotion, the Kernel."},
+    {"name": "context", "description": "The ready-to-send context, never over budget."},
+    {"name": "knowledge", "description": "Task / project / global memory items, context "
+     "packages, learned layers."},
+    {"name": "shared-memory", "description": "Shared data in namespaces, including "
+     "agent-private memory; data references."},
+    {"name": "search", "description": "Search the swap: a session, an agent or the tenant."},
+    {"name": "tools", "description": "Built-in tools an agent loop can offer its model."},
+    {"name": "health", "description": "Liveness, readiness and metrics."},
+]
 
 
 def include(app: FastAPI) -> None:

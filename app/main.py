@@ -86,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             del app.state.loom
 
     app = FastAPI(title="Loom Memory", version="1.0.0", description=DESCRIPTION,
+                  openapi_tags=api.TAGS,
                   lifespan=lifespan, generate_unique_id_function=_operation_id)
     install_error_handlers(app)
     app.include_router(health_router)

@@ -70,8 +70,8 @@ async def profile(b: Bench, op: str, seconds: int, top: int) -> None:
     elif op == "append20":
         reqs = b.append_reqs("/v1/sessions", b.headers(), 20)
     else:
-        await b.api("PUT", "/v1/shared-memory/global/bench-hot", b.key, {"v": 1},
-                    {"X-Agent-Id": "bench-agent-0"})
+        await b.api("PUT", "/v1/shared-memory/global/bench-hot", b.key,
+                    {"value": {"hello": "world", "n": 42}})
         reqs = [wrk.Req("GET", "/v1/shared-memory/global/bench-hot",
                         b.headers(ctype=None))]
     clients = 1 if op == "shared" else 32

@@ -23,13 +23,24 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
+import orjson
 
 from app.core.db import CLIENT_TIMEOUT_GRACE
 from app.core.db_errors import is_connection_error
 
-# JSON of json/jsonb columns is decoded by the stdlib: orjson would be faster, but it reads
-# integers over 64 bits as floats, and stored content must come back exactly as it was sent.
-loads = json.loads
+# orjson decodes several times faster than the stdlib, but it reads integers beyond 64 bits
+# as floats; stored content must come back exactly as it was sent, so a text holding a run
+# of 19 digits or more (any such integer has one) is decoded by the stdlib.
+# (The check maps every byte to "0" for a digit, " " otherwise, and looks for 19 zeros: a
+# third of the stdlib's decoding time, where a regular expression takes several times it.)
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_RUN = b"0" * 19
+
+
+def loads(raw: str) -> Any:
+    if _RUN in raw.encode("utf-8", "surrogatepass").translate(_DIGITS):
+        return json.loads(raw)
+    return orjson.loads(raw)
 
 
 def dumps(value: Any) -> str:

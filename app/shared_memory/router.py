@@ -11,6 +11,7 @@ with their content type. Either way the headers carry `ETag`, `X-Loom-Version`,
 """
 
 import json
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 
 from app.auth.deps import CallerDep
 from app.core import jsonlimits
-from app.core.db import DbDep
+from app.core.db import DbDep, transaction
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
 from app.shared_memory import etag, service, views
@@ -40,7 +41,7 @@ from app.shared_memory.schemas import (
     SharedMemoryStats,
 )
 from app.shared_memory.ttl import MAX_TTL_SECONDS
-from app.state import app_state
+from app.state import StateDep, app_state
 
 router = APIRouter(tags=["shared-memory"], responses=ERROR_RESPONSES)
 
@@ -169,14 +170,14 @@ _RAW_TYPES: dict[str, Any] = {"application/octet-stream": {}, "text/plain": {}, 
                              "they were stored with", "content": _RAW_TYPES},
                        304: {"description": "If-None-Match matched"}, **_RESP_500})
 async def get_shared_memory_entry(
-    namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
+    namespace: Namespace, key: KeyP, caller: CallerDep, state: StateDep,
     scope_id: ScopeQ = None,
     ref: Annotated[bool, Query(description="return the data reference only")] = False,
     if_none_match: Annotated[str, Header(json_schema_extra=ETAGS)] = None,  # type: ignore[assignment]
 ) -> Response:
     """The value (JSON entries: description + `value`; raw: the bytes), or its reference."""
-    addr = await service.resolve(db, caller, namespace, key, scope_id)
-    loaded = await service.read(db, views.runtime(request), caller, addr)
+    loaded = await service.read(partial(transaction, state.read_sessionmaker),
+                                views.runtime_of(state), caller, namespace, key, scope_id)
     return views.entry_response(loaded, key, ref=ref, if_none_match=if_none_match)
 
 

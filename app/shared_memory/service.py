@@ -6,6 +6,8 @@ tier and publishes the event that invalidates the other processes' tiers and fee
 """
 
 import json
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -124,19 +126,35 @@ def _check(loaded: Loaded) -> Loaded:
     return loaded
 
 
+def _from_tier(rt: SharedMemoryRuntime, ra: repository.Addr, now: datetime) -> Loaded | None:
+    """The live entry from the memory tier (verified bytes), or None: not cached, expired
+    (PostgreSQL decides then: a holder may keep it) or the tier is off."""
+    if not rt.cache_enabled:
+        return None
+    tk = _tier_key(ra)
+    hit = rt.tier.get(tk)
+    if hit is None:
+        return None
+    cached: Loaded = hit[0]
+    if is_expired(cached.expires_at, now):
+        rt.tier.invalidate(tk)
+        return None
+    rt.count(tk[0], ra.namespace, "hits")
+    return _check(replace(cached, location="memory"))
+
+
 async def load(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr) -> Loaded | None:
     """The live entry with verified bytes, from the memory tier when possible."""
     now = _now()
-    tk = _tier_key(ra)
-    if rt.cache_enabled:
-        hit = rt.tier.get(tk)
-        if hit is not None:
-            cached: Loaded = hit[0]
-            if not is_expired(cached.expires_at, now):
-                rt.count(tk[0], ra.namespace, "hits")
-                return _check(replace(cached, location="memory"))
-            rt.tier.invalidate(tk)  # past TTL: PostgreSQL decides (a holder may keep it)
-    rt.count(tk[0], ra.namespace, "misses")
+    hit = _from_tier(rt, ra, now)
+    if hit is not None:
+        return hit
+    return await _load_stored(db, rt, ra, now)
+
+
+async def _load_stored(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr,
+                       now: datetime) -> Loaded | None:
+    rt.count(str(ra.tenant_id), ra.namespace, "misses")
     row = await repository.get(db, ra, now)
     if row is None:
         return None
@@ -148,14 +166,42 @@ async def load(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr) -
         raise
     loaded = _from_row(row, data)
     if rt.cache_enabled and not is_expired(loaded.expires_at, now):
-        rt.tier.put(tk, loaded, len(data), loaded.version)
+        rt.tier.put(_tier_key(ra), loaded, len(data), loaded.version)
     return loaded
 
 
-async def read(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address) -> Loaded:
+async def read_at(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller,
+                  a: Address) -> Loaded:
+    """The entry at an address already resolved for this caller (`resolve`)."""
     ra = _addr(caller, a)
     rt.count(str(caller.tenant_id), ra.namespace, "reads")
     loaded = await load(db, rt, ra)
+    if loaded is None:
+        raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
+    return loaded
+
+
+async def read(open_db: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+               rt: SharedMemoryRuntime, caller: Caller, namespace: Namespace, key: str,
+               scope_id: str | None) -> Loaded:
+    """The entry at namespace/key for this caller. A memory-tier hit of a namespace whose
+    address needs no lookup (all but `session`, whose scope must be a visible session)
+    opens no database session: `open_db()` is entered only when PostgreSQL is needed."""
+    if namespace is not Namespace.SESSION:
+        a = keys.address(namespace, key, scope_id, caller.agent_id)
+        ra = _addr(caller, a)
+        rt.count(str(caller.tenant_id), ra.namespace, "reads")
+        now = _now()
+        loaded = _from_tier(rt, ra, now)
+        if loaded is None:
+            async with open_db() as db:
+                loaded = await _load_stored(db, rt, ra, now)
+    else:
+        async with open_db() as db:
+            a = await resolve(db, caller, namespace, key, scope_id)
+            ra = _addr(caller, a)
+            rt.count(str(caller.tenant_id), ra.namespace, "reads")
+            loaded = await load(db, rt, ra)
     if loaded is None:
         raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
     return loaded

@@ -54,7 +54,7 @@ async def shared_memory_read(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Target, args)
     caller = _caller(ctx)
     addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
-    loaded = await service.read(ctx.db, ctx.state.shared_memory, caller, addr)
+    loaded = await service.read_at(ctx.db, ctx.state.shared_memory, caller, addr)
     out: dict[str, Any] = {"namespace": a.namespace.value, "key": a.key,
                            "version": loaded.version, "content_type": loaded.content_type}
     if loaded.size_bytes > ctx.state.settings.tool_result_offload_bytes:

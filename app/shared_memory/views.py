@@ -14,13 +14,17 @@ from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.shared_memory.watch import public_event, sse, stream
-from app.state import app_state
+from app.state import AppState, app_state
 
 DEFAULT_HEARTBEAT = 15.0
 
 
 def runtime(request: Request) -> SharedMemoryRuntime:
-    rt = app_state(request.app).shared_memory
+    return runtime_of(app_state(request.app))
+
+
+def runtime_of(state: AppState) -> SharedMemoryRuntime:
+    rt = state.shared_memory
     if rt is None:
         raise ServiceUnavailable("Shared memory is not started.")
     return rt
