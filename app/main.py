@@ -47,7 +47,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not settings.database_url or not settings.redis_url:
             raise RuntimeError("DATABASE_URL and REDIS_URL must be set "
                                "(`loom-memory serve` without them starts embedded stores)")
-        engine = create_engine(settings.database_url, settings.db_pool_size, settings)
+        # the hot paths hold the asyncpg pool (LOOM_DB_POOL_SIZE); the SQLAlchemy engine
+        # serves the other routes with half as many (and half again at peaks)
+        engine = create_engine(settings.database_url, max(1, settings.db_pool_size // 2),
+                               settings)
         pool = await pg.create_pool(settings.database_url, settings)
         redis = create_redis(settings.redis_url)
         try:

@@ -24,9 +24,11 @@ class Settings(BaseSettings):
     # API processes `loom-memory serve` runs (0 = one per core)
     web_workers: int = Field(default=0, ge=0, le=256, alias="LOOM_WEB_WORKERS")
     log_level: str = Field(default="info", alias="LOOM_LOG_LEVEL")
-    # Connections kept open per process. A request holds one for its life, and one beyond
-    # the pool (up to half as many again) is opened and closed per request, so size it for
-    # the usual concurrency per process (at 10, 32 clients spent ~10% of the CPU connecting).
+    # Connections per API process: the hot paths' asyncpg pool (auth, append, context build,
+    # shared-memory reads) holds up to this many, opened on demand and kept; the SQLAlchemy
+    # pool of the other routes keeps half as many and opens half again at peaks (closed per
+    # request). Size it for the usual concurrency per process (at 10, 32 clients spent ~10%
+    # of the CPU connecting); N processes use up to N x 1.75 x this many connections.
     db_pool_size: int = Field(default=20, ge=1, alias="LOOM_DB_POOL_SIZE")
     # Bounded database time (app/core/db.py): a statement (server statement_timeout and a
     # client-side timeout for a server that does not answer at all), waiting for a pooled

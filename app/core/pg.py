@@ -78,7 +78,12 @@ async def _init(conn: asyncpg.Connection) -> None:
 
 async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
     statement = settings.db_statement_timeout_seconds
-    server: dict[str, str] = {"application_name": "loom-memory"}
+    # The pool runs a few fixed statements, each an index lookup whatever its parameters:
+    # a generic plan is right for all of them, and without it PostgreSQL re-plans the
+    # context read on every call (its custom plans look cheaper than the generic one),
+    # which doubled its round trip (1.0 ms instead of 0.5 ms for a 50-message session).
+    server: dict[str, str] = {"application_name": "loom-memory",
+                              "plan_cache_mode": "force_generic_plan"}
     if statement:
         server["statement_timeout"] = str(int(statement * 1000))
     pool = asyncpg.create_pool(
