@@ -94,27 +94,14 @@ async def append(session_id: uuid.UUID, request: Request) -> Response:
 _SQL_CACHE: dict[str, tuple[str, list[str]]] = {}
 
 
-def _positional(sql: str) -> tuple[str, list[str]]:
-    """`:name` bind parameters (SQLAlchemy text) to asyncpg's `$n`, and the names in order."""
-    import re
-
-    names: list[str] = []
-
-    def sub(m: re.Match) -> str:
-        if m.group(1) not in names:
-            names.append(m.group(1))
-        return f"${names.index(m.group(1)) + 1}"
-
-    return re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)\b", sub, sql), names
-
-
 def _search_sql(kind: str) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
+    from app.core.pg import positional
     from app.search import repository as repo
 
     if kind not in _SQL_CACHE:
-        _SQL_CACHE[kind] = _positional(repo._STATS_SQL.format(
+        _SQL_CACHE[kind] = positional(repo._STATS_SQL.format(
             sessions=repo._SESSIONS_IN_SCOPE[kind]))
-        _SQL_CACHE[kind + "/bm25"] = _positional(repo._BM25_SQL.format(
+        _SQL_CACHE[kind + "/bm25"] = positional(repo._BM25_SQL.format(
             scope=repo._MESSAGES_IN_SCOPE[kind]))
     return _SQL_CACHE[kind], _SQL_CACHE[kind + "/bm25"]
 
@@ -125,7 +112,8 @@ async def search(request: Request) -> Response:
     N / total length and the query's lexemes, then the BM25 top 50 with the first 10 rows
     whole), on a raw asyncpg connection; the body names tenant_id, scope (session, agent,
     tenant), session_id / agent_id and the query text (no normalisation)."""
-    from app.search.query import tsquery_or
+    from app.search.repository import scope_tsquery
+    from app.search.scope import SearchScope
 
     b = await request.json()
     kind = b["scope"]
@@ -139,7 +127,9 @@ async def search(request: Request) -> Response:
         lexemes = sorted(set(lexemes or []))
         rows = []
         if lexemes and n_docs:
-            p.update(lexemes=lexemes, tsquery=tsquery_or(lexemes), n_docs=float(n_docs),
+            scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
+            p.update(lexemes=lexemes, tsquery=scope_tsquery(scope, lexemes),
+                     n_docs=float(n_docs),
                      avgdl=total / n_docs, k1=1.2, b=0.75, limit=50, full_rows=10)
             rows = await conn.fetch(bm_sql, *[p[n] for n in bm_names])
     body = {"results": [dict(r) for r in rows[:10]], "candidates": len(rows)}

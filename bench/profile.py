@@ -62,9 +62,9 @@ def report(op: str, folded: Path, top: int) -> None:
         print(f"  {100 * n / total:5.1f}% | {name}")
 
 
-async def profile(b: Bench, op: str, seconds: int, top: int) -> None:
+async def profile(b: Bench, op: str, seconds: int, top: int, size: int | None) -> None:
     if op == "context":
-        reqs = b.context_reqs(None)
+        reqs = b.context_reqs(b.big.get(size) if size else None)
     elif op == "append":
         reqs = b.append_reqs("/v1/sessions", b.headers(), 1)
     elif op == "append20":
@@ -95,13 +95,19 @@ async def main() -> None:
                         help=f"comma-separated operations: {','.join(OPS)}")
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--full", action="store_true",
+                        help="load the full data set of bench.run (1,000 sessions and the "
+                        "10,000- and 100,000-message sessions) instead of --quick's")
+    parser.add_argument("--session-size", type=int, choices=(50, 10_000, 100_000),
+                        help="context: build one long session's context instead of random "
+                        "50-message sessions")
     parser.add_argument("--keep-db", action="store_true",
                         help="keep the loaded database (its URL and key are printed)")
     args = parser.parse_args()
     if shutil.which("py-spy") is None and not (Path(sys.executable).parent / "py-spy").exists():
         raise SystemExit("py-spy is not installed (pip install py-spy)")
     ops = [o.strip() for o in args.only.split(",") if o.strip()]
-    run_args = argparse.Namespace(quick=True, seconds=args.seconds, no_wrk=False,
+    run_args = argparse.Namespace(quick=not args.full, seconds=args.seconds, no_wrk=False,
                                   only="context", label="profile", no_latest=True,
                                   million=False)
     b = Bench(run_args)
@@ -115,7 +121,7 @@ async def main() -> None:
                                      timeout=60) as b.client:
             await b.load()
             for op in ops:
-                await profile(b, op, args.seconds, args.top)
+                await profile(b, op, args.seconds, args.top, args.session_size)
     finally:
         b.stop_servers()
         if args.keep_db:

@@ -100,7 +100,9 @@ async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID
            .replace(":avgdl", "$6").replace(":k1", "$7").replace(":b", "$8")
            .replace(":limit", "$9").replace(":full_rows", "$10"))
     # As the service does without rerank: the top 10 come back whole in the same query.
-    rows = await conn.fetch(sql, tenant, sid, lexemes, tsquery_or(lexemes), float(n_docs),
+    rows = await conn.fetch(sql, tenant, sid, lexemes,
+                            repository.scope_tsquery(SearchScope(tenant, sid), lexemes),
+                            float(n_docs),
                             total / max(n_docs, 1), 1.2, 0.75, 50, 10)
     return len(rows)
 
@@ -157,10 +159,9 @@ async def main(n_queries: int, background: int, keep: bool = False) -> dict[str,
                 hits: list[int] = []
 
                 async def service_only(q: str) -> None:
-                    async with app.state.loom.sessionmaker() as db:
-                        out = await search(db, scope, q, limit=10, rerank=False)
+                    async with app.state.loom.pg.acquire() as conn:
+                        out = await search(conn, scope, q, limit=10, rerank=False)
                         hits.append(out.candidates)
-                        await db.commit()
 
                 async def raw_floor(q: str) -> None:
                     await raw_search(raw, uuid.UUID(tid), uuid.UUID(big), q)

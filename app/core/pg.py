@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,6 +48,19 @@ def dumps(value: Any) -> str:
     """JSON text for a json/jsonb parameter (the stdlib: any int size, surrogates escaped
     so that PostgreSQL refuses them as 422 instead of the encoder failing)."""
     return json.dumps(value, separators=(",", ":"))
+
+
+def positional(sql: str) -> tuple[str, list[str]]:
+    """SQL with `:name` bind parameters (as SQLAlchemy's text() takes it) for asyncpg:
+    `$n` placeholders, and the names in their order (casts `::type` are left alone)."""
+    names: list[str] = []
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    return re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)\b", sub, sql), names
 
 
 async def driver_connection(db: Any) -> asyncpg.Connection:

@@ -14,7 +14,10 @@ class Message(SQLModel, table=True):
 
     __tablename__ = "messages"
     __table_args__ = (
-        sa.Index("ix_messages_search_vector", "search_vector", postgresql_using="gin"),
+        # the text index knows the session (migration 0011; app.search.repository)
+        sa.Index("ix_messages_search_scoped",
+                 sa.text("(array_to_tsvector(ARRAY['s' || session_id::text]) || search_vector)"),
+                 postgresql_using="gin"),
     )
 
     session_id: uuid.UUID = Field(sa_column=sa.Column(

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
+from app.core.pg import positional
 from app.models.message import message_row_sql
 from app.search.bm25 import BM25Params
-from app.search.query import tsquery_or
+from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
 
 # Fold a session's tail into search_stats as soon as a search sees one: the next searches
@@ -51,6 +51,21 @@ _SESSIONS_IN_SCOPE = {
     "WHERE s.tenant_id = :tenant_id AND s.agent_id = :agent_id",
     "tenant": "SELECT s.id, s.last_seq FROM sessions s WHERE s.tenant_id = :tenant_id",
 }
+
+# The text index's expression (migration 0011): the vector plus a position-less lexeme
+# naming the session. Queries match against it so the index applies; a session search adds
+# its session's lexeme to the query (`scope_tsquery`), the other scopes filter afterwards.
+SCOPED_VECTOR = "(array_to_tsvector(ARRAY['s' || m.session_id::text]) || m.search_vector)"
+
+
+def scope_tsquery(scope: SearchScope, lexemes: list[str]) -> str:
+    """The tsquery a scope's BM25 statement matches with: the OR of the lexemes, and for a
+    session search its session's lexeme too."""
+    terms = tsquery_or(lexemes)
+    if scope.session_id is None:
+        return terms
+    return f"{quote_lexeme('s' + str(scope.session_id))} & ({terms})"
+
 
 _MESSAGES_IN_SCOPE = {
     "session": "m.tenant_id = :tenant_id AND m.session_id = :session_id",
@@ -109,7 +124,9 @@ WITH matched AS MATERIALIZED (
     SELECT m.session_id, m.seq, CAST(m.search_length AS float8) AS dl,
            ts_filter(setweight(m.search_vector, 'A', CAST(:lexemes AS text[])), '{{a}}') AS v
     FROM messages m
-    WHERE {scope} AND m.search_vector @@ CAST(:tsquery AS tsquery)
+    WHERE {scope}
+      AND (array_to_tsvector(ARRAY['s' || m.session_id::text]) || m.search_vector)
+          @@ CAST(:tsquery AS tsquery)
 ),
 hits AS (
     SELECT mt.session_id, mt.seq, mt.dl, CAST(cardinality(u.positions) AS float8) AS tf,
@@ -175,20 +192,63 @@ class Hit:
     row: Any = None
 
 
-async def prepare(db: AsyncSession, scope: SearchScope, text: str) -> tuple[list[str], ScopeStats]:
+@dataclass(slots=True)
+class ResultRow:
+    """A message as a search result reads it (`MESSAGE_ROW_COLUMNS` + text; Message's
+    attribute names)."""
+
+    session_id: uuid.UUID
+    seq: int
+    role: str
+    content: Any
+    tool_calls: list[dict[str, Any]] | None
+    tool_use_id: str | None
+    is_error: bool
+    name: str | None
+    token_count: int
+    meta: dict[str, Any]
+    created_at: datetime
+    text: str
+
+
+def _result_row(r: asyncpg.Record) -> ResultRow:
+    return ResultRow(r["session_id"], r["seq"], r["role"], r["content"], r["tool_calls"],
+                     r["tool_use_id"], r["is_error"], r["name"], r["token_count"],
+                     r["meta"] or {}, r["created_at"], r["text"])
+
+
+# The statements as asyncpg runs them, per scope kind: (`$n` SQL, parameter names).
+_STATS = {kind: positional(_STATS_SQL.format(sessions=sql))
+          for kind, sql in _SESSIONS_IN_SCOPE.items()}
+_BM25 = {kind: positional(_BM25_SQL.format(scope=sql))
+         for kind, sql in _MESSAGES_IN_SCOPE.items()}
+
+
+def _args(statement: tuple[str, list[str]], params: dict[str, Any]) -> list[Any]:
+    return [params[name] for name in statement[1]]
+
+
+async def custom_plans(conn: asyncpg.Connection) -> None:
+    """Plan the search statements for their parameters in this transaction: how selective
+    a query's lexemes are decides between the text index and the session's rows, which a
+    generic plan (the hot paths' pool default, `app.core.pg`) cannot know."""
+    await conn.execute("SET LOCAL plan_cache_mode = auto")
+
+
+async def prepare(conn: asyncpg.Connection, scope: SearchScope,
+                  text: str) -> tuple[list[str], ScopeStats]:
     """One round trip: the query's lexemes (stemmed, stop words removed, with the tenant's
     text search configuration: the one its messages were indexed with) and the scope's
     N / total length (refreshing stale per-session figures)."""
-    sql = _STATS_SQL.format(sessions=_SESSIONS_IN_SCOPE[scope.kind])
-    result = await db.execute(
-        sa.text(sql), {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS, "text": text}
-    )
-    n_docs, total, lexemes = result.one()
+    statement = _STATS[scope.kind]
+    row = await conn.fetchrow(statement[0], *_args(statement, {
+        **scope.params(), "refresh_rows": STATS_REFRESH_ROWS, "text": text}))
+    n_docs, total, lexemes = row
     return list(lexemes or []), ScopeStats(int(n_docs), int(total))
 
 
 async def bm25_top(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     scope: SearchScope,
     lexemes: list[str],
     stats: ScopeStats,
@@ -201,37 +261,32 @@ async def bm25_top(
     distinct = sorted(set(lexemes))
     if not distinct or stats.n_docs == 0:
         return []
-    sql = _BM25_SQL.format(scope=_MESSAGES_IN_SCOPE[scope.kind])
-    result = await db.execute(
-        sa.text(sql).columns(content=JSONB, tool_calls=JSONB, meta=JSONB),
-        {
-            **scope.params(),
-            "lexemes": distinct,
-            "tsquery": tsquery_or(distinct),
-            "n_docs": float(stats.n_docs),
-            "avgdl": stats.avgdl,
-            "k1": params.k1,
-            "b": params.b,
-            "limit": limit,
-            "full_rows": full_rows,
-        },
-    )
-    return [Hit(r.session_id, int(r.seq), float(r.score), r.role, r.preview,
-                r if r.full else None) for r in result]
+    statement = _BM25[scope.kind]
+    rows = await conn.fetch(statement[0], *_args(statement, {
+        **scope.params(),
+        "lexemes": distinct,
+        "tsquery": scope_tsquery(scope, distinct),
+        "n_docs": float(stats.n_docs),
+        "avgdl": stats.avgdl,
+        "k1": params.k1,
+        "b": params.b,
+        "limit": limit,
+        "full_rows": full_rows,
+    }))
+    return [Hit(r["session_id"], int(r["seq"]), float(r["score"]), r["role"], r["preview"],
+                _result_row(r) if r["full"] else None) for r in rows]
 
 
 # What a result shows: everything MessagePublic needs plus the text, not the tsvector (its
-# text form is long and costs more to decode than the rest of the row). Plain SQL with
-# arrays: about half the client-side cost of the ORM select.
-_LOAD_SQL = sa.text("""
+# text form is long and costs more to decode than the rest of the row).
+_LOAD_SQL = """
     SELECT """ + message_row_sql() + """, text
     FROM messages
-    WHERE tenant_id = :tenant_id AND session_id = ANY(CAST(:sids AS uuid[]))
-      AND seq = ANY(CAST(:seqs AS bigint[]))
-""").columns(content=JSONB, tool_calls=JSONB, meta=JSONB)
+    WHERE tenant_id = $1 AND session_id = ANY($2::uuid[]) AND seq = ANY($3::bigint[])
+"""
 
 
-async def load_messages(db: AsyncSession, tenant_id: uuid.UUID,
+async def load_messages(conn: asyncpg.Connection, tenant_id: uuid.UUID,
                         keys: list[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], Any]:
     """Result rows by (session_id, seq), tenant-filtered; attribute names as on Message."""
     if not keys:
@@ -239,7 +294,10 @@ async def load_messages(db: AsyncSession, tenant_id: uuid.UUID,
     # The exact keys are picked out below (the two lists' cross product can only add
     # rows, never miss one).
     wanted = set(keys)
-    result = await db.execute(_LOAD_SQL, {
-        "tenant_id": tenant_id, "sids": sorted({k[0] for k in keys}),
-        "seqs": sorted({k[1] for k in keys})})
-    return {(m.session_id, m.seq): m for m in result if (m.session_id, m.seq) in wanted}
+    rows = await conn.fetch(_LOAD_SQL, tenant_id, sorted({k[0] for k in keys}),
+                            sorted({k[1] for k in keys}))
+    out = {}
+    for r in rows:
+        if (r["session_id"], r["seq"]) in wanted:
+            out[(r["session_id"], r["seq"])] = _result_row(r)
+    return out

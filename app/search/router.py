@@ -1,16 +1,21 @@
 """Swap search over one session, or over an agent's or the tenant's sessions."""
 
+import uuid
+
 from fastapi import APIRouter
 
 from app.auth.deps import CallerDep
-from app.core.db import DbDep
+from app.core import pg
+from app.core.db import transaction
 from app.core.errors import ERROR_RESPONSES, Forbidden
 from app.messages.service import to_public
 from app.search import service
 from app.search.deps import SearchEnvDep
 from app.search.schemas import SearchCreate, SearchHitPublic, SearchPublic, SessionSearchCreate
 from app.search.scope import SearchScope
-from app.sessions.deps import SessionDep
+from app.sessions import repository as sessions_repository
+from app.sessions.access import require_visible_pg, visible_session
+from app.state import StateDep
 
 router = APIRouter(tags=["search"], responses=ERROR_RESPONSES)
 
@@ -25,23 +30,30 @@ def _public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -
 
 
 @router.post("/sessions/{session_id}/search", response_model=SearchPublic)
-async def search_session(session: SessionDep, body: SessionSearchCreate, db: DbDep,
-                         env: SearchEnvDep) -> SearchPublic:
+async def search_session(session_id: uuid.UUID, body: SessionSearchCreate, caller: CallerDep,
+                         state: StateDep, env: SearchEnvDep) -> SearchPublic:
     """Search this session's full history: BM25 top 50, then LLM rerank, top `limit`.
 
     With `promote: true` the results are promoted into the session's context; 409 when
     they would not fit its budget (nothing is promoted then).
     """
-    scope = SearchScope(tenant_id=session.tenant_id, session_id=session.id)
-    outcome = await service.search(db, scope, body.query, limit=body.limit,
-                                   rerank=body.rerank, llm=env.llm, redis=env.redis,
-                                   options=env.options)
-    promoted = await service.promote_hits(db, session, outcome.hits) if body.promote else []
+    scope = SearchScope(tenant_id=caller.tenant_id, session_id=session_id)
+    async with pg.connection(state.pg, state.settings.db_pool_timeout_seconds) as conn:
+        await require_visible_pg(conn, caller, session_id)
+        outcome = await service.search(conn, scope, body.query, limit=body.limit,
+                                       rerank=body.rerank, llm=env.llm, redis=env.redis,
+                                       options=env.options)
+    promoted: list[int] = []
+    if body.promote:
+        async with transaction(state.sessionmaker) as db:
+            session = visible_session(caller, await sessions_repository.get(
+                db, caller.tenant_id, session_id))
+            promoted = await service.promote_hits(db, session, outcome.hits)
     return _public(outcome, promoted)
 
 
 @router.post("/search", response_model=SearchPublic)
-async def search_sessions(body: SearchCreate, db: DbDep, caller: CallerDep,
+async def search_sessions(body: SearchCreate, caller: CallerDep, state: StateDep,
                           env: SearchEnvDep) -> SearchPublic:
     """Search across the sessions of one agent (`scope=agent`) or of the tenant.
 
@@ -58,7 +70,8 @@ async def search_sessions(body: SearchCreate, db: DbDep, caller: CallerDep,
         agent_id = body.agent_id or caller.require_agent()
         caller.require_agent_access(agent_id)
         scope = SearchScope(tenant_id=caller.tenant_id, agent_id=agent_id)
-    outcome = await service.search(db, scope, body.query, limit=body.limit,
-                                   rerank=body.rerank, llm=env.llm, redis=env.redis,
-                                   options=env.options)
+    async with pg.connection(state.pg, state.settings.db_pool_timeout_seconds) as conn:
+        outcome = await service.search(conn, scope, body.query, limit=body.limit,
+                                       rerank=body.rerank, llm=env.llm, redis=env.redis,
+                                       options=env.options)
     return _public(outcome)

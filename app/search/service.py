@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -138,22 +139,27 @@ async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandi
     return scores
 
 
-async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int,
+async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, limit: int,
                  rerank: bool, llm: Any = None, redis: Any = None,
                  options: SearchOptions | None = None) -> SearchOutcome:
-    """Rank the scope's messages for `query`; best `limit` first."""
+    """Rank the scope's messages for `query`; best `limit` first. `conn`: a connection of
+    the hot paths' pool, or the one under a request's SQLAlchemy session
+    (`app.core.pg.driver_connection`); the ranking statements run in a transaction of
+    their own (a savepoint in the latter), the rerank outside it."""
     options = options or SearchOptions()
     terms = query_terms(query)
     if not terms:
         return SearchOutcome()
-    lexemes, stats = await repository.prepare(db, scope, " ".join(terms))
-    if not lexemes:
-        return SearchOutcome()
     reranking = rerank and llm is not None
-    # In BM25 order the first `limit` candidates are the answer: fetch them whole now.
-    hits = await repository.bm25_top(db, scope, lexemes, stats,
-                                     BM25Params(options.k1, options.b), MAX_CANDIDATES,
-                                     full_rows=0 if reranking else limit)
+    async with conn.transaction():
+        await repository.custom_plans(conn)
+        lexemes, stats = await repository.prepare(conn, scope, " ".join(terms))
+        if not lexemes:
+            return SearchOutcome()
+        # In BM25 order the first `limit` candidates are the answer: fetch them whole now.
+        hits = await repository.bm25_top(conn, scope, lexemes, stats,
+                                         BM25Params(options.k1, options.b), MAX_CANDIDATES,
+                                         full_rows=0 if reranking else limit)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits))
     if not hits:
         return outcome
@@ -170,7 +176,7 @@ async def search(db: AsyncSession, scope: SearchScope, query: str, *, limit: int
     rows = {(h.session_id, h.seq): h.row for h in hits if h.row is not None}
     missing = [k for k, _ in top if k not in rows]
     if missing:
-        rows.update(await repository.load_messages(db, scope.tenant_id, missing))
+        rows.update(await repository.load_messages(conn, scope.tenant_id, missing))
     outcome.hits = [SearchHit(rows[k], bm25[k], s) for k, s in top if k in rows]
     return outcome
 

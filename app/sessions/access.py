@@ -12,12 +12,14 @@ Everything that carries a session id asks this module, never its own query:
 - data references (`GET /v1/refs/{id}`) of entries in a session's scope, offloaded tool
   results included.
 
-The pure part is `Caller.can_see_agent`; `visible_agent` below is the only query.
+The pure part is `Caller.can_see_agent`; `visible_agent` below is the only query (and
+`require_visible_pg`, the same on an asyncpg connection).
 """
 
 import uuid
 from typing import Protocol, TypeVar
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -52,6 +54,17 @@ async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID)
         _S.c.tenant_id == caller.tenant_id, _S.c.id == session_id))
     if agent_id is None or not caller.can_see_agent(agent_id):
         return None
+    return str(agent_id)
+
+
+async def require_visible_pg(conn: asyncpg.Connection, caller: Caller,
+                             session_id: uuid.UUID) -> str:
+    """`require_visible` on an asyncpg connection (the hot paths' pool)."""
+    agent_id = await conn.fetchval(
+        "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2", caller.tenant_id,
+        session_id)
+    if agent_id is None or not caller.can_see_agent(agent_id):
+        raise SessionNotFound()
     return str(agent_id)
 
 

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.core import pg
 from app.core.errors import AppError
 from app.core.pagination import INT64_MAX
 from app.memory.service import clear_promoted
@@ -128,8 +129,8 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     env = search_env_for(ctx.state)
     try:
         outcome = await search_service.search(
-            ctx.db, scope, data.query, limit=data.limit, rerank=True, llm=env.llm,
-            redis=env.redis, options=env.options)
+            await pg.driver_connection(ctx.db), scope, data.query, limit=data.limit,
+            rerank=True, llm=env.llm, redis=env.redis, options=env.options)
     except AppError:
         raise
     except Exception as exc:
