@@ -30,11 +30,15 @@ class Principal:
     key_id: uuid.UUID | None
 
 
-async def get_principal(
-    request: Request,
-    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-) -> Principal:
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+
+
+async def get_principal(request: Request, creds: Credentials) -> Principal:
     """Resolve the bearer key; 401 for a missing, unknown or revoked key."""
+    return await _principal(request, creds)
+
+
+async def _principal(request: Request, creds: HTTPAuthorizationCredentials | None) -> Principal:
     if creds is None or not creds.credentials:
         raise Unauthorized("Send an API key as `Authorization: Bearer <key>`.",
                            headers={"WWW-Authenticate": "Bearer"})
@@ -88,8 +92,11 @@ def _header_tenant(request: Request) -> uuid.UUID | None:
         raise BadRequest("X-Tenant-Id is not a valid id.", code="invalid_tenant_id") from exc
 
 
-async def get_caller(request: Request, principal: PrincipalDep) -> Caller:
-    """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id."""
+async def get_caller(request: Request, creds: Credentials) -> Caller:
+    """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id.
+    (It resolves the key itself rather than depending on `get_principal`: every /v1 request
+    runs it, and each dependency costs FastAPI a node to solve.)"""
+    principal = await _principal(request, creds)
     header_agent = request.headers.get("x-agent-id") or None
     if header_agent is not None:
         check_agent_id(header_agent, "header.x-agent-id")

@@ -2,7 +2,7 @@
 
 import uuid
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from app.auth.deps import CallerDep
 from app.context import builder, render
@@ -11,16 +11,17 @@ from app.core import pg
 from app.core.errors import ERROR_RESPONSES
 from app.memory import repository as memory_repository
 from app.memory.fastload import load_for_context
-from app.state import StateDep
+from app.state import app_state
 
 router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 
 
 @router.post("/sessions/{session_id}/context", response_model=ContextPublic)
-async def build_context(session_id: uuid.UUID, caller: CallerDep, state: StateDep,
+async def build_context(session_id: uuid.UUID, caller: CallerDep, request: Request,
                         body: ContextRequest | None = None) -> Response:
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state."""
+    state = app_state(request.app)
     fmt = body.format if body is not None else "anthropic"
     # one round trip reads the session and its memory (a session made before memory
     # existed gets its empty state first)

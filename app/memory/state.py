@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -98,6 +99,12 @@ def trim_window(l1: list[MessageRow], l1_start_seq: int,
     return l1, gap_draft(l1_start_seq, first - 1) if first > l1_start_seq else None
 
 
+# Stand-ins (heuristic summaries of L1 overflow) by (session id, seqs), least recently used
+# dropped first; per process.
+STAND_IN_CACHE_ENTRIES = 4096
+_STAND_INS: OrderedDict[tuple[str, tuple[int, ...]], SummaryDraft] = OrderedDict()
+
+
 @dataclass
 class Loaded:
     """Everything the policy and the builder need about one session's memory."""
@@ -137,10 +144,22 @@ class Loaded:
         return [canonical(m) for m in self.l1 if m.seq in wanted]
 
     def stand_in(self, records: Sequence[MessageRecord]) -> SummaryDraft:
-        """Heuristic summary of L1 records, cached for this load."""
+        """Heuristic summary of L1 records, cached for this load and across loads (messages
+        never change once stored, so a session's stand-in for the same seqs is the same:
+        context builds between two compressions stop re-summarising the same overflow)."""
         key = (records[0].seq, records[-1].seq)
         if key not in self._drafts:
-            self._drafts[key] = heuristic_summary(self.messages_for([r.seq for r in records]))
+            seqs = tuple(r.seq for r in records)
+            shared = (str(self.session.id), seqs)
+            draft = _STAND_INS.get(shared)
+            if draft is None:
+                draft = heuristic_summary(self.messages_for(list(seqs)))
+                _STAND_INS[shared] = draft
+                if len(_STAND_INS) > STAND_IN_CACHE_ENTRIES:
+                    _STAND_INS.popitem(last=False)
+            else:
+                _STAND_INS.move_to_end(shared)
+            self._drafts[key] = draft
         return self._drafts[key]
 
     def stand_in_tokens(self, records: Sequence[MessageRecord]) -> int:

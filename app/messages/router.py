@@ -18,7 +18,7 @@ from app.core.pagination import (
 from app.messages import service
 from app.messages.schemas import MessageList, MessagesAppend, MessagesAppended
 from app.sessions.deps import SessionDep
-from app.state import StateDep
+from app.state import app_state
 
 router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
 
@@ -26,8 +26,8 @@ router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
 @router.post("/sessions/{session_id}/messages", status_code=201,
              response_model=MessagesAppended)
 async def append_messages(
-    session_id: uuid.UUID, body: MessagesAppend, caller: CallerDep,
-    state: StateDep, request: Request, response: Response,
+    session_id: uuid.UUID, body: MessagesAppend, caller: CallerDep, request: Request,
+    response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> MessagesAppended:
     """Append one or more messages in one transaction.
@@ -37,6 +37,7 @@ async def append_messages(
     A message over `LOOM_MAX_MESSAGE_BYTES` (its JSON) is 413 `message_too_large`; the
     whole request is bounded by `LOOM_MAX_REQUEST_BYTES` (413 `payload_too_large`).
     """
+    state = app_state(request.app)
     settings = state.settings
     stores = service.Stores(state.pg, state.sessionmaker, settings.db_pool_timeout_seconds)
     result = await service.append(stores, caller, session_id, body, hooks=state.hooks.append,

@@ -41,7 +41,7 @@ from app.shared_memory.schemas import (
     SharedMemoryStats,
 )
 from app.shared_memory.ttl import MAX_TTL_SECONDS
-from app.state import StateDep, app_state
+from app.state import app_state
 
 router = APIRouter(tags=["shared-memory"], responses=ERROR_RESPONSES)
 
@@ -170,12 +170,13 @@ _RAW_TYPES: dict[str, Any] = {"application/octet-stream": {}, "text/plain": {}, 
                              "they were stored with", "content": _RAW_TYPES},
                        304: {"description": "If-None-Match matched"}, **_RESP_500})
 async def get_shared_memory_entry(
-    namespace: Namespace, key: KeyP, caller: CallerDep, state: StateDep,
+    namespace: Namespace, key: KeyP, caller: CallerDep, request: Request,
     scope_id: ScopeQ = None,
     ref: Annotated[bool, Query(description="return the data reference only")] = False,
     if_none_match: Annotated[str, Header(json_schema_extra=ETAGS)] = None,  # type: ignore[assignment]
 ) -> Response:
     """The value (JSON entries: description + `value`; raw: the bytes), or its reference."""
+    state = app_state(request.app)
     loaded = await service.read(partial(transaction, state.read_sessionmaker),
                                 views.runtime_of(state), caller, namespace, key, scope_id)
     return views.entry_response(loaded, key, ref=ref, if_none_match=if_none_match)
