@@ -96,9 +96,10 @@ class StateRow:
 
 @dataclass(frozen=True, slots=True)
 class SummaryRow:
-    """An L2 summary decoded from the statement's JSON."""
+    """An L2 summary decoded from the statement's JSON (its id kept as the text it came as:
+    the policy and the builder key summaries by that text)."""
 
-    id: uuid.UUID
+    id: str
     start_seq: int
     end_seq: int
     text: str
@@ -146,7 +147,7 @@ async def load_for_context(conn: asyncpg.Connection, caller: Caller, session_id:
                      row["kernel_tokens"], row["promoted_seqs"], row["promoted_tokens"],
                      row["l2_tokens"], row["state_updated_at"])
     l1, gap = trim_window(_rows(row["l1"]), state.l1_start_seq, session.last_seq)
-    l2 = [SummaryRow(uuid.UUID(x["id"]), x["start_seq"], x["end_seq"], x["text"], x["method"],
+    l2 = [SummaryRow(x["id"], x["start_seq"], x["end_seq"], x["text"], x["method"],
                      x["token_count"]) for x in row["l2"]]
     loaded = Loaded(session=session, state=state, cfg=memory_config(session), l1=l1, l2=l2,
                     promoted=_rows(row["promoted"]), gap=gap)
