@@ -734,7 +734,7 @@ class Bench:
 
         from app.search import repository as repo
         from app.search.bm25 import BM25Params
-        from app.search.query import query_terms, tsquery_or
+        from app.search.query import query_terms
         from app.search.rerank import MAX_CANDIDATES
         from app.search.scope import SearchScope
 
@@ -765,7 +765,8 @@ class Bench:
                     params = BM25Params()
                     bm_sql = repo._BM25_SQL.format(scope=repo._MESSAGES_IN_SCOPE[kind])
                     bp = {**scope.params(), "lexemes": lexemes,
-                          "tsquery": tsquery_or(lexemes), "n_docs": float(stats.n_docs),
+                          "tsquery": repo.scope_tsquery(scope, lexemes),
+                          "n_docs": float(stats.n_docs),
                           "avgdl": stats.avgdl, "k1": params.k1, "b": params.b,
                           "limit": MAX_CANDIDATES, "full_rows": 10}
                     await conn.execute(sa.text(bm_sql), bp)

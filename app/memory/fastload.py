@@ -25,7 +25,7 @@ from app.memory.state import (
     memory_config,
     trim_window,
 )
-from app.models.message import MessageRow, message_row_sql
+from app.models.message import MessageRow, StoredMessage, message_row_sql
 from app.sessions.access import SessionNotFound, visible_session
 
 _MSG = message_row_sql()
@@ -107,25 +107,8 @@ class SummaryRow:
     token_count: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Message:
-    """A `MessageRow` decoded from the statement's JSON (`MESSAGE_ROW_COLUMNS`)."""
-
-    session_id: str
-    seq: int
-    role: str
-    content: Any
-    tool_calls: list[dict[str, Any]] | None
-    tool_use_id: str | None
-    is_error: bool
-    name: str | None
-    token_count: int
-    meta: dict[str, Any]
-    created_at: str
-
-
 def _rows(items: list[dict[str, Any]]) -> list[MessageRow]:
-    return [_Message(**i) for i in items]
+    return [StoredMessage(**i) for i in items]
 
 
 async def load_for_context(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID

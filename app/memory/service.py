@@ -20,7 +20,7 @@ from app.memory.errors import OverBudget, StaleMemoryState
 from app.memory.state import Loaded, load, memory_config
 from app.memory.summariser import SummaryDraft, count_tokens
 from app.models import Session
-from app.models.memory import MemorySnapshot, MemorySummary
+from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
 
 # A compression round reads at most this many of the oldest L1 messages, so working
 # through a long uncompressed backlog costs O(backlog), not O(backlog^2).
@@ -109,8 +109,9 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
             content="\n\n".join(m.text for m in members),
             token_count=sum(m.token_count for m in members), summary_count=len(members),
             start_seq=members[0].start_seq, end_seq=members[-1].end_seq,
-        ), [m.id for m in members])
+        ), [uuid.UUID(str(m.id)) for m in members])
     state = loaded.state
+    assert isinstance(state, MemoryState)  # writers load the ORM row (app.memory.state.load)
     if plan.ranges:
         start = plan.ranges[-1].end_seq + 1
         state.swapped_tokens += await repository.l1_tokens(

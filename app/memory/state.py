@@ -6,7 +6,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -18,8 +18,11 @@ from app.models.memory import MemoryState
 from app.models.message import MessageRow
 from app.sessions.access import SessionNotFound
 
+if TYPE_CHECKING:
+    from app.memory.fastload import SessionRow, StateRow
 
-def memory_config(session_row: Session) -> MemoryConfig:
+
+def memory_config(session_row: Session | SessionRow) -> MemoryConfig:
     """The policy config of a session (defaults and derived values: `MemoryConfig`)."""
     return MemoryConfig.from_stored(session_row.config)
 
@@ -109,8 +112,8 @@ _STAND_INS: OrderedDict[tuple[str, tuple[int, ...]], SummaryDraft] = OrderedDict
 class Loaded:
     """Everything the policy and the builder need about one session's memory."""
 
-    session: Session
-    state: MemoryState
+    session: Session | SessionRow  # ORM rows for the writers, plain rows for context builds
+    state: MemoryState | StateRow
     cfg: MemoryConfig
     l1: list[MessageRow]
     l2: Sequence[SummaryRow]

@@ -159,6 +159,7 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
             written = await repository.append_rows(conn, caller.tenant_id, session_id,
                                                    _agent_filter(caller), rows, now)
         result, batch = _appended(caller, session_id, rows, written, now)
+        assert written is not None  # _appended raised otherwise
         follow_up = _pressure_follow_up(hooks, batch, written)
         if follow_up is not None:
             try:
@@ -239,9 +240,9 @@ async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID
             tenant_id=caller.tenant_id, session_id=session_id, key=idempotency_key,
             request_hash=request_hash(body), status_code=201,
             response=result.model_dump(mode="json")))
-    for hook in hooks.after:  # asked again: a before hook may have rewritten the batch
-        if hook.applies(canonical):
-            await hook.run(db, caller, batch)
+    for after in hooks.after:  # asked again: a before hook may have rewritten the batch
+        if after.applies(canonical):
+            await after.run(db, caller, batch)
     assert written is not None
     follow_up = _pressure_follow_up(hooks, batch, written)
     if follow_up is not None:

@@ -1,4 +1,5 @@
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -58,6 +59,26 @@ MESSAGE_ROW_COLUMNS: tuple[str, ...] = (
 def message_row_sql() -> str:
     """`MESSAGE_ROW_COLUMNS` as a SQL select list."""
     return ", ".join("metadata AS meta" if c == "metadata" else c for c in MESSAGE_ROW_COLUMNS)
+
+
+@dataclass(slots=True)
+class StoredMessage:
+    """A read message as plain data: `MESSAGE_ROW_COLUMNS` (no ORM instance), plus the text
+    where the read asks for it. Context builds decode it from JSON (ids and times then stay
+    text); search results read typed columns."""
+
+    session_id: Any
+    seq: int
+    role: str
+    content: Any
+    tool_calls: list[dict[str, Any]] | None
+    tool_use_id: str | None
+    is_error: bool
+    name: str | None
+    token_count: int
+    meta: dict[str, Any]
+    created_at: Any
+    text: str | None = None
 
 
 class MessageRow(Protocol):

@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import asyncpg
 
 from app.core.pg import positional
-from app.models.message import message_row_sql
+from app.models.message import StoredMessage, message_row_sql
 from app.search.bm25 import BM25Params
 from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
@@ -192,27 +191,8 @@ class Hit:
     row: Any = None
 
 
-@dataclass(slots=True)
-class ResultRow:
-    """A message as a search result reads it (`MESSAGE_ROW_COLUMNS` + text; Message's
-    attribute names)."""
-
-    session_id: uuid.UUID
-    seq: int
-    role: str
-    content: Any
-    tool_calls: list[dict[str, Any]] | None
-    tool_use_id: str | None
-    is_error: bool
-    name: str | None
-    token_count: int
-    meta: dict[str, Any]
-    created_at: datetime
-    text: str
-
-
-def _result_row(r: asyncpg.Record) -> ResultRow:
-    return ResultRow(r["session_id"], r["seq"], r["role"], r["content"], r["tool_calls"],
+def _result_row(r: asyncpg.Record) -> StoredMessage:
+    return StoredMessage(r["session_id"], r["seq"], r["role"], r["content"], r["tool_calls"],
                      r["tool_use_id"], r["is_error"], r["name"], r["token_count"],
                      r["meta"] or {}, r["created_at"], r["text"])
 

@@ -177,8 +177,12 @@ async def read_at(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller,
     rt.count(str(caller.tenant_id), ra.namespace, "reads")
     loaded = await load(db, rt, ra)
     if loaded is None:
-        raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
+        raise _not_found(a)
     return loaded
+
+
+def _not_found(a: Address) -> EntryNotFound:
+    return EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
 
 
 async def read(open_db: Callable[[], AbstractAsyncContextManager[AsyncSession]],
@@ -187,23 +191,20 @@ async def read(open_db: Callable[[], AbstractAsyncContextManager[AsyncSession]],
     """The entry at namespace/key for this caller. A memory-tier hit of a namespace whose
     address needs no lookup (all but `session`, whose scope must be a visible session)
     opens no database session: `open_db()` is entered only when PostgreSQL is needed."""
-    if namespace is not Namespace.SESSION:
-        a = keys.address(namespace, key, scope_id, caller.agent_id)
-        ra = _addr(caller, a)
-        rt.count(str(caller.tenant_id), ra.namespace, "reads")
-        now = _now()
-        loaded = _from_tier(rt, ra, now)
-        if loaded is None:
-            async with open_db() as db:
-                loaded = await _load_stored(db, rt, ra, now)
-    else:
+    if namespace is Namespace.SESSION:
         async with open_db() as db:
-            a = await resolve(db, caller, namespace, key, scope_id)
-            ra = _addr(caller, a)
-            rt.count(str(caller.tenant_id), ra.namespace, "reads")
-            loaded = await load(db, rt, ra)
+            return await read_at(db, rt, caller,
+                                 await resolve(db, caller, namespace, key, scope_id))
+    a = keys.address(namespace, key, scope_id, caller.agent_id)
+    ra = _addr(caller, a)
+    rt.count(str(caller.tenant_id), ra.namespace, "reads")
+    now = _now()
+    loaded = _from_tier(rt, ra, now)
     if loaded is None:
-        raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
+        async with open_db() as db:
+            loaded = await _load_stored(db, rt, ra, now)
+    if loaded is None:
+        raise _not_found(a)
     return loaded
 
 
