@@ -9,10 +9,13 @@ with, see `app.wiring`) and keeps it at `app.state.loom`. Routes read it through
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
+
+from app.core import pg
 
 if TYPE_CHECKING:
     import asyncpg
@@ -39,6 +42,11 @@ class AppState:
     shared_memory: SharedMemoryRuntime
     llm: Any  # app.llm client for summaries/rerank, None without a configured LLM
     hooks: Hooks
+
+    def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
+        """A connection of the hot paths' pool (`app.core.pg.connection`), waiting at most
+        `LOOM_DB_POOL_TIMEOUT_SECONDS` for one."""
+        return pg.connection(self.pg, self.settings.db_pool_timeout_seconds)
 
 
 def app_state(app: Any) -> AppState:

@@ -12,7 +12,6 @@ from app.auth import repository
 from app.auth.caller import Caller, check_agent_id, effective_agent
 from app.auth.keys import hash_key, same_secret
 from app.auth.ratelimit import take_token
-from app.core import pg
 from app.core.config import Settings
 from app.core.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
 from app.state import app_state
@@ -55,7 +54,7 @@ async def _principal(request: Request, creds: HTTPAuthorizationCredentials | Non
         if cached is not None:
             principal = cached
         else:
-            async with pg.connection(state.pg, settings.db_pool_timeout_seconds) as conn:
+            async with state.connection() as conn:
                 key = await repository.key_by_hash(conn, key_hash)
             if key is None or key["revoked"]:
                 raise Unauthorized("The API key is not valid.",
@@ -78,7 +77,7 @@ PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 async def _tenant_exists(request: Request, tenant_id: uuid.UUID) -> bool:
     state = app_state(request.app)
-    async with pg.connection(state.pg, state.settings.db_pool_timeout_seconds) as conn:
+    async with state.connection() as conn:
         return await repository.tenant_exists(conn, tenant_id)
 
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request, Response
 from app.auth.deps import CallerDep
 from app.context import builder, render
 from app.context.schemas import ContextPublic, ContextRequest
-from app.core import pg
+from app.core.db import transaction
 from app.core.errors import ERROR_RESPONSES
 from app.memory import repository as memory_repository
 from app.memory.fastload import load_for_context
@@ -25,10 +25,10 @@ async def build_context(session_id: uuid.UUID, caller: CallerDep, request: Reque
     fmt = body.format if body is not None else "anthropic"
     # one round trip reads the session and its memory (a session made before memory
     # existed gets its empty state first)
-    async with pg.connection(state.pg, state.settings.db_pool_timeout_seconds) as conn:
+    async with state.connection() as conn:
         fast = await load_for_context(conn, caller, session_id)
         if fast is None:
-            async with state.sessionmaker() as db, db.begin():
+            async with transaction(state.sessionmaker) as db:
                 await memory_repository.ensure_state(db, caller.tenant_id, session_id)
             fast = await load_for_context(conn, caller, session_id)
             assert fast is not None

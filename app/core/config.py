@@ -149,6 +149,12 @@ class Settings(BaseSettings):
         return async_dsn(v) if v else v
 
 
+def libpq_dsn(url: str) -> str:
+    """The plain libpq form asyncpg takes (`postgresql+asyncpg://` -> `postgresql://`)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme.split('+', 1)[0]}{sep}{rest}"
+
+
 def async_dsn(url: str) -> str:
     """Normalise any PostgreSQL URL to the asyncpg driver form SQLAlchemy needs."""
     for prefix in ("postgresql+asyncpg://", "postgresql://", "postgres://"):

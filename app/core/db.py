@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.util import await_
 
 from app.core.db_errors import is_connection_error
+from app.core.pg import connection_bounds
 from app.state import app_state
 
 log = logging.getLogger("loom.db")
@@ -25,10 +26,6 @@ log = logging.getLogger("loom.db")
 AfterCommit = Callable[[], Awaitable[None]]
 
 
-# The client waits this much longer than the server's statement_timeout, so a slow
-# statement is cancelled by the server (the connection stays usable) and only a server that
-# does not answer at all hits the client-side timeout (the connection is discarded).
-CLIENT_TIMEOUT_GRACE = 0.5
 # a connection closed by the pool gets this long to say goodbye, then it is cut
 CLOSE_TIMEOUT = 0.5
 
@@ -42,14 +39,12 @@ def create_engine(url: str, pool_size: int = 10, settings: Any = None, *,
         from app.core.config import get_settings
 
         settings = get_settings()
-    statement = settings.db_statement_timeout_seconds
+    server_settings, command_timeout = connection_bounds(settings)
     connect_args: dict[str, Any] = {
-        "server_settings": {"application_name": "loom-memory"},
+        "server_settings": server_settings,
         "timeout": settings.db_connect_timeout_seconds,
-        "command_timeout": (statement + CLIENT_TIMEOUT_GRACE) if statement else None,
+        "command_timeout": command_timeout,
     }
-    if statement:
-        connect_args["server_settings"]["statement_timeout"] = str(int(statement * 1000))
     engine = create_async_engine(
         url,
         pool_size=pool_size,

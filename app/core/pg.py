@@ -26,7 +26,7 @@ from typing import Any
 import asyncpg
 import orjson
 
-from app.core.db import CLIENT_TIMEOUT_GRACE
+from app.core.config import libpq_dsn
 from app.core.db_errors import is_connection_error
 
 # orjson decodes several times faster than the stdlib, but it reads integers beyond 64 bits
@@ -71,12 +71,6 @@ async def driver_connection(db: Any) -> asyncpg.Connection:
     return raw.driver_connection
 
 
-def dsn(url: str) -> str:
-    """A libpq URL from a SQLAlchemy one (`postgresql+asyncpg://` -> `postgresql://`)."""
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme.split('+', 1)[0]}{sep}{rest}"
-
-
 def _json_text(value: str) -> str:
     if not isinstance(value, str):
         raise TypeError("json/jsonb parameters are passed as JSON text")
@@ -90,21 +84,34 @@ async def _init(conn: asyncpg.Connection) -> None:
         await conn.set_type_codec(typ, encoder=_json_text, decoder=loads, schema="pg_catalog")
 
 
-async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
+# The client waits this much longer than the server's statement_timeout, so a slow
+# statement is cancelled by the server (the connection stays usable) and only a server that
+# does not answer at all hits the client-side timeout (the connection is discarded).
+CLIENT_TIMEOUT_GRACE = 0.5
+
+
+def connection_bounds(settings: Any) -> tuple[dict[str, str], float | None]:
+    """The server settings (application name, `statement_timeout`) and the client-side
+    command timeout of every connection, this pool's and the SQLAlchemy engine's."""
     statement = settings.db_statement_timeout_seconds
+    server = {"application_name": "loom-memory"}
+    if not statement:
+        return server, None
+    server["statement_timeout"] = str(int(statement * 1000))
+    return server, statement + CLIENT_TIMEOUT_GRACE
+
+
+async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
+    server, command_timeout = connection_bounds(settings)
     # The pool runs a few fixed statements, each an index lookup whatever its parameters:
     # a generic plan is right for all of them, and without it PostgreSQL re-plans the
     # context read on every call (its custom plans look cheaper than the generic one),
     # which doubled its round trip (1.0 ms instead of 0.5 ms for a 50-message session).
-    server: dict[str, str] = {"application_name": "loom-memory",
-                              "plan_cache_mode": "force_generic_plan"}
-    if statement:
-        server["statement_timeout"] = str(int(statement * 1000))
+    server["plan_cache_mode"] = "force_generic_plan"
     pool = asyncpg.create_pool(
-        dsn(url), min_size=0, max_size=settings.db_pool_size, init=_init,
+        libpq_dsn(url), min_size=0, max_size=settings.db_pool_size, init=_init,
         timeout=settings.db_connect_timeout_seconds,
-        command_timeout=(statement + CLIENT_TIMEOUT_GRACE) if statement else None,
-        server_settings=server)
+        command_timeout=command_timeout, server_settings=server)
     return await pool
 
 

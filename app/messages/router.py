@@ -39,7 +39,7 @@ async def append_messages(
     """
     state = app_state(request.app)
     settings = state.settings
-    stores = service.Stores(state.pg, state.sessionmaker, settings.db_pool_timeout_seconds)
+    stores = service.Stores(state.connection, state.sessionmaker)
     result = await service.append(stores, caller, session_id, body, hooks=state.hooks.append,
                                   idempotency_key=idempotency_key,
                                   max_messages=settings.max_messages_per_request,

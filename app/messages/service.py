@@ -6,6 +6,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -121,12 +122,11 @@ def request_hash(body: MessagesAppend) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Stores:
-    """Where an append writes: the hot paths' pool, and sessions for the batches that
-    need a transaction (an Idempotency-Key, or a hook that applies)."""
+    """Where an append writes: a connection of the hot paths' pool, and sessions for the
+    batches that need a transaction (an Idempotency-Key, or a hook that applies)."""
 
-    pool: asyncpg.Pool
+    connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
     sessionmaker: async_sessionmaker[AsyncSession]
-    pool_timeout: float
 
 
 async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: MessagesAppend,
@@ -154,12 +154,8 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
     after = [h for h in hooks.after if h.applies(canonical)]
     if idempotency_key is None and not before and not after:
         rows = await _rows(canonical, large)
-        now = datetime.now(UTC)
-        async with pg.connection(stores.pool, stores.pool_timeout) as conn:
-            written = await repository.append_rows(conn, caller.tenant_id, session_id,
-                                                   _agent_filter(caller), rows, now)
-        result, batch = _appended(caller, session_id, rows, written, now)
-        assert written is not None  # _appended raised otherwise
+        async with stores.connection() as conn:
+            result, batch, written = await _write(conn, caller, session_id, rows)
         follow_up = _pressure_follow_up(hooks, batch, written)
         if follow_up is not None:
             try:
@@ -185,9 +181,14 @@ async def _rows(canonical: list[CanonicalMessage], large: bool) -> list[NewMessa
                                                                           strict=True)]
 
 
-def _appended(caller: Caller, session_id: uuid.UUID, rows: list[NewMessage],
-              written: Mapping[str, Any] | None,
-              now: datetime) -> tuple[MessagesAppended, AppendedBatch]:
+async def _write(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID,
+                 rows: list[NewMessage]
+                 ) -> tuple[MessagesAppended, AppendedBatch, Mapping[str, Any]]:
+    """Append `rows` (`repository.append_rows`): the response, the batch for the hooks and
+    the pressure row; 404 when the session is not the caller's to append to."""
+    now = datetime.now(UTC)
+    written = await repository.append_rows(conn, caller.tenant_id, session_id,
+                                           _agent_filter(caller), rows, now)
     if written is None:
         raise SessionNotFound()
     last_seq = int(written["last_seq"])
@@ -200,7 +201,7 @@ def _appended(caller: Caller, session_id: uuid.UUID, rows: list[NewMessage],
     result = MessagesAppended(messages=public, last_seq=last_seq)
     batch = AppendedBatch(caller.tenant_id, session_id, written["agent_id"], first_seq,
                           last_seq, public)
-    return result, batch
+    return result, batch, written
 
 
 def _pressure_follow_up(hooks: AppendHooks, batch: AppendedBatch,
@@ -231,10 +232,8 @@ async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID
     for hook in before:
         await hook.run(db, caller, session_id, canonical)
     rows = await _rows(canonical, large)
-    now = datetime.now(UTC)
-    written = await repository.append_rows(await pg.driver_connection(db), caller.tenant_id,
-                                           session_id, _agent_filter(caller), rows, now)
-    result, batch = _appended(caller, session_id, rows, written, now)
+    result, batch, written = await _write(await pg.driver_connection(db), caller, session_id,
+                                          rows)
     if idempotency_key is not None:
         await repository.save_idempotent(db, IdempotencyRecord(
             tenant_id=caller.tenant_id, session_id=session_id, key=idempotency_key,
@@ -243,7 +242,6 @@ async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID
     for after in hooks.after:  # asked again: a before hook may have rewritten the batch
         if after.applies(canonical):
             await after.run(db, caller, batch)
-    assert written is not None
     follow_up = _pressure_follow_up(hooks, batch, written)
     if follow_up is not None:
         after_commit(db, follow_up)

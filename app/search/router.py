@@ -5,7 +5,6 @@ import uuid
 from fastapi import APIRouter
 
 from app.auth.deps import CallerDep
-from app.core import pg
 from app.core.db import transaction
 from app.core.errors import ERROR_RESPONSES, Forbidden
 from app.messages.service import to_public
@@ -38,7 +37,7 @@ async def search_session(session_id: uuid.UUID, body: SessionSearchCreate, calle
     they would not fit its budget (nothing is promoted then).
     """
     scope = SearchScope(tenant_id=caller.tenant_id, session_id=session_id)
-    async with pg.connection(state.pg, state.settings.db_pool_timeout_seconds) as conn:
+    async with state.connection() as conn:
         await require_visible_pg(conn, caller, session_id)
         outcome = await service.search(conn, scope, body.query, limit=body.limit,
                                        rerank=body.rerank, llm=env.llm, redis=env.redis,
@@ -70,7 +69,7 @@ async def search_sessions(body: SearchCreate, caller: CallerDep, state: StateDep
         agent_id = body.agent_id or caller.require_agent()
         caller.require_agent_access(agent_id)
         scope = SearchScope(tenant_id=caller.tenant_id, agent_id=agent_id)
-    async with pg.connection(state.pg, state.settings.db_pool_timeout_seconds) as conn:
+    async with state.connection() as conn:
         outcome = await service.search(conn, scope, body.query, limit=body.limit,
                                        rerank=body.rerank, llm=env.llm, redis=env.redis,
                                        options=env.options)
