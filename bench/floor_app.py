@@ -94,16 +94,16 @@ async def append(session_id: uuid.UUID, request: Request) -> Response:
 _SQL_CACHE: dict[str, tuple[str, list[str]]] = {}
 
 
-def _search_sql(kind: str) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
+def _search_sql(kind: str, window: int, weight: float
+                ) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
     from app.core.pg import positional
     from app.search import repository as repo
+    from app.search.bm25 import WindowParams
 
     if kind not in _SQL_CACHE:
         _SQL_CACHE[kind] = positional(repo._STATS_SQL.format(
             sessions=repo._SESSIONS_IN_SCOPE[kind]))
-        _SQL_CACHE[kind + "/bm25"] = positional(repo._BM25_SQL.format(
-            scope=repo._MESSAGES_IN_SCOPE[kind]))
-    return _SQL_CACHE[kind], _SQL_CACHE[kind + "/bm25"]
+    return _SQL_CACHE[kind], repo._bm25_statement(kind, WindowParams(window, weight))
 
 
 @app.post("/floor/search")
@@ -111,17 +111,20 @@ async def search(request: Request) -> Response:
     """The search's SQL, as the app runs it without rerank (one transaction: the scope's
     N / total length and the query's lexemes, then the BM25 top 50 with the first 10 rows
     whole), on a raw asyncpg connection; the body names tenant_id, scope (session, agent,
-    tenant), session_id / agent_id and the query text (no normalisation)."""
+    tenant), session_id / agent_id and the query text (no normalisation), and optionally the
+    conversation window and weight (default 2 and 2.0, as the app; 0 and 0: plain BM25)."""
     from app.search.repository import scope_tsquery
     from app.search.scope import SearchScope
 
     b = await request.json()
     kind = b["scope"]
-    (stats_sql, stats_names), (bm_sql, bm_names) = _search_sql(kind)
+    (stats_sql, stats_names), (bm_sql, bm_names) = _search_sql(
+        kind, int(b.get("window", 2)), float(b.get("weight", 2.0)))
     p: dict[str, Any] = {"tenant_id": uuid.UUID(b["tenant_id"]),
                          "session_id": uuid.UUID(b["session_id"]) if b.get("session_id")
                          else None, "agent_id": b.get("agent_id"), "refresh_rows": 1,
-                         "text": b["query"]}
+                         "text": b["query"], "after": None, "before": None,
+                         "exclude": []}
     async with request.app.state.pool.acquire() as conn, conn.transaction():
         n_docs, total, lexemes = await conn.fetchrow(stats_sql, *[p[n] for n in stats_names])
         lexemes = sorted(set(lexemes or []))

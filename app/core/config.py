@@ -86,9 +86,14 @@ class Settings(BaseSettings):
     summary_input_tokens: int = Field(default=100_000, ge=1000,
                                       alias="LOOM_SUMMARY_INPUT_TOKENS")
 
-    # Search (BM25 parameters; rerank deadline and cache lifetime)
+    # Search (BM25 parameters, conversation window; rerank deadline and cache lifetime)
     search_bm25_k1: float = Field(default=1.2, ge=0, le=10, alias="LOOM_SEARCH_BM25_K1")
     search_bm25_b: float = Field(default=0.75, ge=0, le=1, alias="LOOM_SEARCH_BM25_B")
+    # Conversation-aware ranking (app/search/bm25.py): a message's own BM25 plus weight x the
+    # BM25 of the turns within `window` of it; 0 and 0 give plain BM25.
+    search_window: int = Field(default=2, ge=0, le=10, alias="LOOM_SEARCH_WINDOW")
+    search_window_weight: float = Field(default=2.0, ge=0, le=100,
+                                        alias="LOOM_SEARCH_WINDOW_WEIGHT")
     search_rerank_timeout_seconds: float = Field(default=10.0, gt=0,
                                                  alias="LOOM_SEARCH_RERANK_TIMEOUT_SECONDS")
     search_rerank_cache_ttl_seconds: int = Field(default=3600, ge=0,

@@ -5,9 +5,12 @@ non-tool blocks; `tool_calls` a list of `{id, name, input}` on assistant message
 result is its own `tool` message with `tool_use_id` (and `is_error`). An Anthropic user
 message carrying N tool_result blocks becomes N tool messages (then a user message for any
 other blocks), which is also the OpenAI shape; both output formats are rebuilt from it.
+`created_at` is ours in either shape; the append gives it to every canonical message of the
+input message.
 """
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from app.core import jsonlimits
@@ -32,6 +35,7 @@ class CanonicalMessage:
     is_error: bool = False
     name: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None  # None: the time of the append
 
     @property
     def text(self) -> str:

@@ -15,8 +15,8 @@ from app.models import IdempotencyRecord, Message, Session
 
 # One statement appends a batch (SPEC: append p50 in one round trip): bump the session's
 # last_seq and message_tokens under its row lock (seqs stay gap-free and unique; an agent
-# key only matches its own agent's session), insert the rows with their token counts and
-# search vectors (the tenant's text search config), and return what the pressure check
+# key only matches its own agent's session), insert the rows with their token counts, times
+# and search vectors (the tenant's text search config), and return what the pressure check
 # needs (`app.jobs.triggers.pressure_from_row`) from the stored counters, with the status of
 # the session's compression job. JSON parameters are JSON text (the convention of
 # SQLAlchemy's asyncpg dialect, and of `app.core.pg`), so the statement runs on either.
@@ -30,13 +30,13 @@ ins AS (
   INSERT INTO messages (session_id, seq, tenant_id, role, content, tool_calls, tool_use_id,
                         is_error, name, text, token_count, metadata, created_at, search_vector)
   SELECT $2, s.last_seq - $3 + r.i, $1, r.role, r.content, r.tool_calls, r.tool_use_id,
-         r.is_error, r.name, r.text, r.token_count, r.metadata, $6,
+         r.is_error, r.name, r.text, r.token_count, r.metadata, r.created_at,
          to_tsvector(t.text_search_config::regconfig, r.text)
   FROM s, tenants t,
-       unnest($7::text[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bool[], $12::text[],
-              $13::text[], $14::int[], $15::jsonb[])
+       unnest($6::text[], $7::jsonb[], $8::jsonb[], $9::text[], $10::bool[], $11::text[],
+              $12::text[], $13::int[], $14::jsonb[], $15::timestamptz[])
          WITH ORDINALITY AS r(role, content, tool_calls, tool_use_id, is_error, name, text,
-                              token_count, metadata, i)
+                              token_count, metadata, created_at, i)
   WHERE t.id = $1
   RETURNING 1)
 SELECT s.last_seq, s.agent_id, s.config, m.l1_start_seq,
@@ -50,7 +50,7 @@ LEFT JOIN compression_jobs j ON j.session_id = $2 AND j.tenant_id = $1
 
 @dataclass(frozen=True, slots=True)
 class NewMessage:
-    """A canonical message with its token count, as the append stores it."""
+    """A canonical message with its token count and time, as the append stores it."""
 
     role: str
     content: Any
@@ -61,22 +61,22 @@ class NewMessage:
     text: str
     token_count: int
     metadata: dict[str, Any] | None
+    created_at: datetime
 
 
 async def append_rows(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                      agent_id: str | None, rows: list[NewMessage],
-                      created_at: datetime) -> asyncpg.Record | None:
+                      agent_id: str | None, rows: list[NewMessage]) -> asyncpg.Record | None:
     """Append `rows` in one statement (see `_APPEND`); None when the session does not exist
     in the tenant, or belongs to another agent than `agent_id` (None: any agent). The
     record: last_seq, agent_id, config, l1_start_seq, fixed_tokens, l1_tokens, job_status
     (the memory columns are None for a session without memory state), inserted."""
     row = await conn.fetchrow(
         _APPEND, tenant_id, session_id, len(rows), sum(r.token_count for r in rows), agent_id,
-        created_at, [r.role for r in rows], [dumps(r.content) for r in rows],
+        [r.role for r in rows], [dumps(r.content) for r in rows],
         [dumps(r.tool_calls) if r.tool_calls else None for r in rows],
         [r.tool_use_id for r in rows], [r.is_error for r in rows], [r.name for r in rows],
         [r.text for r in rows], [r.token_count for r in rows],
-        [dumps(r.metadata or {}) for r in rows])
+        [dumps(r.metadata or {}) for r in rows], [r.created_at for r in rows])
     if row is not None and row["inserted"] != len(rows):  # the tenant row is gone
         raise RuntimeError(f"append inserted {row['inserted']} of {len(rows)} messages")
     return row

@@ -22,7 +22,12 @@ from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
 from app.messages.canonical import CanonicalMessage, MessageShapeError, canonicalise
 from app.messages.repository import NewMessage
-from app.messages.schemas import MessagePublic, MessagesAppend, MessagesAppended
+from app.messages.schemas import (
+    MAX_CLOCK_SKEW,
+    MessagePublic,
+    MessagesAppend,
+    MessagesAppended,
+)
 from app.models import IdempotencyRecord, Message
 from app.sessions.access import SessionNotFound, visible_session
 
@@ -99,6 +104,20 @@ def check_sizes(body: MessagesAppend, max_message_bytes: int) -> None:
                           "max_bytes": max_message_bytes}])
 
 
+def check_created_at(body: MessagesAppend, now: datetime) -> None:
+    """422 `created_at_in_future` for the first message more than MAX_CLOCK_SKEW ahead of
+    `now` (a client's clock may run a little fast; history is not written in advance)."""
+    latest = now + MAX_CLOCK_SKEW
+    for i, m in enumerate(body.messages):
+        if m.created_at is not None and m.created_at > latest:
+            msg = (f"created_at {m.created_at.isoformat()} is more than "
+                   f"{int(MAX_CLOCK_SKEW.total_seconds()) // 60} minutes after the server's "
+                   f"clock ({now.isoformat()}).")
+            raise Unprocessable(f"Message {i}: {msg}", code="created_at_in_future",
+                                details=[{"loc": ["body", "messages", i, "created_at"],
+                                          "msg": msg, "type": "created_at_in_future"}])
+
+
 def _token_counts(canonical: list[CanonicalMessage]) -> list[int]:
     return [m.token_count() for m in canonical]
 
@@ -107,16 +126,23 @@ def _canonical(body: MessagesAppend) -> list[CanonicalMessage]:
     out: list[CanonicalMessage] = []
     for i, m in enumerate(body.messages):
         try:
-            out.extend(canonicalise(m.model_dump(exclude_none=True), i))
+            canonical = canonicalise(m.model_dump(exclude_none=True), i)
         except MessageShapeError as exc:
             raise Unprocessable(str(exc), code=exc.kind if exc.kind != "message_shape" else None,
                                 details=[{"loc": exc.loc, "msg": str(exc),
                                           "type": exc.kind}]) from exc
+        for c in canonical:  # e.g. each tool result of an Anthropic user message
+            c.created_at = m.created_at
+        out.extend(canonical)
     return out
 
 
 def request_hash(body: MessagesAppend) -> str:
-    raw = json.dumps(body.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    data = body.model_dump(mode="json")
+    for m in data["messages"]:  # as before created_at existed, so stored keys still match
+        if m["created_at"] is None:
+            del m["created_at"]
+    raw = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -149,6 +175,7 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
             await asyncio.to_thread(check_sizes, body, max_message_bytes)
         else:
             check_sizes(body, max_message_bytes)
+    check_created_at(body, datetime.now(UTC))
     canonical = _canonical(body)
     before = [h for h in hooks.before if h.applies(canonical)]
     after = [h for h in hooks.after if h.applies(canonical)]
@@ -174,11 +201,13 @@ def _agent_filter(caller: Caller) -> str | None:
 
 
 async def _rows(canonical: list[CanonicalMessage], large: bool) -> list[NewMessage]:
+    """The rows to store: token counts, and the time now where no created_at was given."""
     counts = (await asyncio.to_thread(_token_counts, canonical) if large
               else _token_counts(canonical))
+    now = datetime.now(UTC)
     return [NewMessage(m.role, m.content, m.tool_calls, m.tool_use_id, m.is_error, m.name,
-                       m.text, tokens, m.metadata) for m, tokens in zip(canonical, counts,
-                                                                          strict=True)]
+                       m.text, tokens, m.metadata, m.created_at or now)
+            for m, tokens in zip(canonical, counts, strict=True)]
 
 
 async def _write(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID,
@@ -186,9 +215,8 @@ async def _write(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID
                  ) -> tuple[MessagesAppended, AppendedBatch, Mapping[str, Any]]:
     """Append `rows` (`repository.append_rows`): the response, the batch for the hooks and
     the pressure row; 404 when the session is not the caller's to append to."""
-    now = datetime.now(UTC)
     written = await repository.append_rows(conn, caller.tenant_id, session_id,
-                                           _agent_filter(caller), rows, now)
+                                           _agent_filter(caller), rows)
     if written is None:
         raise SessionNotFound()
     last_seq = int(written["last_seq"])
@@ -197,7 +225,7 @@ async def _write(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID
                             content=r.content, tool_calls=r.tool_calls,
                             tool_use_id=r.tool_use_id, is_error=r.is_error, name=r.name,
                             token_count=r.token_count, metadata=r.metadata or {},
-                            created_at=now) for i, r in enumerate(rows)]
+                            created_at=r.created_at) for i, r in enumerate(rows)]
     result = MessagesAppended(messages=public, last_seq=last_seq)
     batch = AppendedBatch(caller.tenant_id, session_id, written["agent_id"], first_seq,
                           last_seq, public)

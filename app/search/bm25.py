@@ -22,6 +22,22 @@ Definitions (the SQL must follow them exactly):
   A query lexeme repeated in the query counts once (queries are short; repeating a
   word should not multiply its weight).
 * Order: score descending, ties by the caller's tie-break key ascending.
+
+Conversation-aware ranking (`rank_windowed`): in a conversation the answer is often
+spread over neighbouring turns, or sits next to the turn that shares the query's words.
+A message is scored with the text around it:
+
+* Stage 1, seeds: the `seeds` best documents by the plain score above.
+* Stage 2, candidates: every document (|d| > 0) of a seed's session whose seq is within
+  `window` of a seed's (the seeds included). Windows never cross sessions.
+* The window of c: the messages of c's session with |seq - seq(c)| <= window (documents
+  or not; a message without text adds nothing). tf_w(t) = sum of tf(t) over it,
+  |w| = sum of |d| over it.
+* window(c) = sum over the query lexemes with tf_w > 0 of
+              IDF(t) * tf_w * (k1 + 1) / (tf_w + k1 * (1 - b + b * |w| / avgwl)),
+  with IDF from the whole scope as above and avgwl = (2 * window + 1) * avgdl.
+* score(c)  = score(c) above (0 when c holds no query lexeme) + weight * window(c).
+* Order: as above. window = 0 and weight = 0 give exactly the plain ranking.
 """
 
 from __future__ import annotations
@@ -55,6 +71,9 @@ class Doc:
     id: Hashable
     lexemes: Mapping[str, Sequence[int]]
     sort_key: tuple = ()
+    # Where the message sits in its conversation (for `rank_windowed`).
+    session: Hashable = None
+    seq: int = 0
 
     @property
     def length(self) -> int:
@@ -93,6 +112,11 @@ def rank(
     `docs` is the whole search scope (it defines N, avgdl and n(t)); documents with no
     positions are ignored, as in SQL.
     """
+    return [(d.id, score) for d, score in _rank_docs(list(docs), query_lexemes, params, limit)]
+
+
+def _rank_docs(docs: list[Doc], query_lexemes: Iterable[str], params: BM25Params | None,
+               limit: int | None) -> list[tuple[Doc, float]]:
     params = params or BM25Params()
     scope = [d for d in docs if d.length > 0]
     terms = sorted(set(query_lexemes))
@@ -101,14 +125,78 @@ def rank(
     n_docs = len(scope)
     avgdl = sum(d.length for d in scope) / n_docs
     idfs = {t: idf(n_docs, sum(1 for d in scope if t in d.lexemes)) for t in terms}
-    scored: list[tuple[float, tuple, Hashable]] = []
+    scored: list[tuple[float, tuple, Doc]] = []
     for d in scope:
         present = [t for t in terms if t in d.lexemes]
         if not present:
             continue
         dl = d.length
         score = sum(term_score(d.tf(t), dl, avgdl, idfs[t], params) for t in present)
-        scored.append((score, d.sort_key, d.id))
+        scored.append((score, d.sort_key, d))
+    scored.sort(key=lambda row: (-row[0], row[1]))
+    if limit is not None:
+        scored = scored[:limit]
+    return [(d, score) for score, _, d in scored]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowParams:
+    """Conversation-aware ranking: `window` turns each side, the window's `weight`, and
+    how many plain-BM25 `seeds` the windows are taken around."""
+
+    window: int = 2
+    weight: float = 2.0
+    seeds: int = 50
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.window <= 10):
+            raise ValueError("window must be between 0 and 10")
+        if not (math.isfinite(self.weight) and 0 <= self.weight <= 100):
+            raise ValueError("weight must be between 0 and 100")
+        if not (1 <= self.seeds <= 1000):
+            raise ValueError("seeds must be between 1 and 1000")
+
+
+def rank_windowed(
+    docs: Iterable[Doc],
+    query_lexemes: Iterable[str],
+    params: BM25Params | None = None,
+    windows: WindowParams | None = None,
+    limit: int | None = None,
+) -> list[tuple[Hashable, float]]:
+    """The conversation-aware ranking (module docstring) of every message of the scope
+    (`docs` with their `session` and `seq`, documents or not); best first."""
+    params = params or BM25Params()
+    windows = windows or WindowParams()
+    docs = list(docs)
+    terms = sorted(set(query_lexemes))
+    plain = _rank_docs(docs, terms, params, None)
+    if not plain:
+        return []
+    scope = [d for d in docs if d.length > 0]
+    avgdl = sum(d.length for d in scope) / len(scope)
+    idfs = {t: idf(len(scope), sum(1 for d in scope if t in d.lexemes)) for t in terms}
+    own = {(d.session, d.seq): score for d, score in plain}
+    by_session: dict[Hashable, dict[int, Doc]] = {}
+    for d in docs:
+        by_session.setdefault(d.session, {})[d.seq] = d
+    w = windows.window
+    candidates: dict[tuple[Hashable, int], Doc] = {}
+    for seed, _ in plain[: windows.seeds]:
+        rows = by_session[seed.session]
+        for seq in range(seed.seq - w, seed.seq + w + 1):
+            near = rows.get(seq)
+            if near is not None and near.length > 0:
+                candidates[(near.session, near.seq)] = near
+    avgwl = (2 * w + 1) * avgdl
+    scored: list[tuple[float, tuple, Hashable]] = []
+    for key, c in candidates.items():
+        rows = by_session[c.session]
+        around = [rows[s] for s in range(c.seq - w, c.seq + w + 1) if s in rows]
+        wl = sum(d.length for d in around)
+        window_score = sum(term_score(sum(d.tf(t) for d in around), wl, avgwl, idfs[t], params)
+                           for t in terms)
+        scored.append((own.get(key, 0.0) + windows.weight * window_score, c.sort_key, c.id))
     scored.sort(key=lambda row: (-row[0], row[1]))
     if limit is not None:
         scored = scored[:limit]

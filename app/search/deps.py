@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from app.search.bm25 import WindowParams
 from app.search.service import SearchOptions
 from app.state import AppState, app_state
 
@@ -17,6 +18,9 @@ def options_for(settings: Any) -> SearchOptions:
     return SearchOptions(
         k1=float(getattr(settings, "search_bm25_k1", defaults.k1)),
         b=float(getattr(settings, "search_bm25_b", defaults.b)),
+        windows=WindowParams(
+            window=int(getattr(settings, "search_window", defaults.windows.window)),
+            weight=float(getattr(settings, "search_window_weight", defaults.windows.weight))),
         rerank_timeout_seconds=float(getattr(settings, "search_rerank_timeout_seconds",
                                              defaults.rerank_timeout_seconds)),
         rerank_cache_ttl_seconds=int(getattr(settings, "search_rerank_cache_ttl_seconds",

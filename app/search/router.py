@@ -31,7 +31,8 @@ def _public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -
 @router.post("/sessions/{session_id}/search", response_model=SearchPublic)
 async def search_session(session_id: uuid.UUID, body: SessionSearchCreate, caller: CallerDep,
                          state: StateDep, env: SearchEnvDep) -> SearchPublic:
-    """Search this session's full history: BM25 top 50, then LLM rerank, top `limit`.
+    """Search this session's full history: the conversation-aware BM25 top 50 (a message
+    ranked with the turns around it), then LLM rerank, top `limit`.
 
     With `promote: true` the results are promoted into the session's context; 409 when
     they would not fit its budget (nothing is promoted then).
@@ -41,7 +42,8 @@ async def search_session(session_id: uuid.UUID, body: SessionSearchCreate, calle
         await require_visible_pg(conn, caller, session_id)
         outcome = await service.search(conn, scope, body.query, limit=body.limit,
                                        rerank=body.rerank, llm=env.llm, redis=env.redis,
-                                       options=env.options)
+                                       options=env.options, after=body.after,
+                                       before=body.before)
     promoted: list[int] = []
     if body.promote:
         async with transaction(state.sessionmaker) as db:
@@ -72,5 +74,6 @@ async def search_sessions(body: SearchCreate, caller: CallerDep, state: StateDep
     async with state.connection() as conn:
         outcome = await service.search(conn, scope, body.query, limit=body.limit,
                                        rerank=body.rerank, llm=env.llm, redis=env.redis,
-                                       options=env.options)
+                                       options=env.options, after=body.after,
+                                       before=body.before)
     return _public(outcome)

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core.strict import JsonInt
+from app.core.strict import JsonAwareDatetime, JsonInt
 from app.messages.schemas import MessagePublic
 
 MAX_QUERY_LENGTH = 10_000
@@ -14,8 +14,19 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 20
 
 
-class SessionSearchCreate(BaseModel):
-    """A search over one session's full history (the swap)."""
+class TimeRange(BaseModel):
+    """Bounds on the results' `created_at` (the message's original time for imported
+    history)."""
+
+    after: JsonAwareDatetime | None = Field(default=None, description=(
+        "Only messages created at or after this time (RFC 3339 with a timezone)."))
+    before: JsonAwareDatetime | None = Field(default=None, description=(
+        "Only messages created before this time."))
+
+
+class SessionSearchCreate(TimeRange):
+    """A search over one session's full history (the swap), ranked by conversation: a
+    message's own BM25 plus the BM25 of the turns around it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -25,14 +36,14 @@ class SessionSearchCreate(BaseModel):
         "queries return no results."))
     limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     rerank: StrictBool = Field(default=True, description=(
-        "Rerank the BM25 top 50 with the LLM. Without an LLM, or when it fails, results "
+        "Rerank the ranking's top 50 with the LLM. Without an LLM, or when it fails, results "
         "keep BM25 order and `reranked` is false."))
     promote: StrictBool = Field(default=False, description=(
         "Promote the results into the session's context (409 if that would exceed "
         "the budget)."))
 
 
-class SearchCreate(BaseModel):
+class SearchCreate(TimeRange):
     """A search across the sessions of one agent or of the whole tenant."""
 
     model_config = ConfigDict(extra="forbid")
@@ -53,7 +64,10 @@ class SearchHitPublic(BaseModel):
     session_id: uuid.UUID
     seq: int
     message: MessagePublic
-    bm25_score: float
+    bm25_score: float = Field(description=(
+        "The conversation-aware BM25 score: the message's own BM25 plus the weighted BM25 "
+        "of the turns around it (a neighbour of a match scores without a word of the "
+        "query)."))
     rerank_score: float | None = Field(description=(
         "The LLM's 0-10 relevance; null when not reranked or the LLM left it out."))
 
@@ -64,6 +78,6 @@ class SearchPublic(BaseModel):
     results: list[SearchHitPublic]
     reranked: bool = Field(description="True when the order comes from the LLM rerank.")
     query_lexemes: list[str] = Field(description="The stemmed terms that were searched.")
-    candidates: int = Field(description="BM25 candidates considered (at most 50).")
+    candidates: int = Field(description="Candidates ranked (at most 50).")
     promoted_seqs: list[int] = Field(default_factory=list, description=(
         "Seqs promoted into the session's context (with `promote: true`)."))

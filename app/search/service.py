@@ -11,7 +11,9 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -20,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memory.service import promote_messages
 from app.search import repository
-from app.search.bm25 import BM25Params
+from app.search.bm25 import BM25Params, WindowParams
 from app.search.query import normalize_query, query_terms
 from app.search.rerank import (
     MAX_CANDIDATES,
@@ -45,6 +47,7 @@ class SearchOptions:
 
     k1: float = 1.2
     b: float = 0.75
+    windows: WindowParams = field(default_factory=WindowParams)
     rerank_timeout_seconds: float = 10.0
     rerank_cache_ttl_seconds: int = 3600
 
@@ -141,25 +144,31 @@ async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandi
 
 async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, limit: int,
                  rerank: bool, llm: Any = None, redis: Any = None,
-                 options: SearchOptions | None = None) -> SearchOutcome:
+                 options: SearchOptions | None = None, after: datetime | None = None,
+                 before: datetime | None = None,
+                 exclude_seqs: Sequence[int] = ()) -> SearchOutcome:
     """Rank the scope's messages for `query`; best `limit` first. `conn`: a connection of
     the hot paths' pool, or the one under a request's SQLAlchemy session
     (`app.core.pg.driver_connection`); the ranking statements run in a transaction of
-    their own (a savepoint in the latter), the rerank outside it."""
+    their own (a savepoint in the latter), the rerank outside it. `after` (inclusive) and
+    `before` (exclusive) bound the results' `created_at`; a session search may leave out
+    `exclude_seqs` (what a context shows already)."""
     options = options or SearchOptions()
     terms = query_terms(query)
     if not terms:
         return SearchOutcome()
     reranking = rerank and llm is not None
     async with conn.transaction():
-        await repository.custom_plans(conn)
+        await repository.custom_plans(conn, scope)
         lexemes, stats = await repository.prepare(conn, scope, " ".join(terms))
         if not lexemes:
             return SearchOutcome()
         # In BM25 order the first `limit` candidates are the answer: fetch them whole now.
         hits = await repository.bm25_top(conn, scope, lexemes, stats,
                                          BM25Params(options.k1, options.b), MAX_CANDIDATES,
-                                         full_rows=0 if reranking else limit)
+                                         full_rows=0 if reranking else limit,
+                                         windows=options.windows, after=after, before=before,
+                                         exclude_seqs=exclude_seqs)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits))
     if not hits:
         return outcome

@@ -20,12 +20,16 @@ cases are never touched, so every check still sees every invalid request.
   `type`, tool calls with an id and a name, JSON arguments, unique call ids) are described in
   the schema but not spelled out in it; positive message lists the server's own shape check
   (app.messages.canonical) refuses are dropped. TODO: state them in the schema.
+- A message's `created_at` may be at most MAX_CLOCK_SKEW after now, a bound that moves: a
+  positive case's later `created_at` is moved to the year 2000 (most generated years are
+  later than now, so dropping those cases would drop most message lists).
 """
 
 from __future__ import annotations
 
 import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,7 @@ import schemathesis
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from app.memory.policy import DEFAULT_MAX_CONTEXT_TOKENS, MIN_BUDGET_TOKENS  # noqa: E402
 from app.messages.canonical import MessageShapeError, canonicalise  # noqa: E402
+from app.messages.schemas import MAX_CLOCK_SKEW  # noqa: E402
 
 # cursor -> (operation path, order_by) of the request that issued it
 _ISSUED_CURSORS: dict[str, tuple[str, Any]] = {}
@@ -76,7 +81,22 @@ def map_case(context: Any, case: Any) -> Any:
     body = case.body
     if isinstance(body, dict) and not _issued_here(case, body.get("cursor")):
         case.body = {k: v for k, v in body.items() if k != "cursor"}
+    if (case.operation.path == "/v1/sessions/{session_id}/messages" and case.method == "POST"
+            and isinstance(body, dict) and isinstance(body.get("messages"), list)):
+        for m in body["messages"]:
+            if isinstance(m, dict) and _in_future(m.get("created_at")):
+                m["created_at"] = "2000" + m["created_at"][4:]
     return case
+
+
+def _in_future(created_at: Any) -> bool:
+    """A date-time string more than MAX_CLOCK_SKEW after now (422 `created_at_in_future`)."""
+    try:
+        when = datetime.fromisoformat(created_at) if isinstance(created_at, str) else None
+    except ValueError:
+        return False
+    return (when is not None and when.tzinfo is not None
+            and when > datetime.now(UTC) + MAX_CLOCK_SKEW)
 
 
 def _shares_ok(shares: Any) -> bool:

@@ -1,16 +1,22 @@
-"""SQL BM25 (through HTTP) against the reference BM25 in Python on a fixed corpus.
+"""SQL ranking (through HTTP) against the reference in Python on a fixed corpus.
 
 Same top 10 and scores within 1e-6, for a session scope (both through the lazily
-maintained search_stats and its unsummarised tail), an agent scope and a tenant scope.
+maintained search_stats and its unsummarised tail), an agent scope and a tenant scope:
+the conversation-aware ranking of the default app (`rank_windowed`, window 2, weight 2)
+and plain BM25 (`rank`) on an app configured with window 0 and weight 0.
 """
 
 import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
-from app.search.bm25 import Doc, rank
+from app.main import create_app
+from app.search.bm25 import Doc, WindowParams, rank, rank_windowed
 from bench.search_corpus import conversation, queries
 from tests.search.support import append
 from tests.support.api import new_session
@@ -30,7 +36,33 @@ async def corpus_docs(db, tenant_id: str, session_ids: list[str]) -> list[Doc]:
         doc = lexemes[(str(sid), seq)]
         if lexeme is not None:
             doc[lexeme] = list(positions or [])
-    return [Doc(id=key, lexemes=lx, sort_key=(-key[1], key[0])) for key, lx in lexemes.items()]
+    return [Doc(id=key, lexemes=lx, sort_key=(-key[1], key[0]), session=key[0], seq=key[1])
+            for key, lx in lexemes.items()]
+
+
+def windowed(docs: list[Doc], lexemes: list[str]) -> list:
+    return rank_windowed(docs, lexemes, windows=WindowParams(window=2, weight=2.0), limit=10)
+
+
+def plain(docs: list[Doc], lexemes: list[str]) -> list:
+    return rank(docs, lexemes, limit=10)
+
+
+@pytest.fixture(scope="module")
+async def plain_app(settings: Any) -> AsyncIterator[Any]:
+    application = create_app(settings.model_copy(update={
+        "search_window": 0, "search_window_weight": 0.0}))
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def plain_client(plain_app: Any, tenant: Any) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=plain_app), base_url="http://test", timeout=30,
+        headers={"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "agent-1"},
+    ) as c:
+        yield c
 
 
 def assert_same_ranking(sql: list[tuple[tuple[str, int], float]],
@@ -59,7 +91,8 @@ def assert_same_ranking(sql: list[tuple[tuple[str, int], float]],
         assert sql_groups[-1] <= tied | ref_groups[-1]
 
 
-async def check(client, db, tenant_id, session_ids, url, body_extra):
+async def check(client, db, tenant_id, session_ids, url, body_extra,
+                reference: Callable[[list[Doc], list[str]], list] = windowed):
     docs = await corpus_docs(db, tenant_id, session_ids)
     checked = 0
     for q in QUERIES:
@@ -68,29 +101,34 @@ async def check(client, db, tenant_id, session_ids, url, body_extra):
         assert resp.status_code == 200, resp.text
         data = resp.json()
         sql = [((r["session_id"], r["seq"]), r["bm25_score"]) for r in data["results"]]
-        ref = rank(docs, data["query_lexemes"], limit=10)
+        ref = reference(docs, data["query_lexemes"])
         assert_same_ranking(sql, ref)
         checked += bool(sql)
     assert checked >= len(QUERIES) // 2  # the corpus really answers most queries
 
 
-async def test_session_scope_matches_reference_through_stats_and_tail(client, tenant, db):
+async def test_session_scope_matches_reference_through_stats_and_tail(client, plain_client,
+                                                                      tenant, db):
     sid = await new_session(client)
     convo = conversation(300, seed=5)
-    await append(client, sid, [t for _, t in convo] + ["", "the and of"])
+    # Messages without text in the middle: they are in windows but are never results.
+    texts = [t for _, t in convo]
+    await append(client, sid, texts[:150] + ["", "the and of"] + texts[150:] + ["", "of"])
     url = f"/v1/sessions/{sid}/search"
     await check(client, db, tenant.id, [sid], url, {})
+    await check(plain_client, db, tenant.id, [sid], url, {}, plain)
     stored = (await db.execute(sa.text(
         "SELECT doc_count, through_seq FROM search_stats WHERE session_id = :s"),
         {"s": uuid.UUID(sid)})).one()
-    assert stored.through_seq == 302 and stored.doc_count == 300
+    assert stored.through_seq == 304 and stored.doc_count == 300
     # New messages after the stored figures: stats = stored + tail.
     await append(client, sid, [t for _, t in conversation(40, seed=6)])
     await db.rollback()
     await check(client, db, tenant.id, [sid], url, {})
+    await check(plain_client, db, tenant.id, [sid], url, {}, plain)
 
 
-async def test_agent_and_tenant_scopes_match_reference(client, tenant, db):
+async def test_agent_and_tenant_scopes_match_reference(client, plain_client, tenant, db):
     a1 = await new_session(client, "agent-1")
     a1b = await new_session(client, "agent-1")
     a2 = await new_session(client, "agent-2")
@@ -98,3 +136,5 @@ async def test_agent_and_tenant_scopes_match_reference(client, tenant, db):
         await append(client, sid, [t for _, t in conversation(60, seed=20 + i)])
     await check(client, db, tenant.id, [a1, a1b], "/v1/search", {"scope": "agent"})
     await check(client, db, tenant.id, [a1, a1b, a2], "/v1/search", {"scope": "tenant"})
+    await check(plain_client, db, tenant.id, [a1, a1b], "/v1/search", {"scope": "agent"},
+                plain)

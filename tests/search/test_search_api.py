@@ -41,7 +41,8 @@ async def test_results_are_ordered_by_bm25_and_limited(client):
     assert seqs_of(result) == [6, 18]
     scores = [r["bm25_score"] for r in result["results"]]
     assert scores == sorted(scores, reverse=True)
-    assert result["candidates"] == 3
+    # Three messages match; each brings its neighbours within two turns as candidates.
+    assert result["candidates"] == 15
 
 
 async def test_session_isolation(client):
@@ -129,8 +130,9 @@ async def test_very_long_and_unicode_queries(client):
     sid = await new_session(client)
     await append(client, sid, ["Le café est naïve 日本語 テスト", "database " * 50])
     long_query = ("database " * 2000)[:10_000]
-    assert seqs_of(await search(client, sid, long_query)) == [2]
-    assert seqs_of(await search(client, sid, "café")) == [1]
+    # The matching message first, then its neighbour (the conversation window).
+    assert seqs_of(await search(client, sid, long_query)) == [2, 1]
+    assert seqs_of(await search(client, sid, "café")) == [1, 2]
     resp = await client.post(f"/v1/sessions/{sid}/search", json={"query": "x" * 10_001})
     assert resp.status_code == 422
 
@@ -153,7 +155,7 @@ async def test_simple_text_search_config_does_not_stem(admin_client, tenant):
     sid = await new_session(c)
     await append(c, sid, ["database optimization", "die Datenbank ist langsam"])
     assert seqs_of(await search(c, sid, "optimizing")) == []
-    assert seqs_of(await search(c, sid, "Datenbank")) == [2]
+    assert seqs_of(await search(c, sid, "Datenbank")) == [2, 1]
     # No stop words in `simple`: "the" is a word.
     assert (await search(c, sid, "the"))["query_lexemes"] == ["the"]
 
@@ -172,11 +174,13 @@ async def test_promote_from_search_respects_budget(client):
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
     assert memory["promoted_seqs"] == []
     # Within budget: the swap results are promoted (L1 ones are in the context already).
-    sid, _ = await compressed_session(client)
+    sid, mem = await compressed_session(client)
     result = await search(client, sid, "message 3 lighthouse", limit=3, promote=True)
-    assert result["promoted_seqs"] == [4]
+    assert seqs_of(result)[0] == 4
+    in_swap = sorted(s for s in seqs_of(result) if s < mem["l1_start_seq"])
+    assert 4 in in_swap and result["promoted_seqs"] == in_swap
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
-    assert memory["promoted_seqs"] == [4]
+    assert memory["promoted_seqs"] == in_swap
 
 
 async def test_results_carry_the_whole_message(client):
@@ -189,3 +193,32 @@ async def test_results_carry_the_whole_message(client):
     result = await search(client, sid, "marmalade")
     message = result["results"][0]["message"]
     assert message == stored
+
+
+async def test_after_and_before_bound_the_results_created_at(client):
+    sid = await new_session(client)
+    times = ["2023-01-10T10:00:00Z", "2023-03-05T10:00:00Z", "2023-05-08T13:56:00+02:00",
+             "2023-07-01T09:00:00Z"]
+    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"the hiking trip {i}",
+         "created_at": t} for i, t in enumerate(times)]})
+    assert resp.status_code == 201, resp.text
+    everything = await search(client, sid, "hiking trip")
+    assert sorted(seqs_of(everything)) == [1, 2, 3, 4]
+    assert everything["results"][0]["message"]["created_at"] in {
+        "2023-07-01T09:00:00Z", "2023-01-10T10:00:00Z", "2023-03-05T10:00:00Z",
+        "2023-05-08T11:56:00Z"}
+    # after is inclusive, before exclusive; offsets are compared as instants.
+    spring = await search(client, sid, "hiking trip", after="2023-03-05T10:00:00Z",
+                          before="2023-05-08T11:56:00Z")
+    assert seqs_of(spring) == [2]
+    later = await search(client, sid, "hiking trip", after="2023-05-08T13:00:00+02:00")
+    assert sorted(seqs_of(later)) == [3, 4]
+    # Naive times are refused like everywhere else.
+    resp = await client.post(f"/v1/sessions/{sid}/search",
+                             json={"query": "hiking", "after": "2023-05-08T13:00:00"})
+    assert resp.status_code == 422
+    # Agent scope too.
+    resp = await client.post("/v1/search", json={"query": "hiking trip", "rerank": False,
+                                                 "before": "2023-02-01T00:00:00Z"})
+    assert resp.status_code == 200 and seqs_of(resp.json()) == [1]

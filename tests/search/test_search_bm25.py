@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.search.bm25 import BM25Params, Doc, idf, rank, term_score
+from app.search.bm25 import BM25Params, Doc, WindowParams, idf, rank, rank_windowed, term_score
 
 
 def test_idf_is_lucene_variant():
@@ -77,3 +77,64 @@ def test_rank_invariants(raw_docs, query):
     # Exactly the documents that contain a query term are returned.
     expected = {d.id for d in docs if d.length and any(t in d.lexemes for t in query)}
     assert {i for i, _ in result} == expected
+
+
+# --- conversation-aware ranking (rank_windowed) ---
+
+def convo(session: str, raw_docs: list[dict]) -> list[Doc]:
+    return [Doc((session, i + 1), lx, sort_key=(-(i + 1), session), session=session, seq=i + 1)
+            for i, lx in enumerate(raw_docs)]
+
+
+def test_window_ranks_the_neighbour_of_a_match():
+    docs = convo("s", [{"x": [1]}, {"when": [1]}, {"filler": [1]}, {"other": [1]},
+                       {"more": [1]}, {"x": [1]}, {"y": [1, 2, 3]}, {"z": [1]}])
+    # "when" holds no query lexeme but sits next to "x": the window brings it in.
+    result = dict(rank_windowed(docs, ["x"], windows=WindowParams(window=1, weight=2.0)))
+    assert ("s", 2) in result and ("s", 2) not in dict(rank(docs, ["x"]))
+    assert max(result, key=result.get) in {("s", 1), ("s", 6)}
+    # A message with a query lexeme outranks its neighbours that have none.
+    assert result[("s", 1)] > result[("s", 2)]
+
+
+def test_window_never_crosses_sessions():
+    a = convo("a", [{"q": [1]}, {"w": [1]}])
+    b = convo("b", [{"e": [1]}, {"r": [1]}])
+    result = dict(rank_windowed(a + b, ["q"], windows=WindowParams(window=2, weight=1.0)))
+    assert set(result) == {("a", 1), ("a", 2)}
+
+
+@given(st.lists(doc_strategy, max_size=12), st.lists(lexeme, max_size=4))
+def test_window_zero_is_plain_bm25(raw_docs, query):
+    docs = convo("s", raw_docs)
+    plain = rank(docs, query)
+    windowed = rank_windowed(docs, query, windows=WindowParams(window=0, weight=0.0))
+    assert [d for d, _ in windowed] == [d for d, _ in plain]
+    assert [s for _, s in windowed] == pytest.approx([s for _, s in plain], abs=1e-12)
+
+
+@given(st.lists(doc_strategy, max_size=16), st.lists(doc_strategy, max_size=8),
+       st.lists(lexeme, max_size=4), st.integers(0, 3), st.floats(0, 5), st.integers(1, 6))
+def test_window_invariants(first, second, query, window, weight, seeds):
+    docs = convo("a", first) + convo("b", second)
+    windows = WindowParams(window=window, weight=weight, seeds=seeds)
+    result = rank_windowed(docs, query, windows=windows)
+    scores = [s for _, s in result]
+    assert scores == sorted(scores, reverse=True)
+    assert all(s >= 0 and math.isfinite(s) for s in scores)
+    by_id = {d.id: d for d in docs}
+    seeds_ = [d for d, _ in rank(docs, query)[:seeds]]
+    for doc_id, _ in result:
+        d = by_id[doc_id]
+        # Every result is a document within `window` of a seed of its own session.
+        assert d.length > 0
+        assert any(by_id[s].session == d.session and abs(by_id[s].seq - d.seq) <= window
+                   for s in seeds_)
+    # The seeds themselves are always candidates.
+    assert set(seeds_) <= {doc_id for doc_id, _ in result}
+
+
+def test_window_params_are_validated():
+    for bad in ({"window": -1}, {"window": 11}, {"weight": float("inf")}, {"seeds": 0}):
+        with pytest.raises(ValueError):
+            WindowParams(**bad)

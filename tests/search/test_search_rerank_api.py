@@ -51,13 +51,14 @@ async def test_rerank_order_follows_the_llm(llm_client, fake_llm):
     fake_llm.respond_with(prefer("banana"))
     result = await rsearch(llm_client, sid, "deploy")
     assert result["reranked"] is True
-    assert seqs_of(result) == [3, 1, 2]  # LLM score first, BM25 breaks the tie of 1 and 2
-    assert [r["rerank_score"] for r in result["results"]] == [9.0, 1.0, 1.0]
+    # LLM score first, BM25 breaks the tie of 1 and 2; 4 (a neighbour, no query word) too
+    assert seqs_of(result) == [3, 1, 2, 4]
+    assert [r["rerank_score"] for r in result["results"]] == [9.0, 1.0, 1.0, 1.0]
     assert "banana bread" in result["results"][0]["message"]["content"]
     assert result["results"][1]["message"]["content"].startswith("deploy deploy deploy")
     assert len(fake_llm.requests) == 1
     req = fake_llm.requests[0]
-    assert "deploy" in req.text and len(candidates(req)) == 3
+    assert "deploy" in req.text and len(candidates(req)) == 4
 
 
 async def test_previews_are_capped_and_at_most_50_candidates(llm_client, fake_llm):

@@ -77,7 +77,8 @@ async def test_search_conversation(client):
     block, content = await call(client, sid, "search_conversation",
                                 {"query": "ledger database postgres", "promote": False})
     assert block["is_error"] is False
-    assert [r["seq"] for r in content["results"]] == [1]
+    # The match first, then its neighbour (ranked with the turns around it).
+    assert [r["seq"] for r in content["results"]] == [1, 2]
     assert content["results"][0]["text"] == "we chose postgres for the ledger"
     assert content["reranked"] is False and content["promoted_seqs"] == []
     # Empty and stop-word queries are not errors.
@@ -116,13 +117,16 @@ async def test_search_conversation_promotes_and_clear_recalled_context(client):
     block, content = await call(client, sid, "search_conversation",
                                 {"query": "message 3 lighthouse", "limit": 3})
     assert block["is_error"] is False, content
-    # seq 4 ("message 3") is in swap and gets promoted; the other hits are still in L1.
-    assert [r["seq"] for r in content["results"]][0] == 4
-    assert content["promoted_seqs"] == [4] and "promote_error" not in content
+    # seq 4 ("message 3") is in swap and gets promoted with the other hits in swap (its
+    # neighbours); hits still in L1 are in the context already.
+    seqs = [r["seq"] for r in content["results"]]
+    in_swap = sorted(s for s in seqs if s < mem["l1_start_seq"])
+    assert seqs[0] == 4 and 4 in in_swap
+    assert content["promoted_seqs"] == in_swap and "promote_error" not in content
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
-    assert memory["promoted_seqs"] == [4]
+    assert memory["promoted_seqs"] == in_swap
     block, content = await call(client, sid, "clear_recalled_context", {})
-    assert block["is_error"] is False and content == {"cleared": 1}
+    assert block["is_error"] is False and content == {"cleared": len(in_swap)}
     block, content = await call(client, sid, "clear_recalled_context", {})
     assert content == {"cleared": 0}
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
