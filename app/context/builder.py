@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from app.context import blocks as block_registry
 from app.core.tokens import content_text, count_message, count_text, encoding
@@ -19,11 +19,35 @@ from app.memory.errors import OverBudget
 from app.memory.fastload import SessionRow
 from app.memory.fit import View, fit
 from app.memory.policy import BlockRecord
-from app.memory.state import GAP_KEY, Loaded, canonical
+from app.memory.recall import (
+    MIN_RECALL_TOKENS,
+    RecallConfig,
+    Recalled,
+    RecallHit,
+    choose,
+    neighbourhood,
+)
+from app.memory.state import GAP_KEY, Loaded, canonical, record
+from app.models.message import MessageRow
 
 # Headers of the summary block and a user filler when history starts with the assistant.
 FORMAT_OVERHEAD_TOKENS = 24
 FILLER_TEXT = "(Earlier conversation is summarised in the system prompt.)"
+
+
+class RecallSource(Protocol):
+    """Where automatic recall searches (`app.context.recall`): the session's swap."""
+
+    config: RecallConfig
+
+    async def search(self, query: str, exclude: list[int],
+                     limit: int) -> list[tuple[MessageRow, float]]:
+        """The best messages of the session for `query`, not in `exclude`, with scores."""
+        ...
+
+    async def load(self, seqs: list[int]) -> list[MessageRow]:
+        """The session's messages with these seqs (those that exist)."""
+        ...
 
 
 @dataclass
@@ -34,6 +58,9 @@ class Built:
     summaries: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     layer_tokens: dict[str, int] = field(default_factory=dict)
+    recalled: Recalled | None = None
+    recall_query: str = ""
+    recall_note: str = ""
 
     @property
     def total_tokens(self) -> int:
@@ -80,11 +107,57 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def recall_note(seqs: Sequence[int]) -> str:
+    """The system text that says which messages are recalled."""
+    listed = ", ".join(f"msg:{s}" for s in seqs)
+    return ("## Recalled from earlier in this conversation\n"
+            f"These older messages were found in this conversation's history for the newest "
+            f"message and are shown before the recent ones: {listed}.")
+
+
+def newest_user_text(rows: Sequence[MessageRow]) -> str:
+    """The text of the newest user message (what recall searches for by default; a newest
+    message without text, such as an image, recalls nothing)."""
+    for m in reversed(rows):
+        if m.role == "user":
+            return content_text(m.content).strip()
+    return ""
+
+
+async def _recall(source: RecallSource, loaded: Loaded, shown: set[int],
+                  free: int) -> tuple[Recalled, str, dict[int, MessageRow]] | None:
+    """Recall within `free` tokens (`app.memory.recall`): what was chosen, the query and
+    the chosen rows; None when there is no room, no query or nothing to recall."""
+    cfg = source.config
+    tokens = cfg.tokens(loaded.cfg.budget, free)
+    if tokens < MIN_RECALL_TOKENS:
+        return None
+    query = (cfg.query or newest_user_text(loaded.l1)).strip()
+    if not query:
+        return None
+    found = await source.search(query, sorted(shown), min(50, 2 * cfg.max_messages))
+    if not found:
+        return None
+    rows = {m.seq: m for m, _ in found}
+    hits = [RecallHit(m.seq, score) for m, score in found]
+    grouped = [h for h in hits if rows[h.seq].tool_calls or rows[h.seq].role == "tool"]
+    if grouped:  # tool groups come whole: read what is around the hits that have tools
+        wanted = [s for s in neighbourhood(grouped) if s not in rows]
+        rows.update({m.seq: m for m in await source.load(wanted)})
+    chosen = choose(hits, [record(rows[s]) for s in sorted(rows)], shown, tokens,
+                    cfg.max_messages, lambda seqs: count_text(recall_note(seqs)))
+    if not chosen.seqs:
+        return None
+    return chosen, query, {s: rows[s] for s in chosen.seqs}
+
+
 async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded: Loaded, *,
-                providers: Sequence[block_registry.BlockProvider]) -> Built:
+                providers: Sequence[block_registry.BlockProvider],
+                recall: RecallSource | None = None) -> Built:
     """Everything a context response needs, within the session's budget, from what
     `app.memory.fastload.load_for_context` read. `open_db` opens a database session for
-    the block providers that need one (see `app.context.blocks`)."""
+    the block providers that need one (see `app.context.blocks`); `recall`, when given
+    and on, brings old turns back into what is left of the budget."""
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:
@@ -146,8 +219,20 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
         "l1": sum(tokens_of(m) for m in messages if m["seq"] not in promoted_seqs),
         "overhead": FORMAT_OVERHEAD_TOKENS,
     }
-    return Built(loaded=loaded, view=view, blocks=kept_blocks, summaries=summaries,
-                 messages=messages, layer_tokens=layer_tokens)
+    built = Built(loaded=loaded, view=view, blocks=kept_blocks, summaries=summaries,
+                  messages=messages, layer_tokens=layer_tokens)
+    if recall is not None and recall.config.enabled:
+        free = cfg.budget - sum(layer_tokens.values())
+        found = await _recall(recall, loaded, {m["seq"] for m in messages}, free)
+        if found is not None:
+            chosen, built.recall_query, recalled_rows = found
+            built.recalled = chosen
+            built.recall_note = recall_note(chosen.seqs)
+            layer_tokens["recalled"] = chosen.message_tokens + count_text(built.recall_note)
+            # after the promoted messages, before L1
+            at = sum(1 for m in messages if m["seq"] in promoted_seqs)
+            messages[at:at] = [canonical(recalled_rows[s]) for s in chosen.seqs]
+    return built
 
 
 def summary_text(summaries: list[dict[str, Any]]) -> str:

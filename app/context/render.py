@@ -20,6 +20,7 @@ def _texts(built: Built) -> list[tuple[str, str, bool]]:
     out = [("rom", state.rom_text, True), ("kernel", kernel_text(state.kernel or {}), True)]
     out += [(f"block:{b.name}", b.text, False) for b in built.blocks]
     out.append(("l2", summary_text(built.summaries), False))
+    out.append(("recalled", built.recall_note, False))
     return [t for t in out if t[1]]
 
 
@@ -53,6 +54,7 @@ def openai(built: Built) -> dict[str, Any]:
 def raw(built: Built) -> dict[str, Any]:
     state = built.loaded.state
     promoted = {r.seq for r in built.view.promoted}
+    recalled = set(built.recalled.seqs) if built.recalled else set()
     msgs = _public_messages(built)
     return {"system": None, "messages": [], "tools": (state.kernel or {}).get("tools") or [],
             "layers": {
@@ -62,8 +64,21 @@ def raw(built: Built) -> dict[str, Any]:
                            for b in built.blocks],
                 "l2": built.summaries,
                 "promoted": [m for m in msgs if m["seq"] in promoted],
-                "l1": [m for m in msgs if m["seq"] not in promoted],
+                "recalled": {"note": built.recall_note, **(_recall_public(built) or {}),
+                             "messages": [m for m in msgs if m["seq"] in recalled]},
+                "l1": [m for m in msgs if m["seq"] not in promoted | recalled],
             }}
+
+
+def _recall_public(built: Built) -> dict[str, Any] | None:
+    """`app.context.schemas.RecallPublic` of a build (None: nothing recalled)."""
+    chosen = built.recalled
+    if chosen is None:
+        return None
+    scores = chosen.scores or {}
+    return {"query": built.recall_query, "seqs": list(chosen.seqs),
+            "hits": [{"seq": s, "score": v}
+                     for s, v in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]}
 
 
 RENDERERS = {"anthropic": anthropic, "openai": openai, "raw": raw}
@@ -79,6 +94,7 @@ def response(built: Built, fmt: str) -> dict[str, Any]:
         "tools": payload["tools"], "layers": payload.get("layers"),
         "tokens": built.layer_tokens, "total_tokens": total, "budget": view.budget,
         "usage": round(total / view.budget, 6), "l1_seqs": [m.seq for m in view.l1],
+        "recall": _recall_public(built),
         "compression": {
             "pending": view.plan is not None,
             "triggers": list(view.plan.triggers) if view.plan else [],

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request, Response
 
 from app.auth.deps import CallerDep
 from app.context import builder, render
+from app.context.recall import SwapRecall, recall_config
 from app.context.schemas import ContextPublic, ContextRequest
 from app.core.db import transaction
 from app.core.errors import ERROR_RESPONSES
@@ -20,7 +21,9 @@ router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 async def build_context(session_id: uuid.UUID, caller: CallerDep, request: Request,
                         body: ContextRequest | None = None) -> Response:
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
-    layer, budget, usage and the compression state."""
+    layer, budget, usage and the compression state. With recall on (the session's
+    `config.recall`, or `recall` here) the build also searches the session's swap for the
+    newest user message and places the best old turns before L1, within what is free."""
     state = app_state(request.app)
     fmt = body.format if body is not None else "anthropic"
     # one round trip reads the session and its memory (a session made before memory
@@ -33,8 +36,11 @@ async def build_context(session_id: uuid.UUID, caller: CallerDep, request: Reque
             fast = await load_for_context(conn, caller, session_id)
             assert fast is not None
     session, loaded = fast
-    built = await builder.build(state.read_sessionmaker, session, loaded,
-                                providers=state.hooks.context_blocks)
+    recall = recall_config(session.config, body.recall if body is not None else None)
+    built = await builder.build(
+        state.read_sessionmaker, session, loaded, providers=state.hooks.context_blocks,
+        recall=SwapRecall(state, caller.tenant_id, session_id, recall)
+        if recall.enabled else None)
     # serialised once, from plain dicts (the shape of ContextPublic, which the OpenAPI
     # document shows; a test compares the two)
     return Response(render.response_json(built, fmt), media_type="application/json")

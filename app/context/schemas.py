@@ -2,13 +2,50 @@
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from app.core.strict import JsonFloat, JsonInt
+from app.memory.recall import DEFAULT_MAX_MESSAGES, DEFAULT_SHARE, MAX_MESSAGES, MAX_SHARE
+from app.search.query import MAX_QUERY_CHARS
+
+
+class RecallInput(BaseModel):
+    """Automatic recall: each context build searches the session's swap and places the
+    best old turns (whole tool groups) between the summaries and L1, marked as recalled.
+    Recall spends only what the rest of the context leaves free: it is the first thing to
+    shrink, and never pushes anything else out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: StrictBool = Field(default=True, description="false turns recall off (e.g. "
+                                                          "for one request).")
+    share: JsonFloat = Field(default=DEFAULT_SHARE, gt=0, le=MAX_SHARE, description=(
+        "Most of the budget recalled messages may take (with their note)."))
+    max_messages: JsonInt = Field(default=DEFAULT_MAX_MESSAGES, ge=1, le=MAX_MESSAGES,
+                                  description="Most messages recalled, tool partners "
+                                              "included.")
+    query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS, description=(
+        "What to search for. Default: the text of the newest user message."))
 
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal["anthropic", "openai", "raw"] = "anthropic"
+    recall: RecallInput | None = Field(default=None, description=(
+        "Recall for this build, instead of the session's `config.recall`."))
+
+
+class RecallHitPublic(BaseModel):
+    seq: int
+    score: float = Field(description="The conversation-aware BM25 score of the hit.")
+
+
+class RecallPublic(BaseModel):
+    query: str = Field(description="The text that was searched.")
+    seqs: list[int] = Field(description="Every recalled message, tool partners included, in "
+                                        "the order they appear.")
+    hits: list[RecallHitPublic] = Field(description="The search hits recalled, best first.")
 
 
 class CompressionState(BaseModel):
@@ -36,4 +73,7 @@ class ContextPublic(BaseModel):
     budget: int
     usage: float = Field(description="total_tokens / budget (never above 1).")
     l1_seqs: list[int]
+    recall: RecallPublic | None = Field(default=None, description=(
+        "What automatic recall searched and placed (null when recall is off or found "
+        "no room)."))
     compression: CompressionState

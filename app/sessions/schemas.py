@@ -5,6 +5,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.context.schemas import RecallInput
 from app.core.strict import JSON_INT, JsonInt
 from app.knowledge.schemas import SessionKnowledgeConfig
 from app.memory.policy import (
@@ -41,6 +42,8 @@ class SessionConfig(BaseModel):
                     f"{DEFAULT_MAX_L2_TOKENS:,}, but never more than a quarter of the budget.")
     knowledge: SessionKnowledgeConfig | None = Field(default=None, description=(
         "Knowledge tiers and learned layer in this session's context."))
+    recall: RecallInput | None = Field(default=None, description=(
+        "Automatic recall of old turns into the context (off when null)."))
 
     @model_validator(mode="after")
     def _usable(self) -> "SessionConfig":
