@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.core import pg
 from app.core.errors import AppError
 from app.core.pagination import INT64_MAX
+from app.core.strict import JsonAwareDatetime
 from app.memory.service import clear_promoted
 from app.messages import repository as messages_repository
 from app.search import service as search_service
@@ -38,6 +39,8 @@ class SearchInput(BaseModel):
     limit: int = Field(default=10, ge=1, le=20)
     promote: bool = True
     scope: Literal["session", "agent", "tenant"] = "session"
+    after: JsonAwareDatetime | None = None
+    before: JsonAwareDatetime | None = None
 
 
 class ClearInput(BaseModel):
@@ -72,9 +75,10 @@ register_tool("recall_conversation", {
 register_tool("search_conversation", {
     "description": (
         "Search the full history of this conversation (or all conversations of this agent "
-        "or tenant) for messages about a topic. Keyword search with stemming, reranked by "
-        "relevance. By default the results from this conversation are promoted into your "
-        "context; use clear_recalled_context to drop them."),
+        "or tenant) for messages about a topic. Keyword search with stemming that ranks a "
+        "message together with the turns around it, reranked by relevance; `after` and "
+        "`before` limit the messages' times. By default the results from this conversation "
+        "are promoted into your context; use clear_recalled_context to drop them."),
     "input_schema": {
         "type": "object",
         "properties": {
@@ -83,6 +87,11 @@ register_tool("search_conversation", {
             "promote": {"type": "boolean", "default": True},
             "scope": {"type": "string", "enum": ["session", "agent", "tenant"],
                       "default": "session"},
+            "after": {"type": "string", "format": "date-time",
+                      "description": "Only messages from this time on (RFC 3339, with a "
+                                     "timezone)."},
+            "before": {"type": "string", "format": "date-time",
+                       "description": "Only messages before this time."},
         },
         "required": ["query"],
         "additionalProperties": False,
@@ -130,7 +139,8 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     try:
         outcome = await search_service.search(
             await pg.driver_connection(ctx.db), scope, data.query, limit=data.limit,
-            rerank=True, llm=env.llm, redis=env.redis, options=env.options)
+            rerank=True, llm=env.llm, redis=env.redis, options=env.options,
+            after=data.after, before=data.before)
     except AppError:
         raise
     except Exception as exc:
@@ -138,6 +148,7 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     result: dict[str, Any] = {
         "results": [{"session_id": str(h.message.session_id), "seq": h.message.seq,
                      "role": h.message.role, **_text(h.message.text, SEARCH_TEXT_CHARS),
+                     "created_at": _iso(h.message.created_at),
                      "bm25_score": round(h.bm25_score, 6), "rerank_score": h.rerank_score}
                     for h in outcome.hits],
         "reranked": outcome.reranked,
@@ -152,6 +163,10 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
             # The agent still gets the results; it learns why they were not promoted.
             result["promote_error"] = {"code": str(exc.code).upper(), "message": exc.message}
     return result
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if hasattr(value, "isoformat") else value
 
 
 async def clear_recalled_context(ctx: ToolContext, args: dict[str, Any]) -> Any:

@@ -217,3 +217,20 @@ async def test_failing_handlers_become_error_results_not_5xx(client):
         for name in ("test_boom", "test_bad_sql", "test_unavailable"):
             registry._definitions.pop(name, None)
             registry._handlers.pop(name, None)
+
+
+async def test_search_conversation_bounds_times_and_shows_them(client):
+    sid = await new_session(client)
+    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "the ledger migration plan", "created_at": t}
+        for t in ("2023-01-01T00:00:00Z", "2023-06-01T00:00:00Z")]})
+    assert resp.status_code == 201, resp.text
+    block, content = await call(client, sid, "search_conversation",
+                                {"query": "ledger migration", "promote": False,
+                                 "after": "2023-03-01T00:00:00Z"})
+    assert block["is_error"] is False, content
+    assert [r["seq"] for r in content["results"]] == [2]
+    assert content["results"][0]["created_at"].startswith("2023-06-01T00:00:00")
+    block, content = await call(client, sid, "search_conversation",
+                                {"query": "ledger", "after": "2023-03-01"})
+    assert block["is_error"] is True
