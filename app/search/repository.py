@@ -126,9 +126,10 @@ FROM cur
 # The conversation-aware ranking of `app/search/bm25.py` (`rank_windowed`) in two stages.
 # Stage 1 scores every message matching the query (the GIN-filtered BM25 above) and keeps
 # the best {seeds} as seeds. Stage 2 reads the seeds' neighbourhoods (+/- 2 * window seqs,
-# primary-key range scans, so every candidate's whole window is at hand), crosses them with
-# the query lexemes the scope holds and sums tf and |d| over each window with a RANGE frame
-# per (session, lexeme): windows never cross sessions. The window size and the seed count
+# primary-key range scans, so every candidate's whole window is at hand) and sums tf (per
+# lexeme) and |d| over each candidate's window, keyed by (session, seq): windows never
+# cross sessions. Every candidate is within the window of a seed, so its window holds a
+# query lexeme. The window size and the seed count
 # are written into the text (as parameters the generic plan picked nested loops, 71 ms
 # instead of 30 ms on a 10,000-message session); so is the weight, for the same reason.
 _BM25_SQL = """
@@ -180,38 +181,45 @@ near AS MATERIALIZED (
     GROUP BY s.session_id, nb.seq
 ),
 lex AS (SELECT DISTINCT h.lexeme, h.n FROM hits h),
-grid AS (
-    SELECT nr.session_id, nr.seq, nr.created_at, nr.dl, nr.candidate, l.lexeme, l.n,
-           coalesce(h.tf, 0.0) AS tf
-    FROM near nr CROSS JOIN lex l
-    LEFT JOIN hits h ON h.session_id = nr.session_id AND h.seq = nr.seq
-                    AND h.lexeme = l.lexeme
+-- Window sums without sorting: every neighbour credits its tf (per lexeme) and its length
+-- to the seqs within {window} of it (its own tf to itself: the own score, computed again
+-- here rather than joined from `own`); candidates read their sums back.
+spread AS (
+    SELECT h.session_id, h.seq + d.d AS seq, h.lexeme, sum(h.tf) AS wtf,
+           coalesce(sum(h.tf) FILTER (WHERE d.d = 0), 0.0) AS tf
+    FROM near nr JOIN hits h ON h.session_id = nr.session_id AND h.seq = nr.seq,
+         generate_series(-{window}, {window}) d(d)
+    GROUP BY h.session_id, h.seq + d.d, h.lexeme
 ),
-windows AS (
-    SELECT g.session_id, g.seq, g.created_at, g.dl, g.n, g.candidate,
-           sum(g.tf) OVER w AS wtf, sum(g.dl) OVER w AS wl
-    FROM grid g
-    WINDOW w AS (PARTITION BY g.session_id, g.lexeme ORDER BY g.seq
-                 RANGE BETWEEN {window} PRECEDING AND {window} FOLLOWING)
+spans AS (
+    SELECT nr.session_id, nr.seq + d.d AS seq, sum(nr.dl) AS wl
+    FROM near nr, generate_series(-{window}, {window}) d(d)
+    GROUP BY nr.session_id, nr.seq + d.d
 ),
 scored AS (
-    SELECT w.session_id, w.seq,
-           sum(CASE WHEN w.wtf > 0 THEN
-               ln(1.0 + (CAST(:n_docs AS float8) - w.n + 0.5) / (w.n + 0.5))
-               * w.wtf * (CAST(:k1 AS float8) + 1.0)
-               / (w.wtf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
-                  + CAST(:b AS float8) * w.wl / ({span}.0 * CAST(:avgdl AS float8))))
-               ELSE 0.0 END) AS window_score
-    FROM windows w
-    WHERE w.candidate AND w.dl > 0
-      AND (CAST(:after AS timestamptz) IS NULL OR w.created_at >= CAST(:after AS timestamptz))
-      AND (CAST(:before AS timestamptz) IS NULL OR w.created_at < CAST(:before AS timestamptz))
-      AND NOT (w.seq = ANY(CAST(:exclude AS bigint[])))
-    GROUP BY w.session_id, w.seq
+    SELECT c.session_id, c.seq,
+           sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
+               * sp.tf * (CAST(:k1 AS float8) + 1.0)
+               / (sp.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
+                  + CAST(:b AS float8) * c.dl / CAST(:avgdl AS float8)))) AS own_score,
+           sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
+               * sp.wtf * (CAST(:k1 AS float8) + 1.0)
+               / (sp.wtf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
+                  + CAST(:b AS float8) * w.wl / ({span}.0 * CAST(:avgdl AS float8)))))
+               AS window_score
+    FROM near c
+    JOIN spans w ON w.session_id = c.session_id AND w.seq = c.seq
+    JOIN spread sp ON sp.session_id = c.session_id AND sp.seq = c.seq
+    JOIN lex l ON l.lexeme = sp.lexeme
+    WHERE c.candidate AND c.dl > 0
+      AND (CAST(:after AS timestamptz) IS NULL OR c.created_at >= CAST(:after AS timestamptz))
+      AND (CAST(:before AS timestamptz) IS NULL OR c.created_at < CAST(:before AS timestamptz))
+      AND NOT (c.seq = ANY(CAST(:exclude AS bigint[])))
+    GROUP BY c.session_id, c.seq
 ),
 top AS (
-    SELECT c.session_id, c.seq, coalesce(o.score, 0.0) + {weight} * c.window_score AS score
-    FROM scored c LEFT JOIN own o ON o.session_id = c.session_id AND o.seq = c.seq
+    SELECT c.session_id, c.seq, c.own_score + {weight} * c.window_score AS score
+    FROM scored c
     ORDER BY score DESC, c.seq DESC, c.session_id
     LIMIT :limit
 ),
@@ -230,8 +238,12 @@ SELECT r.session_id, r.seq, r.score, m.role, left(m.text, 400) AS preview,
        CASE WHEN r.rn <= :full_rows THEN m.metadata END AS meta,
        m.created_at,
        CASE WHEN r.rn <= :full_rows THEN m.text END AS text
-FROM ranked r JOIN messages m ON m.session_id = r.session_id AND m.seq = r.seq
-WHERE m.tenant_id = :tenant_id
+FROM ranked r CROSS JOIN LATERAL (
+    -- one primary-key lookup per result (LIMIT keeps it a lookup: see `bm25_top`)
+    SELECT * FROM messages m
+    WHERE m.tenant_id = :tenant_id AND m.session_id = r.session_id AND m.seq = r.seq
+    LIMIT 1
+) m
 ORDER BY r.rn
 """
 
@@ -345,6 +357,14 @@ async def bm25_top(
     if not distinct or stats.n_docs == 0:
         return []
     statement = _bm25_statement(scope.kind, windows or WindowParams())
+    # The statement's intermediate results are CTEs, which PostgreSQL estimates at a row or
+    # two whatever they hold, so it joined them with nested loops that rescanned one CTE per
+    # row of the other (250 x 777 rows, 35 ms of a 54 ms search). Without nested loops the
+    # joins between them hash; the lookups that must be nested loops (a seed's neighbours,
+    # a result's row, a vector's lexemes) are LATERAL, which nothing else can execute.
+    # Those count as disabled nodes in the plan's cost (10^10 each), which would then pass
+    # the JIT threshold and spend 0.5 s compiling: no JIT.
+    await conn.execute("SET LOCAL enable_nestloop = off; SET LOCAL jit = off")
     rows = await conn.fetch(statement[0], *_args(statement, {
         **scope.params(),
         "lexemes": distinct,
