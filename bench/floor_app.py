@@ -108,12 +108,12 @@ def _search_sql(kind: str, window: int, weight: float
 
 @app.post("/floor/search")
 async def search(request: Request) -> Response:
-    """The search's SQL, as the app runs it without rerank (one transaction: the scope's
-    N / total length and the query's lexemes, then the BM25 top 50 with the first 10 rows
-    whole), on a raw asyncpg connection; the body names tenant_id, scope (session, agent,
+    """The search's SQL, as the app runs it without rerank (one transaction with the app's
+    planner settings: the scope's N / total length and the query's lexemes, then the
+    ranking's top 50 with the first 10 rows whole), on a raw asyncpg connection; the body names tenant_id, scope (session, agent,
     tenant), session_id / agent_id and the query text (no normalisation), and optionally the
     conversation window and weight (default 2 and 2.0, as the app; 0 and 0: plain BM25)."""
-    from app.search.repository import scope_tsquery
+    from app.search import repository as repo
     from app.search.scope import SearchScope
 
     b = await request.json()
@@ -125,13 +125,15 @@ async def search(request: Request) -> Response:
                          else None, "agent_id": b.get("agent_id"), "refresh_rows": 1,
                          "text": b["query"], "after": None, "before": None,
                          "exclude": []}
+    scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
     async with request.app.state.pool.acquire() as conn, conn.transaction():
+        await repo.custom_plans(conn, scope)
         n_docs, total, lexemes = await conn.fetchrow(stats_sql, *[p[n] for n in stats_names])
         lexemes = sorted(set(lexemes or []))
         rows = []
         if lexemes and n_docs:
-            scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
-            p.update(lexemes=lexemes, tsquery=scope_tsquery(scope, lexemes),
+            await repo.hash_joins(conn)
+            p.update(lexemes=lexemes, tsquery=repo.scope_tsquery(scope, lexemes),
                      n_docs=float(n_docs),
                      avgdl=total / n_docs, k1=1.2, b=0.75, limit=50, full_rows=10)
             rows = await conn.fetch(bm_sql, *[p[n] for n in bm_names])

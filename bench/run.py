@@ -810,6 +810,11 @@ class Bench:
                           "n_docs": float(stats.n_docs),
                           "avgdl": stats.avgdl, "k1": params.k1, "b": params.b,
                           "limit": MAX_CANDIDATES, "full_rows": 10}
+                    # the app's planner settings (`custom_plans`, `hash_joins`)
+                    if kind == "session":
+                        await conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+                    await conn.execute(sa.text("SET LOCAL enable_nestloop = off"))
+                    await conn.execute(sa.text("SET LOCAL jit = off"))
                     await conn.execute(sa.text(bm_sql), bp)
                     ex = "EXPLAIN (ANALYZE, BUFFERS) "
                     plan_stats = (await conn.execute(sa.text(ex + stats_sql), sp)).scalars().all()

@@ -322,6 +322,19 @@ async def custom_plans(conn: asyncpg.Connection, scope: SearchScope) -> None:
         await conn.execute("SET LOCAL enable_seqscan = off")
 
 
+async def hash_joins(conn: asyncpg.Connection) -> None:
+    """Plan the ranking statement's joins as hash joins (for the transaction).
+
+    The statement's intermediate results are CTEs, which PostgreSQL estimates at a row or
+    two whatever they hold, so it joined them with nested loops that rescanned one CTE per
+    row of the other (250 x 777 rows, 35 ms of a 54 ms search). Without nested loops the
+    joins between them hash; the lookups that must be nested loops (a seed's neighbours,
+    a result's row, a vector's lexemes) are LATERAL, which nothing else can execute. Those
+    count as disabled nodes in the plan's cost (10^10 each), which would then pass the JIT
+    threshold and spend 0.5 s compiling: no JIT."""
+    await conn.execute("SET LOCAL enable_nestloop = off; SET LOCAL jit = off")
+
+
 async def prepare(conn: asyncpg.Connection, scope: SearchScope,
                   text: str) -> tuple[list[str], ScopeStats]:
     """One round trip: the query's lexemes (stemmed, stop words removed, with the tenant's
@@ -357,14 +370,7 @@ async def bm25_top(
     if not distinct or stats.n_docs == 0:
         return []
     statement = _bm25_statement(scope.kind, windows or WindowParams())
-    # The statement's intermediate results are CTEs, which PostgreSQL estimates at a row or
-    # two whatever they hold, so it joined them with nested loops that rescanned one CTE per
-    # row of the other (250 x 777 rows, 35 ms of a 54 ms search). Without nested loops the
-    # joins between them hash; the lookups that must be nested loops (a seed's neighbours,
-    # a result's row, a vector's lexemes) are LATERAL, which nothing else can execute.
-    # Those count as disabled nodes in the plan's cost (10^10 each), which would then pass
-    # the JIT threshold and spend 0.5 s compiling: no JIT.
-    await conn.execute("SET LOCAL enable_nestloop = off; SET LOCAL jit = off")
+    await hash_joins(conn)
     rows = await conn.fetch(statement[0], *_args(statement, {
         **scope.params(),
         "lexemes": distinct,
