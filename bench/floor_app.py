@@ -110,9 +110,10 @@ def _search_sql(kind: str, window: int, weight: float
 async def search(request: Request) -> Response:
     """The search's SQL, as the app runs it without rerank (one transaction with the app's
     planner settings: the scope's N / total length and the query's lexemes, then the
-    ranking's top 50 with the first 10 rows whole), on a raw asyncpg connection; the body names tenant_id, scope (session, agent,
-    tenant), session_id / agent_id and the query text (no normalisation), and optionally the
-    conversation window and weight (default 2 and 2.0, as the app; 0 and 0: plain BM25)."""
+    ranking's top 50 with the first 10 rows whole), on a raw asyncpg connection; the body
+    names tenant_id, scope (session, agent, tenant), session_id / agent_id and the query
+    text (no normalisation), and optionally the conversation window and weight (default 2
+    and 2.0, as the app; 0 and 0: plain BM25)."""
     from app.search import repository as repo
     from app.search.scope import SearchScope
 
