@@ -805,7 +805,7 @@ class Bench:
                     params = BM25Params()
                     bm_sql = repo.bm25_sql(kind, WindowParams())
                     bp = {**scope.params(), "lexemes": lexemes, "after": None, "before": None,
-                          "exclude": [],
+                          "exclude": [], "date_y": [], "date_m": [], "date_d": [],
                           "tsquery": repo.scope_tsquery(scope, lexemes),
                           "n_docs": float(stats.n_docs),
                           "avgdl": stats.avgdl, "k1": params.k1, "b": params.b,

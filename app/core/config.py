@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     search_window: int = Field(default=2, ge=0, le=10, alias="LOOM_SEARCH_WINDOW")
     search_window_weight: float = Field(default=2.0, ge=0, le=100,
                                         alias="LOOM_SEARCH_WINDOW_WEIGHT")
+    # Messages created on a date the query names ("in May 2023") score this many times more
+    # (1: off).
+    search_date_boost: float = Field(default=3.0, ge=1, le=100, alias="LOOM_SEARCH_DATE_BOOST")
     search_rerank_timeout_seconds: float = Field(default=10.0, gt=0,
                                                  alias="LOOM_SEARCH_RERANK_TIMEOUT_SECONDS")
     search_rerank_cache_ttl_seconds: int = Field(default=3600, ge=0,

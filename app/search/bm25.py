@@ -36,8 +36,10 @@ A message is scored with the text around it:
 * window(c) = sum over the query lexemes with tf_w > 0 of
               IDF(t) * tf_w * (k1 + 1) / (tf_w + k1 * (1 - b + b * |w| / avgwl)),
   with IDF from the whole scope as above and avgwl = (2 * window + 1) * avgdl.
-* score(c)  = score(c) above (0 when c holds no query lexeme) + weight * window(c).
-* Order: as above. window = 0 and weight = 0 give exactly the plain ranking.
+* score(c)  = (score(c) above (0 when c holds no query lexeme) + weight * window(c))
+              * (date_boost when c's created_at, in UTC, falls on a date the query names
+                 (`app.search.dates`), else 1).
+* Order: as above. window = 0, weight = 0 and no named date give exactly the plain ranking.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from app.search.dates import DateSpec, matches
 
 DEFAULT_K1 = 1.2
 DEFAULT_B = 0.75
@@ -71,9 +76,17 @@ class Doc:
     id: Hashable
     lexemes: Mapping[str, Sequence[int]]
     sort_key: tuple = ()
-    # Where the message sits in its conversation (for `rank_windowed`).
+    # Where the message sits in its conversation, and when (for `rank_windowed`).
     session: Hashable = None
     seq: int = 0
+    created_at: datetime | None = None
+
+    def on(self, dates: Sequence[DateSpec]) -> bool:
+        """Whether the message's time (UTC) falls on one of `dates`."""
+        if self.created_at is None:
+            return False
+        t = self.created_at.astimezone(UTC)
+        return any(matches(spec, t.year, t.month, t.day) for spec in dates)
 
     @property
     def length(self) -> int:
@@ -141,12 +154,14 @@ def _rank_docs(docs: list[Doc], query_lexemes: Iterable[str], params: BM25Params
 
 @dataclass(frozen=True, slots=True)
 class WindowParams:
-    """Conversation-aware ranking: `window` turns each side, the window's `weight`, and
-    how many plain-BM25 `seeds` the windows are taken around."""
+    """Conversation-aware ranking: `window` turns each side, the window's `weight`, how
+    many plain-BM25 `seeds` the windows are taken around, and the factor for messages of a
+    date the query names."""
 
     window: int = 2
     weight: float = 2.0
     seeds: int = 50
+    date_boost: float = 3.0
 
     def __post_init__(self) -> None:
         if not (0 <= self.window <= 10):
@@ -155,6 +170,8 @@ class WindowParams:
             raise ValueError("weight must be between 0 and 100")
         if not (1 <= self.seeds <= 1000):
             raise ValueError("seeds must be between 1 and 1000")
+        if not (math.isfinite(self.date_boost) and 1 <= self.date_boost <= 100):
+            raise ValueError("date_boost must be between 1 and 100")
 
 
 def rank_windowed(
@@ -163,9 +180,11 @@ def rank_windowed(
     params: BM25Params | None = None,
     windows: WindowParams | None = None,
     limit: int | None = None,
+    dates: Sequence[DateSpec] = (),
 ) -> list[tuple[Hashable, float]]:
     """The conversation-aware ranking (module docstring) of every message of the scope
-    (`docs` with their `session` and `seq`, documents or not); best first."""
+    (`docs` with their `session`, `seq` and `created_at`, documents or not) for the query's
+    lexemes and the dates it names; best first."""
     params = params or BM25Params()
     windows = windows or WindowParams()
     docs = list(docs)
@@ -196,7 +215,10 @@ def rank_windowed(
         wl = sum(d.length for d in around)
         window_score = sum(term_score(sum(d.tf(t) for d in around), wl, avgwl, idfs[t], params)
                            for t in terms)
-        scored.append((own.get(key, 0.0) + windows.weight * window_score, c.sort_key, c.id))
+        score = own.get(key, 0.0) + windows.weight * window_score
+        if dates and c.on(dates):
+            score *= windows.date_boost
+        scored.append((score, c.sort_key, c.id))
     scored.sort(key=lambda row: (-row[0], row[1]))
     if limit is not None:
         scored = scored[:limit]

@@ -37,6 +37,7 @@ import asyncpg
 from app.core.pg import positional
 from app.models.message import StoredMessage, message_row_sql
 from app.search.bm25 import BM25Params, WindowParams
+from app.search.dates import DateSpec
 from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
 
@@ -197,7 +198,7 @@ spans AS (
     GROUP BY nr.session_id, nr.seq + d.d
 ),
 scored AS (
-    SELECT c.session_id, c.seq,
+    SELECT c.session_id, c.seq, min(c.created_at) AS created_at,
            sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
                * sp.tf * (CAST(:k1 AS float8) + 1.0)
                / (sp.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
@@ -218,7 +219,16 @@ scored AS (
     GROUP BY c.session_id, c.seq
 ),
 top AS (
-    SELECT c.session_id, c.seq, c.own_score + {weight} * c.window_score AS score
+    SELECT c.session_id, c.seq,
+           (c.own_score + {weight} * c.window_score)
+           * CASE WHEN EXISTS (
+                 -- a date the query names (app.search.dates), at its precision, in UTC
+                 SELECT 1 FROM unnest(CAST(:date_y AS int[]), CAST(:date_m AS int[]),
+                                      CAST(:date_d AS int[])) q(y, m, d)
+                 WHERE (q.y IS NULL OR q.y = extract(year FROM c.created_at AT TIME ZONE 'UTC'))
+                   AND (q.m IS NULL OR q.m = extract(month FROM c.created_at AT TIME ZONE 'UTC'))
+                   AND (q.d IS NULL OR q.d = extract(day FROM c.created_at AT TIME ZONE 'UTC')))
+             THEN {date_boost} ELSE 1.0 END AS score
     FROM scored c
     ORDER BY score DESC, c.seq DESC, c.session_id
     LIMIT :limit
@@ -292,7 +302,7 @@ def bm25_sql(kind: str, windows: WindowParams) -> str:
         scope=_MESSAGES_IN_SCOPE[kind], seeds=windows.seeds, window=windows.window,
         reach=2 * windows.window, reach_rows=4 * windows.window + 1,
         span=2 * windows.window + 1,
-        weight=repr(float(windows.weight)))
+        weight=repr(float(windows.weight)), date_boost=repr(float(windows.date_boost)))
 
 
 def _bm25_statement(kind: str, windows: WindowParams) -> tuple[str, list[str]]:
@@ -359,13 +369,15 @@ async def bm25_top(
     after: datetime | None = None,
     before: datetime | None = None,
     exclude_seqs: Sequence[int] = (),
+    dates: Sequence[DateSpec] = (),
 ) -> list[Hit]:
     """The `limit` best messages of the scope for the OR of `lexemes` in the
     conversation-aware ranking (`windows`), best first; the first `full_rows` carry the
     whole message in `Hit.row`. `after` (inclusive) and `before` (exclusive) bound the
     results' `created_at`; windows and statistics still read the whole scope. A session
     search may leave out `exclude_seqs` (neither seeds nor results; windows still read
-    them)."""
+    them). Messages of one of `dates` (the query's, `app.search.dates`) score
+    `windows.date_boost` times more."""
     distinct = sorted(set(lexemes))
     if not distinct or stats.n_docs == 0:
         return []
@@ -384,6 +396,9 @@ async def bm25_top(
         "after": after,
         "before": before,
         "exclude": list(exclude_seqs) if scope.session_id is not None else [],
+        "date_y": [d.year for d in dates],
+        "date_m": [d.month for d in dates],
+        "date_d": [d.day for d in dates],
     }))
     return [Hit(r["session_id"], int(r["seq"]), float(r["score"]), r["role"], r["preview"],
                 _result_row(r) if r["full"] else None) for r in rows]

@@ -10,7 +10,13 @@ from app.core.errors import ERROR_RESPONSES, Forbidden
 from app.messages.service import to_public
 from app.search import service
 from app.search.deps import SearchEnvDep
-from app.search.schemas import SearchCreate, SearchHitPublic, SearchPublic, SessionSearchCreate
+from app.search.schemas import (
+    QueryDate,
+    SearchCreate,
+    SearchHitPublic,
+    SearchPublic,
+    SessionSearchCreate,
+)
 from app.search.scope import SearchScope
 from app.sessions import repository as sessions_repository
 from app.sessions.access import require_visible_pg, visible_session
@@ -25,6 +31,7 @@ def _public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -
                                  message=to_public(h.message), bm25_score=h.bm25_score,
                                  rerank_score=h.rerank_score) for h in outcome.hits],
         reranked=outcome.reranked, query_lexemes=outcome.lexemes,
+        query_dates=[QueryDate(year=d.year, month=d.month, day=d.day) for d in outcome.dates],
         candidates=outcome.candidates, promoted_seqs=promoted or [])
 
 

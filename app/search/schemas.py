@@ -72,12 +72,23 @@ class SearchHitPublic(BaseModel):
         "The LLM's 0-10 relevance; null when not reranked or the LLM left it out."))
 
 
+class QueryDate(BaseModel):
+    """A date at the precision the query named it (null: any)."""
+
+    year: int | None
+    month: int | None
+    day: int | None
+
+
 class SearchPublic(BaseModel):
     """Results, best first."""
 
     results: list[SearchHitPublic]
     reranked: bool = Field(description="True when the order comes from the LLM rerank.")
     query_lexemes: list[str] = Field(description="The stemmed terms that were searched.")
+    query_dates: list[QueryDate] = Field(default_factory=list, description=(
+        "Dates the query names (\"in May 2023\", \"on 9 November\", \"2023-05-08\"): "
+        "messages created on them rank higher."))
     candidates: int = Field(description="Candidates ranked (at most 50).")
     promoted_seqs: list[int] = Field(default_factory=list, description=(
         "Seqs promoted into the session's context (with `promote: true`)."))

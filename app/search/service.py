@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.memory.service import promote_messages
 from app.search import repository
 from app.search.bm25 import BM25Params, WindowParams
+from app.search.dates import DateSpec, named_dates
 from app.search.query import normalize_query, query_terms
 from app.search.rerank import (
     MAX_CANDIDATES,
@@ -69,6 +70,7 @@ class SearchOutcome:
     reranked: bool = False
     lexemes: list[str] = field(default_factory=list)
     candidates: int = 0
+    dates: list[DateSpec] = field(default_factory=list)
 
 
 # After a Redis failure the cache is skipped for a few seconds, so an unreachable Redis
@@ -157,6 +159,7 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
     terms = query_terms(query)
     if not terms:
         return SearchOutcome()
+    dates = named_dates(normalize_query(query)) if options.windows.date_boost != 1 else []
     reranking = rerank and llm is not None
     async with conn.transaction():
         await repository.custom_plans(conn, scope)
@@ -168,8 +171,8 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
                                          BM25Params(options.k1, options.b), MAX_CANDIDATES,
                                          full_rows=0 if reranking else limit,
                                          windows=options.windows, after=after, before=before,
-                                         exclude_seqs=exclude_seqs)
-    outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits))
+                                         exclude_seqs=exclude_seqs, dates=dates)
+    outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits), dates=dates)
     if not hits:
         return outcome
     bm25 = {(h.session_id, h.seq): h.score for h in hits}

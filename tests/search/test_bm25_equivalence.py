@@ -9,6 +9,7 @@ and plain BM25 (`rank`) on an app configured with window 0 and weight 0.
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ import sqlalchemy as sa
 
 from app.main import create_app
 from app.search.bm25 import Doc, WindowParams, rank, rank_windowed
+from app.search.dates import named_dates
 from bench.search_corpus import conversation, queries
 from tests.search.support import append
 from tests.support.api import new_session
@@ -27,24 +29,27 @@ QUERIES = queries(10, seed=3) + ["database index optimization", "python asyncio"
 
 async def corpus_docs(db, tenant_id: str, session_ids: list[str]) -> list[Doc]:
     rows = await db.execute(sa.text("""
-        SELECT m.session_id, m.seq, u.lexeme, u.positions
+        SELECT m.session_id, m.seq, m.created_at, u.lexeme, u.positions
         FROM messages m LEFT JOIN LATERAL unnest(m.search_vector) u ON true
         WHERE m.tenant_id = :tid AND m.session_id = ANY(CAST(:sids AS uuid[]))
     """), {"tid": uuid.UUID(tenant_id), "sids": [uuid.UUID(s) for s in session_ids]})
     lexemes: dict[tuple[str, int], dict[str, list[int]]] = defaultdict(dict)
-    for sid, seq, lexeme, positions in rows:
+    times = {}
+    for sid, seq, created_at, lexeme, positions in rows:
         doc = lexemes[(str(sid), seq)]
+        times[(str(sid), seq)] = created_at
         if lexeme is not None:
             doc[lexeme] = list(positions or [])
-    return [Doc(id=key, lexemes=lx, sort_key=(-key[1], key[0]), session=key[0], seq=key[1])
-            for key, lx in lexemes.items()]
+    return [Doc(id=key, lexemes=lx, sort_key=(-key[1], key[0]), session=key[0], seq=key[1],
+                created_at=times[key]) for key, lx in lexemes.items()]
 
 
-def windowed(docs: list[Doc], lexemes: list[str]) -> list:
-    return rank_windowed(docs, lexemes, windows=WindowParams(window=2, weight=2.0), limit=10)
+def windowed(docs: list[Doc], lexemes: list[str], query: str = "") -> list:
+    return rank_windowed(docs, lexemes, windows=WindowParams(window=2, weight=2.0), limit=10,
+                         dates=named_dates(query))
 
 
-def plain(docs: list[Doc], lexemes: list[str]) -> list:
+def plain(docs: list[Doc], lexemes: list[str], query: str = "") -> list:
     return rank(docs, lexemes, limit=10)
 
 
@@ -92,19 +97,20 @@ def assert_same_ranking(sql: list[tuple[tuple[str, int], float]],
 
 
 async def check(client, db, tenant_id, session_ids, url, body_extra,
-                reference: Callable[[list[Doc], list[str]], list] = windowed):
+                reference: Callable[[list[Doc], list[str], str], list] = windowed,
+                queries: list[str] = QUERIES):
     docs = await corpus_docs(db, tenant_id, session_ids)
     checked = 0
-    for q in QUERIES:
+    for q in queries:
         resp = await client.post(url, json={"query": q, "rerank": False, "limit": 10,
                                             **body_extra})
         assert resp.status_code == 200, resp.text
         data = resp.json()
         sql = [((r["session_id"], r["seq"]), r["bm25_score"]) for r in data["results"]]
-        ref = reference(docs, data["query_lexemes"])
+        ref = reference(docs, data["query_lexemes"], q)
         assert_same_ranking(sql, ref)
         checked += bool(sql)
-    assert checked >= len(QUERIES) // 2  # the corpus really answers most queries
+    assert checked >= len(queries) // 2  # the corpus really answers most queries
 
 
 async def test_session_scope_matches_reference_through_stats_and_tail(client, plain_client,
@@ -138,3 +144,21 @@ async def test_agent_and_tenant_scopes_match_reference(client, plain_client, ten
     await check(client, db, tenant.id, [a1, a1b, a2], "/v1/search", {"scope": "tenant"})
     await check(plain_client, db, tenant.id, [a1, a1b], "/v1/search", {"scope": "agent"},
                 plain)
+
+
+async def test_dates_the_query_names_match_the_reference(client, tenant, db):
+    """Imported history over 2023 (one message a day from 1 January); queries naming a
+    day, a month, a year or nothing the corpus holds."""
+    sid = await new_session(client)
+    start = datetime(2023, 1, 1, 22, 30, tzinfo=UTC)  # late evening: UTC decides the day
+    texts = [t for _, t in conversation(200, seed=9)]
+    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": t,
+         "created_at": (start + timedelta(days=i)).isoformat()} for i, t in enumerate(texts)]})
+    assert resp.status_code == 201, resp.text
+    dated = [f"{q} {when}" for q in queries(6, seed=4) for when in
+             ("in March 2023", "on 5 February", "2023", "in May", "on 2024-01-03")]
+    await check(client, db, tenant.id, [sid], f"/v1/sessions/{sid}/search", {}, queries=dated)
+    data = (await client.post(f"/v1/sessions/{sid}/search", json={
+        "query": "kafka lag in March 2023", "rerank": False})).json()
+    assert data["query_dates"] == [{"year": 2023, "month": 3, "day": None}]
