@@ -50,7 +50,7 @@ async def search_session(session_id: uuid.UUID, body: SessionSearchCreate, calle
         outcome = await service.search(conn, scope, body.query, limit=body.limit,
                                        rerank=body.rerank, llm=env.llm, redis=env.redis,
                                        options=env.options, after=body.after,
-                                       before=body.before)
+                                       before=body.before, ranking=body.ranking)
     promoted: list[int] = []
     if body.promote:
         async with transaction(state.sessionmaker) as db:
@@ -82,5 +82,5 @@ async def search_sessions(body: SearchCreate, caller: CallerDep, state: StateDep
         outcome = await service.search(conn, scope, body.query, limit=body.limit,
                                        rerank=body.rerank, llm=env.llm, redis=env.redis,
                                        options=env.options, after=body.after,
-                                       before=body.before)
+                                       before=body.before, ranking=body.ranking)
     return _public(outcome)

@@ -16,7 +16,12 @@ MAX_LIMIT = 20
 
 class TimeRange(BaseModel):
     """Bounds on the results' `created_at` (the message's original time for imported
-    history)."""
+    history), and the ranking."""
+
+    ranking: Literal["conversation", "message"] = Field(default="conversation", description=(
+        "`conversation`: a message's BM25 plus the BM25 of the turns around it (finds the "
+        "answer next to the turn that shares the query's words). `message`: plain BM25 of "
+        "each message alone (only messages holding a query word)."))
 
     after: JsonAwareDatetime | None = Field(default=None, description=(
         "Only messages created at or after this time (RFC 3339 with a timezone)."))

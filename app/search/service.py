@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -148,18 +148,23 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
                  rerank: bool, llm: Any = None, redis: Any = None,
                  options: SearchOptions | None = None, after: datetime | None = None,
                  before: datetime | None = None,
-                 exclude_seqs: Sequence[int] = ()) -> SearchOutcome:
+                 exclude_seqs: Sequence[int] = (),
+                 ranking: str = "conversation") -> SearchOutcome:
     """Rank the scope's messages for `query`; best `limit` first. `conn`: a connection of
     the hot paths' pool, or the one under a request's SQLAlchemy session
     (`app.core.pg.driver_connection`); the ranking statements run in a transaction of
     their own (a savepoint in the latter), the rerank outside it. `after` (inclusive) and
     `before` (exclusive) bound the results' `created_at`; a session search may leave out
-    `exclude_seqs` (what a context shows already)."""
+    `exclude_seqs` (what a context shows already). `ranking="message"`: plain BM25 (no
+    window; named dates still count)."""
     options = options or SearchOptions()
     terms = query_terms(query)
     if not terms:
         return SearchOutcome()
-    dates = named_dates(normalize_query(query)) if options.windows.date_boost != 1 else []
+    windows = options.windows
+    if ranking == "message":
+        windows = replace(windows, window=0, weight=0.0)
+    dates = named_dates(normalize_query(query)) if windows.date_boost != 1 else []
     reranking = rerank and llm is not None
     async with conn.transaction():
         await repository.custom_plans(conn, scope)
@@ -170,7 +175,7 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
         hits = await repository.bm25_top(conn, scope, lexemes, stats,
                                          BM25Params(options.k1, options.b), MAX_CANDIDATES,
                                          full_rows=0 if reranking else limit,
-                                         windows=options.windows, after=after, before=before,
+                                         windows=windows, after=after, before=before,
                                          exclude_seqs=exclude_seqs, dates=dates)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits), dates=dates)
     if not hits:

@@ -123,6 +123,7 @@ async def test_session_scope_matches_reference_through_stats_and_tail(client, pl
     url = f"/v1/sessions/{sid}/search"
     await check(client, db, tenant.id, [sid], url, {})
     await check(plain_client, db, tenant.id, [sid], url, {}, plain)
+    await check(client, db, tenant.id, [sid], url, {"ranking": "message"}, plain)
     stored = (await db.execute(sa.text(
         "SELECT doc_count, through_seq FROM search_stats WHERE session_id = :s"),
         {"s": uuid.UUID(sid)})).one()
@@ -144,6 +145,8 @@ async def test_agent_and_tenant_scopes_match_reference(client, plain_client, ten
     await check(client, db, tenant.id, [a1, a1b, a2], "/v1/search", {"scope": "tenant"})
     await check(plain_client, db, tenant.id, [a1, a1b], "/v1/search", {"scope": "agent"},
                 plain)
+    await check(client, db, tenant.id, [a1, a1b, a2], "/v1/search",
+                {"scope": "tenant", "ranking": "message"}, plain)
 
 
 async def test_dates_the_query_names_match_the_reference(client, tenant, db):
