@@ -14,9 +14,11 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+from app.core import logs, metrics_dir
 from app.core.config import Settings, get_settings
 
 log = logging.getLogger("loom")
@@ -25,6 +27,8 @@ log = logging.getLogger("loom")
 def _migrate(url: str) -> None:
     from app.migrate import upgrade
 
+    # alembic >= 1.16 logs each plugin it loads at INFO, on every run
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     upgrade(url)
 
 
@@ -61,39 +65,68 @@ def cmd_worker(_: argparse.Namespace) -> int:
     return 0
 
 
-async def _create_key(url: str, role: str, tenant_id: str | None, tenant_name: str | None,
-                      agent_id: str | None) -> dict[str, str]:
-    import uuid
-
-    from app.auth.keys import display_prefix, generate_key, hash_key
+async def _create_key(url: str, args: argparse.Namespace) -> dict[str, str]:
+    from app.auth.service import create_cli_key
     from app.core.db import create_engine, create_sessionmaker
-    from app.models import ApiKey, Tenant
 
     engine = create_engine(url, 1)
     try:
         async with create_sessionmaker(engine)() as db:
-            if tenant_id is None:
-                tid = uuid.uuid4()
-                db.add(Tenant(id=tid, tenant_id=tid, name=tenant_name or "default"))
-                await db.flush()
-            else:
-                tid = uuid.UUID(tenant_id)
-            secret = generate_key()
-            db.add(ApiKey(tenant_id=tid, role=role, agent_id=agent_id, name="cli",
-                          key_hash=hash_key(secret), prefix=display_prefix(secret)))
+            tenant, created, secret = await create_cli_key(
+                db, role=args.role, tenant_id=args.tenant_id,
+                tenant_name=args.tenant_name or "default", agent_id=args.agent_id)
             await db.commit()
-            return {"tenant_id": str(tid), "role": role, "secret": secret}
     finally:
         await engine.dispose()
+    print(f"{'created' if created else 'existing'} tenant {tenant.name!r}", file=sys.stderr)
+    return {"tenant_id": str(tenant.id), "tenant_name": tenant.name, "role": args.role,
+            "secret": secret}
 
 
 def cmd_create_key(args: argparse.Namespace) -> int:
-    settings = get_settings()
-    if not settings.database_url:
-        print("DATABASE_URL is not set", file=sys.stderr)
+    """Create a key in DATABASE_URL's database or, without it, in the embedded one of the
+    data directory (joining the PostgreSQL a running `serve` uses, or starting it for the
+    command)."""
+    from app.core.errors import AppError
+
+    if (args.role == "agent") != bool(args.agent_id):
+        print("--agent-id is required for --role agent and refused for the other roles",
+              file=sys.stderr)
         return 2
-    out = asyncio.run(_create_key(settings.database_url, args.role, args.tenant_id,
-                                  args.tenant_name, args.agent_id))
+    settings = get_settings()
+    url = settings.database_url
+    stores = None
+    if not url:
+        from app.embedded import EmbeddedStores, has_embedded_db, missing_embedded
+        from app.startup import quiet_store_logs
+
+        data_dir = settings.data_dir.resolve()
+        problem = missing_embedded(need_db=True, need_redis=False)
+        if problem is None and not has_embedded_db(data_dir):
+            problem = (f"DATABASE_URL is not set and {data_dir} holds no embedded database: "
+                       "run `loom-memory serve` there once, or set LOOM_DATA_DIR or "
+                       "DATABASE_URL")
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+        quiet_store_logs(data_dir)
+        stores = EmbeddedStores(data_dir=data_dir)
+    try:
+        if stores is not None:
+            stores.start(need_db=True, need_redis=False)
+            url = stores.database_url
+            print(f"embedded database in {stores.data_dir}", file=sys.stderr)
+            assert url
+            if settings.migrate_on_start:
+                _migrate(url)
+        assert url
+        out = asyncio.run(_create_key(url, args))
+    except AppError as exc:
+        print(exc.message, file=sys.stderr)
+        return 2
+    finally:
+        if stores is not None:
+            stores.stop()  # stops PostgreSQL unless a `serve` uses it too
     print(json.dumps(out, indent=2))
     return 0
 
@@ -184,48 +217,77 @@ def api_processes(flag: int | None, setting: int) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.embedded import EmbeddedStores, bootstrap_admin_key
+    from app.embedded import EmbeddedStores, bootstrap_admin_key, missing_embedded
+    from app.startup import (
+        AnnounceWhenReady,
+        Banner,
+        CannotStart,
+        check_port,
+        display_url,
+        lock_data_dir,
+        quiet_store_logs,
+        uvicorn_log_config,
+    )
 
     settings = get_settings()
     host = args.host or settings.host
     port = args.port or settings.port
+    need_db, need_redis = not settings.database_url, not settings.redis_url
+    missing = missing_embedded(need_db, need_redis)
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
+    try:  # before anything starts, so a refusal leaves nothing running
+        check_port(host, port)
+        lock = lock_data_dir(settings.data_dir) if need_db or need_redis else None
+    except CannotStart as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if need_db or need_redis:
+        quiet_store_logs(settings.data_dir)
     stores = EmbeddedStores(data_dir=settings.data_dir)
     worker: Supervised | None = None
+    announcer: AnnounceWhenReady | None = None
+    # in the environment before the children start or anything imports prometheus_client
+    prometheus_dir = metrics_dir.ServeMetricsDir(settings.metrics_dir)
     try:
-        stores.start(need_db=not settings.database_url, need_redis=not settings.redis_url)
+        stores.start(need_db=need_db, need_redis=need_redis)
         env = dict(os.environ)
         if stores.database_url:
             env["DATABASE_URL"] = os.environ["DATABASE_URL"] = stores.database_url
         if stores.redis_url:
             env["REDIS_URL"] = os.environ["REDIS_URL"] = stores.redis_url
-        if stores.started:
-            print(f"embedded {' and '.join(stores.started)} in {settings.data_dir.resolve()}",
-                  flush=True)
         get_settings.cache_clear()
         settings = get_settings()
         assert settings.database_url
         if settings.migrate_on_start:
             _migrate(settings.database_url)
+        n = api_processes(args.workers, settings.web_workers)
+        banner = Banner(url=display_url(host, port),
+                        processes=f"{n} API process{'es' if n > 1 else ''}",
+                        admin_key_env=settings.admin_key is not None,
+                        data_dir=settings.data_dir.resolve() if stores.started else None)
         if settings.admin_key is None and stores.started:
             key, created = bootstrap_admin_key(settings.data_dir)
             env["LOOM_ADMIN_KEY"] = os.environ["LOOM_ADMIN_KEY"] = key
             get_settings.cache_clear()
             settings = get_settings()
-            if created:
-                print(f"admin key (shown once; kept in {settings.data_dir / 'admin_key'}): "
-                      f"{key}", flush=True)
-            else:
-                print(f"admin key: in {settings.data_dir / 'admin_key'}", flush=True)
+            banner.admin_key_file = (settings.data_dir / "admin_key").resolve()
+            banner.admin_key = key if created else None
         if settings.run_worker_in_serve and not args.no_worker:
             worker = Supervised("worker", [sys.executable, "-m", "app.cli", "worker"], env,
                                 settings.worker_reconnect_max_seconds)
             worker.start()
+            banner.processes += " and a worker"
         from app.core.http_errors import EnvelopeHTTPProtocol
 
-        n = api_processes(args.workers, settings.web_workers)
-        print(f"Loom Memory on http://{host}:{port} ({n} API process{'es' if n > 1 else ''})"
-              f" - Swagger UI: http://{host}:{port}/docs", flush=True)
+        announcer = AnnounceWhenReady(banner)
+        announcer.start()
         common: dict[str, Any] = {"host": host, "port": port, "log_level": settings.log_level,
+                                  "log_config": (
+                                      logs.dict_config("json", settings.log_level)
+                                      if settings.log_format == "json"
+                                      else uvicorn_log_config(settings.log_level)),
                                   "access_log": False, "http": EnvelopeHTTPProtocol}
         if n == 1:
             from app.main import create_app
@@ -236,15 +298,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
             # uvicorn's supervisor restarts a process that dies
             uvicorn.run("app.main:create_app", factory=True, workers=n, **common)
     finally:
+        if announcer is not None:
+            announcer.stop()
         if worker is not None:
             worker.stop()
         stores.stop()
+        prometheus_dir.remove()
+        if lock is not None:
+            lock.close()
         print("stopped", flush=True)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = get_settings()
+    logs.configure(settings.log_format, settings.log_level)
+    metrics_dir.export(settings.metrics_dir)  # for prometheus_client, not yet imported
     parser = argparse.ArgumentParser(prog="loom-memory", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the API (and a worker); embedded stores if no URLs")
@@ -262,8 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     oa.set_defaults(fn=cmd_openapi)
     ck = sub.add_parser("create-key", help="create an API key directly in the database")
     ck.add_argument("--role", choices=["admin", "service", "agent"], default="service")
-    ck.add_argument("--tenant-id")
-    ck.add_argument("--tenant-name")
+    ck.add_argument("--tenant-id", type=uuid.UUID, help="an existing tenant")
+    ck.add_argument("--tenant-name", help="the tenant with this name, created if there is "
+                    "none (default: default)")
     ck.add_argument("--agent-id")
     ck.set_defaults(fn=cmd_create_key)
     args = parser.parse_args(argv)

@@ -8,15 +8,17 @@ from functools import partial
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from app import api, wiring
+from app import api, docs, wiring
 from app.auth.cache import KeyCache
-from app.core import jsonlimits, pagination, pg
+from app.core import jsonlimits, metrics, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.errors import install_error_handlers
 from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
+from app.core.request_context import RequestContext
+from app.health.metrics import PoolGauges
 from app.health.router import router as health_router
 from app.knowledge import filters
 from app.llm import get_llm_client
@@ -28,7 +30,7 @@ log = logging.getLogger("loom")
 DESCRIPTION = """Memory server for LLM agents: segmented memory (ROM, Kernel, L1, L2, swap),
 swap search, shared memory and knowledge tiers. Authenticate with `Authorization: Bearer
 <api key>` (the Authorize button). Service keys act as an agent with `X-Agent-Id`; admin keys
-name the tenant with `X-Tenant-Id`."""
+name the tenant with `X-Tenant-Id` (both are in the Authorize dialog too, next to the key)."""
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -69,13 +71,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             llm=llm, hooks=None)  # type: ignore[arg-type]  # assembled from the state below
         state.hooks = wiring.assemble(state)
         app.state.loom = state
+        gauges = PoolGauges(state)
         try:
             if settings.key_cache_seconds > 0:
                 await state.key_cache.start()
             await state.shared_memory.start()
+            await gauges.start()
             yield
         finally:
-            for name, close in (("shared memory", state.shared_memory.stop),
+            for name, close in (("pool gauges", gauges.stop),
+                                ("shared memory", state.shared_memory.stop),
                                 ("key cache", state.key_cache.stop),
                                 ("queue", state.queue.close), ("redis", redis.aclose),
                                 ("llm", getattr(llm, "aclose", None)),
@@ -89,10 +94,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             del app.state.loom
 
     app = FastAPI(title="Loom Memory", version="1.0.0", description=DESCRIPTION,
-                  openapi_tags=api.TAGS,
+                  openapi_tags=api.TAGS, docs_url=None, redoc_url=None,  # app.docs
                   lifespan=lifespan, generate_unique_id_function=_operation_id)
     install_error_handlers(app)
     app.include_router(health_router)
     api.include(app)
+    docs.install(app)  # after the API routes: a request to them never tries the docs routes
     app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
+    # outside the limits, so a refused request is counted (and logged) too
+    metrics.instrument(app, access_log=settings.log_format == "json")
+    app.add_middleware(RequestContext)  # outermost of ours: every answer has the id
     return app

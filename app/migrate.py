@@ -1,16 +1,21 @@
-"""Run Alembic migrations programmatically (`loom-memory migrate`, embedded start, tests)."""
+"""Run Alembic migrations programmatically (`loom-memory migrate`, embedded start, tests).
+
+The migration scripts ship inside the package (`app/migrations`), and Alembic is configured
+here rather than from an ini file, so an installed wheel migrates from any directory. The
+repository's `alembic.ini` points at the same scripts for developers' `alembic revision`.
+"""
 
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 
-ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "alembic"))
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     return cfg
 

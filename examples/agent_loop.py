@@ -8,12 +8,40 @@ prints the Anthropic-format context it would send each turn, with tokens per lay
 
 import json
 import os
+import sys
+from typing import NoReturn
 
 import httpx
 
 URL = os.environ.get("LOOM_URL", "http://127.0.0.1:8420")
 KEY = os.environ.get("LOOM_KEY", "")
 HEADERS = {"Authorization": f"Bearer {KEY}", "X-Agent-Id": "example-agent"}
+HOW_TO_GET_A_KEY = """\
+Set LOOM_KEY to a service key of a tenant, e.g. (with ./scripts/serve running):
+
+    export LOOM_KEY=$(.venv/bin/loom-memory create-key --role service --tenant-name demo \\
+        | python3 -c 'import sys,json; print(json.load(sys.stdin)["secret"])')
+
+(README, "Tenants and keys", makes one over HTTP.) LOOM_URL is {url}."""
+
+
+def fail(message: str) -> NoReturn:
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+def check_setup(http: httpx.Client) -> None:
+    """Exit 2 with what to do, not a traceback, when the key or the server is missing."""
+    if not KEY:
+        fail(HOW_TO_GET_A_KEY.format(url=URL))
+    try:
+        r = http.get("/v1/sessions", params={"limit": 1})
+    except httpx.TransportError as exc:
+        fail(f"Cannot reach Loom Memory at {URL} ({exc}): start it with ./scripts/serve, "
+             "or set LOOM_URL.")
+    if r.status_code in (401, 403):
+        fail(f"{URL} refused LOOM_KEY ({r.status_code}: {r.json()['error']['message']})\n"
+             + HOW_TO_GET_A_KEY.format(url=URL))
 
 
 def fake_model(n: int, question: str) -> list[dict]:
@@ -29,6 +57,7 @@ def fake_model(n: int, question: str) -> list[dict]:
 
 def main() -> None:
     with httpx.Client(base_url=URL, headers=HEADERS, timeout=30) as http:
+        check_setup(http)
         http.put("/v1/agents/example-agent/profile",
                  json={"system_prompt": "You are a concise research assistant."})
         sid = http.post("/v1/sessions", json={"config": {

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
+from typing import NoReturn
 
 import httpx
 
 BASE = os.environ.get("LOOM_URL", "http://127.0.0.1:8420")
 ADMIN = os.environ.get("LOOM_ADMIN_KEY", "")
+HOW_TO_SET_THE_KEY = """\
+Set LOOM_ADMIN_KEY to the admin key; ./scripts/serve keeps it in .loom/admin_key:
+
+    LOOM_ADMIN_KEY=$(cat .loom/admin_key) .venv/bin/python examples/dnd_party.py
+
+LOOM_URL is {url}."""
 SM = "/v1/shared-memory"
 PLAYERS = {
     "eldrin": "Name: Eldrin, Race: Elf, Class: Wizard",
@@ -26,6 +34,25 @@ PLAYERS = {
     "sable": "Name: Sable, Race: Tiefling, Class: Warlock",
     "pip": "Name: Pip, Race: Halfling, Class: Bard",
 }
+
+
+def fail(message: str) -> NoReturn:
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+async def check_setup(admin: httpx.AsyncClient) -> None:
+    """Exit 2 with what to do, not a traceback, when the key or the server is missing."""
+    if not ADMIN:
+        fail(HOW_TO_SET_THE_KEY.format(url=BASE))
+    try:
+        r = await admin.get("/v1/api-keys", params={"limit": 1})
+    except httpx.TransportError as exc:
+        fail(f"Cannot reach Loom Memory at {BASE} ({exc}): start it with ./scripts/serve, "
+             "or set LOOM_URL.")
+    if r.status_code in (401, 403):
+        fail(f"{BASE} refused LOOM_ADMIN_KEY ({r.status_code}: "
+             f"{r.json()['error']['message']})\n" + HOW_TO_SET_THE_KEY.format(url=BASE))
 
 
 async def agent_client(admin: httpx.AsyncClient, tenant_id: str, agent: str) -> httpx.AsyncClient:
@@ -53,6 +80,7 @@ async def join_party(c: httpx.AsyncClient, adventure: str, name: str) -> None:
 async def main() -> None:
     async with httpx.AsyncClient(base_url=BASE, timeout=30,
                                  headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
+        await check_setup(admin)
         tenant = await admin.post("/v1/tenants", json={"name": "dnd-" + uuid.uuid4().hex[:6]})
         tenant.raise_for_status()
         tid = tenant.json()["id"]

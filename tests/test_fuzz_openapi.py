@@ -9,6 +9,7 @@ the bar. A longer run of the same configuration: LOOM_FUZZ_MAX_EXAMPLES=200 (REA
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
@@ -22,7 +23,8 @@ pytestmark = pytest.mark.slow
 def test_schemathesis_all_checks_all_phases(settings):
     with live_api(settings) as base:
         admin = {"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"}
-        tenant = httpx.post(f"{base}/v1/tenants", json={"name": "fuzz"}, headers=admin).json()
+        tenant = httpx.post(f"{base}/v1/tenants", json={"name": f"fuzz-{uuid.uuid4().hex[:8]}"},
+                            headers=admin).json()
         key = httpx.post(f"{base}/v1/api-keys", json={"tenant_id": tenant["id"],
                                                       "role": "service"}, headers=admin).json()
         extra = []

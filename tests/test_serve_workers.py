@@ -3,6 +3,7 @@ appends and context builds, answer every request (no dropped connection, no erro
 keep each session's seqs gap-free."""
 
 import asyncio
+import uuid
 
 import httpx
 import psutil
@@ -35,7 +36,8 @@ async def test_two_api_processes_serve_concurrent_appends_and_contexts(settings)
                     break
                 await asyncio.sleep(0.2)
             assert len(_api_processes(port)) >= 2
-            tenant = (await c.post("/v1/tenants", json={"name": "workers"}, headers=admin)).json()
+            tenant = (await c.post("/v1/tenants", json={"name": f"workers-{uuid.uuid4().hex[:8]}"},
+                                   headers=admin)).json()
             key = (await c.post("/v1/api-keys", json={"tenant_id": tenant["id"],
                                                       "role": "service"}, headers=admin)).json()
             h = {"Authorization": f"Bearer {key['secret']}", "X-Agent-Id": "w"}

@@ -44,7 +44,8 @@ async def test_postgres_down_is_503(private_pg, settings):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                      base_url="http://t") as c:
             h = {"Authorization": f"Bearer {admin}"}
-            tenant = (await c.post("/v1/tenants", json={"name": "o"}, headers=h)).json()
+            tenant = (await c.post("/v1/tenants", json={"name": f"o-{secrets.token_hex(4)}"},
+                                   headers=h)).json()
             key = (await c.post("/v1/api-keys", headers=h, json={
                 "tenant_id": tenant["id"], "role": "service"})).json()["secret"]
             sh = {"Authorization": f"Bearer {key}", "X-Agent-Id": "a"}

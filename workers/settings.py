@@ -64,11 +64,14 @@ _metrics_started: set[int] = set()
 
 
 def _start_metrics_server(port: int | None) -> None:
-    """A separate worker process serves its own Prometheus counters (once per process)."""
+    """A worker serves Prometheus metrics on its own port (once per process): its own, or
+    every process's of its multi-process directory (app.core.metrics)."""
     if port and port not in _metrics_started:
         from prometheus_client import start_http_server
 
-        start_http_server(port)
+        from app.core.metrics import registry
+
+        start_http_server(port, registry=registry())
         _metrics_started.add(port)
 
 

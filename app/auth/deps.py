@@ -91,6 +91,15 @@ def _header_tenant(request: Request) -> uuid.UUID | None:
         raise BadRequest("X-Tenant-Id is not a valid id.", code="invalid_tenant_id") from exc
 
 
+async def get_named_tenant(request: Request, principal: PrincipalDep) -> uuid.UUID | None:
+    """The tenant an admin key names with X-Tenant-Id (None without it). Other keys act in
+    their own tenant and the header is ignored, as in `get_caller`."""
+    return _header_tenant(request) if principal.role == "admin" else None
+
+
+NamedTenantDep = Annotated[uuid.UUID | None, Depends(get_named_tenant)]
+
+
 async def get_caller(request: Request, creds: Credentials) -> Caller:
     """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id.
     (It resolves the key itself rather than depending on `get_principal`: every /v1 request

@@ -32,6 +32,11 @@ async def get_tenant(db: AsyncSession, tenant_id: uuid.UUID) -> Tenant | None:
     return await db.get(Tenant, tenant_id)
 
 
+async def get_tenant_by_name(db: AsyncSession, name: str) -> Tenant | None:
+    result = await db.execute(sa.select(Tenant).where(col(Tenant.name) == name))
+    return result.scalar_one_or_none()
+
+
 async def add_tenant(db: AsyncSession, tenant: Tenant) -> Tenant:
     db.add(tenant)
     await db.flush()

@@ -3,10 +3,10 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 
-from app.auth import service
-from app.auth.deps import PrincipalDep
+from app.auth import examples, service
+from app.auth.deps import NamedTenantDep, PrincipalDep
 from app.auth.schemas import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -16,7 +16,7 @@ from app.auth.schemas import (
     TenantPublic,
 )
 from app.core.db import DbDep, after_commit
-from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden
+from app.core.errors import ERROR_RESPONSES, Forbidden
 from app.core.pagination import (
     CursorQuery,
     decode_cursor,
@@ -29,41 +29,34 @@ from app.state import app_state
 router = APIRouter(tags=["admin"], responses=ERROR_RESPONSES)
 
 
-def _tenant_param(request: Request, tenant_id: uuid.UUID | None) -> uuid.UUID | None:
-    if tenant_id is not None:
-        return tenant_id
-    raw = request.headers.get("x-tenant-id")
-    if raw:
-        try:
-            return uuid.UUID(raw)
-        except ValueError as exc:
-            raise BadRequest("X-Tenant-Id is not a valid id.") from exc
-    return None
-
-
-@router.post("/tenants", status_code=201, response_model=TenantPublic)
-async def create_tenant(body: TenantCreate, db: DbDep, principal: PrincipalDep) -> TenantPublic:
-    """Create a tenant (admin)."""
+@router.post("/tenants", status_code=201, response_model=TenantPublic,
+             summary="Create a tenant")
+async def create_tenant(body: Annotated[TenantCreate, Body(openapi_examples=examples.TENANT)],
+                        db: DbDep, principal: PrincipalDep) -> TenantPublic:
+    """Create a tenant (admin). Names are unique: a name that exists is 409 `tenant_exists`,
+    with the existing tenant's id in `details.tenant_id`."""
     if principal.role != "admin":
         raise Forbidden("Only admin keys create tenants.")
     tenant = await service.create_tenant(db, body)
     return TenantPublic.model_validate(tenant, from_attributes=True)
 
 
-@router.post("/api-keys", status_code=201, response_model=ApiKeyCreated)
-async def create_api_key(body: ApiKeyCreate, db: DbDep, principal: PrincipalDep,
-                         request: Request) -> ApiKeyCreated:
+@router.post("/api-keys", status_code=201, response_model=ApiKeyCreated,
+             summary="Create an API key")
+async def create_api_key(body: Annotated[ApiKeyCreate, Body(openapi_examples=examples.API_KEY)],
+                         db: DbDep, principal: PrincipalDep,
+                         named_tenant: NamedTenantDep) -> ApiKeyCreated:
     """Create a key. The secret is in this response only; only its hash is stored."""
     if body.tenant_id is None:
-        body.tenant_id = _tenant_param(request, None)
+        body.tenant_id = named_tenant
     key, secret = await service.create_key(db, principal, body)
     public = ApiKeyPublic.model_validate(key, from_attributes=True)
     return ApiKeyCreated(**public.model_dump(), secret=secret)
 
 
-@router.get("/api-keys", response_model=ApiKeyList)
+@router.get("/api-keys", response_model=ApiKeyList, summary="List a tenant's API keys")
 async def list_api_keys(
-    db: DbDep, principal: PrincipalDep, request: Request,
+    db: DbDep, principal: PrincipalDep, named_tenant: NamedTenantDep,
     tenant_id: uuid.UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: CursorQuery = None,
@@ -76,18 +69,20 @@ async def list_api_keys(
             after = uuid.UUID(data["after"])
         except ValueError as exc:
             raise invalid_cursor() from exc
-    keys = await service.list_keys(db, principal, _tenant_param(request, tenant_id),
+    keys = await service.list_keys(db, principal, tenant_id or named_tenant,
                                    after=after, limit=fetch_limit(limit))
     rows, nxt = page(keys, limit, lambda k: {"after": str(k.id)})
     return ApiKeyList(items=[ApiKeyPublic.model_validate(k, from_attributes=True) for k in rows],
                       next_cursor=nxt)
 
 
-@router.delete("/api-keys/{key_id}", status_code=204, response_class=Response)
+@router.delete("/api-keys/{key_id}", status_code=204, response_class=Response,
+               summary="Revoke an API key")
 async def revoke_api_key(key_id: uuid.UUID, db: DbDep, principal: PrincipalDep,
-                         request: Request, tenant_id: uuid.UUID | None = None) -> Response:
+                         request: Request, named_tenant: NamedTenantDep,
+                         tenant_id: uuid.UUID | None = None) -> Response:
     """Revoke a key; it stops working on the next request."""
-    key = await service.revoke_key(db, principal, _tenant_param(request, tenant_id), key_id)
+    key = await service.revoke_key(db, principal, tenant_id or named_tenant, key_id)
     cache = app_state(request.app).key_cache
     if cache is not None:
         cache.drop(key.key_hash)  # before commit too, so no request here re-caches it

@@ -2,21 +2,59 @@
 
 import uuid
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import repository
 from app.auth.deps import Principal
 from app.auth.keys import display_prefix, generate_key, hash_key
 from app.auth.schemas import ApiKeyCreate, TenantCreate
-from app.core.errors import Forbidden, NotFound
+from app.core.errors import Conflict, Forbidden, NotFound
 from app.models import ApiKey, Tenant
 
 
+def _tenant_exists(existing: Tenant) -> Conflict:
+    return Conflict(f"A tenant named {existing.name!r} exists; tenant names are unique.",
+                    code="tenant_exists", details={"tenant_id": str(existing.id)})
+
+
 async def create_tenant(db: AsyncSession, body: TenantCreate) -> Tenant:
+    """Create a tenant; its name must be new (409 `tenant_exists` names the existing one)."""
+    existing = await repository.get_tenant_by_name(db, body.name)
+    if existing is not None:
+        raise _tenant_exists(existing)
     tenant_id = uuid.uuid4()
     tenant = Tenant(id=tenant_id, tenant_id=tenant_id, name=body.name,
                     text_search_config=body.text_search_config)
-    return await repository.add_tenant(db, tenant)
+    try:
+        async with db.begin_nested():
+            return await repository.add_tenant(db, tenant)
+    except IntegrityError as exc:  # created by a concurrent request since the check
+        existing = await repository.get_tenant_by_name(db, body.name)
+        if existing is None:
+            raise
+        raise _tenant_exists(existing) from exc
+
+
+async def create_cli_key(db: AsyncSession, *, role: str, tenant_id: uuid.UUID | None,
+                         tenant_name: str, agent_id: str | None) -> tuple[Tenant, bool, str]:
+    """`loom-memory create-key`: a key for the tenant with this id, else for the tenant with
+    this name (created when there is none). Returns (tenant, tenant created now, secret)."""
+    created = False
+    if tenant_id is not None:
+        tenant = await repository.get_tenant(db, tenant_id)
+        if tenant is None:
+            raise NotFound(f"No tenant has the id {tenant_id}.")
+    else:
+        tenant = await repository.get_tenant_by_name(db, tenant_name)
+        if tenant is None:
+            tenant = await create_tenant(db, TenantCreate(name=tenant_name))
+            created = True
+    secret = generate_key()
+    await repository.add_key(db, ApiKey(tenant_id=tenant.id, role=role, agent_id=agent_id,
+                                        name="cli", key_hash=hash_key(secret),
+                                        prefix=display_prefix(secret)))
+    return tenant, created, secret
 
 
 def _target_tenant(principal: Principal, requested: uuid.UUID | None) -> uuid.UUID:

@@ -1,11 +1,12 @@
 """POST /sessions/{id}/context: the ready-to-send context, never over the budget."""
 
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Body, Request, Response
 
 from app.auth.deps import CallerDep
-from app.context import builder, render
+from app.context import builder, examples, render
 from app.context.recall import SwapRecall, recall_config
 from app.context.schemas import ContextPublic, ContextRequest
 from app.core.db import transaction
@@ -17,9 +18,12 @@ from app.state import app_state
 router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 
 
-@router.post("/sessions/{session_id}/context", response_model=ContextPublic)
-async def build_context(session_id: uuid.UUID, caller: CallerDep, request: Request,
-                        body: ContextRequest | None = None) -> Response:
+@router.post("/sessions/{session_id}/context", response_model=ContextPublic,
+             summary="Build the ready-to-send context")
+async def build_context(
+    session_id: uuid.UUID, caller: CallerDep, request: Request,
+    body: Annotated[ContextRequest | None, Body(openapi_examples=examples.BUILD)] = None,
+) -> Response:
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state. With recall on (the session's
     `config.recall`, or `recall` here) the build also searches the session's swap for the

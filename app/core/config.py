@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     # API processes `loom-memory serve` runs (0 = one per core)
     web_workers: int = Field(default=0, ge=0, le=256, alias="LOOM_WEB_WORKERS")
     log_level: str = Field(default="info", alias="LOOM_LOG_LEVEL")
+    # text: lines for a terminal; json: one object per line (app/core/logs.py), with an
+    # access line per request (its id, route template, status, duration)
+    log_format: Literal["text", "json"] = Field(default="text", alias="LOOM_LOG_FORMAT")
+    # Every process writing its Prometheus values here is served by any API process's
+    # /metrics (app/core/metrics.py); `serve` uses a temporary one when unset.
+    metrics_dir: Path | None = Field(default=None, alias="PROMETHEUS_MULTIPROC_DIR")
     # Connections per API process: the hot paths' asyncpg pool (auth, append, context build,
     # shared-memory reads) holds up to this many, opened on demand and kept; the SQLAlchemy
     # pool of the other routes keeps half as many and opens half again at peaks (closed per

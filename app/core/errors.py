@@ -13,6 +13,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.core.request_context import HEADER, SCOPE_KEY
+
 log = logging.getLogger("loom.errors")
 
 
@@ -198,4 +200,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        return await _store_error(request, exc)
+        response = await _store_error(request, exc)
+        # Starlette answers this one outside every middleware: echo the request's id here
+        request_id = request.scope.get(SCOPE_KEY)
+        if request_id:
+            response.headers[HEADER.decode()] = request_id
+        return response

@@ -6,14 +6,16 @@ from typing import Any
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
+from app.core import metrics as prometheus
+from app.health import metrics as store_gauges
 from app.state import app_state
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
+@router.get("/healthz", summary="Check that the process is up")
 async def healthz() -> dict[str, str]:
     """The process is up."""
     return {"status": "ok"}
@@ -44,7 +46,8 @@ async def _check_redis(request: Request, seconds: float) -> str:
         return f"unavailable ({type(exc).__name__})"
 
 
-@router.get("/readyz", responses={503: {"description": "A backing store is unavailable."}})
+@router.get("/readyz", responses={503: {"description": "A backing store is unavailable."}},
+            summary="Check that PostgreSQL and Redis answer")
 async def readyz(request: Request) -> Any:
     """PostgreSQL and Redis both answer."""
     # both checked at once, each cut off after LOOM_READY_TIMEOUT_SECONDS
@@ -60,7 +63,11 @@ async def readyz(request: Request) -> Any:
                         headers={"Retry-After": "2"})
 
 
-@router.get("/metrics", response_class=Response)
-async def metrics() -> Response:
+@router.get("/metrics", response_class=Response, summary="Prometheus metrics")
+async def metrics(request: Request) -> Response:
     """Prometheus metrics."""
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    # this process's pools and a Redis PING first; with a multi-process directory the
+    # answer merges every process's files (app.core.metrics), read off the event loop
+    await store_gauges.refresh(app_state(request.app))
+    return Response(await asyncio.to_thread(prometheus.exposition),
+                    media_type=CONTENT_TYPE_LATEST)

@@ -1,9 +1,9 @@
 """Prometheus counters of background compression.
 
-They live in the default registry, so `/metrics` shows them for jobs run in the API
-process (the embedded `serve` runs its worker in-process). A separate `arq` worker process
-exposes its own counters on `LOOM_WORKER_METRICS_PORT` (scrape every worker, as usual for
-multi-process Prometheus setups).
+They are counted in the worker processes that run the jobs. With a multi-process directory
+(`PROMETHEUS_MULTIPROC_DIR`; `serve` sets one for its API processes and its worker) any API
+process's `/metrics` shows them; a worker that shares no directory with an API serves them
+on `LOOM_WORKER_METRICS_PORT` (see app/core/metrics.py).
 """
 
 from prometheus_client import Counter

@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Body, Path, Query, Response
 
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
@@ -13,7 +13,7 @@ from app.core.pagination import (
     page,
 )
 from app.jobs.service import enqueue_compression
-from app.memory import kernel_service, repository, service, tasks, views
+from app.memory import examples, kernel_service, repository, service, tasks, views
 from app.memory.schemas import (
     ClearedPublic,
     CompressPublic,
@@ -34,13 +34,15 @@ router = APIRouter(tags=["memory"], responses=ERROR_RESPONSES)
 SchemaName = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,200}$")]
 
 
-@router.get("/sessions/{session_id}/memory", response_model=MemoryPublic)
+@router.get("/sessions/{session_id}/memory", response_model=MemoryPublic,
+            summary="Get a session's memory layers")
 async def get_memory(session: SessionDep, db: DbDep) -> MemoryPublic:
     """The layers: L1 seqs, L2 summaries, promoted seqs, tokens and usage."""
     return await views.memory_public(db, session)
 
 
-@router.get("/sessions/{session_id}/memory/snapshots", response_model=SnapshotList)
+@router.get("/sessions/{session_id}/memory/snapshots", response_model=SnapshotList,
+            summary="List archived L2 snapshots")
 async def list_memory_snapshots(session: SessionDep, db: DbDep,
                                 limit: Annotated[int, Query(ge=1, le=100)] = 20,
                                 cursor: CursorQuery = None) -> SnapshotList:
@@ -58,7 +60,8 @@ async def list_memory_snapshots(session: SessionDep, db: DbDep,
 
 
 @router.post("/sessions/{session_id}/memory/compress", response_model=CompressPublic,
-             status_code=202, responses={200: {"model": CompressPublic}})
+             status_code=202, responses={200: {"model": CompressPublic}},
+             summary="Compress a session's memory")
 async def compress_memory(session: SessionDep, db: DbDep, state: StateDep, response: Response,
                           wait: bool = False) -> CompressPublic:
     """Enqueue compression (202), or with ``wait=true`` compress now and answer when done
@@ -84,8 +87,10 @@ async def compress_memory(session: SessionDep, db: DbDep, state: StateDep, respo
     return CompressPublic(enqueued=ok)
 
 
-@router.post("/sessions/{session_id}/memory/promote", response_model=PromotePublic)
-async def promote_memory(body: PromoteRequest, session: SessionDep, db: DbDep) -> PromotePublic:
+@router.post("/sessions/{session_id}/memory/promote", response_model=PromotePublic,
+             summary="Promote old messages into the context")
+async def promote_memory(body: Annotated[PromoteRequest, Body(openapi_examples=examples.PROMOTE)],
+                         session: SessionDep, db: DbDep) -> PromotePublic:
     """Copy older messages into the context (after L2, before L1); 409 over budget."""
     result = await service.promote_messages(db, session, body.all_seqs())
     return PromotePublic(added=result.added, promoted_seqs=result.promoted,
@@ -93,35 +98,45 @@ async def promote_memory(body: PromoteRequest, session: SessionDep, db: DbDep) -
                          skipped=result.skipped)  # type: ignore[arg-type]
 
 
-@router.delete("/sessions/{session_id}/memory/promoted", response_model=ClearedPublic)
+@router.delete("/sessions/{session_id}/memory/promoted", response_model=ClearedPublic,
+               summary="Remove the promoted messages from the context")
 async def clear_promoted_memory(session: SessionDep, db: DbDep) -> ClearedPublic:
     """Remove every promoted message from the context; returns the count."""
     return ClearedPublic(cleared=await service.clear_promoted(db, session))
 
 
-@router.get("/sessions/{session_id}/kernel", response_model=KernelPublic)
+@router.get("/sessions/{session_id}/kernel", response_model=KernelPublic,
+            summary="Get the Kernel: tools and cached schemas")
 async def get_kernel(session: SessionDep, db: DbDep) -> KernelPublic:
     """Tools, cached schemas (most recent first) and the latest large result reference."""
     return kernel_service.to_public(await kernel_service.get(db, session))
 
 
-@router.put("/sessions/{session_id}/kernel/tools", response_model=KernelPublic)
-async def put_kernel_tools(body: KernelToolsUpdate, session: SessionDep,
-                           db: DbDep) -> KernelPublic:
+@router.put("/sessions/{session_id}/kernel/tools", response_model=KernelPublic,
+            summary="Replace the Kernel's tools")
+async def put_kernel_tools(
+    body: Annotated[KernelToolsUpdate, Body(openapi_examples=examples.KERNEL_TOOLS)],
+    session: SessionDep, db: DbDep,
+) -> KernelPublic:
     """Replace the session's tool definitions (409 if ROM + Kernel > half the budget)."""
     tools = [t.model_dump() for t in body.tools]
     return kernel_service.to_public(await kernel_service.put_tools(db, session, tools))
 
 
-@router.put("/sessions/{session_id}/kernel/schemas/{name}", response_model=KernelSchemaPublic)
-async def put_kernel_schema(name: SchemaName, body: KernelSchemaUpdate, session: SessionDep,
-                            db: DbDep) -> KernelSchemaPublic:
+@router.put("/sessions/{session_id}/kernel/schemas/{name}", response_model=KernelSchemaPublic,
+            summary="Cache a schema in the Kernel")
+async def put_kernel_schema(
+    name: SchemaName,
+    body: Annotated[KernelSchemaUpdate, Body(openapi_examples=examples.KERNEL_SCHEMA)],
+    session: SessionDep, db: DbDep,
+) -> KernelSchemaPublic:
     """Cache a schema (LRU of 10: the least recently used one is evicted)."""
     evicted = await kernel_service.put_schema(db, session, name, body.schema_)
     return KernelSchemaPublic(name=name, schema=body.schema_, evicted=evicted)
 
 
-@router.get("/sessions/{session_id}/kernel/schemas/{name}", response_model=KernelSchemaPublic)
+@router.get("/sessions/{session_id}/kernel/schemas/{name}", response_model=KernelSchemaPublic,
+            summary="Read a cached schema")
 async def get_kernel_schema(name: SchemaName, session: SessionDep,
                             db: DbDep) -> KernelSchemaPublic:
     """Read a cached schema; the read makes it the most recently used."""

@@ -3,7 +3,7 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.core.db import DbDep, read_only
@@ -15,7 +15,7 @@ from app.core.pagination import (
     fetch_limit,
     page,
 )
-from app.messages import service
+from app.messages import examples, service
 from app.messages.schemas import MessageList, MessagesAppend, MessagesAppended
 from app.sessions.deps import SessionDep
 from app.state import app_state
@@ -24,9 +24,11 @@ router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
 
 
 @router.post("/sessions/{session_id}/messages", status_code=201,
-             response_model=MessagesAppended)
+             response_model=MessagesAppended, summary="Append messages to a session")
 async def append_messages(
-    session_id: uuid.UUID, body: MessagesAppend, caller: CallerDep, request: Request,
+    session_id: uuid.UUID,
+    body: Annotated[MessagesAppend, Body(openapi_examples=examples.APPEND)],
+    caller: CallerDep, request: Request,
     response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> MessagesAppended:
@@ -51,7 +53,8 @@ async def append_messages(
     return result
 
 
-@router.get("/sessions/{session_id}/messages", response_model=MessageList)
+@router.get("/sessions/{session_id}/messages", response_model=MessageList,
+            summary="Read a session's full history")
 @read_only
 async def list_messages(
     session: SessionDep, db: DbDep, caller: CallerDep,

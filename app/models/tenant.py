@@ -13,7 +13,8 @@ class Tenant(SQLModel, table=True):
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     # A tenant row is its own tenant; the column keeps the "every table has tenant_id" rule.
     tenant_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, nullable=False, unique=True))
-    name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    # unique per deployment: `create-key --tenant-name` and people find a tenant by it
+    name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False, unique=True))
     text_search_config: str = Field(
         default="english",
         sa_column=sa.Column(sa.String(64), nullable=False, server_default="english"))

@@ -2,27 +2,31 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
-from app.profiles import service
+from app.profiles import examples, service
 from app.profiles.schemas import ProfilePublic, ProfileUpdate
 
 router = APIRouter(tags=["profiles"], responses=ERROR_RESPONSES)
 AgentPath = Annotated[str, Path(pattern=AGENT_ID_PATTERN)]
 
 
-@router.put("/agents/{agent_id}/profile", response_model=ProfilePublic)
-async def put_agent_profile(agent_id: AgentPath, body: ProfileUpdate, db: DbDep,
-                            caller: CallerDep) -> ProfilePublic:
+@router.put("/agents/{agent_id}/profile", response_model=ProfilePublic,
+            summary="Publish a new agent profile version")
+async def put_agent_profile(
+    agent_id: AgentPath, body: Annotated[ProfileUpdate, Body(openapi_examples=examples.PROFILE)],
+    db: DbDep, caller: CallerDep,
+) -> ProfilePublic:
     """Publish a new profile version; only sessions created afterwards use it."""
     return service.to_public(await service.publish(db, caller, agent_id, body))
 
 
-@router.get("/agents/{agent_id}/profile", response_model=ProfilePublic)
+@router.get("/agents/{agent_id}/profile", response_model=ProfilePublic,
+            summary="Get an agent profile")
 async def get_agent_profile(agent_id: AgentPath, db: DbDep, caller: CallerDep,
                             version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
                             ) -> ProfilePublic:

@@ -1,14 +1,15 @@
 """Swap search over one session, or over an agent's or the tenant's sessions."""
 
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Body
 
 from app.auth.deps import CallerDep
 from app.core.db import transaction
 from app.core.errors import ERROR_RESPONSES, Forbidden
 from app.messages.service import to_public
-from app.search import service
+from app.search import examples, service
 from app.search.deps import SearchEnvDep
 from app.search.schemas import (
     QueryDate,
@@ -35,9 +36,13 @@ def _public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -
         candidates=outcome.candidates, promoted_seqs=promoted or [])
 
 
-@router.post("/sessions/{session_id}/search", response_model=SearchPublic)
-async def search_session(session_id: uuid.UUID, body: SessionSearchCreate, caller: CallerDep,
-                         state: StateDep, env: SearchEnvDep) -> SearchPublic:
+@router.post("/sessions/{session_id}/search", response_model=SearchPublic,
+             summary="Search one session's full history")
+async def search_session(
+    session_id: uuid.UUID,
+    body: Annotated[SessionSearchCreate, Body(openapi_examples=examples.SESSION)],
+    caller: CallerDep, state: StateDep, env: SearchEnvDep,
+) -> SearchPublic:
     """Search this session's full history: the conversation-aware BM25 top 50 (a message
     ranked with the turns around it), then LLM rerank, top `limit`.
 
@@ -60,9 +65,12 @@ async def search_session(session_id: uuid.UUID, body: SessionSearchCreate, calle
     return _public(outcome, promoted)
 
 
-@router.post("/search", response_model=SearchPublic)
-async def search_sessions(body: SearchCreate, caller: CallerDep, state: StateDep,
-                          env: SearchEnvDep) -> SearchPublic:
+@router.post("/search", response_model=SearchPublic,
+             summary="Search an agent's or the tenant's sessions")
+async def search_sessions(
+    body: Annotated[SearchCreate, Body(openapi_examples=examples.SESSIONS)], caller: CallerDep,
+    state: StateDep, env: SearchEnvDep,
+) -> SearchPublic:
     """Search across the sessions of one agent (`scope=agent`) or of the tenant.
 
     `scope=agent` searches `agent_id`, by default the caller's effective agent (an agent

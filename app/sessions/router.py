@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Body, Query, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
@@ -18,7 +18,7 @@ from app.core.pagination import (
     page,
 )
 from app.memory.views import layer_tokens
-from app.sessions import repository, service
+from app.sessions import examples, repository, service
 from app.sessions.deps import SessionDep
 from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
 from app.state import StateDep
@@ -26,15 +26,16 @@ from app.state import StateDep
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
 
 
-@router.post("/sessions", status_code=201, response_model=SessionPublic)
-async def create_session(body: SessionCreate, db: DbDep, caller: CallerDep,
-                         state: StateDep) -> SessionPublic:
+@router.post("/sessions", status_code=201, response_model=SessionPublic,
+             summary="Start a session")
+async def create_session(body: Annotated[SessionCreate, Body(openapi_examples=examples.CREATE)],
+                         db: DbDep, caller: CallerDep, state: StateDep) -> SessionPublic:
     """Start a session for an agent."""
     session = await service.create(db, caller, body, on_created=state.hooks.session_created)
     return service.to_public(session)
 
 
-@router.get("/sessions", response_model=SessionList)
+@router.get("/sessions", response_model=SessionList, summary="List sessions")
 @read_only
 async def list_sessions(
     db: DbDep, caller: CallerDep,
@@ -59,7 +60,8 @@ async def list_sessions(
     return SessionList(items=[service.to_public(s) for s in shown], next_cursor=nxt)
 
 
-@router.get("/sessions/{session_id}", response_model=SessionPublic)
+@router.get("/sessions/{session_id}", response_model=SessionPublic,
+            summary="Get a session with its tokens per layer")
 @read_only
 async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     """One session with its counts and tokens per memory layer."""
@@ -69,14 +71,17 @@ async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     return public
 
 
-@router.patch("/sessions/{session_id}", response_model=SessionPublic)
-async def update_session(body: SessionUpdate, session: SessionDep, db: DbDep) -> SessionPublic:
+@router.patch("/sessions/{session_id}", response_model=SessionPublic,
+              summary="Change a session's config or metadata")
+async def update_session(body: Annotated[SessionUpdate, Body(openapi_examples=examples.UPDATE)],
+                         session: SessionDep, db: DbDep) -> SessionPublic:
     """Change config fields or replace metadata."""
     session = await service.update(db, session, body)
     return service.to_public(session)
 
 
-@router.delete("/sessions/{session_id}", status_code=204, response_class=Response)
+@router.delete("/sessions/{session_id}", status_code=204, response_class=Response,
+               summary="Delete a session and everything in it")
 async def delete_session(session: SessionDep, db: DbDep) -> Response:
     """Delete a session and everything in it."""
     await repository.delete(db, session)

@@ -23,7 +23,7 @@ from app.core import jsonlimits
 from app.core.db import DbDep, transaction
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
-from app.shared_memory import etag, service, views
+from app.shared_memory import etag, examples, service, views
 from app.shared_memory.errors import ValueTooLarge
 from app.shared_memory.keys import (
     KEY_PATTERN,
@@ -77,9 +77,10 @@ IfNoneMatch = Annotated[str, Header(description="`*`: create only (412)",
                                     json_schema_extra=ETAGS)]
 # No body (and no Content-Type) stores an empty raw value.
 PUT_BODY = {"requestBody": {"required": False, "content": {
-    "application/json": {"schema": SharedMemoryPut.model_json_schema()},
+    "application/json": {"schema": SharedMemoryPut.model_json_schema(),
+                         "examples": examples.PUT_JSON},
     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-    "text/plain": {"schema": {"type": "string"}},
+    "text/plain": {"schema": {"type": "string"}, "examples": examples.PUT_TEXT},
 }}, "parameters": [{
     "name": "X-Loom-Metadata", "in": "header", "required": False,
     "description": "Raw bodies: the entry's metadata (JSON bodies carry it in `metadata`). "
@@ -88,13 +89,15 @@ PUT_BODY = {"requestBody": {"required": False, "content": {
 }]}
 
 
-@router.get("/shared-memory/stats", response_model=SharedMemoryStats)
+@router.get("/shared-memory/stats", response_model=SharedMemoryStats,
+            summary="Shared memory statistics per namespace")
 async def shared_memory_stats(db: DbDep, caller: CallerDep, request: Request) -> Any:
     """Per namespace: live keys and bytes you can see, reads, writes, tier hits and misses."""
     return await views.stats(db, views.runtime(request), caller)
 
 
 @router.get("/shared-memory/{namespace}/watch", response_class=StreamingResponse,
+            summary="Watch a namespace for changes (Server-Sent Events)",
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "Server-Sent Events: ready, put, delete, "
                              "heartbeat, and a final dropped/closed event"}})
@@ -110,7 +113,8 @@ async def watch_shared_memory(
                              prefix, include_initial, heartbeat_seconds)
 
 
-@router.get("/shared-memory/{namespace}", response_model=SharedMemoryKeyList)
+@router.get("/shared-memory/{namespace}", response_model=SharedMemoryKeyList,
+            summary="List the keys of a namespace")
 async def list_shared_memory_keys(
     namespace: Namespace, db: DbDep, caller: CallerDep, scope_id: ScopeQ = None,
     prefix: PrefixQ = "",
@@ -122,6 +126,7 @@ async def list_shared_memory_keys(
 
 
 @router.put("/shared-memory/{namespace}/{key:path}", response_model=SharedMemoryEntryPublic,
+            summary="Write an entry",
             responses={**_EXTRA, 201: {"model": SharedMemoryEntryPublic}},
             openapi_extra=PUT_BODY)
 async def put_shared_memory_entry(
@@ -164,6 +169,7 @@ _RAW_TYPES: dict[str, Any] = {"application/octet-stream": {}, "text/plain": {}, 
 
 
 @router.get("/shared-memory/{namespace}/{key:path}", response_model=None,
+            summary="Read an entry",
             responses={200: {"model": SharedMemoryEntryPublic | DataReference,
                              "description": "JSON entry (with `value`), or its data reference "
                              "with `ref=true`; a raw entry's bytes with the content type "
@@ -183,7 +189,7 @@ async def get_shared_memory_entry(
 
 
 @router.delete("/shared-memory/{namespace}/{key:path}", status_code=204,
-               responses=_EXTRA)
+               responses=_EXTRA, summary="Delete an entry")
 async def delete_shared_memory_entry(
     namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
     scope_id: ScopeQ = None, if_match: IfMatch = None,  # type: ignore[assignment]
@@ -197,7 +203,7 @@ async def delete_shared_memory_entry(
     return Response(status_code=204)
 
 
-@router.get("/refs/{ref_id}", response_model=None,
+@router.get("/refs/{ref_id}", response_model=None, summary="Read the data behind a reference",
             responses={200: {"model": DataReference, "description": "the bytes with their "
                              "content type; with `meta=true` the reference (JSON)",
                              "content": _RAW_TYPES}, **_RESP_500})

@@ -1,13 +1,17 @@
 """Built-in agent tools: definitions and execution of one tool_use."""
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Query, Request
 
 from app.auth.deps import CallerDep
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
+from app.memory.layers import openai_tools
 from app.sessions.deps import SessionDep
-from app.tools import registry
+from app.tools import examples, registry
 from app.tools.schemas import (
+    OpenAIToolPublic,
     ToolCallCreate,
     ToolDefinitionPublic,
     ToolListPublic,
@@ -17,16 +21,31 @@ from app.tools.schemas import (
 router = APIRouter(tags=["tools"], responses=ERROR_RESPONSES)
 
 
-@router.get("/sessions/{session_id}/tools", response_model=ToolListPublic)
-async def list_session_tools(session: SessionDep) -> ToolListPublic:
-    """Anthropic tool definitions of the built-in tools (swap recall/search, shared memory)."""
-    return ToolListPublic(tools=[ToolDefinitionPublic.model_validate(d)
-                                 for d in registry.definitions()])
+ToolFormat = Annotated[Literal["anthropic", "openai"], Query(
+    alias="format", description="`anthropic` tool definitions (default) or `openai` "
+    "function tools (`{\"type\": \"function\", \"function\": {name, description, "
+    "parameters}}`).")]
 
 
-@router.post("/sessions/{session_id}/tool-calls", response_model=ToolResultPublic)
-async def execute_session_tool_call(session: SessionDep, body: ToolCallCreate, db: DbDep,
-                                    caller: CallerDep, request: Request) -> ToolResultPublic:
+@router.get("/sessions/{session_id}/tools", response_model=ToolListPublic,
+            summary="List the built-in tools")
+async def list_session_tools(session: SessionDep,
+                             tool_format: ToolFormat = "anthropic") -> ToolListPublic:
+    """Definitions of the built-in tools (swap recall/search, shared memory), in the
+    Anthropic or OpenAI function-calling shape."""
+    definitions = registry.definitions()
+    if tool_format == "openai":
+        return ToolListPublic(tools=[OpenAIToolPublic.model_validate(t)
+                                     for t in openai_tools(definitions)])
+    return ToolListPublic(tools=[ToolDefinitionPublic.model_validate(d) for d in definitions])
+
+
+@router.post("/sessions/{session_id}/tool-calls", response_model=ToolResultPublic,
+             summary="Execute a built-in tool call")
+async def execute_session_tool_call(
+    session: SessionDep, body: Annotated[ToolCallCreate, Body(openapi_examples=examples.TOOL_CALL)],
+    db: DbDep, caller: CallerDep, request: Request,
+) -> ToolResultPublic:
     """Execute a `tool_use` block in this session and return its `tool_result` block.
 
     Tool failures (unknown tool, invalid input, over-budget promotion...) are a 200 with

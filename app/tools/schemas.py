@@ -1,4 +1,4 @@
-"""Tool API schemas: Anthropic tool definitions, tool_use in, tool_result out."""
+"""Tool API schemas: Anthropic (or OpenAI) tool definitions, tool_use in, tool_result out."""
 
 from typing import Any, Literal
 
@@ -13,8 +13,22 @@ class ToolDefinitionPublic(BaseModel):
     input_schema: dict[str, Any]
 
 
+class OpenAIFunctionPublic(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class OpenAIToolPublic(BaseModel):
+    """An OpenAI function tool, ready for the `tools` parameter of chat completions."""
+
+    type: Literal["function"] = "function"
+    function: OpenAIFunctionPublic
+
+
 class ToolListPublic(BaseModel):
-    tools: list[ToolDefinitionPublic]
+    tools: list[ToolDefinitionPublic] | list[OpenAIToolPublic] = Field(description=(
+        "Anthropic tool definitions, or OpenAI function tools with `format=openai`."))
 
 
 class ToolCallCreate(BaseModel):

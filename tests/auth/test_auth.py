@@ -75,7 +75,8 @@ async def test_other_tenants_key_changes_nothing(app, tenant, admin_client, db):
     key_a = await tenant.create_key("agent", "agent-1")
     ids = {"session_id": sid, "key_id": key_a["id"], "agent_id": "agent-1"}
 
-    tb = (await admin_client.post("/v1/tenants", json={"name": "b"})).json()["id"]
+    tb = (await admin_client.post("/v1/tenants",
+                                  json={"name": f"b-{uuid.uuid4().hex[:8]}"})).json()["id"]
     kb = (await admin_client.post("/v1/api-keys", json={"tenant_id": tb,
                                                         "role": "service"})).json()
     b = tenant.client_for(kb["secret"], {"X-Agent-Id": "agent-1"})

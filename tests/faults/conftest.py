@@ -70,7 +70,8 @@ async def api(private_pg: PrivatePostgres, private_redis: PrivateRedis) -> Async
         admin = httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60,
                                   headers={"Authorization":
                                            f"Bearer {settings.admin_key.get_secret_value()}"})
-        tenant = (await admin.post("/v1/tenants", json={"name": "faults"})).json()
+        tenant = (await admin.post("/v1/tenants",
+                                   json={"name": f"faults-{uuid.uuid4().hex[:8]}"})).json()
         key = (await admin.post("/v1/api-keys", json={"tenant_id": tenant["id"],
                                                       "role": "service"})).json()["secret"]
         client = httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60,

@@ -57,7 +57,8 @@ async def test_session_isolation(client):
 async def test_tenant_isolation(client, tenant, admin_client, app):
     mine = await new_session(client)
     await append(client, mine, ["the zeppelin launch checklist"])
-    other_tenant = await admin_client.post("/v1/tenants", json={"name": "other"})
+    other_tenant = await admin_client.post("/v1/tenants",
+                                           json={"name": f"other-{uuid.uuid4().hex[:8]}"})
     tid = other_tenant.json()["id"]
     key = await admin_client.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
     other = tenant.client_for(key.json()["secret"], {"X-Agent-Id": "agent-1"})
@@ -146,7 +147,7 @@ async def test_limit_bounds(client):
 
 
 async def test_simple_text_search_config_does_not_stem(admin_client, tenant):
-    resp = await admin_client.post("/v1/tenants", json={"name": "simple-tenant",
+    resp = await admin_client.post("/v1/tenants", json={"name": f"simple-{uuid.uuid4().hex[:8]}",
                                                         "text_search_config": "simple"})
     assert resp.status_code == 201, resp.text
     tid = resp.json()["id"]

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import uuid
 
 import sqlalchemy as sa
 
@@ -228,7 +229,7 @@ async def test_stats_per_namespace(client):
 async def test_cross_tenant_is_invisible(client, admin_client, app):
     r = await client.put(f"{SM}/global/secret", json={"value": "tenant A"})
     ref_id = r.json()["ref_id"]
-    other = await admin_client.post("/v1/tenants", json={"name": "other"})
+    other = await admin_client.post("/v1/tenants", json={"name": f"other-{uuid.uuid4().hex[:8]}"})
     key = await admin_client.post("/v1/api-keys", json={"tenant_id": other.json()["id"],
                                                          "role": "service"})
 

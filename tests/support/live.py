@@ -36,14 +36,19 @@ def settings_env(settings, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def live_api(settings, workers: int = 1, **extra_env: str) -> Iterator[str]:
-    """An API server (`workers` processes) on a free port; yields its base URL and always
-    stops it."""
+def live_api(settings, workers: int = 1, *, worker: bool = False,
+             **extra_env: str) -> Iterator[str]:
+    """An API server (`workers` processes, and with `worker` the arq worker `serve`
+    supervises) on a free port; yields its base URL and always stops it."""
     port = free_port()
+    argv = [sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+            "--workers", str(workers)]
+    if worker:
+        extra_env = {"LOOM_RUN_WORKER": "true", **extra_env}
+    else:
+        argv.append("--no-worker")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--no-worker", "--port", str(port),
-         "--workers", str(workers)],
-        env=settings_env(settings, **extra_env), cwd=ROOT,
+        argv, env=settings_env(settings, **extra_env), cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:

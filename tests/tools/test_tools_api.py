@@ -40,6 +40,25 @@ async def test_tool_definitions(client):
     assert recall["input_schema"]["properties"]["limit"]["maximum"] == 50
 
 
+async def test_tool_definitions_openai_format(client):
+    sid = await new_session(client)
+    anthropic_tools = (await client.get(f"/v1/sessions/{sid}/tools")).json()["tools"]
+    explicit = await client.get(f"/v1/sessions/{sid}/tools", params={"format": "anthropic"})
+    assert explicit.status_code == 200 and explicit.json()["tools"] == anthropic_tools
+    resp = await client.get(f"/v1/sessions/{sid}/tools", params={"format": "openai"})
+    assert resp.status_code == 200, resp.text
+    tools = resp.json()["tools"]
+    # the same tools in the same order, as OpenAI function tools
+    assert tools == [{"type": "function", "function": {
+        "name": t["name"], "description": t["description"], "parameters": t["input_schema"]}}
+        for t in anthropic_tools]
+    bad = await client.get(f"/v1/sessions/{sid}/tools", params={"format": "gemini"})
+    assert bad.status_code == 422
+    error = bad.json()["error"]
+    assert error["code"] == "validation_error"
+    assert error["details"][0]["loc"] == ["query", "format"]
+
+
 async def test_recall_conversation(client):
     sid = await new_session(client)
     await append(client, sid, [f"line {i}" for i in range(1, 13)])

@@ -1,0 +1,76 @@
+"""Log output: text for a terminal or JSON lines for a collector (`LOOM_LOG_FORMAT`).
+
+A JSON line is one object: `time`, `level`, `logger`, `message`, `request_id` (of the
+request being served, from `REQUEST_ID`), the access fields `method`, `route`, `status`,
+`duration_ms` where the record has them (`app.core.request_context`), and `exc` with a
+traceback. Nothing here logs headers, keys or bodies; the access line names the route
+template, never the raw path or query (which can hold search text).
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+# the id of the request this task serves (set by app.core.request_context)
+REQUEST_ID: ContextVar[str | None] = ContextVar("loom_request_id", default=None)
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+# extra= fields of a record that go into its JSON line
+ACCESS_FIELDS = ("method", "route", "status", "duration_ms")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
+                timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        request_id = getattr(record, "request_id", None) or REQUEST_ID.get()
+        if request_id is not None:
+            line["request_id"] = request_id
+        for name in ACCESS_FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                line[name] = value
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exc"] = record.exc_text
+        return orjson.dumps(line, default=str).decode()
+
+
+def dict_config(log_format: str, level: str) -> dict[str, Any]:
+    """A `logging.config.dictConfig` document: every logger (uvicorn's too) writes through
+    one stderr handler in `log_format`. `serve` hands it to uvicorn, whose API processes
+    apply it on start."""
+    formatter: dict[str, Any] = (
+        {"()": f"{__name__}.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT})
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"loom": formatter},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "loom",
+                                "stream": "ext://sys.stderr"}},
+        # uvicorn's `trace` (below DEBUG) is no level of the logging module's
+        "root": {"handlers": ["stderr"],
+                 "level": logging.getLevelNamesMapping().get(level.upper(), logging.DEBUG)},
+        # uvicorn's loggers keep no handlers of their own: their records reach the root's
+        "loggers": {name: {"handlers": [], "propagate": True}
+                    for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},
+    }
+
+
+def configure(log_format: str, level: str) -> None:
+    """Set up this process's logging (the command line calls it first thing)."""
+    logging.config.dictConfig(dict_config(log_format, level))

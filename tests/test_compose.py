@@ -1,0 +1,183 @@
+"""The deployment files agree with the code: docker-compose.yml, deploy/nginx.conf and the
+Dockerfile run CLI subcommands and flags that exist, set only settings the server reads,
+give every long-running service a healthcheck (that works), run as non-root users, and
+let the api scale (no fixed host port: the proxy publishes one and balances over it)."""
+
+import json
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+
+from app import cli
+from app.core.config import Settings
+from tests.support.live import ROOT, free_port, live_api
+
+COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
+# built from the Dockerfile: the `loom-memory` image
+OURS = {name: s for name, s in SERVICES.items() if "build" in s}
+ONE_OFF = {"migrate"}
+SETTINGS_ENV = {f.alias for f in Settings.model_fields.values() if f.alias}
+ROOT_USERS = {"root", "0", "0:0", "root:root"}
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined."""
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "Dockerfile").read_text())
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _healthcheck_code(test: list[str]) -> str:
+    """The Python source of a `python -c` healthcheck (compose or Dockerfile exec form)."""
+    assert test[0] == "CMD" and test[1:3] == ["python", "-c"], test
+    return test[3]
+
+
+@pytest.fixture
+def parse_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`parse_cli(argv)`: the subcommand app.cli's own parser picks for `loom-memory argv`,
+    with every command function replaced so nothing runs; an unknown subcommand or flag
+    fails the test."""
+
+    def parse(argv: list[str]) -> str:
+        ran: list[str] = []
+        for name in dir(cli):
+            if name.startswith("cmd_"):
+                monkeypatch.setattr(cli, name, lambda args: ran.append(args.command) or 0)
+        try:
+            assert cli.main(argv) == 0
+        except SystemExit as exc:
+            pytest.fail(f"`loom-memory {' '.join(argv)}` is not a valid command ({exc.code})")
+        return ran[0]
+
+    return parse
+
+
+def test_the_services():
+    assert set(SERVICES) == {"postgres", "redis", "migrate", "api", "worker", "proxy"}
+    assert set(OURS) == {"migrate", "api", "worker"}
+
+
+def test_every_long_running_service_has_a_healthcheck():
+    for name, service in SERVICES.items():
+        if name in ONE_OFF:
+            continue
+        check = service.get("healthcheck") or {}
+        assert check.get("test") and not check.get("disable"), name
+
+
+def test_commands_are_cli_subcommands(parse_cli):
+    roles = {"migrate": "migrate", "api": "serve", "worker": "worker"}
+    for name, service in OURS.items():
+        command = service["command"]
+        assert command[0] == "loom-memory", name
+        assert parse_cli(command[1:]) == roles[name]
+    (cmd,) = [json.loads(args) for word, args in _dockerfile() if word == "CMD"]
+    assert cmd[0] == "loom-memory" and parse_cli(cmd[1:]) == "serve"
+
+
+def test_environment_holds_only_settings_the_server_reads():
+    for name, service in OURS.items():
+        env = service["environment"]
+        assert set(env) <= SETTINGS_ENV, (name, set(env) - SETTINGS_ENV)
+        assert env["DATABASE_URL"].startswith("postgresql://") and env["REDIS_URL"], name
+        if name not in ONE_OFF:  # what its healthcheck reads is set
+            code = _healthcheck_code(service["healthcheck"]["test"])
+            for var in re.findall(r"os\.environ\['(\w+)'\]", code):
+                assert var in env, (name, var)
+
+
+def test_the_admin_key_is_required():
+    for name in ("api", "worker"):
+        key = SERVICES[name]["environment"]["LOOM_ADMIN_KEY"]
+        assert re.fullmatch(r"\$\{LOOM_ADMIN_KEY:\?[^}]+\}", key), (name, key)
+
+
+def test_the_api_scales_behind_the_proxy():
+    api, proxy = SERVICES["api"], SERVICES["proxy"]
+    assert "ports" not in api  # `--scale api=N` would clash on a fixed host port
+    assert [name for name, s in SERVICES.items() if s.get("ports")] == ["proxy"]
+    (published,) = proxy["ports"]
+    host_port, container_port = published.split(":")
+    assert host_port == "8420"
+    assert proxy["depends_on"]["api"]["condition"] == "service_healthy"
+
+    (mount,) = [v for v in proxy["volumes"] if v.endswith(":ro")]
+    source, target, _ = mount.split(":")
+    assert target.startswith("/etc/nginx/conf.d/")
+    conf = (ROOT / source).read_text()
+    api_port = api["environment"]["LOOM_PORT"]
+    (upstream,) = re.findall(r"upstream\s+(\w+)\s*\{([^}]*)\}", conf)
+    assert re.findall(r"^\s*server\s+(\S+)", upstream[1], re.M) == [f"api:{api_port}"]
+    assert re.search(r"\bresolve;", upstream[1])  # replicas added later are found
+    assert re.findall(r"proxy_pass\s+http://(\w+);", conf) == [upstream[0]]
+    assert re.findall(r"^\s*listen\s+(\d+);", conf, re.M) == [container_port]
+    assert "resolver 127.0.0.11" in conf  # Docker's DNS
+    healthcheck = " ".join(proxy["healthcheck"]["test"])
+    assert f":{container_port}/proxy-healthz" in healthcheck and "/proxy-healthz" in conf
+
+
+def test_services_run_as_non_root():
+    for name, service in SERVICES.items():
+        if "build" in service:
+            assert service.get("user", "10001") not in ROOT_USERS, name
+        else:
+            assert service.get("user") and service["user"] not in ROOT_USERS, name
+    (user,) = [args for word, args in _dockerfile() if word == "USER"]
+    assert user not in ROOT_USERS and not user.startswith("0:")
+
+
+def test_the_image_installs_the_wheel_without_the_embedded_extra():
+    instructions = _dockerfile()
+    runs = " ".join(args for word, args in instructions if word == "RUN")
+    assert "pip wheel" in runs and "pip install" in runs and "embedded" not in runs
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    for word, args in instructions:
+        if word == "COPY" and not args.startswith("--from"):
+            for source in args.split()[:-1]:
+                assert (ROOT / source).exists(), source  # e.g. no alembic.ini any more
+                assert f"!{source}" in ignored or f"!{source}/" in ignored, source
+    (check,) = [args for word, args in instructions if word == "HEALTHCHECK"]
+    assert "CMD [" in check
+
+
+@pytest.mark.slow
+def test_the_api_healthchecks_work(settings):
+    (check,) = [args for word, args in _dockerfile() if word == "HEALTHCHECK"]
+    image_code = _healthcheck_code(["CMD", *json.loads(check.split("CMD", 1)[1])])
+    compose_code = _healthcheck_code(SERVICES["api"]["healthcheck"]["test"])
+    with live_api(settings) as base:
+        port = base.rsplit(":", 1)[1]
+        for code in (image_code, compose_code):
+            subprocess.run([sys.executable, "-c", code], env={"LOOM_PORT": port},
+                           check=True, timeout=30)
+    for code in (image_code, compose_code):  # and fail with the API gone
+        assert subprocess.run([sys.executable, "-c", code], env={"LOOM_PORT": port},
+                              capture_output=True, timeout=30).returncode != 0
+
+
+@pytest.mark.slow
+def test_the_worker_healthcheck_reads_its_metrics_port():
+    from prometheus_client import start_http_server
+
+    code = _healthcheck_code(SERVICES["worker"]["healthcheck"]["test"])
+    port = str(free_port())
+    env = {"LOOM_WORKER_METRICS_PORT": port}
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          timeout=30).returncode != 0
+    server, thread = start_http_server(int(port), addr="127.0.0.1")
+    try:
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=30)
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
