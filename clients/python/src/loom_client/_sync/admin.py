@@ -1,0 +1,83 @@
+# Generated from loom_client/_async/admin.py by scripts/generate_sync.py: do not edit.
+"""Tenants and API keys, and the health endpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+from loom_client import _wire
+from loom_client._sync.base import BaseClient
+from loom_client._wire import RequestOptions, segment
+from loom_client.models.auth import ApiKey, ApiKeyCreated, ApiKeyList, Readiness, Role, Tenant
+from loom_client.operations import operation
+
+
+class AdminMixin(BaseClient):
+    @operation("POST", "/v1/tenants")
+    def create_tenant(self, name: str, *,
+                      text_search_config: Literal["english", "simple"] | None = None,
+                      options: RequestOptions | None = None) -> Tenant:
+        """Create a tenant (admin keys)."""
+        return self._request(Tenant, "POST", "/v1/tenants", options=options,
+                             json=_wire.body(name=name,
+                                             text_search_config=text_search_config))
+
+    @operation("POST", "/v1/api-keys")
+    def create_api_key(self, role: Role, *, tenant_id: str | None = None,
+                       agent_id: str | None = None, name: str | None = None,
+                       options: RequestOptions | None = None) -> ApiKeyCreated:
+        """Create a key; its `secret` is in this answer only. Admin keys name the tenant
+        (`tenant_id`, or the client's tenant); service keys mint agent keys for theirs."""
+        return self._request(ApiKeyCreated, "POST", "/v1/api-keys", options=options,
+                             json=_wire.body(role=role, tenant_id=tenant_id,
+                                             agent_id=agent_id, name=name))
+
+    @operation("GET", "/v1/api-keys")
+    def list_api_keys(self, *, tenant_id: str | None = None, limit: int | None = None,
+                      cursor: str | None = None,
+                      options: RequestOptions | None = None) -> ApiKeyList:
+        """One page of a tenant's keys (never their secrets)."""
+        return self._request(ApiKeyList, "GET", "/v1/api-keys", options=options,
+                             params=_wire.query(tenant_id=tenant_id, limit=limit,
+                                                cursor=cursor))
+
+    @operation("GET", "/v1/api-keys")
+    def iter_api_keys(self, *, tenant_id: str | None = None,
+                      page_size: int | None = None,
+                      options: RequestOptions | None = None) -> Iterator[ApiKey]:
+        """Every key of the tenant, following the cursors."""
+        cursor: str | None = None
+        while True:
+            page = self.list_api_keys(tenant_id=tenant_id, limit=page_size,
+                                      cursor=cursor, options=options)
+            yield from page.items
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    @operation("DELETE", "/v1/api-keys/{key_id}")
+    def revoke_api_key(self, key_id: str, *, tenant_id: str | None = None,
+                       options: RequestOptions | None = None) -> None:
+        """Revoke a key; it stops working on the next request."""
+        self._send("DELETE", f"/v1/api-keys/{segment(key_id)}", options=options,
+                   params=_wire.query(tenant_id=tenant_id))
+
+    @operation("GET", "/healthz")
+    def healthz(self, *, options: RequestOptions | None = None) -> dict[str, str]:
+        """Liveness: `{"status": "ok"}` while the process is up."""
+        response = self._send("GET", "/healthz", options=options)
+        return {str(k): str(v) for k, v in response.json().items()}
+
+    @operation("GET", "/readyz")
+    def readyz(self, *, options: RequestOptions | None = None) -> Readiness:
+        """Readiness: PostgreSQL and Redis both answer (else raises Unavailable, whose
+        `details` are the checks)."""
+        return self._request(Readiness, "GET", "/readyz", options=options)
+
+    @operation("GET", "/metrics")
+    def metrics(self, *, options: RequestOptions | None = None) -> str:
+        """Prometheus metrics (text exposition format)."""
+        response = self._send("GET", "/metrics", options=options,
+                              headers={"Accept": "text/plain"})
+        return response.text

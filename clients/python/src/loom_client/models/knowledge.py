@@ -1,0 +1,92 @@
+"""Knowledge tiers (task / project / global items), context packages, the learned layer
+and agent profiles."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from loom_client.models._base import Page, ResponseModel
+
+OrderBy = Literal[
+    "timestamp", "-timestamp", "created_at", "-created_at", "updated_at", "-updated_at",
+    "importance", "-importance", "token_cost", "-token_cost", "kind", "-kind",
+    "source", "-source", "id", "-id",
+]
+
+
+class MemoryItem(ResponseModel):
+    id: str
+    scope: str
+    kind: str
+    source: str
+    tags: list[str]
+    importance: float
+    text: str | None
+    payload: Any = None
+    token_cost: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryItemList(Page):
+    items: list[MemoryItem]
+
+
+class ClearResult(ResponseModel):
+    scope: str
+    removed: int
+
+
+class TaskCompleteResult(ResponseModel):
+    task_id: str
+    promoted: list[str]
+    cleared: int
+    evicted: int
+
+
+class TierUsage(ResponseModel):
+    allowance: int
+    used_tokens: int
+    candidate_tokens: int
+    candidate_count: int
+    included_count: int
+
+
+class PackageItem(MemoryItem):
+    tier: str
+
+
+class ContextPackage(ResponseModel):
+    budget_tokens: int
+    used_tokens: int
+    compression_ratio: float
+    tiers: dict[str, TierUsage]
+    items: list[PackageItem]
+    text: str
+    """The items rendered as a context block."""
+
+
+class Learned(ResponseModel):
+    """One version of an agent's learned layer."""
+
+    agent_id: str
+    version: int
+    active_version: int
+    latest_version: int
+    signatures: dict[str, Any] = {}
+    demonstrations: list[Any] = []
+    tuned_prompts: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    created_at: datetime
+
+
+class Profile(ResponseModel):
+    """One version of an agent profile (the ROM new sessions of the agent start with)."""
+
+    agent_id: str
+    version: int
+    system_prompt: str
+    patterns: list[Any]
+    backend_schema: Any = None
+    created_at: datetime
