@@ -33,12 +33,30 @@ def _migrate(url: str) -> None:
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
+    """Migrate DATABASE_URL's database or, without it, the embedded one of the data
+    directory (created if it does not exist yet; joined if a `serve` runs on it)."""
     settings = get_settings()
-    if not settings.database_url:
-        print("DATABASE_URL is not set", file=sys.stderr)
+    if settings.database_url:
+        _migrate(settings.database_url)
+        print("database is at the latest schema")
+        return 0
+    from app.embedded import EmbeddedStores, missing_embedded
+    from app.startup import quiet_store_logs
+
+    problem = missing_embedded(need_db=True, need_redis=False)
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
-    _migrate(settings.database_url)
-    print("database is at the latest schema")
+    data_dir = settings.data_dir.resolve()
+    quiet_store_logs(data_dir)
+    stores = EmbeddedStores(data_dir=data_dir)
+    try:
+        stores.start(need_db=True, need_redis=False)
+        assert stores.database_url
+        _migrate(stores.database_url)
+    finally:
+        stores.stop()  # stops PostgreSQL unless a `serve` uses it too
+    print(f"embedded database in {data_dir} is at the latest schema")
     return 0
 
 

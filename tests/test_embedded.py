@@ -181,6 +181,13 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
     assert stopped_key["tenant_id"] == tenant["id"]
     assert _processes_using(data_dir) == []
 
+    # so does migrate (without DATABASE_URL it migrates the embedded database)
+    migrated = subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=_env(data_dir),
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert migrated.returncode == 0, migrated.stderr
+    assert migrated.stdout.strip() == f"embedded database in {data_dir} is at the latest schema"
+    assert _processes_using(data_dir) == []
+
     # the second start keeps the data and points at the admin key instead of printing it
     serve = Serve(data_dir, port)
     try:

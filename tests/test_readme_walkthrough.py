@@ -91,8 +91,9 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def test_walkthrough_blocks_fail_on_errors() -> None:
-    """Every request either fails the run on an error status or prints the status it
-    shows on purpose (the background SSE watch ends by its --max-time)."""
+    """Every request either fails the run on an error status, prints the status it shows
+    on purpose, or reads the error it expects (the background SSE watch ends by its
+    --max-time)."""
     blocks = walkthrough_blocks((ROOT / "README.md").read_text())
     assert len(blocks) >= 10
     script = "\n".join(blocks)
@@ -100,7 +101,7 @@ def test_walkthrough_blocks_fail_on_errors() -> None:
     for command in re.split(r"\$\(|\n(?!\s)", script):
         if command.lstrip().startswith("curl "):
             assert ("--fail-with-body" in command or "%{http_code}" in command
-                    or "--max-time" in command), command
+                    or "--max-time" in command or 'd["error"]' in command), command
 
 
 @pytest.mark.slow
@@ -137,3 +138,9 @@ def test_readme_walkthrough_runs(server: tuple[str, str], tmp_path: Path) -> Non
     assert '"scope_id":"critic","items":[]' in out
     event = lines.index("event: put")
     assert lines[event + 1].startswith("data: ") and '"value":"window booked"' in lines[event + 1]
+    # A reader who runs it twice (the tenant exists by then) gets through it again.
+    again = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
+                           env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+                                "LOOM": base, "ADMIN": admin},
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, f"exit {again.returncode}\n{again.stdout}\n{again.stderr}"

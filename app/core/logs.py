@@ -50,6 +50,19 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line, default=str).decode()
 
 
+class QuietCron(logging.Filter):
+    """Drops arq's INFO lines about cron runs (four every 30 s: the sweeps that find nothing
+    to do would push everything else off a terminal). Job runs, warnings and errors stay;
+    LOOM_LOG_LEVEL=debug shows the cron lines too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != "arq.worker" or record.levelno != logging.INFO:
+            return True
+        if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+            return True
+        return "cron:" not in record.getMessage()
+
+
 def dict_config(log_format: str, level: str) -> dict[str, Any]:
     """A `logging.config.dictConfig` document: every logger (uvicorn's too) writes through
     one stderr handler in `log_format`. `serve` hands it to uvicorn, whose API processes
@@ -60,8 +73,9 @@ def dict_config(log_format: str, level: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"loom": formatter},
+        "filters": {"quiet_cron": {"()": f"{__name__}.QuietCron"}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "loom",
-                                "stream": "ext://sys.stderr"}},
+                                "stream": "ext://sys.stderr", "filters": ["quiet_cron"]}},
         # uvicorn's `trace` (below DEBUG) is no level of the logging module's
         "root": {"handlers": ["stderr"],
                  "level": logging.getLevelNamesMapping().get(level.upper(), logging.DEBUG)},

@@ -137,3 +137,26 @@ def test_json_lines_are_single_lines_with_the_traceback() -> None:
     line = json.loads(out)
     assert line["message"] == "failed: x" and "request_id" not in line
     assert "ValueError: bad" in line["exc"]
+
+
+def test_cron_runs_are_quiet_unless_debugging():
+    import logging
+
+    from app.core.logs import QuietCron
+
+    def record(msg: str, level: int = logging.INFO, name: str = "arq.worker"):
+        return logging.LogRecord(name, level, __file__, 1, msg, None, None)
+
+    f = QuietCron()
+    root = logging.getLogger()
+    before = root.level
+    try:
+        root.setLevel(logging.INFO)
+        assert not f.filter(record("  0.50s → cron:compress_busy_sessions()"))
+        assert f.filter(record("  0.50s → compress_session(...)"))
+        assert f.filter(record("cron:x failed", logging.ERROR))
+        assert f.filter(record("cron: other logger", name="loom"))
+        root.setLevel(logging.DEBUG)
+        assert f.filter(record("  0.50s → cron:compress_busy_sessions()"))
+    finally:
+        root.setLevel(before)
