@@ -149,6 +149,14 @@ def cmd_create_key(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _ignore(signum: int, frame: object) -> None:
+    pass
+
+
 def _die_with_parent() -> None:
     """In the worker child: get SIGTERM if `serve` dies without stopping it (Linux)."""
     try:
@@ -307,15 +315,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                       if settings.log_format == "json"
                                       else uvicorn_log_config(settings.log_level)),
                                   "access_log": False, "http": EnvelopeHTTPProtocol}
-        if n == 1:
-            from app.main import create_app
+        # uvicorn shuts down gracefully on SIGTERM, then raises the signal again with the
+        # handler it found; left at the default that kills this process on the spot, and
+        # the cleanup below (worker, embedded stores, metrics directory) never ran
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            if n == 1:
+                from app.main import create_app
 
-            uvicorn.run(create_app(settings), **common)
-        else:
-            # each process builds its app from the environment set above (stores, key);
-            # uvicorn's supervisor restarts a process that dies
-            uvicorn.run("app.main:create_app", factory=True, workers=n, **common)
+                uvicorn.run(create_app(settings), **common)
+            else:
+                # each process builds its app from the environment set above (stores, key);
+                # uvicorn's supervisor restarts a process that dies
+                uvicorn.run("app.main:create_app", factory=True, workers=n, **common)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM, once uvicorn has stopped
+            pass
     finally:
+        # a second signal must not cut the cleanup short (a handler, not SIG_IGN, which
+        # children started from here on would inherit)
+        signal.signal(signal.SIGTERM, _ignore)
+        signal.signal(signal.SIGINT, _ignore)
         if announcer is not None:
             announcer.stop()
         if worker is not None:

@@ -22,6 +22,7 @@ from app.health.metrics import PoolGauges
 from app.health.router import router as health_router
 from app.knowledge import filters
 from app.llm import get_llm_client
+from app.mcp.endpoint import McpEndpoint
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import AppState
 
@@ -77,7 +78,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await state.key_cache.start()
             await state.shared_memory.start()
             await gauges.start()
-            yield
+            async with mcp_endpoint.running():
+                yield
         finally:
             for name, close in (("pool gauges", gauges.stop),
                                 ("shared memory", state.shared_memory.stop),
@@ -99,6 +101,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(health_router)
     api.include(app)
+    mcp_endpoint = McpEndpoint.build(app.version, settings.max_request_bytes)
+    app.router.routes.append(mcp_endpoint.route())  # /mcp (not in the OpenAPI document)
     docs.install(app)  # after the API routes: a request to them never tries the docs routes
     app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
     # outside the limits, so a refused request is counted (and logged) too

@@ -69,6 +69,13 @@ def dict_config(log_format: str, level: str) -> dict[str, Any]:
     apply it on start."""
     formatter: dict[str, Any] = (
         {"()": f"{__name__}.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT})
+    root_level = logging.getLevelNamesMapping().get(level.upper(), logging.DEBUG)
+    loggers: dict[str, Any] = {name: {"handlers": [], "propagate": True}
+                               for name in ("uvicorn", "uvicorn.error", "uvicorn.access")}
+    # the MCP SDK (app.mcp) says at INFO that its session manager starts and stops, and
+    # "Terminating session: None" after every stateless request; debug keeps it all
+    loggers["mcp"] = {"level": root_level if root_level <= logging.DEBUG
+                      else max(root_level, logging.WARNING)}
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -77,11 +84,9 @@ def dict_config(log_format: str, level: str) -> dict[str, Any]:
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "loom",
                                 "stream": "ext://sys.stderr", "filters": ["quiet_cron"]}},
         # uvicorn's `trace` (below DEBUG) is no level of the logging module's
-        "root": {"handlers": ["stderr"],
-                 "level": logging.getLevelNamesMapping().get(level.upper(), logging.DEBUG)},
+        "root": {"handlers": ["stderr"], "level": root_level},
         # uvicorn's loggers keep no handlers of their own: their records reach the root's
-        "loggers": {name: {"handlers": [], "propagate": True}
-                    for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},
+        "loggers": loggers,
     }
 
 

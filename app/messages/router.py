@@ -39,15 +39,9 @@ async def append_messages(
     A message over `LOOM_MAX_MESSAGE_BYTES` (its JSON) is 413 `message_too_large`; the
     whole request is bounded by `LOOM_MAX_REQUEST_BYTES` (413 `payload_too_large`).
     """
-    state = app_state(request.app)
-    settings = state.settings
-    stores = service.Stores(state.connection, state.sessionmaker)
-    result = await service.append(stores, caller, session_id, body, hooks=state.hooks.append,
-                                  idempotency_key=idempotency_key,
-                                  max_messages=settings.max_messages_per_request,
-                                  max_message_bytes=settings.max_message_bytes,
-                                  large=request.scope.get(BODY_BYTES_SCOPE_KEY, 0)
-                                  >= service.LARGE_BODY_BYTES)
+    result = await service.append_as(app_state(request.app), caller, session_id, body,
+                                     idempotency_key=idempotency_key,
+                                     body_bytes=request.scope.get(BODY_BYTES_SCOPE_KEY, 0))
     if result.replayed:
         response.status_code = 200
     return result

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from pydantic_core import PydanticSerializationError
@@ -30,6 +30,9 @@ from app.messages.schemas import (
 )
 from app.models import IdempotencyRecord, Message
 from app.sessions.access import SessionNotFound, visible_session
+
+if TYPE_CHECKING:
+    from app.state import AppState
 
 log = logging.getLogger("loom.messages")
 
@@ -193,6 +196,19 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
     async with transaction(stores.sessionmaker) as db:
         return await _append_locked(db, caller, session_id, body, canonical, before,
                                     idempotency_key=idempotency_key, large=large, hooks=hooks)
+
+
+async def append_as(state: "AppState", caller: Caller, session_id: uuid.UUID,
+                    body: MessagesAppend, *, idempotency_key: str | None,
+                    body_bytes: int) -> MessagesAppended:
+    """`append` with the app's stores, hooks and limits: what `POST .../messages` and the
+    MCP `append_messages` tool run. `body_bytes`: the size of the request that carried it."""
+    settings = state.settings
+    return await append(Stores(state.connection, state.sessionmaker), caller, session_id, body,
+                        hooks=state.hooks.append, idempotency_key=idempotency_key,
+                        max_messages=settings.max_messages_per_request,
+                        max_message_bytes=settings.max_message_bytes,
+                        large=body_bytes >= LARGE_BODY_BYTES)
 
 
 def _agent_filter(caller: Caller) -> str | None:

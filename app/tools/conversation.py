@@ -53,13 +53,16 @@ def _text(text: str, limit: int) -> dict[str, Any]:
     return {"text": text[:limit], "truncated": True}
 
 
+# (also the MCP tool's description, app.mcp.conversation)
+RECALL_DESCRIPTION = (
+    "Retrieve older messages of this conversation from long-term storage, oldest "
+    "first. Messages are numbered from 1 (`seq`); `offset` skips that many, so "
+    "offset 20, limit 10 returns messages 21-30. Summaries name the range they cover "
+    "(`covers msg:120-135`): use it to recall the exact messages. Set `promote` to "
+    "keep the recalled messages in your context for the next turns.")
+
 register_tool("recall_conversation", {
-    "description": (
-        "Retrieve older messages of this conversation from long-term storage, oldest "
-        "first. Messages are numbered from 1 (`seq`); `offset` skips that many, so "
-        "offset 20, limit 10 returns messages 21-30. Summaries name the range they cover "
-        "(`covers msg:120-135`): use it to recall the exact messages. Set `promote` to "
-        "keep the recalled messages in your context for the next turns."),
+    "description": RECALL_DESCRIPTION,
     "input_schema": {
         "type": "object",
         "properties": {

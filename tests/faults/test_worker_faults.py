@@ -280,6 +280,8 @@ async def test_serve_restarts_a_killed_worker(settings: Settings,
         finally:
             output = log_tail(serve, 60)
             stop(serve)  # removes the log
-    # serve stopped the worker it supervised before exiting
+    # SIGTERM ran serve's cleanup (uvicorn raises the signal again once it has stopped),
+    # which stopped the worker it supervised before exiting
+    assert output.rstrip().splitlines()[-1] == "stopped", output
     for proc in new:
         assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, output

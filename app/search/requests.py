@@ -1,0 +1,74 @@
+"""The two search requests as the API answers them, for REST (`app.search.router`) and MCP
+(`app.mcp`) alike: one session's history, or the sessions of an agent or of the tenant.
+Who may search what is decided here, once."""
+
+import uuid
+
+from app.auth.caller import Caller
+from app.core.db import transaction
+from app.core.errors import Forbidden
+from app.messages.service import to_public
+from app.search import service
+from app.search.deps import SearchEnv
+from app.search.schemas import (
+    QueryDate,
+    SearchCreate,
+    SearchHitPublic,
+    SearchPublic,
+    SessionSearchCreate,
+)
+from app.search.scope import SearchScope
+from app.sessions import repository as sessions_repository
+from app.sessions.access import require_visible_pg, visible_session
+from app.state import AppState
+
+
+def public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -> SearchPublic:
+    return SearchPublic(
+        results=[SearchHitPublic(session_id=h.message.session_id, seq=h.message.seq,
+                                 message=to_public(h.message), bm25_score=h.bm25_score,
+                                 rerank_score=h.rerank_score) for h in outcome.hits],
+        reranked=outcome.reranked, query_lexemes=outcome.lexemes,
+        query_dates=[QueryDate(year=d.year, month=d.month, day=d.day) for d in outcome.dates],
+        candidates=outcome.candidates, promoted_seqs=promoted or [])
+
+
+async def search_session(state: AppState, env: SearchEnv, caller: Caller,
+                         session_id: uuid.UUID, body: SessionSearchCreate) -> SearchPublic:
+    """One session's full history (404 `session_not_found` unless the caller may see it);
+    with `promote` the results go into its context (409 when they would not fit)."""
+    scope = SearchScope(tenant_id=caller.tenant_id, session_id=session_id)
+    async with state.connection() as conn:
+        await require_visible_pg(conn, caller, session_id)
+        outcome = await service.search(conn, scope, body.query, limit=body.limit,
+                                       rerank=body.rerank, llm=env.llm, redis=env.redis,
+                                       options=env.options, after=body.after,
+                                       before=body.before, ranking=body.ranking)
+    promoted: list[int] = []
+    if body.promote:
+        async with transaction(state.sessionmaker) as db:
+            session = visible_session(caller, await sessions_repository.get(
+                db, caller.tenant_id, session_id))
+            promoted = await service.promote_hits(db, session, outcome.hits)
+    return public(outcome, promoted)
+
+
+async def search_sessions(state: AppState, env: SearchEnv, caller: Caller,
+                          body: SearchCreate) -> SearchPublic:
+    """The sessions of one agent (`scope=agent`, by default the caller's effective agent)
+    or of the tenant; agent keys may not search another agent or the tenant (403)."""
+    if body.scope == "tenant":
+        if caller.role == "agent":
+            raise Forbidden("Agent keys search only their own agent's sessions.",
+                            code="scope_forbidden")
+        scope = SearchScope(tenant_id=caller.tenant_id)
+    else:
+        agent_id = body.agent_id or caller.require_agent()
+        caller.require_agent_access(agent_id)
+        scope = SearchScope(tenant_id=caller.tenant_id, agent_id=agent_id)
+    async with state.connection() as conn:
+        outcome = await service.search(conn, scope, body.query, limit=body.limit,
+                                       rerank=body.rerank, llm=env.llm, redis=env.redis,
+                                       options=env.options, after=body.after,
+                                       before=body.before, ranking=body.ranking)
+    return public(outcome)
