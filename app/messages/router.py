@@ -24,7 +24,10 @@ router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
 
 
 @router.post("/sessions/{session_id}/messages", status_code=201,
-             response_model=MessagesAppended, summary="Append messages to a session")
+             response_model=MessagesAppended, summary="Append messages to a session",
+             responses={200: {"model": MessagesAppended, "description": (
+                 "A replay: this Idempotency-Key's first result (`replayed: true`); "
+                 "nothing was appended.")}})
 async def append_messages(
     session_id: uuid.UUID,
     body: Annotated[MessagesAppend, Body(openapi_examples=examples.APPEND)],

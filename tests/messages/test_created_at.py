@@ -233,3 +233,18 @@ async def test_search_and_context_read_the_given_time(client):
                                                           for s in hits]
     ctx = await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})
     assert ctx.status_code == 200, ctx.text
+
+
+async def test_a_replay_answers_200_and_the_schema_says_so(client):
+    """Idempotency-Key replays answer 200; the served OpenAPI declares it (schemathesis
+    checks status codes against the document)."""
+    sid = (await client.post("/v1/sessions", json={})).json()["id"]
+    body = {"messages": [{"role": "user", "content": "once"}]}
+    headers = {"Idempotency-Key": "replay-200"}
+    first = await client.post(f"/v1/sessions/{sid}/messages", json=body, headers=headers)
+    again = await client.post(f"/v1/sessions/{sid}/messages", json=body, headers=headers)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["replayed"] is True
+    doc = (await client.get("/openapi.json")).json()
+    declared = doc["paths"]["/v1/sessions/{session_id}/messages"]["post"]["responses"]
+    assert {"200", "201"} <= set(declared)
