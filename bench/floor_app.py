@@ -125,7 +125,8 @@ async def search(request: Request) -> Response:
                          "session_id": uuid.UUID(b["session_id"]) if b.get("session_id")
                          else None, "agent_id": b.get("agent_id"), "refresh_rows": 1,
                          "text": b["query"], "after": None, "before": None,
-                         "exclude": [], "date_y": [], "date_m": [], "date_d": []}
+                         "exclude": [], "exclude_from": None, "date_y": [], "date_m": [],
+                         "date_d": []}
     scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
     async with request.app.state.pool.acquire() as conn, conn.transaction():
         await repo.custom_plans(conn, scope)

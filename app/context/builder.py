@@ -40,9 +40,10 @@ class RecallSource(Protocol):
 
     config: RecallConfig
 
-    async def search(self, query: str, exclude: list[int],
+    async def search(self, query: str, exclude: list[int], exclude_from: int | None,
                      limit: int) -> list[tuple[MessageRow, float]]:
-        """The best messages of the session for `query`, not in `exclude`, with scores."""
+        """The best messages of the session for `query`, not in `exclude` and older than
+        `exclude_from` (when given), with scores."""
         ...
 
     async def load(self, seqs: list[int]) -> list[MessageRow]:
@@ -124,7 +125,7 @@ def newest_user_text(rows: Sequence[MessageRow]) -> str:
     return ""
 
 
-async def _recall(source: RecallSource, loaded: Loaded, shown: set[int],
+async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from: int | None,
                   free: int) -> tuple[Recalled, str, dict[int, MessageRow]] | None:
     """Recall within `free` tokens (`app.memory.recall`): what was chosen, the query and
     the chosen rows; None when there is no room, no query or nothing to recall."""
@@ -135,7 +136,11 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int],
     query = (cfg.query or newest_user_text(loaded.l1)).strip()
     if not query:
         return None
-    found = await source.search(query, sorted(shown), min(50, 2 * cfg.max_messages))
+    # L1 is left out as a range (from its first message shown on, whatever is appended
+    # later), the rest of what is shown (promoted messages) one by one: so the search asks
+    # the same question for every build of one turn
+    before = sorted(s for s in shown if l1_from is None or s < l1_from)
+    found = await source.search(query, before, l1_from, min(50, 2 * cfg.max_messages))
     if not found:
         return None
     rows = {m.seq: m for m, _ in found}
@@ -223,7 +228,9 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
                   messages=messages, layer_tokens=layer_tokens)
     if recall is not None and recall.config.enabled:
         free = cfg.budget - sum(layer_tokens.values())
-        found = await _recall(recall, loaded, {m["seq"] for m in messages}, free)
+        l1_shown = [m["seq"] for m in messages if m["seq"] not in promoted_seqs]
+        found = await _recall(recall, loaded, {m["seq"] for m in messages},
+                              min(l1_shown) if l1_shown else None, free)
         if found is not None:
             chosen, built.recall_query, recalled_rows = found
             built.recalled = chosen

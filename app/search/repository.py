@@ -163,6 +163,7 @@ seeds AS MATERIALIZED (
     WHERE (CAST(:after AS timestamptz) IS NULL OR o.created_at >= CAST(:after AS timestamptz))
       AND (CAST(:before AS timestamptz) IS NULL OR o.created_at < CAST(:before AS timestamptz))
       AND NOT (o.seq = ANY(CAST(:exclude AS bigint[])))
+      AND (CAST(:exclude_from AS bigint) IS NULL OR o.seq < CAST(:exclude_from AS bigint))
     ORDER BY o.score DESC, o.seq DESC, o.session_id
     LIMIT {seeds}
 ),
@@ -216,6 +217,7 @@ scored AS (
       AND (CAST(:after AS timestamptz) IS NULL OR c.created_at >= CAST(:after AS timestamptz))
       AND (CAST(:before AS timestamptz) IS NULL OR c.created_at < CAST(:before AS timestamptz))
       AND NOT (c.seq = ANY(CAST(:exclude AS bigint[])))
+      AND (CAST(:exclude_from AS bigint) IS NULL OR c.seq < CAST(:exclude_from AS bigint))
     GROUP BY c.session_id, c.seq
 ),
 top AS (
@@ -370,14 +372,15 @@ async def bm25_top(
     before: datetime | None = None,
     exclude_seqs: Sequence[int] = (),
     dates: Sequence[DateSpec] = (),
+    exclude_from: int | None = None,
 ) -> list[Hit]:
     """The `limit` best messages of the scope for the OR of `lexemes` in the
     conversation-aware ranking (`windows`), best first; the first `full_rows` carry the
     whole message in `Hit.row`. `after` (inclusive) and `before` (exclusive) bound the
     results' `created_at`; windows and statistics still read the whole scope. A session
-    search may leave out `exclude_seqs` (neither seeds nor results; windows still read
-    them). Messages of one of `dates` (the query's, `app.search.dates`) score
-    `windows.date_boost` times more."""
+    search may leave out `exclude_seqs` and every seq from `exclude_from` on (neither
+    seeds nor results; windows still read them). Messages of one of `dates` (the query's,
+    `app.search.dates`) score `windows.date_boost` times more."""
     distinct = sorted(set(lexemes))
     if not distinct or stats.n_docs == 0:
         return []
@@ -396,6 +399,7 @@ async def bm25_top(
         "after": after,
         "before": before,
         "exclude": list(exclude_seqs) if scope.session_id is not None else [],
+        "exclude_from": exclude_from if scope.session_id is not None else None,
         "date_y": [d.year for d in dates],
         "date_m": [d.month for d in dates],
         "date_d": [d.day for d in dates],

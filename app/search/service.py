@@ -149,14 +149,15 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
                  options: SearchOptions | None = None, after: datetime | None = None,
                  before: datetime | None = None,
                  exclude_seqs: Sequence[int] = (),
+                 exclude_from: int | None = None,
                  ranking: str = "conversation") -> SearchOutcome:
     """Rank the scope's messages for `query`; best `limit` first. `conn`: a connection of
     the hot paths' pool, or the one under a request's SQLAlchemy session
     (`app.core.pg.driver_connection`); the ranking statements run in a transaction of
     their own (a savepoint in the latter), the rerank outside it. `after` (inclusive) and
     `before` (exclusive) bound the results' `created_at`; a session search may leave out
-    `exclude_seqs` (what a context shows already). `ranking="message"`: plain BM25 (no
-    window; named dates still count)."""
+    `exclude_seqs` and the seqs from `exclude_from` on (what a context shows already).
+    `ranking="message"`: plain BM25 (no window; named dates still count)."""
     options = options or SearchOptions()
     terms = query_terms(query)
     if not terms:
@@ -176,7 +177,8 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
                                          BM25Params(options.k1, options.b), MAX_CANDIDATES,
                                          full_rows=0 if reranking else limit,
                                          windows=windows, after=after, before=before,
-                                         exclude_seqs=exclude_seqs, dates=dates)
+                                         exclude_seqs=exclude_seqs, dates=dates,
+                                         exclude_from=exclude_from)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits), dates=dates)
     if not hits:
         return outcome

@@ -162,3 +162,41 @@ async def test_a_given_query_and_validation(client):
         assert resp.status_code == 422, (bad, resp.text)
         resp = await client.post(f"/v1/sessions/{sid}/context", json={"recall": bad})
         assert resp.status_code == 422, (bad, resp.text)
+
+
+async def test_promotion_and_a_moved_l1_change_what_is_recalled(client):
+    sid = await long_session(client, recall={"max_messages": 4})
+    first = await context(client, sid)
+    assert 11 in first["recall"]["seqs"]
+    assert (await context(client, sid))["recall"] == first["recall"]  # the same build
+    # promoting the recalled turn makes it part of the context: recall looks elsewhere
+    resp = await client.post(f"/v1/sessions/{sid}/memory/promote", json={"seqs": [11]})
+    assert resp.status_code == 200, resp.text
+    promoted = await context(client, sid)
+    assert 11 not in (promoted["recall"] or {"seqs": []})["seqs"]
+    assert "Reykjavik" in texts(promoted)
+    # once L1 moves on (appends push its first messages out), what left it may come back
+    await client.delete(f"/v1/sessions/{sid}/memory/promoted")
+    l1_first = promoted["l1_seqs"][0]
+    await append(client, sid, filler(30, start=300))
+    # seq n holds "(note n-1)" from seq 12 on
+    await append(client, sid, [{"role": "user", "content": f"note {l1_first - 1} please"}])
+    moved = await context(client, sid, format="raw")
+    assert moved["l1_seqs"][0] > l1_first
+    assert l1_first in moved["recall"]["seqs"]
+    assert moved["total_tokens"] <= moved["budget"]
+
+
+def test_search_cache_is_an_lru_with_a_lifetime(monkeypatch):
+    from app.context import recall
+
+    cache = recall._SearchCache(size=2, seconds=10)
+    now = [100.0]
+    monkeypatch.setattr(recall.time, "monotonic", lambda: now[0])
+    cache.put(("a",), [("x", 1.0)])
+    cache.put(("b",), [])
+    assert cache.get(("a",)) == [("x", 1.0)]  # a is now the most recent
+    cache.put(("c",), [])
+    assert cache.get(("b",)) is None and cache.get(("a",)) is not None
+    now[0] += 11
+    assert cache.get(("a",)) is None
