@@ -479,14 +479,15 @@ class Bench:
         """Context builds; `recall="warm"`: recall on for the newest user message (after the
         first build, its search is the cached one of the turn), `"cold"`: recall on with
         another user turn of the corpus as the query of each request (a search each
-        time, for a whole message as recall asks by default)."""
+        time, for a whole message as recall asks by default; 12,000 of them, more than a
+        measurement sends, so no request repeats one the recall cache holds)."""
         targets = [sid] if sid else self.sessions
         if recall == "cold":
             return [Req("POST", f"/v1/sessions/{targets[i % len(targets)]}/context",
                         self.headers(), json.dumps({"format": "anthropic", "recall": {
                             "share": 0.1, "query": q}}).encode())
                     for i, q in enumerate(search_corpus.message_text(rng, "user")
-                                          for rng in [random.Random(7)] for _ in range(500))]
+                                          for rng in [random.Random(7)] for _ in range(12_000))]
         body = json.dumps({"format": "anthropic",
                            **({"recall": {"share": 0.1}} if recall else {})}).encode()
         return [Req("POST", f"/v1/sessions/{s}/context", self.headers(), body)

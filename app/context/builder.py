@@ -9,6 +9,7 @@ calls whose results are not in the context and results whose call is not are lef
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -116,6 +117,18 @@ def recall_note(seqs: Sequence[int]) -> str:
             f"message and are shown before the recent ones: {listed}.")
 
 
+@functools.cache
+def _note_base_tokens() -> int:
+    return count_text(recall_note([]))
+
+
+def recall_note_bound(seqs: Sequence[int]) -> int:
+    """At least the tokens of `recall_note(seqs)`, without tokenising it (the choice tries
+    one selection per hit): cl100k splits a number into runs of up to 3 digits, and each
+    `msg:N, ` adds at most 3 more tokens (a test checks the bound)."""
+    return _note_base_tokens() + sum(4 + -(-len(str(s)) // 3) for s in seqs)
+
+
 def newest_user_text(rows: Sequence[MessageRow]) -> str:
     """The text of the newest user message (what recall searches for by default; a newest
     message without text, such as an image, recalls nothing)."""
@@ -150,7 +163,7 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from
         wanted = [s for s in neighbourhood(grouped) if s not in rows]
         rows.update({m.seq: m for m in await source.load(wanted)})
     chosen = choose(hits, [record(rows[s]) for s in sorted(rows)], shown, tokens,
-                    cfg.max_messages, lambda seqs: count_text(recall_note(seqs)))
+                    cfg.max_messages, recall_note_bound)
     if not chosen.seqs:
         return None
     return chosen, query, {s: rows[s] for s in chosen.seqs}

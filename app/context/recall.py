@@ -36,17 +36,16 @@ class _SearchCache:
 
     def __init__(self, size: int, seconds: float) -> None:
         self.size, self.seconds = size, seconds
-        self._items: OrderedDict[tuple[Any, ...], tuple[float, list[tuple[Any, float]]]] = (
-            OrderedDict())
+        self._items: OrderedDict[tuple[Any, ...], tuple[float, list[Any]]] = OrderedDict()
 
-    def get(self, key: tuple[Any, ...]) -> list[tuple[Any, float]] | None:
+    def get(self, key: tuple[Any, ...]) -> list[Any] | None:
         item = self._items.get(key)
         if item is None or time.monotonic() - item[0] > self.seconds:
             return None
         self._items.move_to_end(key)
         return item[1]
 
-    def put(self, key: tuple[Any, ...], found: list[tuple[Any, float]]) -> None:
+    def put(self, key: tuple[Any, ...], found: list[Any]) -> None:
         self._items[key] = (time.monotonic(), found)
         self._items.move_to_end(key)
         while len(self._items) > self.size:
@@ -56,6 +55,7 @@ class _SearchCache:
 SEARCH_CACHE_SIZE = 1000
 SEARCH_CACHE_SECONDS = 300.0
 _CACHE = _SearchCache(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
+_LOADED = _SearchCache(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)  # the hits' tool groups
 
 _LOAD = f"""
 SELECT {message_row_sql()} FROM messages
@@ -92,9 +92,17 @@ class SwapRecall:
     async def load(self, seqs: list[int]) -> list[Any]:
         if not seqs:
             return []
+        # messages never change once stored; a seq not stored yet stays missing here until
+        # the entry expires (a group that needs it is incomplete and skipped, never cut)
+        key = (self.tenant_id, self.session_id, tuple(seqs))
+        cached = _LOADED.get(key)
+        if cached is not None:
+            return cached
         async with self.state.connection() as conn:
             rows = await conn.fetch(_LOAD, self.tenant_id, self.session_id, seqs)
-        return [StoredMessage(*r) for r in rows]
+        loaded = [StoredMessage(*r) for r in rows]
+        _LOADED.put(key, loaded)
+        return loaded
 
 
 def recall_config(session_config: dict[str, Any] | None, requested: Any = None) -> RecallConfig:

@@ -105,3 +105,13 @@ def test_choice_invariants(records, data):
     results = {i for r in picked for i in r.tool_result_ids}
     assert calls == results
     assert set(chosen.scores or {}) <= set(chosen.seqs)
+
+
+@settings(max_examples=200, derandomize=True)
+@given(st.lists(st.integers(1, 2**63 - 1), max_size=50, unique=True))
+def test_the_note_bound_is_never_below_the_note(seqs):
+    from app.context.builder import recall_note, recall_note_bound
+    from app.core.tokens import count_text
+
+    seqs = sorted(seqs)
+    assert count_text(recall_note(seqs)) <= recall_note_bound(seqs)
