@@ -115,6 +115,7 @@ async def search(request: Request) -> Response:
     text (no normalisation), and optionally the conversation window and weight (default 2
     and 2.0, as the app; 0 and 0: plain BM25)."""
     from app.search import repository as repo
+    from app.search.bm25 import BM25Params
     from app.search.scope import SearchScope
 
     b = await request.json()
@@ -124,9 +125,7 @@ async def search(request: Request) -> Response:
     p: dict[str, Any] = {"tenant_id": uuid.UUID(b["tenant_id"]),
                          "session_id": uuid.UUID(b["session_id"]) if b.get("session_id")
                          else None, "agent_id": b.get("agent_id"), "refresh_rows": 1,
-                         "text": b["query"], "after": None, "before": None,
-                         "exclude": [], "exclude_from": None, "date_y": [], "date_m": [],
-                         "date_d": []}
+                         "text": b["query"]}
     scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
     async with request.app.state.pool.acquire() as conn, conn.transaction():
         await repo.custom_plans(conn, scope)
@@ -135,9 +134,8 @@ async def search(request: Request) -> Response:
         rows = []
         if lexemes and n_docs:
             await repo.hash_joins(conn)
-            p.update(lexemes=lexemes, tsquery=repo.scope_tsquery(scope, lexemes),
-                     n_docs=float(n_docs),
-                     avgdl=total / n_docs, k1=1.2, b=0.75, limit=50, full_rows=10)
-            rows = await conn.fetch(bm_sql, *[p[n] for n in bm_names])
+            bp = repo.bm25_params(scope, lexemes, repo.ScopeStats(n_docs, total),
+                                  BM25Params(), 50, 10)
+            rows = await conn.fetch(bm_sql, *[bp[n] for n in bm_names])
     body = {"results": [dict(r) for r in rows[:10]], "candidates": len(rows)}
     return Response(json.dumps(body, default=str), media_type="application/json")

@@ -826,13 +826,7 @@ class Bench:
                     stats = repo.ScopeStats(int(n_docs), int(total))
                     params = BM25Params()
                     bm_sql = repo.bm25_sql(kind, WindowParams())
-                    bp = {**scope.params(), "lexemes": lexemes, "after": None, "before": None,
-                          "exclude": [], "exclude_from": None, "date_y": [], "date_m": [],
-                          "date_d": [],
-                          "tsquery": repo.scope_tsquery(scope, lexemes),
-                          "n_docs": float(stats.n_docs),
-                          "avgdl": stats.avgdl, "k1": params.k1, "b": params.b,
-                          "limit": MAX_CANDIDATES, "full_rows": 10}
+                    bp = repo.bm25_params(scope, lexemes, stats, params, MAX_CANDIDATES, 10)
                     # the app's planner settings (`custom_plans`, `hash_joins`)
                     if kind == "session":
                         await conn.execute(sa.text("SET LOCAL enable_seqscan = off"))

@@ -3,7 +3,7 @@ searched with the conversation-aware ranking, and the messages around the hits.
 
 Each read takes a connection of the hot paths' pool for itself, and only when the build
 asks (a session without recall, or without room for it, reads nothing more); the builds of
-one turn share one search (`_SearchCache`).
+one turn share one search (`_RecentReads`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.memory.recall import RecallConfig
-from app.models.message import StoredMessage, message_row_sql
+from app.search import repository as search_repository
 from app.search import service as search_service
 from app.search.deps import options_for
 from app.search.scope import SearchScope
 from app.state import AppState
 
 
-class _SearchCache:
-    """The recall searches of the last builds, per process (LRU, entries live
+class _RecentReads:
+    """Recent recall reads (the searches of the last builds, and the tool groups around
+    their hits), per process (LRU, entries live
     `SEARCH_CACHE_SECONDS`).
 
     An agent rebuilds its context after every tool round of a turn, with the same newest
@@ -54,14 +55,10 @@ class _SearchCache:
 
 SEARCH_CACHE_SIZE = 1000
 SEARCH_CACHE_SECONDS = 300.0
-_CACHE = _SearchCache(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
-_LOADED = _SearchCache(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)  # the hits' tool groups
+_CACHE = _RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
+_LOADED = _RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)  # the hits' tool groups
 
-_LOAD = f"""
-SELECT {message_row_sql()} FROM messages
-WHERE tenant_id = $1 AND session_id = $2 AND seq = ANY($3::bigint[])
-ORDER BY seq
-"""
+
 
 
 @dataclass
@@ -99,8 +96,9 @@ class SwapRecall:
         if cached is not None:
             return cached
         async with self.state.connection() as conn:
-            rows = await conn.fetch(_LOAD, self.tenant_id, self.session_id, seqs)
-        loaded = [StoredMessage(*r) for r in rows]
+            rows = await search_repository.load_messages(
+                conn, self.tenant_id, [(self.session_id, s) for s in seqs])
+        loaded = [rows[k] for k in sorted(rows, key=lambda k: k[1])]
         _LOADED.put(key, loaded)
         return loaded
 

@@ -359,6 +359,41 @@ async def prepare(conn: asyncpg.Connection, scope: SearchScope,
     return list(lexemes or []), ScopeStats(int(n_docs), int(total))
 
 
+def bm25_params(
+    scope: SearchScope,
+    lexemes: list[str],
+    stats: ScopeStats,
+    params: BM25Params,
+    limit: int,
+    full_rows: int = 0,
+    after: datetime | None = None,
+    before: datetime | None = None,
+    exclude_seqs: Sequence[int] = (),
+    dates: Sequence[DateSpec] = (),
+    exclude_from: int | None = None,
+) -> dict[str, Any]:
+    """The ranking statement's parameters by name (`bm25_sql`; see `bm25_top`)."""
+    distinct = sorted(set(lexemes))
+    return {
+        **scope.params(),
+        "lexemes": distinct,
+        "tsquery": scope_tsquery(scope, distinct),
+        "n_docs": float(stats.n_docs),
+        "avgdl": stats.avgdl,
+        "k1": params.k1,
+        "b": params.b,
+        "limit": limit,
+        "full_rows": full_rows,
+        "after": after,
+        "before": before,
+        "exclude": list(exclude_seqs) if scope.session_id is not None else [],
+        "exclude_from": exclude_from if scope.session_id is not None else None,
+        "date_y": [d.year for d in dates],
+        "date_m": [d.month for d in dates],
+        "date_d": [d.day for d in dates],
+    }
+
+
 async def bm25_top(
     conn: asyncpg.Connection,
     scope: SearchScope,
@@ -381,29 +416,13 @@ async def bm25_top(
     search may leave out `exclude_seqs` and every seq from `exclude_from` on (neither
     seeds nor results; windows still read them). Messages of one of `dates` (the query's,
     `app.search.dates`) score `windows.date_boost` times more."""
-    distinct = sorted(set(lexemes))
-    if not distinct or stats.n_docs == 0:
+    if not lexemes or stats.n_docs == 0:
         return []
     statement = _bm25_statement(scope.kind, windows or WindowParams())
     await hash_joins(conn)
-    rows = await conn.fetch(statement[0], *_args(statement, {
-        **scope.params(),
-        "lexemes": distinct,
-        "tsquery": scope_tsquery(scope, distinct),
-        "n_docs": float(stats.n_docs),
-        "avgdl": stats.avgdl,
-        "k1": params.k1,
-        "b": params.b,
-        "limit": limit,
-        "full_rows": full_rows,
-        "after": after,
-        "before": before,
-        "exclude": list(exclude_seqs) if scope.session_id is not None else [],
-        "exclude_from": exclude_from if scope.session_id is not None else None,
-        "date_y": [d.year for d in dates],
-        "date_m": [d.month for d in dates],
-        "date_d": [d.day for d in dates],
-    }))
+    rows = await conn.fetch(statement[0], *_args(statement, bm25_params(
+        scope, lexemes, stats, params, limit, full_rows, after, before, exclude_seqs, dates,
+        exclude_from)))
     return [Hit(r["session_id"], int(r["seq"]), float(r["score"]), r["role"], r["preview"],
                 _result_row(r) if r["full"] else None) for r in rows]
 
