@@ -6,6 +6,7 @@ exits), and `worker` itself reconnects when Redis goes away (`workers.settings.r
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -15,11 +16,13 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from app.core import logs, metrics_dir
 from app.core.config import Settings, get_settings
+from app.embedded_redis import die_with_parent
 
 log = logging.getLogger("loom")
 
@@ -32,31 +35,53 @@ def _migrate(url: str) -> None:
     upgrade(url)
 
 
-def cmd_migrate(_: argparse.Namespace) -> int:
-    """Migrate DATABASE_URL's database or, without it, the embedded one of the data
-    directory (created if it does not exist yet; joined if a `serve` runs on it)."""
-    settings = get_settings()
+class _NoDatabase(Exception):
+    """The command has no database to work on (the message says what to set)."""
+
+
+@contextlib.contextmanager
+def _database_url(settings: Settings, *, existing: bool) -> Iterator[str]:
+    """DATABASE_URL, or the embedded database of the data directory: joined if a `serve`
+    runs on it, else started for the command and stopped afterwards. `existing`: refuse a
+    data directory that holds no database yet (instead of creating one)."""
     if settings.database_url:
-        _migrate(settings.database_url)
-        print("database is at the latest schema")
-        return 0
-    from app.embedded import EmbeddedStores, missing_embedded
+        yield settings.database_url
+        return
+    from app.embedded import EmbeddedStores, has_embedded_db, missing_embedded
     from app.startup import quiet_store_logs
 
-    problem = missing_embedded(need_db=True, need_redis=False)
-    if problem:
-        print(problem, file=sys.stderr)
-        return 2
     data_dir = settings.data_dir.resolve()
+    problem = missing_embedded(need_db=True, need_redis=False)
+    if problem is None and existing and not has_embedded_db(data_dir):
+        problem = (f"DATABASE_URL is not set and {data_dir} holds no embedded database: "
+                   "run `loom-memory serve` there once, or set LOOM_DATA_DIR or "
+                   "DATABASE_URL")
+    if problem:
+        raise _NoDatabase(problem)
     quiet_store_logs(data_dir)
     stores = EmbeddedStores(data_dir=data_dir)
     try:
         stores.start(need_db=True, need_redis=False)
         assert stores.database_url
-        _migrate(stores.database_url)
+        yield stores.database_url
     finally:
         stores.stop()  # stops PostgreSQL unless a `serve` uses it too
-    print(f"embedded database in {data_dir} is at the latest schema")
+
+
+def cmd_migrate(_: argparse.Namespace) -> int:
+    """Migrate DATABASE_URL's database or, without it, the embedded one of the data
+    directory (created if it does not exist yet; joined if a `serve` runs on it)."""
+    settings = get_settings()
+    try:
+        with _database_url(settings, existing=False) as url:
+            _migrate(url)
+    except _NoDatabase as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if settings.database_url:
+        print("database is at the latest schema")
+    else:
+        print(f"embedded database in {settings.data_dir.resolve()} is at the latest schema")
     return 0
 
 
@@ -112,39 +137,19 @@ def cmd_create_key(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     settings = get_settings()
-    url = settings.database_url
-    stores = None
-    if not url:
-        from app.embedded import EmbeddedStores, has_embedded_db, missing_embedded
-        from app.startup import quiet_store_logs
-
-        data_dir = settings.data_dir.resolve()
-        problem = missing_embedded(need_db=True, need_redis=False)
-        if problem is None and not has_embedded_db(data_dir):
-            problem = (f"DATABASE_URL is not set and {data_dir} holds no embedded database: "
-                       "run `loom-memory serve` there once, or set LOOM_DATA_DIR or "
-                       "DATABASE_URL")
-        if problem:
-            print(problem, file=sys.stderr)
-            return 2
-        quiet_store_logs(data_dir)
-        stores = EmbeddedStores(data_dir=data_dir)
     try:
-        if stores is not None:
-            stores.start(need_db=True, need_redis=False)
-            url = stores.database_url
-            print(f"embedded database in {stores.data_dir}", file=sys.stderr)
-            assert url
-            if settings.migrate_on_start:
-                _migrate(url)
-        assert url
-        out = asyncio.run(_create_key(url, args))
+        with _database_url(settings, existing=True) as url:
+            if not settings.database_url:
+                print(f"embedded database in {settings.data_dir.resolve()}", file=sys.stderr)
+                if settings.migrate_on_start:
+                    _migrate(url)
+            out = asyncio.run(_create_key(url, args))
+    except _NoDatabase as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except AppError as exc:
         print(exc.message, file=sys.stderr)
         return 2
-    finally:
-        if stores is not None:
-            stores.stop()  # stops PostgreSQL unless a `serve` uses it too
     print(json.dumps(out, indent=2))
     return 0
 
@@ -155,16 +160,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _ignore(signum: int, frame: object) -> None:
     pass
-
-
-def _die_with_parent() -> None:
-    """In the worker child: get SIGTERM if `serve` dies without stopping it (Linux)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 class Supervised:
@@ -186,7 +181,7 @@ class Supervised:
     def _spawn(self) -> subprocess.Popen[bytes]:
         # PR_SET_PDEATHSIG fires when the spawning *thread* ends: the watcher thread lives
         # until stop(), like the main thread
-        self.proc = subprocess.Popen(self.argv, env=self.env, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(self.argv, env=self.env, preexec_fn=die_with_parent)
         self._started = time.monotonic()
         return self.proc
 

@@ -38,8 +38,9 @@ def socket_dir(redis_dir: Path) -> Path:
     return base / f"loom-redis-{hashlib.sha256(os.fsencode(redis_dir)).hexdigest()[:12]}"
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGTERM (redis saves and exits) when `serve` dies (Linux)."""
+def die_with_parent() -> None:
+    """In a child of `serve` (preexec_fn): SIGTERM when `serve` dies without stopping it
+    (Linux; the worker and redis both exit on it)."""
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
@@ -80,7 +81,7 @@ class EmbeddedRedis:
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 # its own session: Ctrl-C in the terminal must not stop Redis before the
                 # API processes are gone; stop() ends it after them
-                start_new_session=True, preexec_fn=_die_with_parent)
+                start_new_session=True, preexec_fn=die_with_parent)
         deadline = time.monotonic() + timeout
         while not self._ping():
             if self.proc.poll() is not None or time.monotonic() > deadline:
