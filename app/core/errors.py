@@ -5,6 +5,7 @@ nothing below the router raises HTTPException, and no stack trace ever reaches a
 """
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -76,6 +77,12 @@ class ServiceUnavailable(AppError):
     status_code, code = 503, "unavailable"
 
 
+class InternalError(AppError):
+    """Never raised: what `store_error` answers for an exception nothing maps."""
+
+    status_code, code = 500, "internal_error"
+
+
 class ErrorBody(BaseModel):
     code: str
     message: str
@@ -100,7 +107,7 @@ def error_response(status: int, code: str, message: str, details: Any = None,
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _clean_validation_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def clean_validation_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for e in errors:
         item = {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
@@ -146,6 +153,24 @@ def _too_many_arguments(exc: BaseException) -> bool:
     return False
 
 
+def store_error(exc: BaseException) -> AppError:
+    """What an exception that is no AppError answers (REST and MCP alike): 422 for a query
+    over PostgreSQL's parameter limit, the store errors `map_db_error` knows (503s logged
+    as warnings), else 500 `internal_error` (logged with its trace)."""
+    from app.core.db_errors import map_db_error
+
+    if _too_many_arguments(exc):
+        return Unprocessable("The request holds more values than one database query can "
+                             "take; send fewer.", code="too_many_values")
+    mapped = map_db_error(exc)
+    if mapped is None:
+        log.exception("unhandled error", exc_info=exc)
+        return InternalError("An internal error occurred.")
+    if mapped.status_code >= 500:
+        log.warning("store unavailable: %s", type(exc).__name__)
+    return mapped
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Render every error, expected or not, as the envelope."""
 
@@ -155,7 +180,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = _clean_validation_errors(list(exc.errors()))
+        errors = clean_validation_errors(list(exc.errors()))
         if errors and all(_bad_agent_id(e) for e in errors):
             # The same answer as for the X-Agent-Id header (app.auth.caller.check_agent_id).
             where = ".".join(str(p) for p in errors[0]["loc"])
@@ -174,19 +199,8 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, code, str(exc.detail), None, headers)
 
     async def _store_error(_: Request, exc: Exception) -> JSONResponse:
-        from app.core.db_errors import map_db_error
-
-        if _too_many_arguments(exc):
-            return error_response(422, "too_many_values", "The request holds more values "
-                                  "than one database query can take; send fewer.")
-        mapped = map_db_error(exc)
-        if mapped is None:
-            log.exception("unhandled error", exc_info=exc)
-            return error_response(500, "internal_error", "An internal error occurred.")
-        if mapped.status_code >= 500:
-            log.warning("store unavailable: %s", type(exc).__name__)
-        return error_response(mapped.status_code, mapped.code, mapped.message,
-                              headers=mapped.headers)
+        err = store_error(exc)
+        return error_response(err.status_code, err.code, err.message, headers=err.headers)
 
     # Registered per class (not only on Exception) so Starlette answers without re-raising.
     import asyncpg

@@ -5,7 +5,6 @@ the Starlette request of that scope (`ctx.request_context.request`).
 """
 
 import json
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +16,9 @@ from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 
 from app.auth.caller import Caller
-from app.core.db_errors import map_db_error
-from app.core.errors import AppError
+from app.core.errors import AppError, clean_validation_errors, store_error
 from app.state import AppState, app_state
 from app.tools.registry import ToolError as BuiltinToolError
-
-log = logging.getLogger("loom.mcp")
 
 CALLER_SCOPE_KEY = "loom.caller"
 
@@ -76,11 +72,6 @@ def failure(code: str, message: str, details: Any = None) -> CallToolResult:
                           structured_content=to_jsonable_python(envelope), is_error=True)
 
 
-def _validation_details(exc: ValidationError) -> list[dict[str, Any]]:
-    return [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
-            for e in exc.errors()]
-
-
 def failure_of(tool: str, exc: ToolError) -> CallToolResult:
     """The result of a failed call. The SDK raises `ToolError` for an unknown tool, and
     for anything the arguments or the tool raised, as the `__cause__`: that decides."""
@@ -89,15 +80,10 @@ def failure_of(tool: str, exc: ToolError) -> CallToolResult:
         return failure("unknown_tool", str(exc))
     if isinstance(cause, ValidationError):
         return failure("validation_error", "The tool input is not valid.",
-                       _validation_details(cause))
+                       clean_validation_errors(cause.errors()))
     if isinstance(cause, AppError):
         return failure(cause.code, cause.message, cause.details)
     if isinstance(cause, BuiltinToolError):  # the built-in session tools' own codes
         return failure(cause.code.lower(), cause.message, cause.details)
-    mapped = map_db_error(cause)
-    if mapped is not None:
-        if mapped.status_code >= 500:
-            log.warning("store unavailable in tool %s: %s", tool, type(cause).__name__)
-        return failure(mapped.code, mapped.message)
-    log.error("tool %s failed", tool, exc_info=cause)
-    return failure("internal_error", "An internal error occurred.")
+    err = store_error(cause)  # as REST answers it (and logs it)
+    return failure(err.code, err.message)

@@ -263,11 +263,12 @@ async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID
     # serialise with other appends to this session (and start the transaction the shared
     # statement then runs in), before looking for a first result
     visible_session(caller, await repository.lock_session(db, caller.tenant_id, session_id))
+    body_hash = request_hash(body) if idempotency_key is not None else ""
     if idempotency_key is not None:
         record = await repository.get_idempotent(db, caller.tenant_id, session_id,
                                                  idempotency_key)
         if record is not None:
-            if record.request_hash != request_hash(body):
+            if record.request_hash != body_hash:
                 raise Conflict("This Idempotency-Key was used with a different request.",
                                code="idempotency_key_reused")
             replay = MessagesAppended.model_validate(record.response)
@@ -281,7 +282,7 @@ async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID
     if idempotency_key is not None:
         await repository.save_idempotent(db, IdempotencyRecord(
             tenant_id=caller.tenant_id, session_id=session_id, key=idempotency_key,
-            request_hash=request_hash(body), status_code=201,
+            request_hash=body_hash, status_code=201,
             response=result.model_dump(mode="json")))
     for after in hooks.after:  # asked again: a before hook may have rewritten the batch
         if after.applies(canonical):
