@@ -20,6 +20,16 @@ def alembic_config(database_url: str) -> Config:
     return cfg
 
 
-def upgrade(database_url: str) -> None:
-    """Bring the database to every head (domains add their own migration branches)."""
-    command.upgrade(alembic_config(database_url), "heads")
+def upgrade(database_url: str, *, partitions: int | None = None) -> None:
+    """Bring the database to every head (domains add their own migration branches).
+
+    `partitions`: hash-partition the tenant-owned tables into this many partitions when
+    migration 0013 runs (None: `LOOM_PARTITIONS`; see `app.core.partitions`)."""
+    cfg = alembic_config(database_url)
+    if partitions is not None:
+        cfg.attributes["partitions"] = partitions
+    command.upgrade(cfg, "heads")
+
+
+def downgrade(database_url: str, revision: str) -> None:
+    command.downgrade(alembic_config(database_url), revision)

@@ -24,6 +24,7 @@ from hypothesis import settings as hsettings
 from app.core.config import Settings
 from app.main import create_app
 from app.migrate import upgrade
+from tests.support import tenant_audit
 from tests.support.api import make_client
 
 # The one Hypothesis profile of the suite: reproducible (derandomized), no deadline (the
@@ -38,6 +39,10 @@ if os.path.exists(os.path.join(os.path.dirname(__file__), "fakes", "fixtures.py"
     pytest_plugins.append("tests.fakes.fixtures")
 
 PG_ADMIN_DSN = os.environ.get("LOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+# LOOM_PARTITIONS=N: the run's database has its tenant-owned tables hash-partitioned by
+# tenant into N partitions, and every statement the app runs is checked to name its tenant
+# (`tests.support.tenant_audit`; scripts/test runs the API and jobs tests that way).
+PARTITIONS = int(os.environ.get("LOOM_PARTITIONS", "0") or "0")
 REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 ADMIN_KEY = "lm_test_admin_" + secrets.token_urlsafe(24)
 
@@ -63,9 +68,19 @@ def test_database(worker_id: str = "master") -> Iterator[str]:
 
     asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     url = _db_url(name)
-    upgrade(url)
+    upgrade(url, partitions=PARTITIONS)
+    recorder = tenant_audit.Recorder()
+    if PARTITIONS:
+        tenant_audit.install(recorder)
     yield url
-    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    try:
+        if PARTITIONS:
+            dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
+            bad = asyncio.run(tenant_audit.violations(dsn, recorder))
+            assert not bad, ("statements that do not name their tenant (they read every "
+                             "partition):\n\n" + "\n\n".join(bad))
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")

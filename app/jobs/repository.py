@@ -44,8 +44,8 @@ async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
     if error is not None:
         update["last_error"] = _clip(error)
     stmt = stmt.on_conflict_do_update(
-        index_elements=[_T.c.session_id], set_=update,
-        where=(_T.c.status != "running") & (_T.c.tenant_id == tenant_id))
+        index_elements=[_T.c.tenant_id, _T.c.session_id], set_=update,
+        where=_T.c.status != "running")
     await db.execute(stmt)
 
 
@@ -57,10 +57,9 @@ async def mark_running(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
                              job_id=job_id, attempts=attempt, started_at=now,
                              enqueued_at=now, updated_at=now)
     stmt = stmt.on_conflict_do_update(
-        index_elements=[_T.c.session_id],
+        index_elements=[_T.c.tenant_id, _T.c.session_id],
         set_={"status": "running", "job_id": job_id, "attempts": attempt, "started_at": now,
-              "finished_at": None, "updated_at": now},
-        where=_T.c.tenant_id == tenant_id)
+              "finished_at": None, "updated_at": now})
     await db.execute(stmt)
 
 

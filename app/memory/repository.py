@@ -48,7 +48,7 @@ async def ensure_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
     """Create an empty state for a session that has none (idempotent under races)."""
     await db.execute(pg_insert(MemoryState).values(
         session_id=session_id, tenant_id=tenant_id, rom={}, kernel={}, promoted_seqs=[],
-    ).on_conflict_do_nothing(index_elements=["session_id"]))
+    ).on_conflict_do_nothing(index_elements=["tenant_id", "session_id"]))
 
 
 async def messages_from(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,

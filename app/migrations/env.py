@@ -8,6 +8,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import app.models  # noqa: F401  (registers every table)
+from app.core import partitions
 from app.core.config import async_dsn, get_settings
 from app.models.base import metadata
 
@@ -24,7 +25,8 @@ def _url() -> str:
 
 def do_run_migrations(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata,
-                      compare_type=True)
+                      compare_type=True, include_name=partitions.include_name,
+                      include_object=partitions.include_object)
     with context.begin_transaction():
         context.run_migrations()
 

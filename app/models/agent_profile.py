@@ -6,18 +6,19 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_fk, ts_column, utcnow
+from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class AgentProfile(SQLModel, table=True):
     """One published version of an agent's ROM source; versions are never edited."""
 
     __tablename__ = "agent_profiles"
-    __table_args__ = (sa.UniqueConstraint("tenant_id", "agent_id", "version",
+    __table_args__ = (tenant_pk("agent_profiles", "id"),
+                      sa.UniqueConstraint("tenant_id", "agent_id", "version",
                                           name="uq_agent_profiles_tenant_agent_version"),)
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
     version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     system_prompt: str = Field(sa_column=sa.Column(sa.Text, nullable=False))

@@ -39,5 +39,24 @@ def ts_column(**kw: object) -> sa.Column:
 
 
 def tenant_fk() -> sa.Column:
+    """`tenant_id` of a global table (tenants' API keys)."""
     return sa.Column(sa.Uuid, sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False,
                      index=True)
+
+
+def tenant_key() -> sa.Column:
+    """`tenant_id` of a tenant-owned table: the first column of its primary key, unique
+    constraints and foreign keys, the key Citus distributes by and PostgreSQL partitions by
+    (`app.core.partitions`)."""
+    return sa.Column(sa.Uuid, sa.ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+
+
+def tenant_pk(table: str, *columns: str) -> sa.PrimaryKeyConstraint:
+    """The primary key (tenant_id, *columns) of a tenant-owned table, in that order."""
+    return sa.PrimaryKeyConstraint("tenant_id", *columns, name=f"pk_{table}")
+
+
+def session_fk(table: str) -> sa.ForeignKeyConstraint:
+    """(tenant_id, session_id) -> sessions: the rows go with their session."""
+    return sa.ForeignKeyConstraint(["tenant_id", "session_id"], ["sessions.tenant_id", "sessions.id"],
+                                   ondelete="CASCADE", name=f"fk_{table}_session_id_sessions")

@@ -4,7 +4,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import tenant_fk, ts_column, utcnow
+from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class CompressionJob(SQLModel, table=True):
@@ -16,11 +16,11 @@ class CompressionJob(SQLModel, table=True):
     """
 
     __tablename__ = "compression_jobs"
-    __table_args__ = (sa.Index("ix_compression_jobs_status_updated", "status", "updated_at"),)
+    __table_args__ = (tenant_pk("compression_jobs", "session_id"), session_fk("compression_jobs"),
+                      sa.Index("ix_compression_jobs_status_updated", "status", "updated_at"),)
 
-    session_id: uuid.UUID = Field(sa_column=sa.Column(
-        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     status: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     job_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
     attempts: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,

@@ -6,18 +6,19 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_fk, ts_column, utcnow
+from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class LearnedVersion(SQLModel, table=True):
     """One immutable version of an agent's learned artifacts (DSPy-style results)."""
 
     __tablename__ = "learned_versions"
-    __table_args__ = (sa.UniqueConstraint("tenant_id", "agent_id", "version",
+    __table_args__ = (tenant_pk("learned_versions", "id"),
+                      sa.UniqueConstraint("tenant_id", "agent_id", "version",
                                           name="uq_learned_versions_agent_version"),)
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
     version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     # {"signatures": {...}, "demonstrations": [...], "tuned_prompts": {...}, "metadata": {...}}
@@ -34,11 +35,12 @@ class LearnedHead(SQLModel, table=True):
     """
 
     __tablename__ = "learned_heads"
-    __table_args__ = (sa.UniqueConstraint("tenant_id", "agent_id",
-                                          name="uq_learned_heads_agent"),)
+    __table_args__ = (tenant_pk("learned_heads", "id"),
+                      sa.UniqueConstraint("tenant_id", "agent_id",
+                                          name="uq_learned_heads_agent"))
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
     active_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     latest_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))

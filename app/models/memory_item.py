@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_fk, ts_column, utcnow
+from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class MemoryItem(SQLModel, table=True):
@@ -18,6 +18,7 @@ class MemoryItem(SQLModel, table=True):
 
     __tablename__ = "memory_items"
     __table_args__ = (
+        tenant_pk("memory_items", "id"),
         sa.CheckConstraint("scope_kind IN ('task', 'project', 'global')", name="scope_kind"),
         sa.CheckConstraint("importance >= 0 AND importance <= 1", name="importance_range"),
         sa.Index("ix_memory_items_scope_rank", "tenant_id", "scope_kind", "scope_id",
@@ -27,7 +28,7 @@ class MemoryItem(SQLModel, table=True):
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     scope_kind: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     scope_id: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False,
                                                           server_default=""))

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import tenant_fk, ts_column, utcnow
+from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class MemoryState(SQLModel, table=True):
@@ -20,10 +20,10 @@ class MemoryState(SQLModel, table=True):
     """
 
     __tablename__ = "memory_states"
+    __table_args__ = (tenant_pk("memory_states", "session_id"), session_fk("memory_states"))
 
-    session_id: uuid.UUID = Field(sa_column=sa.Column(
-        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     version: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
                                                         server_default="0"))
     l1_start_seq: int = Field(default=1, sa_column=sa.Column(sa.BigInteger, nullable=False,

@@ -7,24 +7,25 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlmodel import Field, SQLModel
 
-from app.models.base import tenant_fk, ts_column, utcnow
+from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class Message(SQLModel, table=True):
-    """One message of a session, append-only; (session_id, seq) is its identity."""
+    """One message of a session, append-only; (tenant_id, session_id, seq) is its identity."""
 
     __tablename__ = "messages"
     __table_args__ = (
+        tenant_pk("messages", "session_id", "seq"),
+        session_fk("messages"),
         # the text index knows the session (migration 0011; app.search.repository)
         sa.Index("ix_messages_search_scoped",
                  sa.text("(array_to_tsvector(ARRAY['s' || session_id::text]) || search_vector)"),
                  postgresql_using="gin"),
     )
 
-    session_id: uuid.UUID = Field(sa_column=sa.Column(
-        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
+    session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
     seq: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True))
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     # Canonical content: a string, or a list of Anthropic-style blocks without tool_use /
     # tool_result (those live in tool_calls / tool_use_id).

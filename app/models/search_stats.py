@@ -4,7 +4,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import tenant_fk, ts_column, utcnow
+from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class SearchStats(SQLModel, table=True):
@@ -14,10 +14,10 @@ class SearchStats(SQLModel, table=True):
     """
 
     __tablename__ = "search_stats"
+    __table_args__ = (tenant_pk("search_stats", "session_id"), session_fk("search_stats"))
 
-    session_id: uuid.UUID = Field(sa_column=sa.Column(
-        sa.Uuid, sa.ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     # Messages with at least one lexeme position, and the sum of their positions.
     doc_count: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
     total_length: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))

@@ -6,18 +6,19 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_fk, ts_column, utcnow
+from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class Session(SQLModel, table=True):
     """One conversation of one agent."""
 
     __tablename__ = "sessions"
-    __table_args__ = (sa.Index("ix_sessions_tenant_agent_created", "tenant_id", "agent_id",
-                               "created_at"),)
+    __table_args__ = (tenant_pk("sessions", "id"),
+                      sa.Index("ix_sessions_tenant_agent_created", "tenant_id", "agent_id",
+                               "created_at"))
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
     config: dict[str, Any] = Field(default_factory=dict,
                                    sa_column=sa.Column(JSONB, nullable=False,

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_fk, ts_column, utcnow
+from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class SharedMemoryEntry(SQLModel, table=True):
@@ -19,6 +19,8 @@ class SharedMemoryEntry(SQLModel, table=True):
 
     __tablename__ = "shared_memory_entries"
     __table_args__ = (
+        tenant_pk("shared_memory_entries", "id"),
+        sa.UniqueConstraint("tenant_id", "ref_id", name="uq_shared_memory_entries_ref_id"),
         sa.UniqueConstraint("tenant_id", "namespace", "scope_id", "storage_key",
                             name="uq_shared_memory_entries_address"),
         sa.Index("ix_shared_memory_entries_expires_at", "expires_at",
@@ -26,12 +28,12 @@ class SharedMemoryEntry(SQLModel, table=True):
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     namespace: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     scope_id: str = Field(default="", sa_column=sa.Column(sa.String(256), nullable=False,
                                                           server_default=""))
     storage_key: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    ref_id: str = Field(sa_column=sa.Column(sa.String(32), nullable=False, unique=True))
+    ref_id: str = Field(sa_column=sa.Column(sa.String(32), nullable=False))
     value: bytes = Field(sa_column=sa.Column(sa.LargeBinary, nullable=False))
     content_type: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
     meta: dict[str, Any] = Field(default_factory=dict,
@@ -59,17 +61,22 @@ class SharedMemoryRefHolder(SQLModel, table=True):
 
     __tablename__ = "shared_memory_ref_holders"
     __table_args__ = (
+        tenant_pk("shared_memory_ref_holders", "entry_id", "session_id", "seq"),
         sa.ForeignKeyConstraint(
-            ["session_id", "seq"], ["messages.session_id", "messages.seq"],
+            ["tenant_id", "entry_id"], ["shared_memory_entries.tenant_id",
+                                        "shared_memory_entries.id"],
+            name="fk_shared_memory_ref_holders_entry_id_shared_memory_entries",
+            ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["tenant_id", "session_id", "seq"],
+            ["messages.tenant_id", "messages.session_id", "messages.seq"],
             name="fk_shared_memory_ref_holders_message", ondelete="CASCADE",
             deferrable=True, initially="DEFERRED"),
-        sa.Index("ix_shared_memory_ref_holders_message", "session_id", "seq"),
+        sa.Index("ix_shared_memory_ref_holders_message", "tenant_id", "session_id", "seq"),
     )
 
-    entry_id: uuid.UUID = Field(sa_column=sa.Column(
-        sa.Uuid, sa.ForeignKey("shared_memory_entries.id", ondelete="CASCADE"),
-        primary_key=True))
+    entry_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
     seq: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True))
-    tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

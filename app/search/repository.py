@@ -72,8 +72,9 @@ def scope_tsquery(scope: SearchScope, lexemes: list[str]) -> str:
 _MESSAGES_IN_SCOPE = {
     # `IS TRUE`: the same filter, but not an index condition, so the planner cannot trade
     # the text index (which holds the session's lexeme) for a scan of the session's rows,
-    # whatever the statistics say (`custom_plans` rules out sequential scans too).
-    "session": "(m.tenant_id = :tenant_id AND m.session_id = :session_id) IS TRUE",
+    # whatever the statistics say (`custom_plans` rules out sequential scans too). The
+    # tenant stays a plain condition: it picks the tenant's partition (or Citus shard).
+    "session": "m.tenant_id = :tenant_id AND (m.session_id = :session_id) IS TRUE",
     "agent": "m.tenant_id = :tenant_id AND m.session_id IN "
     "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
     "AND s.agent_id = :agent_id)",
@@ -112,7 +113,7 @@ refresh AS (
     WHERE tail_rows >= :refresh_rows
       AND (SELECT pg_try_advisory_xact_lock(
                hashtext('loom:search_stats:' || CAST(:tenant_id AS text))))
-    ON CONFLICT (session_id) DO UPDATE
+    ON CONFLICT (tenant_id, session_id) DO UPDATE
         SET doc_count = excluded.doc_count, total_length = excluded.total_length,
             through_seq = excluded.through_seq, updated_at = now()
         WHERE search_stats.through_seq < excluded.through_seq

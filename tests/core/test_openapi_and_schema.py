@@ -9,6 +9,7 @@ from alembic.migration import MigrationContext
 
 import app.models  # noqa: F401
 from app.main import create_app
+from app.core.partitions import include_name, include_object
 from app.models.base import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,9 @@ def test_openapi_has_bearer_auth_and_unique_operation_ids(settings):
 
 async def test_migrated_schema_matches_models(app):
     def diff(conn: sa.Connection) -> list:
-        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True,
+                                                     "include_name": include_name,
+                                                     "include_object": include_object})
         return compare_metadata(ctx, metadata)
 
     async with app.state.loom.engine.connect() as conn:
