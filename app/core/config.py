@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     # request). Size it for the usual concurrency per process (at 10, 32 clients spent ~10%
     # of the CPU connecting); N processes use up to N x 1.75 x this many connections.
     db_pool_size: int = Field(default=20, ge=1, alias="LOOM_DB_POOL_SIZE")
+    # Hash-partition the tenant-owned tables by tenant_id into this many partitions when the
+    # first `migrate` builds the schema (0 = plain tables); read by migration 0013 only
+    # (app/core/partitions.py, docs/scaling.md).
+    partitions: int = Field(default=0, ge=0, le=1024, alias="LOOM_PARTITIONS")
     # Bounded database time (app/core/db.py): a statement (server statement_timeout and a
     # client-side timeout for a server that does not answer at all), waiting for a pooled
     # connection, and opening one; past any of them the request answers 503

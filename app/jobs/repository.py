@@ -10,6 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from app.core.partitions import FAN_OUT
 from app.models.base import table_of
 from app.models.compression_job import CompressionJob
 
@@ -95,7 +96,7 @@ async def stale_jobs(db: AsyncSession, *, pending_before: datetime, running_befo
     `running_before` (the worker died and Redis lost the job), oldest first.
     Deliberately cross-tenant: only the worker's cron pass calls it."""
     result = await db.execute(
-        sa.select(_T.c.tenant_id, _T.c.session_id)
+        sa.select(_T.c.tenant_id, _T.c.session_id).prefix_with(FAN_OUT)
         .where(((_T.c.status == "pending") & (_T.c.updated_at < pending_before))
                | ((_T.c.status == "running") & (_T.c.updated_at < running_before)))
         .order_by(_T.c.updated_at).limit(limit))
@@ -107,9 +108,9 @@ SELECT s.config, s.last_seq, m.l1_start_seq,
        m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_tokens AS fixed_tokens,
        s.message_tokens - m.swapped_tokens AS l1_tokens,
        j.status AS job_status
-FROM sessions s JOIN memory_states m ON m.session_id = s.id
-LEFT JOIN compression_jobs j ON j.session_id = s.id AND j.tenant_id = s.tenant_id
-WHERE s.id = :sid AND s.tenant_id = :tid
+FROM sessions s JOIN memory_states m ON m.tenant_id = :tid AND m.session_id = :sid
+LEFT JOIN compression_jobs j ON j.tenant_id = :tid AND j.session_id = :sid
+WHERE s.tenant_id = :tid AND s.id = :sid
 """)
 
 
@@ -123,11 +124,11 @@ async def pressure(db: AsyncSession, tenant_id: uuid.UUID,
     return dict(row) if row is not None else None
 
 
-_CANDIDATES = sa.text("""
-SELECT s.tenant_id, s.id
+_CANDIDATES = sa.text(f"""
+SELECT {FAN_OUT} s.tenant_id, s.id
 FROM sessions s
-JOIN memory_states m ON m.session_id = s.id
-LEFT JOIN compression_jobs j ON j.session_id = s.id
+JOIN memory_states m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
+LEFT JOIN compression_jobs j ON j.tenant_id = s.tenant_id AND j.session_id = s.id
 WHERE (s.updated_at >= :since
        OR s.last_seq - m.l1_start_seq + 1
           > coalesce((s.config ->> 'l1_max_messages')::int, :default_l1_max))

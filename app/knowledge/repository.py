@@ -269,5 +269,6 @@ async def get_active_learned(db: AsyncSession, tenant_id: uuid.UUID,
         _H, sa.and_(h.tenant_id == col(LearnedVersion.tenant_id),
                     h.agent_id == col(LearnedVersion.agent_id),
                     h.active_version == col(LearnedVersion.version)))
-        .where(h.tenant_id == tenant_id, h.agent_id == agent_id))
+        .where(h.tenant_id == tenant_id, h.agent_id == agent_id,
+               col(LearnedVersion.tenant_id) == tenant_id))
     return result.scalar_one_or_none()

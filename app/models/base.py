@@ -58,5 +58,6 @@ def tenant_pk(table: str, *columns: str) -> sa.PrimaryKeyConstraint:
 
 def session_fk(table: str) -> sa.ForeignKeyConstraint:
     """(tenant_id, session_id) -> sessions: the rows go with their session."""
-    return sa.ForeignKeyConstraint(["tenant_id", "session_id"], ["sessions.tenant_id", "sessions.id"],
+    return sa.ForeignKeyConstraint(["tenant_id", "session_id"],
+                                   ["sessions.tenant_id", "sessions.id"],
                                    ondelete="CASCADE", name=f"fk_{table}_session_id_sessions")

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.partitions import FAN_OUT
 from app.models.base import table_of
 from app.models.session import Session
 from app.models.shared_memory_entry import SharedMemoryEntry, SharedMemoryRefHolder
@@ -32,12 +33,16 @@ class Addr:
     storage_key: str
 
 
-def _held(entry_id: Any = E.c.id) -> sa.ColumnElement[bool]:
-    return sa.exists().where(H.c.entry_id == entry_id)
+def _held(tenant_id: Any) -> sa.ColumnElement[bool]:
+    """A message holds the entry's reference (`tenant_id`: the tenant, named in the SQL)."""
+    # correlated to the outer entry row by name: in an upsert's DO UPDATE SET, SQLAlchemy
+    # would otherwise add shared_memory_entries to the subquery's FROM (any entry's holder)
+    return sa.exists().where(H.c.tenant_id == tenant_id,
+                             H.c.entry_id == sa.literal_column("shared_memory_entries.id"))
 
 
-def _live(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.or_(E.c.expires_at.is_(None), E.c.expires_at > now, _held())
+def _live(now: datetime, tenant_id: Any) -> sa.ColumnElement[bool]:
+    return sa.or_(E.c.expires_at.is_(None), E.c.expires_at > now, _held(tenant_id))
 
 
 def _at(a: Addr) -> sa.ColumnElement[bool]:
@@ -48,13 +53,14 @@ def _at(a: Addr) -> sa.ColumnElement[bool]:
 async def get(db: AsyncSession, a: Addr, now: datetime, *, with_value: bool = True) -> Any:
     """The live entry at `a` (a Row), or None."""
     cols = list(E.c) if with_value else HEAD_COLUMNS
-    res = await db.execute(sa.select(*cols, _held().label("held")).where(_at(a), _live(now)))
+    res = await db.execute(sa.select(*cols, _held(a.tenant_id).label("held"))
+                           .where(_at(a), _live(now, a.tenant_id)))
     return res.first()
 
 
 async def get_by_ref(db: AsyncSession, tenant_id: uuid.UUID, ref_id: str, now: datetime) -> Any:
     res = await db.execute(sa.select(*E.c).where(E.c.tenant_id == tenant_id,
-                                                 E.c.ref_id == ref_id, _live(now)))
+                                                 E.c.ref_id == ref_id, _live(now, tenant_id)))
     return res.first()
 
 
@@ -73,9 +79,9 @@ async def upsert(db: AsyncSession, a: Addr, fields: dict[str, Any], now: datetim
     update = {k: ins.excluded[k] for k in fields if k != "ref_id"} | {
         "version": NEXT_VERSION, "updated_at": sa.func.now(),
         # A dead (expired) row being overwritten is a new entry: restart created_at.
-        "created_at": sa.case((_live(now), E.c.created_at), else_=sa.func.now()),
+        "created_at": sa.case((_live(now, a.tenant_id), E.c.created_at), else_=sa.func.now()),
     }
-    where = None if not only_if_dead else sa.not_(_live(now))
+    where = None if not only_if_dead else sa.not_(_live(now, a.tenant_id))
     stmt = ins.on_conflict_do_update(constraint="uq_shared_memory_entries_address",
                                      set_=update, where=where).returning(*HEAD_COLUMNS)
     return (await db.execute(stmt)).first()
@@ -84,14 +90,14 @@ async def upsert(db: AsyncSession, a: Addr, fields: dict[str, Any], now: datetim
 async def update_if_version(db: AsyncSession, a: Addr, expected: int, fields: dict[str, Any],
                             now: datetime) -> Any:
     """Compare-and-set: replace only if the live entry is still at `expected`."""
-    stmt = (sa.update(E).where(_at(a), E.c.version == expected, _live(now))
+    stmt = (sa.update(E).where(_at(a), E.c.version == expected, _live(now, a.tenant_id))
             .values(**_values(fields)).returning(*HEAD_COLUMNS))
     return (await db.execute(stmt)).first()
 
 
 async def delete(db: AsyncSession, a: Addr, now: datetime, expected: int | None) -> Any:
     """Delete the live, unreferenced entry (at `expected` if given); returns its head."""
-    conds = [_at(a), _live(now), sa.not_(_held())]
+    conds = [_at(a), _live(now, a.tenant_id), sa.not_(_held(a.tenant_id))]
     if expected is not None:
         conds.append(E.c.version == expected)
     stmt = sa.delete(E).where(*conds).returning(E.c.id, E.c.version)
@@ -106,7 +112,7 @@ async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, namespace: str, scop
                     prefix: str, after: str | None, limit: int, now: datetime) -> list[Any]:
     """Live entries whose storage key starts with `prefix`, in storage-key order."""
     conds = [E.c.tenant_id == tenant_id, E.c.namespace == namespace, E.c.scope_id == scope_id,
-             _live(now)]
+             _live(now, tenant_id)]
     if prefix:
         conds.append(sa.func.starts_with(E.c.storage_key, prefix))
     key_c = E.c.storage_key.collate("C")
@@ -124,7 +130,7 @@ async def namespace_totals(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str
 
     `own_sessions_only` (agent keys): the session namespace counts only the scopes of the
     agent's own sessions (the visibility rule of `app.sessions.access`)."""
-    conds = [E.c.tenant_id == tenant_id, _live(now)]
+    conds = [E.c.tenant_id == tenant_id, _live(now, tenant_id)]
     # The agent namespace counts only the caller's own scope (none without an agent).
     conds.append(sa.or_(E.c.namespace != "agent", E.c.scope_id == (agent_id or "")))
     if own_sessions_only:
@@ -153,9 +159,12 @@ async def entry_ids_by_ref(db: AsyncSession, tenant_id: uuid.UUID,
 
 async def delete_expired(db: AsyncSession, now: datetime, limit: int) -> list[Any]:
     """Delete up to `limit` expired, unreferenced entries of any tenant (maintenance sweep)."""
-    victims = (sa.select(E.c.id).where(E.c.expires_at <= now, sa.not_(_held()))
+    victims = (sa.select(E.c.tenant_id, E.c.id)
+               .where(E.c.expires_at <= now, sa.not_(_held(E.c.tenant_id)))
                .order_by(E.c.expires_at).limit(limit)
-               .with_for_update(skip_locked=True).scalar_subquery())
-    stmt = sa.delete(E).where(E.c.id.in_(victims)).returning(
+               .with_for_update(skip_locked=True).subquery())
+    stmt = sa.delete(E).prefix_with(FAN_OUT).where(
+        sa.tuple_(E.c.tenant_id, E.c.id).in_(sa.select(victims.c.tenant_id, victims.c.id))
+    ).returning(
         E.c.tenant_id, E.c.namespace, E.c.scope_id, E.c.storage_key, E.c.version)
     return list((await db.execute(stmt)).all())

@@ -8,8 +8,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 import app.models  # noqa: F401
-from app.main import create_app
 from app.core.partitions import include_name, include_object
+from app.main import create_app
 from app.models.base import metadata
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -170,7 +170,7 @@ async def test_enqueue_is_deduplicated_per_session(
 
 
 async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
-        client: httpx.AsyncClient, settings: Settings, app: Any,
+        client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any,
         fake_llm: FakeLLMServer) -> None:
     sid = await new_session(client)
     for n in range(7):
@@ -185,7 +185,9 @@ async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
         # the job row says pending: a lost enqueue is picked up once it is old enough
         async with app.state.loom.sessionmaker() as db:
             await db.execute(sa.text("UPDATE compression_jobs SET updated_at = now() - "
-                                     "interval '1 hour' WHERE session_id = :s"), {"s": sid})
+                                     "interval '1 hour' WHERE tenant_id = :t "
+                                     "AND session_id = :s"),
+                             {"t": uuid.UUID(tenant.id), "s": sid})
             await db.commit()
         result = await compress_busy_sessions(ctx)
     finally:
@@ -198,15 +200,16 @@ async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
 
 
 async def test_cron_pass_enqueues_busy_session_without_job_row(
-        client: httpx.AsyncClient, settings: Settings, app: Any,
+        client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any,
         fake_llm: FakeLLMServer) -> None:
     sid = await new_session(client)
     for n in range(7):
         await append(client, sid, exchange(n))
     await drain_queue(settings)
     async with app.state.loom.sessionmaker() as db:
-        await db.execute(sa.text("DELETE FROM compression_jobs WHERE session_id = :s"),
-                         {"s": sid})
+        await db.execute(sa.text("DELETE FROM compression_jobs "
+                                 "WHERE tenant_id = :t AND session_id = :s"),
+                         {"t": uuid.UUID(tenant.id), "s": sid})
         await db.commit()
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
@@ -224,7 +227,7 @@ async def test_cron_pass_enqueues_busy_session_without_job_row(
 
 
 async def test_status_shows_failed_job_with_last_error(
-        client: httpx.AsyncClient, settings: Settings, app: Any,
+        client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any,
         fake_llm: FakeLLMServer) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
@@ -234,8 +237,9 @@ async def test_status_shows_failed_job_with_last_error(
     s = llm_settings(settings, fake_llm, compress_max_tries=2,
                      compress_job_timeout_seconds=1.0)
     async with app.state.loom.sessionmaker() as locker:
-        await locker.execute(sa.text("SELECT 1 FROM memory_states WHERE session_id = :s "
-                                     "FOR UPDATE"), {"s": sid})
+        await locker.execute(sa.text("SELECT 1 FROM memory_states WHERE tenant_id = :t "
+                                     "AND session_id = :s FOR UPDATE"),
+                             {"t": uuid.UUID(tenant.id), "s": sid})
         await run_burst_worker(s)
         await locker.rollback()
     mem = await memory(client, sid)

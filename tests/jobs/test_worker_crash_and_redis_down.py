@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -202,8 +203,9 @@ async def test_redis_down_appends_and_context_still_work_and_cron_catches_up(
         try:
             async with redis_app.state.loom.sessionmaker() as db:  # the lost job is old now
                 await db.execute(sa.text("UPDATE compression_jobs SET updated_at = now() - "
-                                         "interval '1 hour' WHERE session_id = :s"),
-                                 {"s": sid})
+                                         "interval '1 hour' WHERE tenant_id = :t "
+                                         "AND session_id = :s"),
+                                 {"t": uuid.UUID(tenant.id), "s": sid})
                 await db.commit()
             result = await compress_busy_sessions(cron_ctx)
         finally:

@@ -8,31 +8,27 @@ query logger on both pools); `violations` plans each distinct statement with its
 arguments (`EXPLAIN`, custom plans, so the arguments prune as they would at run time) and
 returns those that touch more than one partition of a table.
 
-Fan-out by design is listed in `FAN_OUT`: background sweeps that look for work across all
-tenants (each row they find is then handled by statements that name its tenant).
+Fan-out by design is marked with `app.core.partitions.FAN_OUT`: background sweeps that
+look for work across all tenants (what they find is handled by statements naming its
+tenant).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
-from app.core.partitions import TENANT_TABLES, is_partition
+from app.core.partitions import FAN_OUT, TENANT_TABLES, is_partition
 
 _TABLES = re.compile(r"\b(" + "|".join(TENANT_TABLES) + r")\b")
 _SKIP = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|SET|RESET|SHOW|SAVEPOINT|RELEASE|LISTEN|"
                    r"UNLISTEN|NOTIFY|DISCARD|DEALLOCATE|EXPLAIN|ANALYZE|VACUUM|CREATE|DROP|"
                    r"ALTER|SELECT pg_advisory)", re.I)
-
-# (marker in the statement, why it may read every partition)
-FAN_OUT: tuple[tuple[str, str], ...] = (
-    ("loom:fan-out", "a background sweep across tenants (see the statement's comment)"),
-)
-
 
 @dataclass
 class Recorder:
@@ -40,9 +36,11 @@ class Recorder:
 
     seen: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     hooked: set[int] = field(default_factory=set)
+    last: list[str] = field(default_factory=list)
 
     def log(self, record: Any) -> None:
         query = record.query
+        self.last.append(query)
         if query not in self.seen and _TABLES.search(query) and not _SKIP.match(query):
             args = record.args or ()
             if isinstance(args, list):  # executemany: the argument tuples of every run
@@ -55,13 +53,18 @@ class Recorder:
             conn.add_query_logger(self.log)
 
 
-def install(recorder: Recorder) -> None:
+def install(recorder: Recorder) -> Callable[[], None]:
     """Log every statement of every connection the app opens (`application_name`
     loom-memory: the API's pools and the worker's engine; the tests' own connections are
-    left out). Both pools connect through `asyncpg.connect` / `asyncpg.connection.connect`."""
+    left out). Both pools connect through `asyncpg.connect` / `asyncpg.connection.connect`;
+    asyncpg's query logger sees `Connection.fetch` and the like, and prepared statements
+    (SQLAlchemy runs every statement as one) are logged where they run."""
     import asyncpg.connection as module
+    from asyncpg.prepared_stmt import PreparedStatement
 
     original = module.connect
+    methods = {name: getattr(PreparedStatement, name)
+               for name in ("fetch", "fetchrow", "fetchval", "fetchmany", "executemany")}
 
     async def connect(*args: Any, **kwargs: Any) -> Any:
         conn = await original(*args, **kwargs)
@@ -69,8 +72,31 @@ def install(recorder: Recorder) -> None:
             recorder.attach(conn)
         return conn
 
+    def logged(name: str, method: Any) -> Any:
+        async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if id(self._connection) in recorder.hooked:
+                recorder.log(_Logged(self.get_query(),
+                                     [args[0]] if name == "executemany" and args else args))
+            return await method(self, *args, **kwargs)
+        return run
+
+    def restore() -> None:
+        module.connect = original  # type: ignore[assignment]
+        asyncpg.connect = original  # type: ignore[assignment]
+        for name, method in methods.items():
+            setattr(PreparedStatement, name, method)
+
     module.connect = connect  # type: ignore[assignment]
     asyncpg.connect = connect  # type: ignore[assignment]
+    for name, method in methods.items():
+        setattr(PreparedStatement, name, logged(name, method))
+    return restore
+
+
+@dataclass
+class _Logged:
+    query: str
+    args: Any
 
 
 def _partitions(plan: Any, found: dict[str, set[str]]) -> None:
@@ -92,11 +118,11 @@ async def violations(dsn: str, recorder: Recorder) -> list[str]:
     bad: list[str] = []
     try:
         for query, args in recorder.seen.items():
-            if any(marker in query for marker, _ in FAN_OUT):
+            if FAN_OUT in query:  # a background sweep across tenants, on purpose
                 continue
             try:
                 raw = await conn.fetchval("EXPLAIN (FORMAT JSON) " + query, *args)
-            except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:  # e.g. a statement that needs its transaction
+            except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 bad.append(f"could not plan ({exc.__class__.__name__}: {exc}):\n{query}")
                 continue
             found: dict[str, set[str]] = {}
@@ -107,3 +133,29 @@ async def violations(dsn: str, recorder: Recorder) -> list[str]:
     finally:
         await conn.close()
     return bad
+
+
+async def explain_one_partition(dsn: str, recorder: Recorder) -> list[str]:
+    """Assert that every recorded statement reads or writes one partition of each
+    tenant-owned table it scans (and at least one such scan in all); return each
+    statement's plan lines that name a partition, for the record."""
+    conn = await asyncpg.connect(dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
+    lines: list[str] = []
+    scanned = 0
+    try:
+        for query, args in recorder.seen.items():
+            found: dict[str, set[str]] = {}
+            _partitions(json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + query,
+                                                       *args)), found)
+            assert all(len(p) == 1 for p in found.values()), (found, query)
+            scanned += len(found)
+            text = [r[0] for r in await conn.fetch("EXPLAIN " + query, *args)]
+            first = " ".join(query.split())[:90]
+            lines.append(f"{first} ...")
+            lines.extend(f"    {ln.strip()}" for ln in text
+                         if any(f"{t}_p" in ln for t in found) or ln.lstrip().startswith(
+                             ("Insert on", "Update on", "Delete on")))
+    finally:
+        await conn.close()
+    assert scanned, "no statement read a tenant-owned table"
+    return lines

@@ -91,9 +91,9 @@ _INDEXES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
 
 
 def _rekey(new: bool) -> None:
-    for table, name, old, fresh in _FKS:
+    for table, name, _, _ in _FKS:
         op.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
-    for table, name, cols in _UNIQUES:
+    for table, name, _ in _UNIQUES:
         op.drop_constraint(name, table, type_="unique")
     for table, cols in _PKS.items():
         op.drop_constraint(f"pk_{table}", table, type_="primary")
