@@ -8,6 +8,10 @@ from app.models.base import new_id, tenant_fk, ts_column, utcnow
 
 
 class ApiKey(SQLModel, table=True):
+    """An API key. A small global table (with `tenants`): a request is authenticated by the
+    key's hash before its tenant is known, so keys are looked up across tenants; a Citus
+    reference table, copied to every node (docs/scaling.md)."""
+
     __tablename__ = "api_keys"
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)

@@ -8,6 +8,10 @@ from app.models.base import new_id, ts_column, utcnow
 
 
 class Tenant(SQLModel, table=True):
+    """A tenant. One of the two small global tables (with `api_keys`) that every request
+    reads: not distributed by tenant but copied to every node (a Citus reference table;
+    docs/scaling.md). Every other table is tenant-owned, with `tenant_id` leading its keys."""
+
     __tablename__ = "tenants"
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)

@@ -26,6 +26,10 @@ import asyncpg
 from app.core.partitions import FAN_OUT, TENANT_TABLES, is_partition
 
 _TABLES = re.compile(r"\b(" + "|".join(TENANT_TABLES) + r")\b")
+_TENANT = re.compile(r"\btenant_id\b")
+# a tenant table read or written: FROM / JOIN / UPDATE / INTO / USING <table>
+_REFERENCES = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO|USING)\s+(?:ONLY\s+)?("
+                         + "|".join(TENANT_TABLES) + r")\b", re.I)
 _SKIP = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|SET|RESET|SHOW|SAVEPOINT|RELEASE|LISTEN|"
                    r"UNLISTEN|NOTIFY|DISCARD|DEALLOCATE|EXPLAIN|ANALYZE|VACUUM|CREATE|DROP|"
                    r"ALTER|SELECT pg_advisory)", re.I)
@@ -130,6 +134,12 @@ async def violations(dsn: str, recorder: Recorder) -> list[str]:
             wide = {t: len(p) for t, p in found.items() if len(p) > 1}
             if wide:
                 bad.append(f"{wide}:\n{query}")
+            # the plan may prune a table through a join's equality; the SQL must still
+            # name the tenant once per table it reads or writes
+            tables, named = len(_REFERENCES.findall(query)), len(_TENANT.findall(query))
+            if named < tables:
+                bad.append(f"names {tables} tenant tables but tenant_id {named} times:\n"
+                           f"{query}")
     finally:
         await conn.close()
     return bad
