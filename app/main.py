@@ -9,8 +9,8 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from app import api, docs, wiring
-from app.console import router as console
 from app.auth.cache import KeyCache
+from app.console import router as console
 from app.core import jsonlimits, metrics, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker

@@ -1,5 +1,5 @@
 // DOM helpers. Everything the console shows goes through text nodes and properties, never
-// innerHTML, so stored content (messages, keys, values) is displayed, not interpreted.
+// through HTML parsing, so stored content (messages, keys, values) is displayed as text.
 
 /** h("a", {href: "#/x", class: "c", onclick: fn}, "text", child) -> element */
 export function h(tag, attrs = {}, ...children) {

@@ -45,7 +45,7 @@ export async function jobsPage(view, {signal}) {
       + "this API process sees it, since its start. Queue depth and worker liveness are not "
       + "exposed by the API."),
     table(["counter", "value"], COUNTERS.map(([name, label]) => h("tr", {dataset: {metric: name}},
-      h("td", {}, label), h("td", {class: "num"}, fmt(metric(text, name) ?? "–")))))));
+      h("td", {}, label), h("td", {class: "num"}, fmt(metric(text, name) ?? 0)))))));
 
   const jobs = h("tbody", {});
   const note = h("p", {class: "muted small", id: "jobs-note"}, "Scanning sessions…");

@@ -245,7 +245,7 @@ function rendered(sid, signal) {
   return {node: h("div", {}, tabs, out), show};
 }
 
-function actions(sid, memory, refresh, signal) {
+function actions(sid, refresh, signal) {
   const status = h("div", {id: "action-status"});
   const seqs = h("input", {type: "text", id: "promote-seqs", size: 20, placeholder: "3, 7-9"});
   const run = async (fn) => {
@@ -257,7 +257,12 @@ function actions(sid, memory, refresh, signal) {
       clear(status).append(errorBox(err));
     }
   };
-  return h("div", {class: "actions"},
+  const clearButton = h("button", {type: "button", id: "clear-promoted",
+                                   onclick: () => run(async () => {
+    const r = await api("DELETE", `/v1/sessions/${sid}/memory/promoted`, {signal});
+    return `cleared ${r.cleared} promoted messages`;
+  })}, "Clear promoted");
+  const node = h("div", {class: "actions"},
     h("button", {type: "button", id: "compress", onclick: () => run(async () => {
       const r = await api("POST", `/v1/sessions/${sid}/memory/compress`,
                           {query: {wait: "true"}, signal});
@@ -273,13 +278,10 @@ function actions(sid, memory, refresh, signal) {
       });
     }}, h("label", {for: "promote-seqs"}, "promote seqs"), seqs,
       h("button", {type: "submit", id: "promote"}, "Promote")),
-    h("button", {type: "button", id: "clear-promoted", disabled: !memory.promoted_seqs.length,
-                 onclick: () => run(async () => {
-      const r = await api("DELETE", `/v1/sessions/${sid}/memory/promoted`, {signal});
-      return `cleared ${r.cleared} promoted messages`;
-    })}, "Clear promoted"),
+    clearButton,
     h("a", {href: `#/search?session=${encodeURIComponent(sid)}`}, "Search this session"),
     status);
+  return {node, update: (memory) => { clearButton.disabled = !memory.promoted_seqs.length; }};
 }
 
 export async function sessionPage(view, {args, query, signal}) {
@@ -289,6 +291,8 @@ export async function sessionPage(view, {args, query, signal}) {
   const layers = section("Context layers", "layers");
   const state = section("Compression", "compression-state");
   const act = section("Actions", "actions");
+  const acts = actions(sid, () => refresh(), signal);
+  act.append(acts.node);
   const timelineBox = h("div", {}, h("p", {class: "muted"}, "Loading messages…"));
   const messages = section("Messages", "messages", timelineBox);
   const l2 = section("L2 and snapshots", "summaries");
@@ -312,8 +316,8 @@ export async function sessionPage(view, {args, query, signal}) {
         ? h("pre", {class: "code small"}, json(session.metadata)) : null);
     clear(layers).append(h("h2", {}, "Context layers"), layerBar(ctx));
     clear(state).append(h("h2", {}, "Compression"), compressionState(ctx, memory));
-    clear(act).append(h("h2", {}, "Actions"), actions(sid, memory, refresh, signal));
-    clear(l2).append(h("h2", {}, "L2 and snapshots"), summaries(memory, snapshots));
+    acts.update(memory);
+    clear(l2).append(h("h2", {}, "L2 and snapshots"), ...summaries(memory, snapshots));
     await timeline(timelineBox, sid, session.message_count,
                    placer(memory, snapshots, ctx), focus, signal);
     render.show("anthropic");
