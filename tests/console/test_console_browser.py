@@ -67,7 +67,8 @@ def test_session_layer_bar_equals_the_built_context(page: Any, server: str,
         memory = c.get(f"/v1/sessions/{layered}/memory").json()
     shown = {tr.get_attribute("data-layer"): int(tr.locator(".tokens").text_content())
              for tr in page.locator("#layer-table tbody tr").all()}
-    expected = {**ctx["tokens"], "free": ctx["budget"] - ctx["total_tokens"]}
+    # every layer of the build, recalled (absent while recall is off) as 0, and what is free
+    expected = {"recalled": 0, **ctx["tokens"], "free": ctx["budget"] - ctx["total_tokens"]}
     assert shown == expected
     assert ctx["tokens"]["l1"] > 0 and ctx["tokens"]["l2"] > 0
     assert int(page.text_content("#total-tokens")) == ctx["total_tokens"]
@@ -82,7 +83,7 @@ def test_session_layer_bar_equals_the_built_context(page: Any, server: str,
     page.locator("#msg-1").wait_for()
     places = {m.get_attribute("data-place") for m in page.locator("#timeline .msg").all()}
     assert {"L1", "L2"} <= places and places & {"swap", "swap (snapshot)"}
-    for seq in memory["l1_seqs"]:
+    for seq in ctx["l1_seqs"]:
         assert page.get_attribute(f"#msg-{seq}", "data-place") == "L1"
     first_l2 = memory["l2"][0]["start_seq"]
     assert page.get_attribute(f"#msg-{first_l2}", "data-place") == "L2"
@@ -92,6 +93,7 @@ def test_session_layer_bar_equals_the_built_context(page: Any, server: str,
     assert group.locator(".msg").count() == 2
     assert group.locator(".msg").nth(1).get_attribute("class").split()[1] == "role-tool"
     # L2 summaries and snapshots with their seq ranges
+    page.locator("#l2-table").wait_for()
     assert page.locator("#l2-table tbody tr").count() == len(memory["l2"])
     assert page.locator("#snapshot-table tbody tr").count() == memory["snapshot_count"] >= 1
 

@@ -78,7 +78,8 @@ export async function searchPage(view, {query: q, signal}) {
   const lexemes = found.query_lexemes || [];
   clear(results).append(h("p", {class: "muted", id: "search-summary"},
     `${found.results.length} results of ${found.candidates} candidates · terms `
-    + `${lexemes.join(", ") || "none"} · ${found.reranked ? "reranked by the LLM" : "BM25 order"}`));
+    + `${lexemes.join(", ") || "none"} · `
+    + (found.reranked ? "reranked by the LLM" : "BM25 order")));
   for (const hit of found.results) {
     const m = hit.message;
     const href = `#/session/${encodeURIComponent(hit.session_id)}?seq=${hit.seq}`;

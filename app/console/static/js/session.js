@@ -14,6 +14,8 @@ const LAYERS = [
   ["overhead", "Format overhead"],
 ];
 
+const ALWAYS = new Set(["rom", "kernel", "l2", "promoted", "recalled", "l1"]);
+
 function section(title, id, ...children) {
   return h("section", {class: "card", id}, h("h2", {}, title), ...children);
 }
@@ -38,8 +40,8 @@ function layerBar(ctx) {
   const bar = h("div", {class: "bar", id: "layer-bar"});
   const rows = [];
   for (const [key, label] of layers) {
-    if (!(key in ctx.tokens)) continue;
-    const tokens = ctx.tokens[key];
+    if (!(key in ctx.tokens) && !ALWAYS.has(key)) continue;
+    const tokens = ctx.tokens[key] ?? 0;  // recalled is absent while recall is off
     if (tokens > 0) {
       const seg = h("div", {class: `seg seg-${key}`, title: `${label}: ${fmt(tokens)} tokens`});
       seg.style.width = `${(100 * tokens) / ctx.budget}%`;  // CSSOM: allowed by the CSP
@@ -90,16 +92,22 @@ function compressionState(ctx, memory) {
     items.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
-/** Where a message is: L1, promoted, summarised into L2, archived, or swap only. */
-function placer(memory, snapshots, ctx) {
-  const l1 = new Set(memory.l1_seqs);
-  const promoted = new Set(memory.promoted_seqs);
-  const standIns = ctx.compression.stand_in_ranges || [];
+/**
+ * Where a message is in the built context (what the model sees): L1, promoted, recalled, in an L2
+ * summary (or a stand-in while its compression is pending), archived in a snapshot, or
+ * only in the swap. From the raw build, so a long uncompressed backlog costs nothing here.
+ */
+function placer(ctx, snapshots) {
+  const l1 = new Set(ctx.l1_seqs);
+  const promoted = new Set((ctx.layers?.promoted || []).map((m) => m.seq));
+  const recalled = new Set((ctx.layers?.recalled?.messages || []).map((m) => m.seq));
+  const l2 = ctx.layers?.l2 || [];
   return (seq) => {
     if (l1.has(seq)) return "L1";
     if (promoted.has(seq)) return "promoted";
-    if (memory.l2.some((s) => s.start_seq <= seq && seq <= s.end_seq)) return "L2";
-    if (standIns.some(([a, b]) => a <= seq && seq <= b)) return "L2 stand-in";
+    if (recalled.has(seq)) return "recalled";
+    const summary = l2.find((s) => s.start_seq <= seq && seq <= s.end_seq);
+    if (summary) return summary.stand_in ? "L2 stand-in" : "L2";
     if (snapshots.some((s) => s.start_seq <= seq && seq <= s.end_seq)) return "swap (snapshot)";
     return "swap";
   };
@@ -274,7 +282,8 @@ function actions(sid, refresh, signal) {
         const r = await api("POST", `/v1/sessions/${sid}/memory/promote`,
                             {body: {seqs: parseSeqs(seqs.value)}, signal});
         const skipped = r.skipped.map((s) => `${s.seq}: ${s.reason}`).join("; ");
-        return `promoted ${r.added.join(", ") || "nothing"}${skipped ? ` (skipped ${skipped})` : ""}`;
+        const added = r.added.join(", ") || "nothing";
+        return `promoted ${added}${skipped ? ` (skipped ${skipped})` : ""}`;
       });
     }}, h("label", {for: "promote-seqs"}, "promote seqs"), seqs,
       h("button", {type: "submit", id: "promote"}, "Promote")),
@@ -301,9 +310,10 @@ export async function sessionPage(view, {args, query, signal}) {
   view.append(head, layers, act, state, messages, l2, ctxSection);
 
   async function refresh() {
-    const [session, memory, ctx, snapshots] = await Promise.all([
+    // the timeline needs only the build and the snapshots; the stored memory state (slow on
+    // a long uncompressed backlog: it lists every L1 seq) is read once the timeline is drawn
+    const [session, ctx, snapshots] = await Promise.all([
       api("GET", `/v1/sessions/${sid}`, {signal}),
-      api("GET", `/v1/sessions/${sid}/memory`, {signal}),
       api("POST", `/v1/sessions/${sid}/context`, {body: {format: "raw"}, signal}),
       allSnapshots(sid, signal),
     ]);
@@ -315,12 +325,13 @@ export async function sessionPage(view, {args, query, signal}) {
       Object.keys(session.metadata).length
         ? h("pre", {class: "code small"}, json(session.metadata)) : null);
     clear(layers).append(h("h2", {}, "Context layers"), layerBar(ctx));
+    await timeline(timelineBox, sid, session.message_count, placer(ctx, snapshots), focus,
+                   signal);
+    render.show("anthropic");
+    const memory = await api("GET", `/v1/sessions/${sid}/memory`, {signal});
     clear(state).append(h("h2", {}, "Compression"), compressionState(ctx, memory));
     acts.update(memory);
     clear(l2).append(h("h2", {}, "L2 and snapshots"), ...summaries(memory, snapshots));
-    await timeline(timelineBox, sid, session.message_count,
-                   placer(memory, snapshots, ctx), focus, signal);
-    render.show("anthropic");
   }
   await refresh();
 }
