@@ -217,3 +217,17 @@ def test_console_calls_only_the_public_api(page: Any, server: str, console_tenan
     for url in seen:
         path = httpx.URL(url).path
         assert path.startswith("/console") or any(p.match(path) for p in patterns), url
+
+
+def test_admin_key_names_the_tenant(page: Any, server: str, settings: Any,
+                                    console_tenant: Tenant, layered: str):
+    sign_in(page, server, settings.admin_key.get_secret_value())
+    assert page.text_content("#role") == "admin"
+    page.locator("text=Admin keys act in one tenant").wait_for()
+    page.fill("#tenant-pick", console_tenant.id)
+    page.press("#tenant-pick", "Enter")
+    page.locator(f'#sessions-table tr[data-session="{layered}"]').wait_for()
+    # the tenant is sent as X-Tenant-Id with every call, the agent as X-Agent-Id once picked
+    page.fill("#agent-pick", "nobody-here")
+    page.press("#agent-pick", "Enter")
+    page.locator("#sessions-empty").wait_for()

@@ -236,16 +236,22 @@ function summaries(memory, snapshots) {
 
 function rendered(sid, signal) {
   const out = h("div", {id: "rendered"});
-  const show = async (format) => {
+  let current = "anthropic";
+  let shown = 0;  // the latest request wins, whatever order the answers come in
+  const show = async (format = current) => {
+    current = format;
+    const mine = ++shown;
     for (const b of tabs.querySelectorAll("button")) {
       b.classList.toggle("active", b.dataset.format === format);
     }
+    let node;
     try {
       const ctx = await api("POST", `/v1/sessions/${sid}/context`, {body: {format}, signal});
-      clear(out).append(copyable(json(ctx), {id: "rendered-json"}));
+      node = copyable(json(ctx), {id: "rendered-json"});
     } catch (err) {
-      clear(out).append(errorBox(err));
+      node = errorBox(err);
     }
+    if (mine === shown) clear(out).append(node);
   };
   const tabs = h("div", {class: "tabs"}, ["anthropic", "openai", "raw"].map((f) =>
     h("button", {type: "button", class: "small", dataset: {format: f}, id: `format-${f}`,
@@ -327,7 +333,7 @@ export async function sessionPage(view, {args, query, signal}) {
     clear(layers).append(h("h2", {}, "Context layers"), layerBar(ctx));
     await timeline(timelineBox, sid, session.message_count, placer(ctx, snapshots), focus,
                    signal);
-    render.show("anthropic");
+    render.show();
     const memory = await api("GET", `/v1/sessions/${sid}/memory`, {signal});
     clear(state).append(h("h2", {}, "Compression"), compressionState(ctx, memory));
     acts.update(memory);
