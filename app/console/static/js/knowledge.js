@@ -39,7 +39,8 @@ export async function knowledgePage(view, {query: q, signal}) {
   if (scope.value.trim()) parsed = {...parsed, scope: scope.value.trim()};
 
   let cursor = null;
-  const more = h("button", {type: "button", id: "k-more", hidden: true, onclick: () => page()},
+  const more = h("button", {type: "button", id: "k-more", hidden: true,
+                            onclick: () => page().catch((err) => out.append(errorBox(err)))},
                  "More");
   const body = h("tbody", {});
   clear(out).append(h("table", {class: "wide", id: "k-table"},

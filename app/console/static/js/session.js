@@ -155,8 +155,11 @@ async function timeline(box, sid, total, place, focus, signal) {
   const start = focus ? Math.max(1, focus - PAGE / 2) : Math.max(1, total - PAGE + 1);
   const status = h("span", {class: "muted", id: "timeline-range"});
   const list = h("div", {class: "timeline", id: "timeline"});
+  const failed = (err) => {
+    if (err.name !== "AbortError") list.replaceChildren(errorBox(err));
+  };
   const nav = (label, id, seq) => h("button", {type: "button", id, class: "small",
-    onclick: () => load(seq)}, label);
+    onclick: () => load(seq).catch(failed)}, label);
   const goto = h("input", {type: "number", min: 1, max: total, id: "goto-seq", size: 6});
   const controls = h("div", {class: "pager"});
   clear(box).append(controls, list);
@@ -190,7 +193,7 @@ async function timeline(box, sid, total, place, focus, signal) {
       h("form", {class: "inline", onsubmit: (ev) => {
         ev.preventDefault();
         focus = Number(goto.value);
-        load(focus - PAGE / 2).then(() => scrollToFocus());
+        load(focus - PAGE / 2).then(() => scrollToFocus(), failed);
       }}, h("label", {for: "goto-seq"}, "go to seq"), goto));
   }
 
