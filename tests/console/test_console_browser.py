@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from tests.console.conftest import sign_in
-from tests.console.sample import Tenant, layered_session
+from tests.console.sample import Tenant, layered_session, long_session
 
 pytestmark = pytest.mark.slow
 
@@ -231,3 +231,23 @@ def test_admin_key_names_the_tenant(page: Any, server: str, settings: Any,
     page.fill("#agent-pick", "nobody-here")
     page.press("#agent-pick", "Enter")
     page.locator("#sessions-empty").wait_for()
+
+
+def test_a_10000_message_session_pages(page: Any, server: str, console_tenant: Tenant):
+    """The timeline holds one page of messages, whichever part of a long session is shown."""
+    with console_tenant.client("archivist") as c:
+        sid = long_session(c, 10_000)
+    sign_in(page, server, console_tenant.service_key, f"#/session/{sid}")
+    expect_text(page.locator("#timeline-range"), "messages 9,901–10,000 of 10,000")
+    assert page.locator("#timeline .msg").count() == 100
+    page.fill("#goto-seq", "5000")
+    page.press("#goto-seq", "Enter")
+    page.locator("#msg-5000.focus").wait_for()
+    assert page.locator("#timeline .msg").count() == 100
+    page.click("#older")
+    expect_text(page.locator("#timeline-range"), "messages 4,850–4,949 of 10,000")
+    page.click("#first-page")
+    page.locator("#msg-1").wait_for()
+    assert page.locator("#timeline .msg").count() == 100
+    page.click("#last-page")
+    page.locator("#msg-10000").wait_for()
