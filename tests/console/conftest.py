@@ -15,8 +15,6 @@ import pytest
 from tests.console.sample import Tenant, new_tenant
 from tests.support.live import live_api
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def server(settings: Any) -> Iterator[str]:

@@ -251,3 +251,17 @@ def test_a_10000_message_session_pages(page: Any, server: str, console_tenant: T
     assert page.locator("#timeline .msg").count() == 100
     page.click("#last-page")
     page.locator("#msg-10000").wait_for()
+
+
+def test_knowledge_items_by_scope_and_filter(page: Any, server: str, console_tenant: Tenant):
+    with console_tenant.client(AGENT) as c:
+        for kind, importance in (("decision", 0.9), ("note", 0.2)):
+            c.post("/v1/memory-items", json={
+                "scope": "project/console", "kind": kind, "importance": importance,
+                "text": f"a {kind} of the console project"}).raise_for_status()
+    sign_in(page, server, console_tenant.service_key, "#/knowledge?scope=project/console")
+    page.locator("#k-table tbody tr[data-id]").first.wait_for()
+    assert page.locator("#k-table tbody tr[data-id]").count() == 2
+    page.fill("#k-filters", '{"importance": {"$gte": 0.5}}')
+    page.click("#k-form button[type=submit]")
+    expect_text(page.locator("#k-table tbody tr[data-id] td:nth-child(2)"), "decision")
