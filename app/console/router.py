@@ -5,6 +5,7 @@ with. Every answer carries a strict Content-Security-Policy (no inline script or
 other origin), so stored content that slipped past the page's escaping still could not run.
 """
 
+import html
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -42,7 +43,7 @@ def _shell(root: str) -> str:
     # the page's URLs are absolute (base-uri 'none' rules out <base>), so they carry the
     # root path a proxy may have stripped
     return (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace(
-        "{{root}}", root)
+        "{{root}}", html.escape(root, quote=True))
 
 
 def install(app: FastAPI) -> None:
