@@ -10,6 +10,7 @@ from fastapi.routing import APIRoute
 
 from app import api, docs, wiring
 from app.auth.cache import KeyCache
+from app.console import router as console
 from app.core import jsonlimits, metrics, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
@@ -104,6 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mcp_endpoint = McpEndpoint.build(app.version, settings.max_request_bytes)
     app.router.routes.append(mcp_endpoint.route())  # /mcp (not in the OpenAPI document)
     docs.install(app)  # after the API routes: a request to them never tries the docs routes
+    console.install(app)  # /console: static files; the page calls the API above
     app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
     # outside the limits, so a refused request is counted (and logged) too
     metrics.instrument(app, access_log=settings.log_format == "json")

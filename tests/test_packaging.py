@@ -142,6 +142,9 @@ def test_installed_wheel_serves_and_migrates_on_start(installed, tmp_path):
                 assert time.monotonic() < deadline, "serve did not become ready"
                 time.sleep(0.3)
             _assert_migrated(url)
+            # the console's files are package data of the wheel
+            for path in ("/console", "/console/static/js/main.js", "/console/static/console.css"):
+                assert httpx.get(f"http://127.0.0.1:{port}{path}", timeout=5).status_code == 200
         finally:
             proc.send_signal(signal.SIGINT)
             try:

@@ -1,0 +1,167 @@
+// The console's shell: sign-in, the header (who, tenant, agent) and hash routing.
+
+import {api, auth, ApiError} from "./api.js";
+import {h, clear, errorBox} from "./dom.js";
+import {sessionsPage} from "./sessions.js";
+import {sessionPage} from "./session.js";
+import {searchPage} from "./search.js";
+import {sharedPage} from "./shared.js";
+import {knowledgePage} from "./knowledge.js";
+import {jobsPage} from "./jobs.js";
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const who = document.getElementById("who");
+const NO_TENANT = "00000000-0000-0000-0000-000000000000";
+
+const PAGES = {
+  sessions: sessionsPage,
+  session: sessionPage,
+  search: searchPage,
+  shared: sharedPage,
+  knowledge: knowledgePage,
+  jobs: jobsPage,
+};
+
+// A page may hold streams and timers: the router aborts this when it leaves the page.
+let leaving = new AbortController();
+
+/** "#/session/<id>?seq=5" -> {page: "session", args: ["<id>"], query: {seq: "5"}} */
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  const [path, qs] = raw.split("?");
+  const [page, ...args] = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return {page: page || "sessions", args, query: Object.fromEntries(new URLSearchParams(qs))};
+}
+
+/**
+ * Which role the key has, asked of the public API only. GET /v1/api-keys answers agent keys
+ * 403 and the bootstrap admin (no tenant of its own) 404; naming a tenant that does not
+ * exist is 404 for a service key and an empty list for an admin key.
+ */
+async function probeRole(key) {
+  const ctx = {};
+  try {
+    await api("GET", "/v1/api-keys", {key, ctx, query: {limit: 1}});
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 403) return "agent";
+    if (err instanceof ApiError && err.status === 404) return "admin";
+    throw err;
+  }
+  try {
+    await api("GET", "/v1/api-keys", {key, ctx, query: {limit: 1, tenant_id: NO_TENANT}});
+    return "admin";
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return "service";
+    throw err;
+  }
+}
+
+async function ownAgent(key) {
+  // an agent key lists only its own sessions; the first names the agent (no sessions: unknown)
+  const page = await api("GET", "/v1/sessions", {key, ctx: {}, query: {limit: 1}});
+  return page.items.length ? page.items[0].agent_id : null;
+}
+
+function signInPage() {
+  nav.hidden = true;
+  clear(who);
+  const key = h("input", {type: "password", id: "key", name: "key", autocomplete: "off",
+                          required: true, placeholder: "lm_…", size: 50});
+  const tenant = h("input", {type: "text", id: "tenant", name: "tenant", size: 40,
+                             placeholder: "tenant id (admin keys only)"});
+  const status = h("div", {id: "signin-status"});
+  const form = h("form", {id: "signin", class: "card", onsubmit: async (ev) => {
+    ev.preventDefault();
+    clear(status).append("Checking the key…");
+    const secret = key.value.trim();
+    try {
+      const role = await probeRole(secret);
+      const ctx = {role};
+      if (role === "admin" && tenant.value.trim()) ctx.tenant = tenant.value.trim();
+      if (role === "agent") ctx.agent = await ownAgent(secret);
+      auth.signIn(secret, ctx);
+      key.value = "";
+      if (location.hash.startsWith("#/signin") || !location.hash) location.hash = "#/sessions";
+      else route();
+    } catch (err) {
+      clear(status).append(errorBox(err.status === 401 ? "That key is not valid." : err));
+    }
+  }},
+    h("h1", {}, "Sign in"),
+    h("p", {class: "muted"}, "The key stays in this tab (sessionStorage) and is sent only as "
+      + "an Authorization header to this server's API. Closing the tab forgets it."),
+    h("label", {for: "key"}, "API key"), key,
+    h("label", {for: "tenant"}, "Tenant (admin keys)"), tenant,
+    h("div", {}, h("button", {type: "submit", id: "signin-button"}, "Sign in")),
+    status);
+  clear(main).append(form);
+  key.focus();
+}
+
+function header() {
+  const ctx = auth.ctx;
+  nav.hidden = false;
+  const items = [h("span", {class: "role", id: "role"}, ctx.role)];
+  if (ctx.role === "admin") {
+    const tenant = h("input", {type: "text", id: "tenant-pick", size: 36, value: ctx.tenant || "",
+                               placeholder: "tenant id"});
+    items.push(h("form", {class: "inline", onsubmit: (ev) => {
+      ev.preventDefault();
+      auth.update({tenant: tenant.value.trim() || undefined});
+      route();
+    }}, h("label", {for: "tenant-pick"}, "tenant"), tenant));
+  }
+  if (ctx.role === "agent") {
+    items.push(h("span", {id: "agent"}, `agent ${ctx.agent || "(this key's)"}`));
+  } else {
+    const agent = h("input", {type: "text", id: "agent-pick", size: 16, value: ctx.agent || "",
+                              placeholder: "all agents"});
+    items.push(h("form", {class: "inline", onsubmit: (ev) => {
+      ev.preventDefault();
+      auth.update({agent: agent.value.trim() || undefined});
+      route();
+    }}, h("label", {for: "agent-pick"}, "acting as"), agent));
+  }
+  items.push(h("button", {type: "button", id: "signout", class: "small", onclick: () => {
+    auth.signOut();
+    location.hash = "#/signin";
+    route();
+  }}, "Sign out"));
+  clear(who).append(...items);
+}
+
+async function route() {
+  leaving.abort();
+  leaving = new AbortController();
+  if (!auth.key) {
+    signInPage();
+    return;
+  }
+  header();
+  const {page, args, query} = parseHash();
+  const render = PAGES[page] || sessionsPage;
+  for (const a of nav.querySelectorAll("a")) {
+    a.classList.toggle("active", a.dataset.page === page);
+  }
+  const view = h("div", {class: "page", id: `page-${page}`});
+  clear(main).append(view);
+  if (auth.ctx.role === "admin" && !auth.ctx.tenant) {
+    view.append(h("div", {class: "card"}, "Admin keys act in one tenant: enter its id above."));
+    return;
+  }
+  try {
+    await render(view, {args, query, signal: leaving.signal});
+  } catch (err) {
+    if (err.name === "AbortError") return;
+    if (err instanceof ApiError && err.status === 401) {
+      auth.signOut();
+      signInPage();
+      return;
+    }
+    view.append(errorBox(err));
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();
