@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 TOOLS = {"search_memory", "recall_conversation", "clear_recalled_context", "append_messages",
          "get_context", "shared_memory_get", "shared_memory_put", "shared_memory_list",
          "shared_memory_delete", "knowledge_add_item", "knowledge_query_items",
-         "knowledge_build_package"}
+         "knowledge_build_package", "search_facts", "forget_fact"}
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "test", "version": "0"}}}
@@ -130,7 +130,8 @@ async def test_tool_list(tenant: Tenant) -> None:
     assert by_name["shared_memory_put"].input_schema["required"] == ["namespace", "key", "value"]
     read_only = {t.name for t in tools if t.annotations and t.annotations.read_only_hint}
     assert read_only == {"get_context", "shared_memory_get", "shared_memory_list",
-                         "knowledge_query_items", "knowledge_build_package"}
+                         "knowledge_query_items", "knowledge_build_package",
+                         "search_facts"}
 
 
 async def test_conversation_tools(tenant: Tenant) -> None:
