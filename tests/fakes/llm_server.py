@@ -122,7 +122,7 @@ class Hang:
     """Do not answer for `seconds` (None: until `release()` / `reset()`), then reply."""
 
     seconds: float | None = None
-    then: Reply | None = None
+    then: Reply | ToolUse | None = None
 
 
 @dataclass
