@@ -45,6 +45,7 @@ from app.knowledge.facts import (
 from app.knowledge.scopes import Scope, agent_scope, parse_scope
 from app.llm import facts_prompts as prompts
 from app.llm.client import LLMClient
+from app.llm.errors import LLMError
 from app.models.memory_item import MemoryItem
 
 log = logging.getLogger("loom.facts")
@@ -97,9 +98,14 @@ def fact_scope(cfg: FactsConfig, agent_id: str) -> Scope:
 async def _ask(deps: Deps, outcome: Outcome, step: str, system: str, prompt: str,
                tool: str, description: str, model: type[BaseModel]) -> Any:
     assert deps.llm is not None
-    answer = await deps.llm.structured(
-        system, prompt, tool_name=tool, tool_description=description,
-        schema=prompts.tool_schema(model), max_tokens=int(deps.settings.facts_max_tokens))
+    try:
+        answer = await deps.llm.structured(
+            system, prompt, tool_name=tool, tool_description=description,
+            schema=prompts.tool_schema(model), max_tokens=int(deps.settings.facts_max_tokens))
+    except LLMError:  # a call that failed still counts (its tokens are unknown)
+        outcome.llm_calls += 1
+        metrics.LLM_CALLS.labels(step=step).inc()
+        raise
     outcome.llm_calls += 1
     outcome.input_tokens += answer.input_tokens
     outcome.output_tokens += answer.output_tokens

@@ -117,7 +117,11 @@ async def mark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
     if "last_error" in values:
         values["last_error"] = _clip(values["last_error"])
     values["updated_at"] = sa.func.now()
-    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, **values)
+    # counters given as expressions of the row (runs + 1) apply to an existing row only
+    first = {k: (1 if k == "runs" else v) for k, v in values.items()
+             if k == "runs" or not isinstance(v, sa.ColumnElement) or isinstance(
+                 v, sa.sql.functions.FunctionElement)}
+    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, **first)
     stmt = stmt.on_conflict_do_update(index_elements=[X.c.tenant_id, X.c.session_id],
                                       set_=values)
     await db.execute(stmt)
