@@ -41,7 +41,8 @@ async def extract_facts(session: SessionDep, db: DbDep, state: StateDep, respons
             return ExtractPublic(enqueued=False, result=outcome.as_dict(),
                                  extraction=await facts_service.status(db, session))
     ok = await facts_service.enqueue(state.queue, deps, session)
-    return ExtractPublic(enqueued=ok, extraction=await facts_service.status(db, session))
+    return ExtractPublic(enqueued=ok, result=None,
+                         extraction=await facts_service.status(db, session))
 
 
 @router.get("/sessions/{session_id}/memory/extract", response_model=FactExtractionPublic,

@@ -65,7 +65,8 @@ class FactList(BaseModel):
 async def status(db: AsyncSession, session: Session) -> FactExtractionPublic:
     row = await repo.get_state(db, session.tenant_id, session.id)
     if row is None:
-        return FactExtractionPublic(status="idle", watermark_seq=0)
+        return FactExtractionPublic(status="idle", watermark_seq=0, skipped=None,
+                                    last_result=None)
     return FactExtractionPublic.model_validate(row, from_attributes=True)
 
 

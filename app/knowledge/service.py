@@ -20,8 +20,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth.caller import Caller
-from app.auth.caller import AgentMismatch
+from app.auth.caller import AgentMismatch, Caller
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.core.tokens import count_text

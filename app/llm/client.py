@@ -157,7 +157,8 @@ class AnthropicLLM:
         if not calls:
             raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer "
                            f"(stop_reason={getattr(msg, 'stop_reason', None)})")
-        return ToolAnswer(calls[0].input, int(getattr(usage, "input_tokens", 0) or 0),
+        return ToolAnswer(getattr(calls[0], "input", None),
+                          int(getattr(usage, "input_tokens", 0) or 0),
                           int(getattr(usage, "output_tokens", 0) or 0))
 
     async def aclose(self) -> None:

@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
+from app.knowledge.schemas import FactsInput
 from app.models.memory import AgentProfile
 from app.profiles import repository
 from app.profiles.schemas import ProfilePublic, ProfileUpdate
@@ -18,7 +19,8 @@ def check_agent(caller: Caller, agent_id: str) -> None:
 def to_public(p: AgentProfile) -> ProfilePublic:
     return ProfilePublic(agent_id=p.agent_id, version=p.version, system_prompt=p.system_prompt,
                          patterns=p.patterns, backend_schema=p.backend_schema,
-                         facts=p.facts, created_at=p.created_at)
+                         facts=FactsInput.model_validate(p.facts) if p.facts else None,
+                         created_at=p.created_at)
 
 
 async def publish(db: AsyncSession, caller: Caller, agent_id: str,

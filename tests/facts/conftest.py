@@ -11,8 +11,8 @@ import pytest
 
 from app.core.config import Settings
 from app.main import create_app
-from tests.fakes.llm_server import FakeLLMServer
 from tests.facts.support import facts_settings
+from tests.fakes.llm_server import FakeLLMServer
 from tests.support.api import make_client
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 
 from app.core.config import Settings
-from tests.fakes.llm_server import FakeLLMServer
 from tests.facts.support import FactModel, Rule, items, run_burst_worker
+from tests.fakes.llm_server import FakeLLMServer
 from tests.jobs.support import SMALL, append, drain_queue, exchange, memory
 
 

@@ -12,8 +12,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from app.core.config import Settings
-from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolUse
 from tests.facts.support import facts_session, items, run_burst_worker, say
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolUse
 from tests.jobs.support import drain_queue
 
 GOOD_CANDIDATE = {"facts": [{"text": "The user prefers coffee.", "importance": 0.8,

@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
-from tests.fakes.llm_server import FakeLLMServer
 from tests.facts.support import PREFERENCES, FactModel, facts_session, items, say
+from tests.fakes.llm_server import FakeLLMServer
 
 
 async def extract(client: httpx.AsyncClient, sid: str) -> dict[str, Any]:

@@ -353,9 +353,10 @@ class FakeLLMServer:
             "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
                          "message": {"role": "assistant", "content": None, "refusal": None,
-                                     "tool_calls": [{"id": f"call_{n:06d}", "type": "function",
-                                                     "function": {"name": name,
-                                                                  "arguments": json.dumps(data)}}]}}],
+                                     "tool_calls": [{
+                                         "id": f"call_{n:06d}", "type": "function",
+                                         "function": {"name": name,
+                                                      "arguments": json.dumps(data)}}]}}],
             "usage": {"prompt_tokens": in_tokens, "completion_tokens": out_tokens,
                       "total_tokens": in_tokens + out_tokens},
         })

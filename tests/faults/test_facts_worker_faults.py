@@ -17,9 +17,9 @@ import sqlalchemy as sa
 
 from app.core.config import Settings
 from app.main import create_app
+from tests.facts.support import FactModel, Rule
 from tests.fakes.llm_server import FakeLLMServer, Hang, ToolUse
 from tests.faults.test_worker_faults import start_worker, stop, wait_for, worker_env
-from tests.facts.support import FactModel, Rule
 from tests.support.live import PrivateRedis
 
 pytestmark = pytest.mark.slow
