@@ -4,8 +4,10 @@
 - `check_candidates` / `plan_operations`: the model's two answers turned into a list of
   operations, or `FactOutputError` when anything in them is unusable (a seq outside the
   batch, a decision for an unknown candidate, an id that was not shown with the
-  candidate, a candidate decided twice or never, an id targeted twice). One bad decision
-  rejects the whole answer: a job writes all of a batch or nothing.
+  candidate, a candidate decided twice or never). One bad decision rejects the whole
+  answer: a job writes all of a batch or nothing. Operations come in candidate (message)
+  order; two candidates of one batch may target the same stored fact (a preference changed
+  twice): the later one then applies to the fact as the earlier one left it.
 - `choose_for_context`: which facts fit the context's share, best match first.
 """
 
@@ -106,7 +108,6 @@ def plan_operations(decisions: Sequence[Any], n_candidates: int,
                     shown: Sequence[set[str]]) -> Plan:
     """The decisions as operations, checked against what was asked (see module doc)."""
     seen: set[int] = set()
-    targets: set[str] = set()
     ops: list[Operation] = []
     unchanged = 0
     for d in decisions:
@@ -126,9 +127,6 @@ def plan_operations(decisions: Sequence[Any], n_candidates: int,
         if target not in shown[i]:
             raise FactOutputError(f"{d.op} of fact {i} names id {d.target_id!r}, which was not "
                                   "shown with it")
-        if target in targets:
-            raise FactOutputError(f"stored fact {target} targeted twice")
-        targets.add(target)
         if d.op == "UPDATE":
             if not (d.text or "").strip():
                 raise FactOutputError(f"UPDATE of fact {i} gives no text")
@@ -140,7 +138,7 @@ def plan_operations(decisions: Sequence[Any], n_candidates: int,
     missing = sorted(set(range(n_candidates)) - seen)
     if missing:
         raise FactOutputError(f"no decision for fact {missing[0]}")
-    return Plan(tuple(ops), unchanged)
+    return Plan(tuple(sorted(ops, key=lambda o: o.candidate)), unchanged)
 
 
 @dataclass(frozen=True, slots=True)

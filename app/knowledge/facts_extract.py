@@ -139,6 +139,23 @@ def _shown(rows: list[repo.BatchRow], agent_id: str, cap: int) -> list[prompts.B
             for r in rows if r.role in ("user", "assistant") and r.text.strip()]
 
 
+def _dedupe(found: list[prompts.CandidateFact]) -> list[prompts.CandidateFact]:
+    """One candidate per text (case and spaces ignored): seqs and tags merged, the
+    highest importance kept, placed where it was stated last."""
+    by_text: dict[str, prompts.CandidateFact] = {}
+    for c in found:
+        key = " ".join(c.text.lower().split())
+        seen = by_text.pop(key, None)
+        if seen is None:
+            by_text[key] = c
+        else:
+            by_text[key] = seen.model_copy(update={
+                "importance": max(seen.importance, c.importance),
+                "tags": list(dict.fromkeys([*seen.tags, *c.tags])),
+                "source_seqs": sorted({*seen.source_seqs, *c.source_seqs})})
+    return list(by_text.values())
+
+
 @dataclasses.dataclass
 class Proposal:
     """What one batch would change: candidates, the plan, and when each was stated."""
@@ -161,8 +178,8 @@ async def propose(deps: Deps, outcome: Outcome, tenant_id: uuid.UUID, session_id
     found = await _ask(deps, outcome, "extract", prompts.EXTRACT_SYSTEM,
                        prompts.render_batch(shown), prompts.EXTRACT_TOOL,
                        prompts.EXTRACT_TOOL_DESCRIPTION, prompts.CandidatesOut)
-    candidates = list(found.facts)
-    check_candidates(candidates, {r.seq for r in rows})
+    check_candidates(found.facts, {r.seq for r in rows})
+    candidates = _dedupe(found.facts)
     if not candidates:
         return Proposal(last, [], [], Plan())
     at = {r.seq: r.created_at for r in rows}
@@ -224,10 +241,13 @@ async def apply(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                 or (t.scope_kind, t.scope_id) != (scope.kind, scope.storage_id)):
             raise StaleFacts(f"fact {o.target} changed meanwhile")
     now = datetime.now(UTC)
+    # a stored fact targeted by several candidates: each applies to it as the one before
+    # left it (an INVALIDATE hands it on to the fact that replaced it)
+    current: dict[uuid.UUID, MemoryItem] = dict(targets)
     for o in ops:
         cand, when = proposal.candidates[o.candidate], proposal.dates[o.candidate]
         if o.op == "update":
-            t = targets[uuid.UUID(o.target or "")]
+            t = current[uuid.UUID(o.target or "")]
             text = (o.text or cand.text).strip()
             t.text, t.token_cost = text, token_cost(FACT_KIND, text, None)
             t.importance = cand.importance
@@ -244,8 +264,10 @@ async def apply(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
         await db.flush()
         await repo.add_version(db, item, "add")
         if o.op == "invalidate":
-            t = targets[uuid.UUID(o.target or "")]
-            t.invalid_at, t.superseded_by = when, item.id
+            key = uuid.UUID(o.target or "")
+            t = current[key]
+            current[key] = item
+            t.invalid_at, t.superseded_by = max(when, t.valid_from or when), item.id
             t.version += 1
             t.updated_at = now
             await db.flush()

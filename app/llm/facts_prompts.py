@@ -55,8 +55,10 @@ the durable facts in them: preferences, personal details, plans, decisions, rela
 constraints and anything else worth remembering in a later conversation. Skip greetings, \
 small talk, questions without an answer and what only matters for the current turn. \
 Each fact is one self-contained sentence that names who or what it is about, states it \
-as true at the message's date, and lists the msg numbers it comes from. Never invent a \
-fact that the messages do not state. Call the record_facts tool exactly once."""
+as true at the message's date, and lists the msg numbers it comes from. When the \
+messages change a fact (a preference, an address...), record only its latest state, \
+citing the messages that changed it. Never invent a fact that the messages do not state. \
+Call the record_facts tool exactly once."""
 
 # --- step 2: decisions --------------------------------------------------------------
 

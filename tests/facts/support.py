@@ -41,6 +41,7 @@ class Rule:
 class FactModel:
     rules: list[Rule]
     calls: list[str] = field(default_factory=list)
+    latest_only: bool = True  # False: a model that records every change of a batch
 
     def topic_of(self, text: str) -> Rule | None:
         return next((r for r in self.rules if r.fact == text.strip()), None)
@@ -54,16 +55,20 @@ class FactModel:
         raise AssertionError(f"unexpected tool {req.tool_name}")
 
     def extract(self, prompt: str) -> dict[str, Any]:
-        facts = []
+        """As the prompt asks: a fact the batch changes is recorded in its latest state
+        (citing every message about it)."""
+        by_topic: dict[str, dict[str, Any]] = {}
         for m in _LINE.finditer(prompt):
             seq, speaker, text = int(m.group(1)), m.group(3), m.group(4)
             if not speaker.startswith("user"):
                 continue
             for r in self.rules:
                 if r.trigger in text:
-                    facts.append({"text": r.fact, "importance": r.importance,
-                                  "tags": [r.topic], "source_seqs": [seq]})
-        return {"facts": facts}
+                    key = r.topic if self.latest_only else f"{r.topic}:{seq}"
+                    seqs = by_topic.pop(key, {}).get("source_seqs", [])
+                    by_topic[key] = {"text": r.fact, "importance": r.importance,
+                                         "tags": [r.topic], "source_seqs": [*seqs, seq]}
+        return {"facts": list(by_topic.values())}
 
     def decide(self, prompt: str) -> dict[str, Any]:
         decisions = []

@@ -166,3 +166,38 @@ async def test_extract_needs_facts_enabled(client: httpx.AsyncClient) -> None:
     r = await client.post(f"/v1/sessions/{sid}/memory/extract")
     assert r.status_code == 409 and r.json()["error"]["code"] == "facts_disabled"
     assert (await client.get(f"/v1/sessions/{sid}/memory/extract")).json()["status"] == "idle"
+
+
+async def test_a_fact_changed_twice_in_one_batch_chains_its_versions(
+        llm_client: httpx.AsyncClient, fake_llm: FakeLLMServer) -> None:
+    from tests.facts.support import Rule
+
+    model = FactModel([Rule(f"moved to {c}", f"The user lives in {c}.", "home")
+                       for c in ("Porto", "Oslo", "Rome")], latest_only=False)
+    fake_llm.respond_with_tools(model)
+    sid = await facts_session(llm_client)
+    await say(llm_client, sid, ("I moved to Porto.", "ok"))
+    await extract(llm_client, sid)
+    await say(llm_client, sid, ("I moved to Oslo in May.", "ok"), ("Then I moved to Rome.", "ok"),
+              day=9)
+    result = (await extract(llm_client, sid))["result"]
+    assert (result["added"], result["invalidated"]) == (0, 2)
+    [current] = await items(llm_client)
+    assert current["text"] == "The user lives in Rome."
+    every = {f["text"]: f for f in await items(llm_client, include_invalidated=True)}
+    porto, oslo = every["The user lives in Porto."], every["The user lives in Oslo."]
+    assert porto["superseded_by"] == oslo["id"] and oslo["superseded_by"] == current["id"]
+
+
+async def test_a_model_that_records_only_the_latest_state_cites_every_message(
+        llm_client: httpx.AsyncClient, fake_llm: FakeLLMServer) -> None:
+    from tests.facts.support import Rule
+
+    model = FactModel([Rule(f"moved to {c}", f"The user lives in {c}.", "home")
+                       for c in ("Oslo", "Rome")])
+    fake_llm.respond_with_tools(model)
+    sid = await facts_session(llm_client)
+    await say(llm_client, sid, ("I moved to Oslo in May.", "ok"), ("Then I moved to Rome.", "ok"))
+    await extract(llm_client, sid)
+    [fact] = await items(llm_client, include_invalidated=True)
+    assert fact["text"] == "The user lives in Rome." and fact["source_seqs"] == [1, 3]
