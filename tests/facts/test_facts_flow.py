@@ -66,6 +66,13 @@ async def test_preference_changes_and_a_new_session_sees_the_current_fact(
     h2 = (await llm_client.get(f"/v1/memory-items/{new['id']}/history")).json()
     assert [s["id"] for s in h2["supersedes"]] == [old["id"]]
 
+    metrics = (await llm_client.get("/metrics")).text
+    for line in ('loom_facts_llm_calls_total{step="extract"}',
+                 'loom_facts_llm_calls_total{step="decide"}',
+                 'loom_facts_llm_tokens_total{direction="input",step="extract"}',
+                 'loom_facts_operations_total{op="invalidate"}'):
+        assert line in metrics, line
+
     # an extraction with nothing new reads nothing and asks nothing
     again = await extract(llm_client, sid)
     assert again["result"]["batches"] == 0 and len(model.calls) == 3
