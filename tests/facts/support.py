@@ -108,6 +108,8 @@ def facts_settings(settings: Settings, fake_base_url: str, **over: Any) -> Setti
         "llm_provider": "anthropic", "anthropic_api_key": "sk-ant-fake-test-key-0000",
         "anthropic_base_url": fake_base_url, "llm_timeout_seconds": 5.0,
         "llm_max_retries": 0, "facts_retry_base_seconds": 0.0, "facts_max_tries": 2,
+        # a second app per test process: small pools (the machine's PostgreSQL is shared)
+        "db_pool_size": 4,
     }
     values.update(over)
     from pydantic import SecretStr

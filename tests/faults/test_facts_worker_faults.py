@@ -19,7 +19,7 @@ from app.core.config import Settings
 from app.main import create_app
 from tests.facts.support import FactModel, Rule
 from tests.fakes.llm_server import FakeLLMServer, Hang, ToolUse
-from tests.faults.test_worker_faults import start_worker, stop, wait_for, worker_env
+from tests.faults.test_worker_faults import log_tail, start_worker, stop, wait_for, worker_env
 from tests.support.live import PrivateRedis
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,8 @@ N_FACTS = 15
 async def facts_api(settings: Settings, tenant: Any,
                     private_redis: PrivateRedis) -> AsyncIterator[Any]:
     """A client factory on an API whose Redis is the private server (service key)."""
-    application = create_app(settings.model_copy(update={"redis_url": private_redis.url}))
+    application = create_app(settings.model_copy(update={"redis_url": private_redis.url,
+                                                         "db_pool_size": 4}))
     clients: list[httpx.AsyncClient] = []
 
     def for_agent(agent: str) -> httpx.AsyncClient:
@@ -82,7 +83,8 @@ async def test_kill_9_mid_extraction_then_restart_gives_the_uninterrupted_result
     model = FactModel([Rule(f"I own widget w{n},", f"The user owns widget w{n}.", f"w{n}")
                        for n in range(N_FACTS)])
     # small batches so the job commits some before it is killed; the model is slowed
-    env = worker_env(settings, private_redis, fake_llm, LOOM_FACTS_INPUT_TOKENS="500")
+    env = worker_env(settings, private_redis, fake_llm, LOOM_FACTS_INPUT_TOKENS="500",
+                     LOOM_DB_POOL_SIZE="4")
     killed_api, control_api = facts_api("agent-k"), facts_api("agent-c")
     sid = await conversation(killed_api)
     control = await conversation(control_api)
@@ -97,7 +99,11 @@ async def test_kill_9_mid_extraction_then_restart_gives_the_uninterrupted_result
 
         async def hung() -> bool:
             return len(fake_llm.requests) >= 5
-        await wait_for(hung, 60, "the worker to be caught mid-extraction")
+        try:
+            await wait_for(hung, 60, "the worker to be caught mid-extraction")
+        except AssertionError:
+            print(log_tail(first))
+            raise
         mid = await status(killed_api, sid)
         assert mid["status"] == "running" and 0 < mid["watermark_seq"] < 2 * N_FACTS, mid
         committed = len(await facts_of(killed_api))
