@@ -21,7 +21,7 @@ from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.jobs.lease import end_lease, start_lease
-from app.knowledge.facts_tasks import EXTRACT_JOB, extract_facts
+from app.knowledge.facts_tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.llm.client import get_llm_client
 from app.memory.tasks import compress_busy_sessions, compress_session
 from app.shared_memory.tasks import cleanup_expired_shared_memory
@@ -109,6 +109,8 @@ class WorkerSettings:
     cron_jobs: list[Any] = [
         cron(cleanup_expired_shared_memory, second={0, 30}, run_at_startup=True, unique=True),
         compression_cron(get_settings()),
+        cron(recover_fact_extractions,
+             second=set(range(0, 60, get_settings().compress_cron_seconds)), unique=True),
     ]
     on_startup = startup
     on_shutdown = shutdown

@@ -233,3 +233,18 @@ async def top_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, *, lim
                                 scope_clause(scope), M.kind == FACT_KIND)
             .order_by(M.importance.desc(), M.created_at.desc(), M.id).limit(limit))
     return list((await db.execute(stmt)).all())
+
+
+async def stale_extractions(db: AsyncSession, *, pending_before: datetime,
+                            running_before: datetime,
+                            limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(tenant_id, session_id) of extractions pending since before `pending_before` (their
+    enqueue may have been lost while Redis was down) or running since before
+    `running_before` (worker and job lost). Deliberately cross-tenant: only the worker's
+    cron pass calls it."""
+    rows = await db.execute(
+        sa.select(X.c.tenant_id, X.c.session_id)
+        .where(((X.c.status == "pending") & (X.c.updated_at < pending_before))
+               | ((X.c.status == "running") & (X.c.updated_at < running_before)))
+        .order_by(X.c.updated_at).limit(limit))
+    return [(r[0], r[1]) for r in rows]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -179,3 +180,22 @@ async def after_compression(ctx: dict[str, Any], tenant_id: uuid.UUID,
     except Exception as exc:
         log.warning("could not enqueue fact extraction of %s: %s", session_id,
                     type(exc).__name__)
+
+
+async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
+    """arq cron (with the compression pass's period): enqueue extractions left `pending`
+    (their enqueue was lost while Redis was down) or `running` far past their timeout
+    (worker and job lost). They run as after a compression (messages that left L1)."""
+    settings = ctx["settings"]
+    now = datetime.now(UTC)
+    interval = timedelta(seconds=settings.compress_cron_seconds)
+    async with ctx["sessionmaker"]() as db:
+        lost = await repo.stale_extractions(
+            db, pending_before=now - 2 * interval,
+            running_before=now - timedelta(seconds=2 * settings.facts_job_timeout_seconds + 60),
+            limit=settings.compress_cron_batch)
+    enqueued = 0
+    for tid, sid in lost:
+        if await enqueue_extraction(ctx, ctx["sessionmaker"], tid, sid, force=False):
+            enqueued += 1
+    return {"lost": len(lost), "enqueued": enqueued}

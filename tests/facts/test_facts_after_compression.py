@@ -49,3 +49,37 @@ async def test_compression_enqueues_extraction_of_the_messages_that_left_l1(
     assert sorted({int(s) for f in await items(client) for s in f["source_seqs"]}) == list(
         range(1, 17, 2))
     assert len(model.calls) > calls
+
+
+async def test_the_cron_pass_enqueues_lost_extractions(
+        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer,
+        llm_settings_for_facts: Settings, db) -> None:
+    import sqlalchemy as sa
+
+    from app.knowledge.facts_tasks import recover_fact_extractions
+
+    await drain_queue(settings)
+    fake_llm.respond_with_tools(FactModel([Rule("question 0:", "The user asked zero.", "q0")]))
+    r = await client.post("/v1/sessions", json={"config": {
+        **SMALL, "facts": {"enabled": True, "min_batch": 1}}})
+    sid = r.json()["id"]
+    for n in range(8):
+        await append(client, sid, exchange(n, words=40))
+    await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
+    await drain_queue(settings)  # the enqueue is lost (as with Redis down)
+    await db.execute(sa.text("UPDATE fact_extractions SET status = 'pending', updated_at = "
+                             "now() - interval '1 hour' WHERE session_id = :s"), {"s": sid})
+    await db.commit()
+    from workers.settings import shutdown, startup
+
+    ctx: dict = {"settings": llm_settings_for_facts}
+    await startup(ctx)
+    try:
+        out = await recover_fact_extractions(ctx)
+        assert out["enqueued"] >= 1
+    finally:
+        await shutdown(ctx)
+    await run_burst_worker(llm_settings_for_facts)
+    status = (await client.get(f"/v1/sessions/{sid}/memory/extract")).json()
+    assert status["status"] == "succeeded" and status["watermark_seq"] > 0, status
+    assert [f["text"] for f in await items(client)] == ["The user asked zero."]
