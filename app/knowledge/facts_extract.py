@@ -43,6 +43,7 @@ from app.knowledge.facts import (
     plan_operations,
 )
 from app.knowledge.scopes import Scope, agent_scope, parse_scope
+from app.knowledge.service import enforce_max_items, token_cost
 from app.llm import facts_prompts as prompts
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
@@ -204,8 +205,6 @@ async def propose(deps: Deps, outcome: Outcome, tenant_id: uuid.UUID, session_id
 
 def _new_fact(tenant_id: uuid.UUID, session_id: uuid.UUID, scope: Scope,
               cand: prompts.CandidateFact, when: datetime) -> MemoryItem:
-    from app.knowledge.service import token_cost  # the knowledge block's cost rule
-
     text = cand.text.strip()
     now = datetime.now(UTC)
     return MemoryItem(
@@ -221,8 +220,6 @@ async def apply(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                 scope: Scope, expected_watermark: int, proposal: Proposal, *,
                 max_items: int) -> dict[str, int]:
     """Write one batch's operations and advance the watermark (the caller commits)."""
-    from app.knowledge.service import enforce_max_items, token_cost
-
     await repo.ensure_state(db, tenant_id, session_id)
     state = await repo.get_state(db, tenant_id, session_id, for_update=True)
     assert state is not None

@@ -11,8 +11,7 @@ from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.knowledge import facts_service
 from app.knowledge.facts_extract import Deps
-from app.knowledge.facts_service import ExtractPublic, FactExtractionPublic
-from app.knowledge.schemas import MemoryItemHistory
+from app.knowledge.schemas import ExtractPublic, FactExtractionPublic, MemoryItemHistory
 from app.sessions.deps import SessionDep
 from app.state import StateDep
 

@@ -9,7 +9,6 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
@@ -19,6 +18,8 @@ from app.knowledge.facts import FACT_KIND, FactsConfig
 from app.knowledge.facts_extract import Deps, Outcome
 from app.knowledge.facts_tasks import enqueue_extraction, record, run_once
 from app.knowledge.schemas import (
+    FactExtractionPublic,
+    FactList,
     FactSearch,
     MemoryItemHistory,
     MemoryItemPublic,
@@ -27,39 +28,6 @@ from app.knowledge.schemas import (
 from app.knowledge.scopes import parse_scope
 from app.knowledge.service import get_item, resolve_scope, to_public
 from app.models import Session
-
-
-class FactExtractionPublic(BaseModel):
-    """A session's fact extraction: its watermark, its latest job and its LLM usage."""
-
-    status: str = Field(description="idle (never ran), pending, running, succeeded, "
-                                     "skipped (see `skipped`), failed (see `last_error`).")
-    watermark_seq: int = Field(description="The last message seq read by extraction.")
-    job_id: str | None = None
-    attempts: int = 0
-    last_error: str | None = None
-    skipped: str | None = Field(None, description="no_llm, disabled or below_min_batch.")
-    runs: int = 0
-    last_result: dict[str, Any] | None = Field(None, description=(
-        "The last run: batches, messages, added, updated, invalidated, unchanged, "
-        "llm_calls, input_tokens, output_tokens, watermark, skipped."))
-    llm_calls: int = 0
-    llm_input_tokens: int = 0
-    llm_output_tokens: int = 0
-    enqueued_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-
-
-class ExtractPublic(BaseModel):
-    enqueued: bool = Field(description="A background job was queued (202).")
-    result: dict[str, Any] | None = Field(None, description=(
-        "wait=true: what this run did (see FactExtractionPublic.last_result)."))
-    extraction: FactExtractionPublic
-
-
-class FactList(BaseModel):
-    items: list[MemoryItemPublic]
 
 
 async def status(db: AsyncSession, session: Session) -> FactExtractionPublic:

@@ -371,3 +371,36 @@ class MemoryItemHistory(BaseModel):
         "The fact that replaced this one (when it was invalidated by a newer fact)."))
     supersedes: list[MemoryItemPublic] = Field(default_factory=list, description=(
         "The facts this one replaced."))
+
+
+class FactExtractionPublic(BaseModel):
+    """A session's fact extraction: its watermark, its latest job and its LLM usage."""
+
+    status: str = Field(description="idle (never ran), pending, running, succeeded, "
+                                     "skipped (see `skipped`), failed (see `last_error`).")
+    watermark_seq: int = Field(description="The last message seq read by extraction.")
+    job_id: str | None = None
+    attempts: int = 0
+    last_error: str | None = None
+    skipped: str | None = Field(None, description="no_llm, disabled or below_min_batch.")
+    runs: int = 0
+    last_result: dict[str, Any] | None = Field(None, description=(
+        "The last run: batches, messages, added, updated, invalidated, unchanged, "
+        "llm_calls, input_tokens, output_tokens, watermark, skipped."))
+    llm_calls: int = 0
+    llm_input_tokens: int = 0
+    llm_output_tokens: int = 0
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class ExtractPublic(BaseModel):
+    enqueued: bool = Field(description="A background job was queued (202).")
+    result: dict[str, Any] | None = Field(None, description=(
+        "wait=true: what this run did (see FactExtractionPublic.last_result)."))
+    extraction: FactExtractionPublic
+
+
+class FactList(BaseModel):
+    items: list[MemoryItemPublic]
