@@ -12,6 +12,7 @@ from fastapi import APIRouter, FastAPI
 
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
+from app.knowledge.facts_router import router as facts_router
 from app.knowledge.router import router as knowledge_router
 from app.memory.router import router as memory_router
 from app.messages.router import router as messages_router
@@ -24,7 +25,8 @@ from app.tools.router import router as tools_router
 PREFIX = "/v1"
 ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory_router,
                                   search_router, sessions_router, memory_router, auth_router,
-                                  profiles_router, knowledge_router, tools_router)
+                                  profiles_router, knowledge_router, facts_router,
+                                  tools_router)
 
 # the API docs' sections, in reading order
 TAGS: list[dict[str, str]] = [

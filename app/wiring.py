@@ -9,8 +9,9 @@ here, so nothing depends on which module was imported first:
   keeps the latest large result in the Kernel (these two, and the before hook, only for
   the batches they apply to); jobs schedule compression from the append's pressure row
   (after commit);
-- context blocks: the knowledge block, then the learned block (the last is dropped first
-  when the budget is short).
+- context blocks: the facts block (right after ROM and Kernel), the knowledge block, then
+  the learned block (the last is dropped first when the budget is short; all of them
+  before L1 is cut).
 
 The arq worker runs no request path (it neither creates sessions nor appends), so it
 needs none of these hooks.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 from app.context.blocks import BlockProvider
 from app.jobs import hooks as jobs_hooks
 from app.knowledge import blocks as knowledge_blocks
+from app.knowledge import facts_block
 from app.memory import hooks as memory_hooks
 from app.messages.service import AfterAppend, AppendHooks, BeforeAppend
 from app.sessions.service import CreateHook
@@ -47,5 +49,6 @@ def assemble(state: AppState) -> Hooks:
         session_created=(memory_hooks.freeze_rom,),
         append=AppendHooks(before=before, after=after,
                            on_pressure=jobs_hooks.compression_trigger(state)),
-        context_blocks=(knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider),
+        context_blocks=(facts_block.facts_provider, knowledge_blocks.knowledge_provider,
+                        knowledge_blocks.learned_provider),
     )

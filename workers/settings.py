@@ -21,6 +21,7 @@ from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.jobs.lease import end_lease, start_lease
+from app.knowledge.facts_tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.llm.client import get_llm_client
 from app.memory.tasks import compress_busy_sessions, compress_session
 from app.shared_memory.tasks import cleanup_expired_shared_memory
@@ -83,6 +84,14 @@ def compression_functions(settings: Any) -> list[Any]:
                  timeout=settings.compress_job_timeout_seconds + 5)]
 
 
+def facts_functions(settings: Any) -> list[Any]:
+    """The fact extraction job (issue 19): retried by its own backoff up to
+    LOOM_FACTS_MAX_TRIES, one per session (job id `facts:<session>`)."""
+    return [func(extract_facts, name=EXTRACT_JOB, keep_result=0,
+                 max_tries=settings.facts_max_tries + 1,
+                 timeout=settings.facts_job_timeout_seconds + 5)]
+
+
 def compression_cron(settings: Any) -> Any:
     """The busy-session pass, every LOOM_COMPRESS_CRON_SECONDS."""
     return cron(compress_busy_sessions, second=set(range(0, 60, settings.compress_cron_seconds)),
@@ -95,10 +104,13 @@ def _redis_settings() -> Any:
 
 
 class WorkerSettings:
-    functions: list[Any] = [ping, *compression_functions(get_settings())]
+    functions: list[Any] = [ping, *compression_functions(get_settings()),
+                            *facts_functions(get_settings())]
     cron_jobs: list[Any] = [
         cron(cleanup_expired_shared_memory, second={0, 30}, run_at_startup=True, unique=True),
         compression_cron(get_settings()),
+        cron(recover_fact_extractions,
+             second=set(range(0, 60, get_settings().compress_cron_seconds)), unique=True),
     ]
     on_startup = startup
     on_shutdown = shutdown

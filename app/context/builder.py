@@ -231,7 +231,8 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
     layer_tokens = {
         "rom": loaded.state.rom_tokens,
         "kernel": loaded.state.kernel_tokens,
-        "blocks": sum(b.token_count for b in kept_blocks),
+        "facts": sum(b.token_count for b in kept_blocks if b.name == "facts"),
+        "blocks": sum(b.token_count for b in kept_blocks if b.name != "facts"),
         "l2": sum(s["token_count"] for s in summaries),
         "promoted": sum(tokens_of(m) for m in messages if m["seq"] in promoted_seqs),
         "l1": sum(tokens_of(m) for m in messages if m["seq"] not in promoted_seqs),

@@ -62,6 +62,8 @@ def raw(built: Built) -> dict[str, Any]:
                 "kernel": {"text": kernel_text(state.kernel or {}), **(state.kernel or {})},
                 "blocks": [{"name": b.name, "text": b.text, "token_count": b.token_count}
                            for b in built.blocks],
+                "facts": next(({"text": b.text, "token_count": b.token_count}
+                               for b in built.blocks if b.name == "facts"), None),
                 "l2": built.summaries,
                 "promoted": [m for m in msgs if m["seq"] in promoted],
                 "recalled": {"note": built.recall_note, **(_recall_public(built) or {}),

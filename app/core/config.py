@@ -149,6 +149,16 @@ class Settings(BaseSettings):
     compress_busy_usage: float = Field(default=0.70, gt=0, le=1,
                                        alias="LOOM_COMPRESS_BUSY_USAGE")
     compress_cron_batch: int = Field(default=500, ge=1, alias="LOOM_COMPRESS_CRON_BATCH")
+    # Fact extraction (arq jobs; app/knowledge/facts_tasks.py, issue 19)
+    facts_max_tries: int = Field(default=4, ge=1, le=50, alias="LOOM_FACTS_MAX_TRIES")
+    facts_retry_base_seconds: float = Field(default=5.0, ge=0,
+                                            alias="LOOM_FACTS_RETRY_BASE_SECONDS")
+    facts_job_timeout_seconds: float = Field(default=300.0, gt=0,
+                                             alias="LOOM_FACTS_JOB_TIMEOUT_SECONDS")
+    facts_wait_seconds: float = Field(default=60.0, gt=0, alias="LOOM_FACTS_WAIT_SECONDS")
+    # messages given to one extraction call (a longer backlog is split into batches)
+    facts_input_tokens: int = Field(default=8000, ge=500, alias="LOOM_FACTS_INPUT_TOKENS")
+    facts_max_tokens: int = Field(default=2000, ge=64, alias="LOOM_FACTS_MAX_TOKENS")
     worker_metrics_port: int | None = Field(default=None, ge=0, le=65535,
                                             alias="LOOM_WORKER_METRICS_PORT")
     worker_job_timeout_seconds: float = Field(default=300.0, gt=0,

@@ -36,8 +36,26 @@ _COLUMNS: dict[str, Any] = {
 
 
 def scope_clause(scope: Scope) -> sa.ColumnElement[bool]:
-    """Items of exactly one scope."""
+    """Items of exactly one scope (the unresolved ``agent`` scope: the agent tier, which
+    `readable` narrows to the caller's own agent)."""
+    if scope.kind == "agent" and scope.id is None:
+        return M.scope_kind == "agent"
     return sa.and_(M.scope_kind == scope.kind, M.scope_id == scope.storage_id)
+
+
+def readable(tenant_id: uuid.UUID, agent_id: str | None, *,
+             include_invalidated: bool = True) -> list[sa.ColumnElement[bool]]:
+    """The items a caller may read: its tenant's, except other agents' ``agent`` tiers
+    (a caller acting for no agent sees no agent tier). With ``include_invalidated``
+    False, superseded facts are left out too. Every item read goes through this."""
+    clauses: list[sa.ColumnElement[bool]] = [M.tenant_id == tenant_id]
+    if agent_id is None:
+        clauses.append(M.scope_kind != "agent")
+    else:
+        clauses.append(sa.or_(M.scope_kind != "agent", M.scope_id == agent_id))
+    if not include_invalidated:
+        clauses.append(M.invalid_at.is_(None))
+    return clauses
 
 
 def compile_condition(c: Condition) -> sa.ColumnElement[bool]:
@@ -78,10 +96,12 @@ async def add(db: AsyncSession, item: MemoryItem) -> MemoryItem:
     return item
 
 
-async def get(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> MemoryItem | None:
-    result = await db.execute(sa.select(MemoryItem).where(
-        M.tenant_id == tenant_id, M.id == item_id))
-    return result.scalar_one_or_none()
+async def get(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
+              agent_id: str | None, for_update: bool = False) -> MemoryItem | None:
+    q = sa.select(MemoryItem).where(*readable(tenant_id, agent_id), M.id == item_id)
+    if for_update:
+        q = q.with_for_update()
+    return (await db.execute(q)).scalar_one_or_none()
 
 
 async def get_rows(db: AsyncSession, tenant_id: uuid.UUID,
@@ -94,27 +114,30 @@ async def get_rows(db: AsyncSession, tenant_id: uuid.UUID,
     return list(result.all())
 
 
-async def get_many(db: AsyncSession, tenant_id: uuid.UUID,
-                   ids: Sequence[uuid.UUID]) -> list[MemoryItem]:
+async def get_many(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID], *,
+                   agent_id: str | None) -> list[MemoryItem]:
     if not ids:
         return []
     result = await db.execute(sa.select(MemoryItem).where(
-        M.tenant_id == tenant_id, M.id.in_(list(ids))))
+        *readable(tenant_id, agent_id), M.id.in_(list(ids))))
     return list(result.scalars())
 
 
-async def delete(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> bool:
+async def delete(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
+                 agent_id: str | None) -> bool:
     result = await db.execute(sa.delete(MemoryItem).where(
-        M.tenant_id == tenant_id, M.id == item_id).returning(M.id))
+        *readable(tenant_id, agent_id), M.id == item_id).returning(M.id))
     return result.first() is not None
 
 
 async def query(db: AsyncSession, tenant_id: uuid.UUID, conditions: Sequence[Condition],
-                order: OrderBy, limit: int, after: tuple[Any, uuid.UUID] | None
-                ) -> list[MemoryItem]:
+                order: OrderBy, limit: int, after: tuple[Any, uuid.UUID] | None, *,
+                agent_id: str | None, include_invalidated: bool = False) -> list[MemoryItem]:
     """One page of matching items; ``after`` is the keyset (order value, id) of the last row."""
     column = _COLUMNS[order.field]
-    q = sa.select(MemoryItem).where(*_where(tenant_id, conditions))
+    q = sa.select(MemoryItem).where(
+        *_where(tenant_id, conditions),
+        *readable(tenant_id, agent_id, include_invalidated=include_invalidated))
     if after is not None:
         key, last = sa.tuple_(column, M.id), sa.tuple_(sa.literal(after[0], column.type),
                                                        sa.literal(after[1], M.id.type))
@@ -177,7 +200,8 @@ async def tier_totals(db: AsyncSession, tenant_id: uuid.UUID, scopes: Sequence[S
     if not scopes:
         return {}
     q = (sa.select(M.scope_kind, sa.func.count(), sa.func.coalesce(sa.func.sum(M.token_cost), 0))
-         .where(*_where(tenant_id, conditions), sa.or_(*(scope_clause(s) for s in scopes)))
+         .where(*_where(tenant_id, conditions), sa.or_(*(scope_clause(s) for s in scopes)),
+                M.invalid_at.is_(None))
          .group_by(M.scope_kind))
     return {kind: (int(n), int(tokens)) for kind, n, tokens in (await db.execute(q)).all()}
 
@@ -197,7 +221,7 @@ async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
         partition_by=M.scope_kind,
         order_by=(M.importance.desc(), M.created_at.desc(), M.id.asc())).label("rn")
     inner = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost, rank)
-             .where(*_where(tenant_id, conditions), fits).subquery())
+             .where(*_where(tenant_id, conditions), fits, M.invalid_at.is_(None)).subquery())
     q = sa.select(inner.c.id, inner.c.scope_kind, inner.c.importance, inner.c.created_at,
                   inner.c.token_cost).where(inner.c.rn <= limit)
     return list((await db.execute(q)).all())
@@ -208,7 +232,8 @@ async def head_tail_candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Sc
                                n: int) -> list[AnyRow]:
     """The ``n`` oldest and ``n`` newest items of a scope that could fit ``max_cost``."""
     base = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost)
-            .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost))
+            .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost,
+                   M.invalid_at.is_(None)))
     rows: dict[uuid.UUID, AnyRow] = {}
     for order in ((M.created_at.asc(), M.id.asc()), (M.created_at.desc(), M.id.desc())):
         for r in (await db.execute(base.order_by(*order).limit(n))).all():

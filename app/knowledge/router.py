@@ -56,10 +56,12 @@ async def create_memory_item(
              summary="Query knowledge items")
 async def query_memory_items(
     body: Annotated[MemoryItemQuery, Body(openapi_examples=examples.QUERY)], db: DbDep,
-    caller: CallerDep,
+    caller: CallerDep, include_invalidated: bool = False,
 ) -> MemoryItemList:
-    """Filter, order and page items (filters run in SQL; unknown fields/operators are 422)."""
-    return await service.query_items(db, caller, body)
+    """Filter, order and page items (filters run in SQL; unknown fields/operators are 422).
+    Facts superseded or forgotten are left out unless `include_invalidated=true`."""
+    return await service.query_items(db, caller, body,
+                                     include_invalidated=include_invalidated)
 
 
 @router.post("/memory-items/clear", response_model=ClearResult,

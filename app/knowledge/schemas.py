@@ -84,8 +84,9 @@ class MemoryItemCreate(BaseModel):
         {"required": ["payload"], "properties": {"payload": {"not": {"type": "null"}}}},
     ]})
 
-    scope: str = Field(pattern=SCOPE_PATTERN, description="`task/<id>`, `project/<id>` or "
-                       "`global`.", examples=["project/checkout"])
+    scope: str = Field(pattern=SCOPE_PATTERN, description="`task/<id>`, `project/<id>`, "
+                       "`global`, or `agent` (private to the caller's agent; also written "
+                       "`agent/<agent_id>`).", examples=["project/checkout"])
     kind: str = Field(min_length=1, max_length=100, examples=["decision"])
     source: str | None = Field(default=None, max_length=200,
                                description="Who or what produced it. Default: the caller's "
@@ -124,6 +125,17 @@ class MemoryItemPublic(BaseModel):
     token_cost: int = Field(description="Tokens of the item as rendered in a context (cl100k).")
     created_at: datetime
     updated_at: datetime
+    version: int = Field(1, description="1, plus one per rewrite (GET .../history).")
+    valid_from: datetime | None = Field(None, description=(
+        "Facts: the time of the message the fact came from."))
+    invalid_at: datetime | None = Field(None, description=(
+        "Facts: when a later message contradicted it (then left out of queries, packages, "
+        "search and context unless include_invalidated=true)."))
+    superseded_by: uuid.UUID | None = Field(None, description="Facts: the fact replacing it.")
+    source_session_id: uuid.UUID | None = Field(None, description=(
+        "Facts: the session it was extracted from."))
+    source_seqs: list[int] = Field(default_factory=list, description=(
+        "Facts: the seqs of the messages it came from."))
 
 
 class MemoryItemQuery(BaseModel):
@@ -186,7 +198,7 @@ class ClearRequest(BaseModel):
     })
 
     scope: str = Field(pattern=SCOPE_PATTERN,
-                       description="`task/<id>`, `project/<id>` or `global`.")
+                       description="`task/<id>`, `project/<id>`, `global` or `agent`.")
     confirm: StrictBool = Field(default=False, description="Must be true to clear `global`.")
     filters: dict[str, Any] = Field(default_factory=dict, description="Only clear matching "
                                     "items. " + FILTERS_DOC, json_schema_extra=FILTERS_SCHEMA)
@@ -294,3 +306,101 @@ class SessionKnowledgeConfig(BaseModel):
     learned: StrictBool = Field(default=False,
                                 description="Add the agent's active learned version.")
     learned_share: JsonFloat = Field(default=0.05, ge=0, le=1)
+
+
+FACTS_SCOPE_PATTERN = (r"^(global|agent|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127})$")
+
+
+class FactsInput(BaseModel):
+    """Durable facts (issue 19): extracted from this session's messages after each
+    compression (or on demand) into `scope`, and the best-matching valid ones placed in the
+    context after ROM and Kernel within `share` of the budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: StrictBool = Field(default=False, description="Off unless true.")
+    scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN, description=(
+        "Where facts are kept: `agent` (private to the session's agent), `global`, "
+        "`task/<id>` or `project/<id>`."))
+    share: JsonFloat = Field(default=0.05, ge=0, le=0.5, description=(
+        "Most of the budget the facts block may take (it shrinks before L1 does)."))
+    min_batch: JsonInt = Field(default=10, ge=1, le=10_000, description=(
+        "New messages that make an extraction after a compression worth its LLM calls; "
+        "fewer wait for the next compression (an explicit extract runs anyway)."))
+
+
+class FactSearch(BaseModel):
+    """`search_facts`: the valid facts of a scope best matching a query."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=2000)
+    scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN)
+    limit: JsonInt = Field(default=10, ge=1, le=50)
+    include_invalidated: StrictBool = False
+
+
+class FactForget(BaseModel):
+    """`forget_fact`: invalidate a fact now, with a reason (kept in its history)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: uuid.UUID
+    reason: str = Field(min_length=1, max_length=1000)
+
+
+class MemoryItemVersionPublic(BaseModel):
+    version: int
+    change: str = Field(description="add, update, invalidate or forget.")
+    text: str | None
+    importance: float
+    tags: list[str]
+    valid_from: datetime | None
+    invalid_at: datetime | None
+    superseded_by: uuid.UUID | None
+    source_session_id: uuid.UUID | None
+    source_seqs: list[int]
+    reason: str | None
+    changed_at: datetime
+
+
+class MemoryItemHistory(BaseModel):
+    item: MemoryItemPublic = Field(description="The item as it is now.")
+    versions: list[MemoryItemVersionPublic] = Field(description="Oldest first.")
+    superseded_by: MemoryItemPublic | None = Field(default=None, description=(
+        "The fact that replaced this one (when it was invalidated by a newer fact)."))
+    supersedes: list[MemoryItemPublic] = Field(default_factory=list, description=(
+        "The facts this one replaced."))
+
+
+class FactExtractionPublic(BaseModel):
+    """A session's fact extraction: its watermark, its latest job and its LLM usage."""
+
+    status: str = Field(description="idle (never ran), pending, running, succeeded, "
+                                     "skipped (see `skipped`), failed (see `last_error`).")
+    watermark_seq: int = Field(description="The last message seq read by extraction.")
+    job_id: str | None = None
+    attempts: int = 0
+    last_error: str | None = None
+    skipped: str | None = Field(None, description="no_llm, disabled or below_min_batch.")
+    runs: int = 0
+    last_result: dict[str, Any] | None = Field(None, description=(
+        "The last run: batches, messages, added, updated, invalidated, unchanged, "
+        "llm_calls, input_tokens, output_tokens, watermark, skipped."))
+    llm_calls: int = 0
+    llm_input_tokens: int = 0
+    llm_output_tokens: int = 0
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class ExtractPublic(BaseModel):
+    enqueued: bool = Field(description="A background job was queued (202).")
+    result: dict[str, Any] | None = Field(None, description=(
+        "wait=true: what this run did (see FactExtractionPublic.last_result)."))
+    extraction: FactExtractionPublic
+
+
+class FactList(BaseModel):
+    items: list[MemoryItemPublic]

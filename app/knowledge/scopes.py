@@ -1,4 +1,5 @@
-"""Knowledge scopes: ``task/<id>``, ``project/<id>`` and ``global`` (pure, no I/O).
+"""Knowledge scopes: ``task/<id>``, ``project/<id>``, ``global`` and ``agent/<agent_id>``
+(pure, no I/O).
 
 A memory item lives in exactly one scope of its tenant. Scopes are isolated:
 nothing in ``project/a`` is ever returned for ``project/b``. Promotion moves an
@@ -7,6 +8,13 @@ item one tier up (task -> project -> global) and only when asked explicitly.
 Decision (spec silent): scope ids are 1-128 characters from ``[A-Za-z0-9._:@-]``
 starting with a letter or digit, so a scope string has exactly one ``/`` and
 round-trips through URLs and logs without escaping.
+
+The ``agent`` tier (issue 19) is private to one agent, visible exactly as the ``agent``
+shared-memory namespace: its agent key, and service keys acting for it with
+``X-Agent-Id``. Written as ``agent`` (the caller's agent, resolved by the service) or
+``agent/<agent_id>`` (must be the caller's agent). ``Scope("agent")`` without an id is the
+unresolved form; as a filter value it means "the agent tier" (the repository's visibility
+clause keeps it to the caller's own agent).
 """
 
 from __future__ import annotations
@@ -15,11 +23,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ScopeKind = Literal["task", "project", "global"]
-SCOPE_KINDS: tuple[ScopeKind, ...] = ("task", "project", "global")
+ScopeKind = Literal["task", "project", "global", "agent"]
+SCOPE_KINDS: tuple[ScopeKind, ...] = ("task", "project", "global", "agent")
 SCOPE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 _SCOPE_ID_RE = re.compile(SCOPE_ID_PATTERN)
-SCOPE_PATTERN = r"^(global|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127})$"
+_AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")  # auth AGENT_ID_PATTERN
+SCOPE_PATTERN = (r"^(global|agent|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
+                 r"|agent/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$")
 
 
 class ScopeError(ValueError):
@@ -35,15 +45,19 @@ class Scope:
 
     def __post_init__(self) -> None:
         if self.kind not in SCOPE_KINDS:
-            raise ScopeError(f"unknown scope kind {self.kind!r}; expected task, project or global")
+            raise ScopeError(f"unknown scope kind {self.kind!r}; expected task, project, "
+                             "global or agent")
         if self.kind == "global":
             if self.id is not None:
                 raise ScopeError("the global scope takes no id")
+        elif self.kind == "agent":
+            if self.id is not None and not _AGENT_ID_RE.match(self.id):
+                raise ScopeError(f"invalid agent id {self.id!r}")
         else:
             validate_scope_id(self.id, what=f"{self.kind} id")
 
     def __str__(self) -> str:
-        return "global" if self.kind == "global" else f"{self.kind}/{self.id}"
+        return self.kind if self.id is None else f"{self.kind}/{self.id}"
 
     @property
     def storage_id(self) -> str:
@@ -52,6 +66,7 @@ class Scope:
 
 
 GLOBAL = Scope("global")
+AGENT = Scope("agent")  # the caller's agent, unresolved
 
 
 def validate_scope_id(value: object, *, what: str = "scope id") -> str:
@@ -69,7 +84,11 @@ def parse_scope(text: object) -> Scope:
         raise ScopeError("scope must be a string such as 'task/t1', 'project/p1' or 'global'")
     if text == "global":
         return GLOBAL
+    if text == "agent":
+        return AGENT
     kind, sep, ident = text.partition("/")
+    if kind == "agent" and sep:
+        return Scope("agent", ident)
     if not sep or kind not in ("task", "project"):
         raise ScopeError(
             f"invalid scope {text!r}: expected 'task/<id>', 'project/<id>' or 'global'"
@@ -80,6 +99,11 @@ def parse_scope(text: object) -> Scope:
 def scope_from_columns(kind: str, scope_id: str) -> Scope:
     """Rebuild a Scope from its stored ``scope_kind`` / ``scope_id`` columns."""
     return GLOBAL if kind == "global" else Scope(kind, scope_id)  # type: ignore[arg-type]
+
+
+def agent_scope(agent_id: str) -> Scope:
+    """The private tier of one agent."""
+    return Scope("agent", agent_id)
 
 
 def promotion_target(current: Scope, *, project_id: str | None = None) -> Scope:
@@ -94,4 +118,6 @@ def promotion_target(current: Scope, *, project_id: str | None = None) -> Scope:
         return Scope("project", validate_scope_id(project_id, what="project id"))
     if current.kind == "project":
         return GLOBAL
+    if current.kind == "agent":
+        raise ScopeError("an agent item is private to its agent; it is not promoted")
     raise ScopeError("a global item is already in the top tier")

@@ -8,6 +8,8 @@ Decisions where the spec is silent:
   Entering a project counts as an insert for eviction.
 - ``source`` defaults to the caller's agent id, else ``api``.
 - Clearing ``global`` without ``confirm: true`` is 400 ``confirmation_required``.
+- The ``agent`` tier (issue 19) is the exception to tenant-wide knowledge: private to its
+  agent (``app.knowledge.repository.readable``); another agent's item is 404.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth.caller import Caller
+from app.auth.caller import AgentMismatch, Caller
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.core.tokens import count_text
@@ -39,6 +41,7 @@ from app.knowledge.schemas import (
 from app.knowledge.scopes import (
     Scope,
     ScopeError,
+    agent_scope,
     parse_scope,
     promotion_target,
     scope_from_columns,
@@ -50,12 +53,27 @@ def item_scope(item: MemoryItem) -> Scope:
     return scope_from_columns(item.scope_kind, item.scope_id)
 
 
-def to_public(item: MemoryItem) -> MemoryItemPublic:
+def to_public(item: Any) -> MemoryItemPublic:
+    """An item (ORM object or plain row) for the API."""
     return MemoryItemPublic(
-        id=item.id, scope=str(item_scope(item)), kind=item.kind, source=item.source,
+        id=item.id, scope=str(scope_from_columns(item.scope_kind, item.scope_id)),
+        kind=item.kind, source=item.source,
         tags=list(item.tags or []), importance=item.importance, text=item.text,
         payload=item.payload, token_cost=item.token_cost, created_at=item.created_at,
-        updated_at=item.updated_at)
+        updated_at=item.updated_at, version=item.version, valid_from=item.valid_from,
+        invalid_at=item.invalid_at, superseded_by=item.superseded_by,
+        source_session_id=item.source_session_id, source_seqs=list(item.source_seqs or []))
+
+
+def resolve_scope(caller: Caller, scope: Scope) -> Scope:
+    """``agent`` -> the caller's own agent tier; ``agent/<id>`` must be the caller's agent
+    (403 ``agent_mismatch``, as for the shared-memory agent namespace)."""
+    if scope.kind != "agent":
+        return scope
+    own = caller.require_agent()
+    if scope.id is not None and scope.id != own:
+        raise AgentMismatch()
+    return agent_scope(own)
 
 
 def token_cost(kind: str, text: str | None, payload: Any) -> int:
@@ -78,7 +96,7 @@ def parse_filters(filters: dict[str, Any], *, loc: str = "filters", **kw: Any) -
 async def create_item(db: AsyncSession, caller: Caller, body: MemoryItemCreate, *,
                       max_items: int) -> MemoryItem:
     """Store an item; a project past ``max_items`` then evicts its lowest/oldest 10%."""
-    scope = parse_scope(body.scope)
+    scope = resolve_scope(caller, parse_scope(body.scope))
     now = datetime.now(UTC)
     item = MemoryItem(
         id=uuid.uuid4(), tenant_id=caller.tenant_id, scope_kind=scope.kind,
@@ -100,15 +118,17 @@ async def enforce_max_items(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope
     return await repository.evict_lowest(db, tenant_id, scope, n)
 
 
-async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID) -> MemoryItem:
-    item = await repository.get(db, caller.tenant_id, item_id)
+async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
+                   for_update: bool = False) -> MemoryItem:
+    item = await repository.get(db, caller.tenant_id, item_id, agent_id=caller.agent_id,
+                                for_update=for_update)
     if item is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
     return item
 
 
 async def delete_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID) -> None:
-    if not await repository.delete(db, caller.tenant_id, item_id):
+    if not await repository.delete(db, caller.tenant_id, item_id, agent_id=caller.agent_id):
         raise NotFound("No such memory item.", code="memory_item_not_found")
 
 
@@ -129,8 +149,10 @@ def _cursor_value(field: str, raw: Any) -> Any:
     return raw
 
 
-async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery) -> MemoryItemList:
-    """One page of items matching the filters, in ``order_by`` order."""
+async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *,
+                      include_invalidated: bool = False) -> MemoryItemList:
+    """One page of items matching the filters, in ``order_by`` order (superseded facts
+    only with ``include_invalidated``)."""
     q = parse_filters(body.filters, order_by=body.order_by, limit=body.limit)
     order_tag = f"{q.order.field}:{'desc' if q.order.descending else 'asc'}"
     after = None
@@ -143,7 +165,8 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery) -
         except (ValueError, TypeError) as exc:
             raise invalid_cursor("The cursor does not belong to this query.") from exc
     fetched = await repository.query(db, caller.tenant_id, q.conditions, q.order,
-                                     fetch_limit(q.limit), after)
+                                     fetch_limit(q.limit), after, agent_id=caller.agent_id,
+                                     include_invalidated=include_invalidated)
 
     def cursor_after(last: Any) -> dict[str, Any]:
         value = getattr(last, q.order.field)
@@ -189,7 +212,8 @@ async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: Ta
     if ids:
         assert body.project_id is not None  # schema validator
         project = Scope("project", body.project_id)
-        rows = {r.id: item_scope(r) for r in await repository.get_many(db, caller.tenant_id, ids)}
+        rows = {r.id: item_scope(r) for r in await repository.get_many(
+            db, caller.tenant_id, ids, agent_id=caller.agent_id)}
         missing = [str(i) for i in ids if rows.get(i) not in (task, project)]
         if missing:
             raise NotFound("Some items to promote are not in this task.",
@@ -204,7 +228,7 @@ async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: Ta
 
 async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> ClearResult:
     """Delete a scope's (matching) items; ``global`` needs ``confirm: true``."""
-    scope = parse_scope(body.scope)
+    scope = resolve_scope(caller, parse_scope(body.scope))
     if scope.kind == "global" and not body.confirm:
         raise BadRequest("Clearing global memory needs \"confirm\": true.",
                          code="confirmation_required")

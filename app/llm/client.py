@@ -10,7 +10,9 @@ never appear in error messages or logs.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import anthropic
@@ -30,6 +32,15 @@ _RETRYABLE_STATUS = {408, 409, 429}
 _NO_KEY = "not-needed"
 
 
+@dataclass(frozen=True)
+class ToolAnswer:
+    """The input of the one tool call a structured request forced, and the call's usage."""
+
+    data: Any
+    input_tokens: int
+    output_tokens: int
+
+
 @runtime_checkable
 class LLMClient(Protocol):
     """What the rest of the service may ask of an LLM."""
@@ -41,6 +52,13 @@ class LLMClient(Protocol):
     async def complete(self, system: str, prompt: str, *, max_tokens: int,
                        model: str | None = None) -> str:
         """One single-turn completion; the answer's text, stripped. Raises `LLMError`."""
+        ...
+
+    async def structured(self, system: str, prompt: str, *, tool_name: str,
+                         tool_description: str, schema: dict[str, Any], max_tokens: int,
+                         model: str | None = None) -> ToolAnswer:
+        """Structured output: the model must call `tool_name` (forced tool choice) with
+        input meant to match `schema` (the caller validates it). Raises `LLMError`."""
         ...
 
     async def aclose(self) -> None:
@@ -111,6 +129,38 @@ class AnthropicLLM:
                            f"{getattr(msg, 'stop_reason', None)})")
         return text.strip()
 
+    async def structured(self, system: str, prompt: str, *, tool_name: str,
+                         tool_description: str, schema: dict[str, Any], max_tokens: int,
+                         model: str | None = None) -> ToolAnswer:
+        """Messages API with one tool and `tool_choice` forcing it; see `LLMClient`."""
+        try:
+            async with asyncio.timeout(self._deadline):
+                msg = await self._sdk.messages.create(
+                    model=model or self.model, max_tokens=max_tokens, system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                    tools=[{"name": tool_name, "description": tool_description,
+                            "input_schema": schema}],
+                    tool_choice={"type": "tool", "name": tool_name},
+                )
+            calls = [b for b in (msg.content or []) if getattr(b, "type", None) == "tool_use"
+                     and getattr(b, "name", None) == tool_name]
+            usage = getattr(msg, "usage", None)
+        except anthropic.APIStatusError as exc:
+            raise _status_error(self.provider, exc.status_code, exc.type) from None
+        except (anthropic.APITimeoutError, TimeoutError):
+            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
+        except anthropic.APIConnectionError:
+            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
+        except Exception as exc:
+            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
+                from None
+        if not calls:
+            raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer "
+                           f"(stop_reason={getattr(msg, 'stop_reason', None)})")
+        return ToolAnswer(getattr(calls[0], "input", None),
+                          int(getattr(usage, "input_tokens", 0) or 0),
+                          int(getattr(usage, "output_tokens", 0) or 0))
+
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""
         await self._sdk.close()
@@ -162,6 +212,40 @@ class OpenAICompatLLM:
         if not text.strip():
             raise LLMError(f"{self.provider}: empty answer")
         return text.strip()
+
+    async def structured(self, system: str, prompt: str, *, tool_name: str,
+                         tool_description: str, schema: dict[str, Any], max_tokens: int,
+                         model: str | None = None) -> ToolAnswer:
+        """Chat completions with one function and `tool_choice` forcing it."""
+        try:
+            async with asyncio.timeout(self._deadline):
+                resp = await self._sdk.chat.completions.create(
+                    model=model or self.model, max_tokens=max_tokens,
+                    messages=[{"role": "system", "content": system},
+                              {"role": "user", "content": prompt}],
+                    tools=[{"type": "function", "function": {
+                        "name": tool_name, "description": tool_description,
+                        "parameters": schema}}],
+                    tool_choice={"type": "function", "function": {"name": tool_name}},
+                )
+            calls = [c for c in (resp.choices[0].message.tool_calls or [])
+                     if getattr(getattr(c, "function", None), "name", None) == tool_name]
+            usage = resp.usage
+            data = json.loads(calls[0].function.arguments) if calls else None  # type: ignore[union-attr]
+        except openai.APIStatusError as exc:
+            kind = exc.type if isinstance(getattr(exc, "type", None), str) else None
+            raise _status_error(self.provider, exc.status_code, kind) from None
+        except (openai.APITimeoutError, TimeoutError):
+            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
+        except openai.APIConnectionError:
+            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
+        except Exception as exc:
+            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
+                from None
+        if not calls:
+            raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer")
+        return ToolAnswer(data, int(getattr(usage, "prompt_tokens", 0) or 0),
+                          int(getattr(usage, "completion_tokens", 0) or 0))
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""

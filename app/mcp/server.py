@@ -9,11 +9,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult
 
-from app.mcp import conversation, knowledge, shared_memory
+from app.mcp import conversation, facts, knowledge, shared_memory
 from app.mcp.calls import failure_of
 from app.mcp.registry import ToolSpec
 
-TOOLS: tuple[ToolSpec, ...] = (*conversation.TOOLS, *shared_memory.TOOLS, *knowledge.TOOLS)
+TOOLS: tuple[ToolSpec, ...] = (*conversation.TOOLS, *shared_memory.TOOLS, *knowledge.TOOLS,
+                                *facts.TOOLS)
 
 INSTRUCTIONS = """Loom Memory keeps your conversations, shared data and knowledge.
 - Conversations (sessions): append_messages stores turns; search_memory finds old turns

@@ -33,6 +33,9 @@ async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
                "system_prompt": profile.system_prompt if profile else "",
                "patterns": profile.patterns if profile else [],
                "backend_schema": profile.backend_schema if profile else None}
+        if profile is not None and profile.facts and not (session.config or {}).get("facts"):
+            # the profile's facts config is the default of the agent's new sessions
+            session.config = {**(session.config or {}), "facts": profile.facts}
     text = rom_text(rom)
     tokens = count_text(text)
     budget = memory_config(session).budget

@@ -70,7 +70,7 @@ async def compress_memory(session: SessionDep, db: DbDep, state: StateDep, respo
     (what was applied stays; the queued job finishes the rest)."""
     if wait:
         ctx = {"settings": state.settings, "sessionmaker": state.sessionmaker,
-               "llm": state.llm}
+               "llm": state.llm, "queue": state.queue}
         outcome = await tasks.compress_and_wait(ctx, session.tenant_id, session.id,
                                                 within=state.settings.compress_wait_seconds)
         if outcome is None:

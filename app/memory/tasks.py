@@ -44,6 +44,7 @@ from app.core.tokens import count_message
 from app.jobs import metrics, repository, triggers
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
+from app.knowledge.facts_tasks import after_compression
 from app.llm.errors import LLMError
 from app.llm.summarise import summarise
 from app.memory.errors import StaleMemoryState
@@ -180,6 +181,8 @@ async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str,
                   summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
     metrics.JOBS_RUN.inc()
     metrics.TOKENS_SAVED.inc(outcome.tokens_saved)
+    if outcome.summaries:  # messages left L1: facts may be due (issue 19)
+        await after_compression(ctx, tid, sid)
     if outcome.summaries:
         log.info("compressed %s: %d summaries %s, %d tokens saved", sid, outcome.summaries,
                  outcome.methods, outcome.tokens_saved)
@@ -278,4 +281,6 @@ async def compress_and_wait(ctx: dict[str, Any], tenant_id: uuid.UUID, session_i
         raise
     await _record(ctx, repository.mark_finished, tenant_id, session_id, ok=True, error=None,
                   summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
+    if outcome.summaries:
+        await after_compression(ctx, tenant_id, session_id)
     return outcome

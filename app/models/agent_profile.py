@@ -25,4 +25,6 @@ class AgentProfile(SQLModel, table=True):
     patterns: list[Any] = Field(default_factory=list,
                                 sa_column=sa.Column(JSONB, nullable=False))
     backend_schema: Any = Field(default=None, sa_column=sa.Column(JSONB))
+    # default fact extraction config of the agent's new sessions (issue 19; null = off)
+    facts: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(JSONB))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -10,27 +10,34 @@ from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class MemoryItem(SQLModel, table=True):
-    """A task/project/global knowledge item (seed tiered-memory-design.md ``ContextItem``).
+    """A task/project/global/agent knowledge item (seed tiered-memory-design.md ``ContextItem``).
 
-    The scope is split into ``scope_kind`` + ``scope_id`` ('' for global) so that
-    one composite index serves tier queries, packages and eviction.
+    The scope is split into ``scope_kind`` + ``scope_id`` ('' for global, the agent id for
+    ``agent``) so that one composite index serves tier queries, packages and eviction.
+    Facts (``kind='fact'``, issue 19) also carry their provenance, validity and version;
+    earlier versions live in ``memory_item_versions``.
     """
 
     __tablename__ = "memory_items"
     __table_args__ = (
         tenant_pk("memory_items", "id"),
-        sa.CheckConstraint("scope_kind IN ('task', 'project', 'global')", name="scope_kind"),
+        sa.CheckConstraint("scope_kind IN ('task', 'project', 'global', 'agent')",
+                           name="scope_kind"),
         sa.CheckConstraint("importance >= 0 AND importance <= 1", name="importance_range"),
         sa.Index("ix_memory_items_scope_rank", "tenant_id", "scope_kind", "scope_id",
                  "importance", "created_at"),
         sa.Index("ix_memory_items_tenant_created", "tenant_id", "created_at", "id"),
         sa.Index("ix_memory_items_tags", "tags", postgresql_using="gin"),
+        # candidate lookup of fact extraction and search_facts (app.knowledge.facts_repository)
+        sa.Index("ix_memory_items_text_fts",
+                 sa.text("to_tsvector('english'::regconfig, coalesce(text, ''::text))"),
+                 postgresql_using="gin"),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     scope_kind: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
-    scope_id: str = Field(default="", sa_column=sa.Column(sa.String(128), nullable=False,
+    scope_id: str = Field(default="", sa_column=sa.Column(sa.String(200), nullable=False,
                                                           server_default=""))
     kind: str = Field(sa_column=sa.Column(sa.String(100), nullable=False))
     source: str = Field(default="", sa_column=sa.Column(sa.String(200), nullable=False,
@@ -43,3 +50,13 @@ class MemoryItem(SQLModel, table=True):
     token_cost: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+    valid_from: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    invalid_at: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    superseded_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
+    source_session_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
+    source_seqs: list[int] = Field(default_factory=list, sa_column=sa.Column(
+        ARRAY(sa.Integer), nullable=False, server_default=sa.text("'{}'::integer[]")))
+    version: int = Field(default=1, sa_column=sa.Column(sa.Integer, nullable=False,
+                                                        server_default="1"))

@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
+from app.knowledge.schemas import FactsInput
 from app.models.memory import AgentProfile
 from app.profiles import repository
 from app.profiles.schemas import ProfilePublic, ProfileUpdate
@@ -18,6 +19,7 @@ def check_agent(caller: Caller, agent_id: str) -> None:
 def to_public(p: AgentProfile) -> ProfilePublic:
     return ProfilePublic(agent_id=p.agent_id, version=p.version, system_prompt=p.system_prompt,
                          patterns=p.patterns, backend_schema=p.backend_schema,
+                         facts=FactsInput.model_validate(p.facts) if p.facts else None,
                          created_at=p.created_at)
 
 
@@ -29,7 +31,8 @@ async def publish(db: AsyncSession, caller: Caller, agent_id: str,
     profile = AgentProfile(tenant_id=caller.tenant_id, agent_id=agent_id,
                            version=(current.version if current else 0) + 1,
                            system_prompt=body.system_prompt, patterns=body.patterns,
-                           backend_schema=body.backend_schema)
+                           backend_schema=body.backend_schema,
+                           facts=body.facts.model_dump() if body.facts else None)
     try:
         async with db.begin_nested():
             await repository.add(db, profile)

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.context.schemas import RecallInput
 from app.core.strict import JSON_INT, JsonInt
-from app.knowledge.schemas import SessionKnowledgeConfig
+from app.knowledge.schemas import FactsInput, SessionKnowledgeConfig
 from app.memory.policy import (
     DEFAULT_L1_MAX_MESSAGES,
     DEFAULT_MAX_CONTEXT_TOKENS,
@@ -44,6 +44,9 @@ class SessionConfig(BaseModel):
         "Knowledge tiers and learned layer in this session's context."))
     recall: RecallInput | None = Field(default=None, description=(
         "Automatic recall of old turns into the context (off when null)."))
+    facts: FactsInput | None = Field(default=None, description=(
+        "Durable facts extracted from this session and shown in its context (off when "
+        "null; a new session takes its agent profile's `facts`)."))
 
     @model_validator(mode="after")
     def _usable(self) -> "SessionConfig":

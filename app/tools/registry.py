@@ -37,7 +37,7 @@ from app.state import AppState, app_state
 log = logging.getLogger("loom.tools")
 
 PROVIDER_MODULES = ("app.tools.conversation", "app.tools.shared_memory_defs",
-                    "app.shared_memory.tools")
+                    "app.shared_memory.tools", "app.tools.facts")
 
 
 @dataclass(slots=True)

@@ -10,6 +10,8 @@ Behaviour is scripted from the test thread:
     fake.script(Fail(529), Reply("ok"))            # first request 529, second "ok", then default
     fake.hang()                                    # every request hangs until reset()/release()
     fake.script(Empty(), Malformed("json"))
+    fake.script(ToolUse({"facts": []}))            # a tool_use answer (structured output)
+    fake.respond_with_tools(lambda req: {...})     # tool input computed per request
 
 Every request is recorded in `fake.requests` (path, headers, JSON body, provider).
 The server runs uvicorn in a daemon thread with its own event loop, so it also serves
@@ -78,6 +80,18 @@ class RecordedRequest:
         return "\n".join(parts)
 
     @property
+    def tool_name(self) -> str | None:
+        """The tool the request forces (`tool_choice`), if any."""
+        body = self.json if isinstance(self.json, dict) else {}
+        choice = body.get("tool_choice") or {}
+        if not isinstance(choice, dict):
+            return None
+        if self.provider == "anthropic":
+            return choice.get("name")
+        fn = choice.get("function") or {}
+        return fn.get("name") if isinstance(fn, dict) else None
+
+    @property
     def covers(self) -> tuple[int, int] | None:
         """The `covers msg:a-b` range named in the prompt, if any."""
         m = _COVERS.search(self.text)
@@ -108,7 +122,7 @@ class Hang:
     """Do not answer for `seconds` (None: until `release()` / `reset()`), then reply."""
 
     seconds: float | None = None
-    then: Reply | None = None
+    then: Reply | ToolUse | None = None
 
 
 @dataclass
@@ -125,7 +139,16 @@ class Malformed:
     kind: str = "json"
 
 
-Action = Reply | Fail | Hang | Empty | Malformed
+@dataclass
+class ToolUse:
+    """Answer 200 with one tool call of the requested (forced) tool: `input` as its input
+    (or computed from the request). Anthropic `tool_use` block; OpenAI `tool_calls`."""
+
+    input: Any | Callable[[RecordedRequest], Any]
+    delay: float = 0.0  # seconds to wait first (a slowed model)
+
+
+Action = Reply | Fail | Hang | Empty | Malformed | ToolUse
 
 
 def default_text(req: RecordedRequest) -> str:
@@ -177,6 +200,11 @@ class FakeLLMServer:
     def respond_with(self, text: str | Callable[[RecordedRequest], str]) -> None:
         """Answer every (unscripted) request with this text or callable of the request."""
         self.set_default(Reply(text))
+
+    def respond_with_tools(self, fn: Callable[[RecordedRequest], Any],
+                           delay: float = 0.0) -> None:
+        """Answer every (unscripted) request with a call of its forced tool, input `fn(req)`."""
+        self.set_default(ToolUse(fn, delay))
 
     def set_default(self, action: Action) -> None:
         """Behaviour for requests once the scripted queue is empty."""
@@ -248,6 +276,11 @@ class FakeLLMServer:
         if isinstance(action, Empty):
             text: str | None = "" if action.blank else None
             return self._ok(provider, model, text, "end_turn", req)
+        if isinstance(action, ToolUse):
+            if action.delay:
+                await asyncio.sleep(action.delay)
+            data = action.input(req) if callable(action.input) else action.input
+            return self._tool(provider, model, req, data)
         assert isinstance(action, Reply)
         text = action.text(req) if callable(action.text) else action.text
         return self._ok(provider, model, text, action.stop_reason, req)
@@ -300,6 +333,33 @@ class FakeLLMServer:
                 },
             }
         )
+
+    def _tool(self, provider: str, model: str, req: RecordedRequest, data: Any) -> Response:
+        n = next(self._ids)
+        name = req.tool_name or "tool"
+        in_tokens = max(1, len(json.dumps(req.json)) // 4)
+        out_tokens = max(1, len(json.dumps(data)) // 4)
+        if provider == "anthropic":
+            return JSONResponse({
+                "id": f"msg_fake{n:06d}", "type": "message", "role": "assistant",
+                "model": model, "stop_reason": "tool_use", "stop_sequence": None,
+                "content": [{"type": "tool_use", "id": f"toolu_fake{n:06d}", "name": name,
+                             "input": data}],
+                "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            }, headers={"request-id": f"req_fake{n:06d}"})
+        return JSONResponse({
+            "id": f"chatcmpl-fake{n:06d}", "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+                         "message": {"role": "assistant", "content": None, "refusal": None,
+                                     "tool_calls": [{
+                                         "id": f"call_{n:06d}", "type": "function",
+                                         "function": {"name": name,
+                                                      "arguments": json.dumps(data)}}]}}],
+            "usage": {"prompt_tokens": in_tokens, "completion_tokens": out_tokens,
+                      "total_tokens": in_tokens + out_tokens},
+        })
 
     def _error(self, provider: str, action: Fail) -> Response:
         # retry-after-ms keeps SDK retries fast in tests while still exercising them.

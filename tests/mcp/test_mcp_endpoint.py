@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 TOOLS = {"search_memory", "recall_conversation", "clear_recalled_context", "append_messages",
          "get_context", "shared_memory_get", "shared_memory_put", "shared_memory_list",
          "shared_memory_delete", "knowledge_add_item", "knowledge_query_items",
-         "knowledge_build_package"}
+         "knowledge_build_package", "search_facts", "forget_fact"}
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "test", "version": "0"}}}
@@ -130,7 +130,8 @@ async def test_tool_list(tenant: Tenant) -> None:
     assert by_name["shared_memory_put"].input_schema["required"] == ["namespace", "key", "value"]
     read_only = {t.name for t in tools if t.annotations and t.annotations.read_only_hint}
     assert read_only == {"get_context", "shared_memory_get", "shared_memory_list",
-                         "knowledge_query_items", "knowledge_build_package"}
+                         "knowledge_query_items", "knowledge_build_package",
+                         "search_facts"}
 
 
 async def test_conversation_tools(tenant: Tenant) -> None:
@@ -401,3 +402,27 @@ async def test_auth_is_refused_as_rest_refuses_it(tenant: Tenant, base_url: str)
         assert bare.status_code == 200, bare.text
         result = bare.json()["result"]
         assert not result["isError"] and result["structuredContent"]["scope_id"] == "a1"
+
+
+async def test_facts_tools_keep_the_agent_tier_private(tenant: Tenant) -> None:
+    owner_key = (await tenant.key("agent", "fa-1"))["secret"]
+    other_key = (await tenant.key("agent", "fa-2"))["secret"]
+    async with tenant.rest(owner_key) as rest:
+        r = await rest.post("/v1/memory-items", json={
+            "scope": "agent", "kind": "fact", "text": "The user is vegetarian."})
+        assert r.status_code == 201, r.text
+        fid = r.json()["id"]
+    async with mcp(tenant.base, other_key) as other:
+        found = await call(other, "search_facts", query="vegetarian",
+                           include_invalidated=True)
+        assert found["items"] == []
+        assert (await fail(other, "forget_fact", id=fid, reason="x")).startswith(
+            "memory_item_not_found")
+    async with mcp(tenant.base, tenant.service_key, **{"X-Agent-Id": "fa-2"}) as other:
+        assert (await call(other, "search_facts", query="vegetarian"))["items"] == []
+    async with mcp(tenant.base, owner_key) as own:
+        found = await call(own, "search_facts", query="vegetarian food")
+        assert [f["id"] for f in found["items"]] == [fid]
+        forgotten = await call(own, "forget_fact", id=fid, reason="not any more")
+        assert forgotten["invalid_at"] and forgotten["version"] == 2
+        assert (await call(own, "search_facts", query="vegetarian"))["items"] == []

@@ -8,7 +8,7 @@ from tests.support.api import new_session
 
 BUILTIN = {"recall_conversation", "search_conversation", "clear_recalled_context",
            "shared_memory_read", "shared_memory_write", "shared_memory_list",
-           "shared_memory_delete"}
+           "shared_memory_delete", "search_facts", "forget_fact"}
 
 
 async def call(client, sid, name, tool_input, tool_id="toolu_1"):

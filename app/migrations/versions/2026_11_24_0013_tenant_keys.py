@@ -114,14 +114,14 @@ def upgrade() -> None:
     count = partitions.requested(context.config.attributes)
     if count:
         conn = op.get_bind()
-        for table in partitions.TENANT_TABLES:
+        for table in _PKS:  # the tenant tables of this revision, parents first
             partitions.rebuild(conn, table, count)
 
 
 def downgrade() -> None:
     conn = op.get_bind()
     if partitions.partition_count(conn, "sessions"):
-        for table in partitions.TENANT_TABLES:
+        for table in _PKS:
             partitions.rebuild(conn, table, 0)
     for table in _PKS:
         op.create_index(f"ix_{table}_tenant_id", table, ["tenant_id"])

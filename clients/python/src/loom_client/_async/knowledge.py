@@ -12,8 +12,11 @@ from loom_client._wire import RequestOptions, segment
 from loom_client.models.knowledge import (
     ClearResult,
     ContextPackage,
+    ExtractResult,
+    FactExtraction,
     Learned,
     MemoryItem,
+    MemoryItemHistory,
     MemoryItemList,
     OrderBy,
     Profile,
@@ -52,13 +55,41 @@ class AsyncKnowledgeMixin(AsyncBaseClient):
     async def query_memory_items(self, *, filters: Mapping[str, Any] | None = None,
                                  order_by: OrderBy | None = None, limit: int | None = None,
                                  cursor: str | None = None,
+                                 include_invalidated: bool = False,
                                  options: RequestOptions | None = None) -> MemoryItemList:
         """One page of items matching `filters` (field -> value, a list for any of, or
         `{"$gte": ...}`-style operators). `order_by`: `"field"` sorts descending (newest,
-        highest first; default `"timestamp"`), `"-field"` ascending."""
+        highest first; default `"timestamp"`), `"-field"` ascending. Superseded facts only
+        with `include_invalidated`."""
         return await self._request(
             MemoryItemList, "POST", "/v1/memory-items/query", options=options,
+            params=_wire.query(include_invalidated=include_invalidated or None),
             json=_wire.body(filters=filters, order_by=order_by, limit=limit, cursor=cursor))
+
+    @operation("GET", "/v1/memory-items/{item_id}/history")
+    async def get_memory_item_history(self, item_id: str, *,
+                                      options: RequestOptions | None = None
+                                      ) -> MemoryItemHistory:
+        """A fact's versions (oldest first), what replaced it and what it replaced."""
+        return await self._request(MemoryItemHistory, "GET",
+                                   f"/v1/memory-items/{segment(item_id)}/history",
+                                   options=options)
+
+    @operation("POST", "/v1/sessions/{session_id}/memory/extract")
+    async def extract_facts(self, session_id: str, *, wait: bool = False,
+                            options: RequestOptions | None = None) -> ExtractResult:
+        """Queue fact extraction (`enqueued=True`), or with `wait=True` extract now."""
+        return await self._request(ExtractResult, "POST",
+                                   f"/v1/sessions/{segment(session_id)}/memory/extract",
+                                   options=options, params=_wire.query(wait=wait or None))
+
+    @operation("GET", "/v1/sessions/{session_id}/memory/extract")
+    async def get_fact_extraction(self, session_id: str, *,
+                                  options: RequestOptions | None = None) -> FactExtraction:
+        """The session's fact extraction: watermark, latest job and LLM usage."""
+        return await self._request(FactExtraction, "GET",
+                                   f"/v1/sessions/{segment(session_id)}/memory/extract",
+                                   options=options)
 
     @operation("POST", "/v1/memory-items/query")
     async def iter_memory_items(self, *, filters: Mapping[str, Any] | None = None,

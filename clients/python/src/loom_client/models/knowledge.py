@@ -27,6 +27,59 @@ class MemoryItem(ResponseModel):
     token_cost: int
     created_at: datetime
     updated_at: datetime
+    version: int = 1
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
+    source_session_id: str | None = None
+    source_seqs: list[int] = []
+
+
+class MemoryItemVersion(ResponseModel):
+    """One version of a fact: add, update, invalidate or forget."""
+
+    version: int
+    change: str
+    text: str | None = None
+    importance: float
+    tags: list[str] = []
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
+    source_session_id: str | None = None
+    source_seqs: list[int] = []
+    reason: str | None = None
+    changed_at: datetime
+
+
+class MemoryItemHistory(ResponseModel):
+    item: MemoryItem
+    versions: list[MemoryItemVersion]
+    superseded_by: MemoryItem | None = None
+    supersedes: list[MemoryItem] = []
+
+
+class FactExtraction(ResponseModel):
+    """A session's fact extraction: watermark, latest job, LLM usage."""
+
+    status: str
+    watermark_seq: int
+    job_id: str | None = None
+    attempts: int = 0
+    last_error: str | None = None
+    skipped: str | None = None
+    runs: int = 0
+    last_result: dict[str, Any] | None = None
+    llm_calls: int = 0
+    llm_input_tokens: int = 0
+    llm_output_tokens: int = 0
+
+
+class ExtractResult(ResponseModel):
+    enqueued: bool = False
+    """True: an extraction job was queued (202); False: extracted in the request (200)."""
+    result: dict[str, Any] | None = None
+    extraction: FactExtraction
 
 
 class MemoryItemList(Page):

@@ -1,0 +1,193 @@
+"""Durable facts (issue 19): the rules, with no I/O.
+
+- `FactsConfig`: a session's (or agent profile's) `facts` settings.
+- `check_candidates` / `plan_operations`: the model's two answers turned into a list of
+  operations, or `FactOutputError` when anything in them is unusable (a seq outside the
+  batch, a decision for an unknown candidate, an id that was not shown with the
+  candidate, a candidate decided twice or never). One bad decision rejects the whole
+  answer: a job writes all of a batch or nothing. Operations come in candidate (message)
+  order; two candidates of one batch may target the same stored fact (a preference changed
+  twice): the later one then applies to the fact as the earlier one left it.
+- `choose_for_context`: which facts fit the context's share, best match first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DEFAULT_SHARE = 0.05
+MAX_SHARE = 0.5
+DEFAULT_MIN_BATCH = 10
+MAX_MIN_BATCH = 10_000
+# Stored facts shown per candidate in the decision step.
+NEIGHBOURS = 5
+# Below this many tokens the facts block could not hold its header and one fact.
+MIN_FACTS_TOKENS = 16
+FACT_KIND = "fact"
+
+
+class FactOutputError(ValueError):
+    """The model's answer cannot be applied; nothing of it is written."""
+
+
+@dataclass(frozen=True, slots=True)
+class FactsConfig:
+    """`enabled`, the `scope` facts are kept in (`agent`, `global`, `task/<id>`,
+    `project/<id>`), the context `share`, and `min_batch` (new messages that make an
+    extraction after a compression worth its LLM calls)."""
+
+    enabled: bool = False
+    scope: str = "agent"
+    share: float = DEFAULT_SHARE
+    min_batch: int = DEFAULT_MIN_BATCH
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.share) and 0 <= self.share <= MAX_SHARE):
+            raise ValueError(f"share must be in [0, {MAX_SHARE}]")
+        if not 1 <= self.min_batch <= MAX_MIN_BATCH:
+            raise ValueError(f"min_batch must be between 1 and {MAX_MIN_BATCH}")
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any] | None) -> FactsConfig:
+        """From a validated config object (`FactsInput` dumped); None: off."""
+        if not stored:
+            return cls()
+        return cls(enabled=bool(stored.get("enabled", False)),
+                   scope=str(stored.get("scope") or "agent"),
+                   share=float(stored.get("share", DEFAULT_SHARE)),
+                   min_batch=int(stored.get("min_batch") or DEFAULT_MIN_BATCH))
+
+    def tokens(self, budget: int, free: int) -> int:
+        """Tokens the facts block may use: its share of the budget, within what is free."""
+        if not self.enabled:
+            return 0
+        return max(0, min(free, int(budget * self.share)))
+
+
+def check_candidates(candidates: Sequence[Any], batch_seqs: set[int]) -> None:
+    """Every candidate names only seqs of the batch (else `FactOutputError`)."""
+    for i, c in enumerate(candidates):
+        outside = sorted(set(c.source_seqs) - batch_seqs)
+        if outside:
+            raise FactOutputError(f"fact {i} names msg {outside[0]}, outside the batch")
+        if not c.text.strip():
+            raise FactOutputError(f"fact {i} is empty")
+
+
+OpName = Literal["add", "update", "invalidate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One change: `add` the candidate; `update` target's text (to `text`); `invalidate`
+    target and add the candidate as its successor."""
+
+    op: OpName
+    candidate: int
+    target: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    operations: tuple[Operation, ...] = ()
+    unchanged: int = 0  # NONE decisions
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"add": 0, "update": 0, "invalidate": 0, "none": self.unchanged}
+        for o in self.operations:
+            out[o.op] += 1
+        return out
+
+
+def plan_operations(decisions: Sequence[Any], n_candidates: int,
+                    shown: Sequence[set[str]]) -> Plan:
+    """The decisions as operations, checked against what was asked (see module doc)."""
+    seen: set[int] = set()
+    ops: list[Operation] = []
+    unchanged = 0
+    for d in decisions:
+        i = d.candidate
+        if not 0 <= i < n_candidates:
+            raise FactOutputError(f"decision for unknown fact {i}")
+        if i in seen:
+            raise FactOutputError(f"fact {i} decided twice")
+        seen.add(i)
+        if d.op == "NONE":
+            unchanged += 1
+            continue
+        if d.op == "ADD":
+            ops.append(Operation("add", i))
+            continue
+        target = (d.target_id or "").strip().lower()
+        if target not in shown[i]:
+            raise FactOutputError(f"{d.op} of fact {i} names id {d.target_id!r}, which was not "
+                                  "shown with it")
+        if d.op == "UPDATE":
+            if not (d.text or "").strip():
+                raise FactOutputError(f"UPDATE of fact {i} gives no text")
+            ops.append(Operation("update", i, target, d.text.strip()))
+        elif d.op == "INVALIDATE":
+            ops.append(Operation("invalidate", i, target))
+        else:  # pragma: no cover  (the schema allows only the four)
+            raise FactOutputError(f"unknown operation {d.op!r}")
+    missing = sorted(set(range(n_candidates)) - seen)
+    if missing:
+        raise FactOutputError(f"no decision for fact {missing[0]}")
+    return Plan(tuple(sorted(ops, key=lambda o: o.candidate)), unchanged)
+
+
+@dataclass(frozen=True, slots=True)
+class FactLine:
+    """A stored fact offered to the context: its id, rendered line and its tokens."""
+
+    id: Any
+    line: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenFacts:
+    lines: tuple[FactLine, ...] = ()
+    tokens: int = 0  # header + lines
+    ids: tuple[Any, ...] = field(default=())
+
+
+def choose_for_context(ranked: Sequence[FactLine], tokens: int, header_tokens: int,
+                       join_tokens: int = 1) -> ChosenFacts:
+    """The facts (best first) whose lines, with the header and one separator per line,
+    fit `tokens`; one that does not fit is skipped and the next ones are still tried.
+    Nothing (not even the header) when no fact fits."""
+    used = header_tokens
+    chosen: list[FactLine] = []
+    for f in ranked:
+        cost = f.tokens + join_tokens
+        if used + cost <= tokens:
+            chosen.append(f)
+            used += cost
+    if not chosen:
+        return ChosenFacts()
+    return ChosenFacts(tuple(chosen), used, tuple(f.id for f in chosen))
+
+
+def render_block(header: str, lines: Sequence[str]) -> str:
+    """The context block: the header, then one fact per line."""
+    return "\n".join([header, *(f"- {line}" for line in lines)])
+
+
+def fit_text(header: str, lines: Sequence[str], tokens: int,
+             count: Callable[[str], int]) -> tuple[str, int] | None:
+    """The block re-counted as a whole, dropping the last lines until it fits (a join
+    can cost a token more than the parts)."""
+    kept = list(lines)
+    while kept:
+        text = render_block(header, kept)
+        n = count(text)
+        if n <= tokens:
+            return text, n
+        kept.pop()
+    return None

@@ -1,0 +1,69 @@
+"""The "facts" context block (registered first in `app.wiring`, so it follows ROM and
+Kernel): the valid facts of the session's fact scope best matching the newest user message
+(full-text ranking), then the most important others, within `facts.share` of the budget
+and only in what the layers left free — blocks are dropped before L1 is cut, so the facts
+shrink first and the budget holds. The choice is `app.knowledge.facts.choose_for_context`;
+this module only reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.context.blocks import ContextBlock, OpenDb
+from app.core.tokens import count_text
+from app.knowledge import facts_repository as repo
+from app.knowledge.facts import (
+    MIN_FACTS_TOKENS,
+    FactLine,
+    FactsConfig,
+    choose_for_context,
+    fit_text,
+)
+from app.knowledge.facts_extract import fact_scope
+from app.memory.policy import MemoryConfig
+
+CANDIDATES = 50
+
+
+def header(scope: str) -> str:
+    return (f"## Facts remembered ({scope})\nDurable facts from earlier conversations, "
+            "each true since the date shown:")
+
+
+def fact_line(text: str | None, valid_from: Any) -> str:
+    since = f" (since {valid_from:%Y-%m-%d})" if valid_from is not None else ""
+    return f"{(text or '').strip()}{since}"
+
+
+async def facts_provider(open_db: OpenDb, session_row: Any,
+                         budget_tokens: int) -> ContextBlock | None:
+    cfg = FactsConfig.from_stored((session_row.config or {}).get("facts"))
+    if not cfg.enabled:
+        return None
+    tokens = cfg.tokens(MemoryConfig.from_stored(session_row.config).budget, budget_tokens)
+    if tokens < MIN_FACTS_TOKENS:
+        return None
+    scope = fact_scope(cfg, session_row.agent_id)
+    tid, agent = session_row.tenant_id, session_row.agent_id
+    async with open_db() as db:
+        query = await repo.newest_user_text(db, tid, session_row.id)
+        rows = (await repo.nearest_facts(db, tid, scope, query, limit=CANDIDATES,
+                                         agent_id=agent) if query.strip() else [])
+        if len(rows) < CANDIDATES:
+            seen = {r.id for r in rows}
+            rows += [r for r in await repo.top_facts(db, tid, scope, limit=CANDIDATES,
+                                                     agent_id=agent) if r.id not in seen]
+    if not rows:
+        return None
+    head = header(str(scope))
+    lines = [fact_line(r.text, r.valid_from) for r in rows]
+    ranked = [FactLine(r.id, line, count_text("- " + line)) for r, line in zip(rows, lines,
+                                                                             strict=True)]
+    chosen = choose_for_context(ranked, tokens, count_text(head))
+    if not chosen.lines:
+        return None
+    fitted = fit_text(head, [f.line for f in chosen.lines], tokens, count_text)
+    if fitted is None:
+        return None
+    text, n = fitted
+    return ContextBlock(name="facts", text=text, token_count=n)

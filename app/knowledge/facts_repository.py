@@ -1,0 +1,250 @@
+"""SQL of durable facts: nearest facts by full text, versions, extraction state, the
+messages of a batch. Every statement names `tenant_id`; callers commit."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.knowledge.facts import FACT_KIND
+from app.knowledge.repository import readable, scope_clause
+from app.knowledge.scopes import Scope
+from app.models.base import table_of
+from app.models.fact import FactExtraction, MemoryItemVersion
+from app.models.memory_item import MemoryItem
+
+M = table_of(MemoryItem).c
+V = table_of(MemoryItemVersion)
+X = table_of(FactExtraction)
+
+MAX_ERROR_CHARS = 500
+# the expression of ix_memory_items_text_fts (the planner matches it literally)
+_VECTOR = sa.func.to_tsvector(sa.literal_column("'english'::regconfig"),
+                              sa.func.coalesce(M.text, sa.literal_column("''::text")))
+
+
+def _or_query(text: str) -> sa.ColumnElement[Any]:
+    """Any of the text's lexemes (plainto_tsquery ANDs them; a fact matching some words of
+    a message is still a neighbour)."""
+    plain = sa.cast(sa.func.plainto_tsquery(sa.literal_column("'english'::regconfig"), text),
+                    sa.Text)
+    return sa.cast(sa.func.replace(plain, " & ", " | "), sa.dialects.postgresql.TSQUERY)
+
+
+async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, text: str, *,
+                        limit: int, agent_id: str | None,
+                        include_invalidated: bool = False) -> list[Any]:
+    """The facts of `scope` best matching `text` (ts_rank_cd over the text index, then
+    importance, newest), valid ones only unless `include_invalidated`."""
+    q = _or_query(text)
+    rank = sa.func.ts_rank_cd(_VECTOR, q)
+    stmt = (sa.select(*M, rank.label("rank"))
+            .where(*readable(tenant_id, agent_id, include_invalidated=include_invalidated),
+                   scope_clause(scope), M.kind == FACT_KIND, _VECTOR.op("@@")(q))
+            .order_by(rank.desc(), M.importance.desc(), M.created_at.desc(), M.id)
+            .limit(limit))
+    return list((await db.execute(stmt)).all())
+
+
+async def lock_targets(db: AsyncSession, tenant_id: uuid.UUID,
+                       ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, MemoryItem]:
+    """The targeted facts, row-locked for this transaction."""
+    if not ids:
+        return {}
+    rows = await db.execute(sa.select(MemoryItem).where(
+        M.tenant_id == tenant_id, M.id.in_(list(ids))).with_for_update())
+    return {r.id: r for r in rows.scalars()}
+
+
+async def add_version(db: AsyncSession, item: MemoryItem, change: str,
+                      reason: str | None = None) -> None:
+    """Record `item` as it is now as its version `item.version`."""
+    await db.execute(insert(V).values(
+        tenant_id=item.tenant_id, item_id=item.id, version=item.version, text=item.text,
+        importance=item.importance, tags=list(item.tags or []), valid_from=item.valid_from,
+        invalid_at=item.invalid_at, superseded_by=item.superseded_by,
+        source_session_id=item.source_session_id, source_seqs=list(item.source_seqs or []),
+        change=change, reason=reason, changed_at=sa.func.now()))
+
+
+async def versions(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> list[Any]:
+    rows = await db.execute(sa.select(V).where(V.c.tenant_id == tenant_id,
+                                               V.c.item_id == item_id)
+                            .order_by(V.c.version))
+    return list(rows.all())
+
+
+async def superseded(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
+                     agent_id: str | None) -> list[Any]:
+    """The items this item replaced (their `superseded_by` names it)."""
+    rows = await db.execute(sa.select(*M).where(*readable(tenant_id, agent_id),
+                                                M.superseded_by == item_id)
+                            .order_by(M.invalid_at, M.id))
+    return list(rows.all())
+
+
+# --- extraction state ------------------------------------------------------------------
+
+
+def _clip(error: str | None) -> str | None:
+    return None if error is None else error[:MAX_ERROR_CHARS]
+
+
+async def get_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                    for_update: bool = False) -> FactExtraction | None:
+    q = sa.select(FactExtraction).where(X.c.tenant_id == tenant_id,
+                                        X.c.session_id == session_id)
+    if for_update:
+        q = q.with_for_update()
+    return (await db.execute(q)).scalar_one_or_none()
+
+
+async def ensure_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> None:
+    await db.execute(insert(X).values(tenant_id=tenant_id, session_id=session_id)
+                     .on_conflict_do_nothing(index_elements=[X.c.tenant_id, X.c.session_id]))
+
+
+async def mark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+               **values: Any) -> None:
+    """Upsert the job fields of the session's extraction row."""
+    if "last_error" in values:
+        values["last_error"] = _clip(values["last_error"])
+    values["updated_at"] = sa.func.now()
+    # counters given as expressions of the row (runs + 1) apply to an existing row only
+    first = {k: (1 if k == "runs" else v) for k, v in values.items()
+             if k == "runs" or not isinstance(v, sa.ColumnElement) or isinstance(
+                 v, sa.sql.functions.FunctionElement)}
+    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, **first)
+    stmt = stmt.on_conflict_do_update(index_elements=[X.c.tenant_id, X.c.session_id],
+                                      set_=values)
+    await db.execute(stmt)
+
+
+async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                       job_id: str) -> None:
+    """Queued; a running job keeps `running` (the queue deduplicates per session)."""
+    now = sa.func.now()
+    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, status="pending",
+                            job_id=job_id, enqueued_at=now, updated_at=now)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[X.c.tenant_id, X.c.session_id],
+        set_={"status": "pending", "job_id": job_id, "enqueued_at": now, "updated_at": now},
+        where=(X.c.status != "running") & (X.c.tenant_id == tenant_id))
+    await db.execute(stmt)
+
+
+async def add_usage(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                    calls: int, input_tokens: int, output_tokens: int) -> None:
+    await db.execute(sa.update(X).where(X.c.tenant_id == tenant_id,
+                                        X.c.session_id == session_id).values(
+        llm_calls=X.c.llm_calls + calls, llm_input_tokens=X.c.llm_input_tokens + input_tokens,
+        llm_output_tokens=X.c.llm_output_tokens + output_tokens))
+
+
+async def advance(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                  watermark: int) -> None:
+    await db.execute(sa.update(X).where(X.c.tenant_id == tenant_id,
+                                        X.c.session_id == session_id).values(
+        watermark_seq=watermark, updated_at=sa.func.now()))
+
+
+# --- the session and its messages --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFacts:
+    agent_id: str
+    config: dict[str, Any]
+    last_seq: int
+    l1_start_seq: int | None
+    watermark: int
+
+
+_SESSION = sa.text("""
+SELECT s.agent_id, s.config, s.last_seq, m.l1_start_seq,
+       coalesce(x.watermark_seq, 0) AS watermark
+FROM sessions s
+LEFT JOIN memory_states m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
+LEFT JOIN fact_extractions x ON x.tenant_id = s.tenant_id AND x.session_id = s.id
+WHERE s.tenant_id = :tid AND s.id = :sid
+""")
+
+
+async def session_facts(db: AsyncSession, tenant_id: uuid.UUID,
+                        session_id: uuid.UUID) -> SessionFacts | None:
+    row = (await db.execute(_SESSION, {"tid": tenant_id, "sid": session_id})).first()
+    if row is None:
+        return None
+    return SessionFacts(row.agent_id, dict(row.config or {}), int(row.last_seq),
+                        None if row.l1_start_seq is None else int(row.l1_start_seq),
+                        int(row.watermark))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRow:
+    seq: int
+    role: str
+    name: str | None
+    text: str
+    token_count: int
+    created_at: datetime
+
+
+_MESSAGES = sa.text("""
+SELECT seq, role, name, text, token_count, created_at FROM messages
+WHERE tenant_id = :tid AND session_id = :sid AND seq > :after AND seq <= :upto
+ORDER BY seq LIMIT :limit
+""")
+
+
+async def messages_after(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                         after: int, upto: int, limit: int) -> list[BatchRow]:
+    rows = await db.execute(_MESSAGES, {"tid": tenant_id, "sid": session_id, "after": after,
+                                        "upto": upto, "limit": limit})
+    return [BatchRow(int(r.seq), r.role, r.name, r.text or "", int(r.token_count),
+                     r.created_at) for r in rows]
+
+
+_NEWEST_USER = sa.text("""
+SELECT text FROM messages
+WHERE tenant_id = :tid AND session_id = :sid AND role = 'user' AND text <> ''
+ORDER BY seq DESC LIMIT 1
+""")
+
+
+async def newest_user_text(db: AsyncSession, tenant_id: uuid.UUID,
+                           session_id: uuid.UUID) -> str:
+    row = (await db.execute(_NEWEST_USER, {"tid": tenant_id, "sid": session_id})).first()
+    return str(row.text) if row is not None else ""
+
+
+
+async def top_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, *, limit: int,
+                    agent_id: str | None) -> list[Any]:
+    """The scope's valid facts, most important (then newest) first."""
+    stmt = (sa.select(*M).where(*readable(tenant_id, agent_id, include_invalidated=False),
+                                scope_clause(scope), M.kind == FACT_KIND)
+            .order_by(M.importance.desc(), M.created_at.desc(), M.id).limit(limit))
+    return list((await db.execute(stmt)).all())
+
+
+async def stale_extractions(db: AsyncSession, *, pending_before: datetime,
+                            running_before: datetime,
+                            limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(tenant_id, session_id) of extractions pending since before `pending_before` (their
+    enqueue may have been lost while Redis was down) or running since before
+    `running_before` (worker and job lost). Deliberately cross-tenant: only the worker's
+    cron pass calls it."""
+    rows = await db.execute(
+        sa.select(X.c.tenant_id, X.c.session_id)
+        .where(((X.c.status == "pending") & (X.c.updated_at < pending_before))
+               | ((X.c.status == "running") & (X.c.updated_at < running_before)))
+        .order_by(X.c.updated_at).limit(limit))
+    return [(r[0], r[1]) for r in rows]

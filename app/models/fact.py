@@ -1,0 +1,85 @@
+"""Fact history and per-session extraction state (issue 19)."""
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlmodel import Field, SQLModel
+
+from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
+
+
+class MemoryItemVersion(SQLModel, table=True):
+    """One version of a memory item (a fact): what it said and why it changed.
+
+    Written in the same transaction as the change to the item; never edited. Kept as an
+    audit log when the item itself is deleted (so no foreign key to memory_items; the
+    tenant's deletion removes it).
+    """
+
+    __tablename__ = "memory_item_versions"
+    __table_args__ = (
+        tenant_pk("memory_item_versions", "item_id", "version"),
+        sa.CheckConstraint("change IN ('add', 'update', 'invalidate', 'forget')",
+                           name="change"),
+    )
+
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
+    item_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
+    version: int = Field(sa_column=sa.Column(sa.Integer, primary_key=True))
+    text: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    importance: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
+    tags: list[str] = Field(default_factory=list, sa_column=sa.Column(
+        ARRAY(sa.Text), nullable=False, server_default=sa.text("'{}'::text[]")))
+    valid_from: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    invalid_at: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    superseded_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
+    source_session_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
+    source_seqs: list[int] = Field(default_factory=list, sa_column=sa.Column(
+        ARRAY(sa.Integer), nullable=False, server_default=sa.text("'{}'::integer[]")))
+    change: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    changed_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class FactExtraction(SQLModel, table=True):
+    """A session's fact extraction: the watermark (last extracted seq) and the latest job.
+
+    The watermark moves in the same transaction as the facts a job writes, so a message is
+    read by exactly one successful job.
+    """
+
+    __tablename__ = "fact_extractions"
+    __table_args__ = (tenant_pk("fact_extractions", "session_id"), session_fk("fact_extractions"))
+
+    tenant_id: uuid.UUID = Field(sa_column=tenant_key())
+    session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
+    watermark_seq: int = Field(default=0, sa_column=sa.Column(
+        sa.BigInteger, nullable=False, server_default="0"))
+    status: str = Field(default="idle", sa_column=sa.Column(sa.String(16), nullable=False,
+                                                            server_default="idle"))
+    job_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    attempts: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
+                                                         server_default="0"))
+    last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    skipped: str | None = Field(default=None, sa_column=sa.Column(sa.String(64)))
+    runs: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
+                                                     server_default="0"))
+    last_result: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(JSONB))
+    llm_calls: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
+                                                          server_default="0"))
+    llm_input_tokens: int = Field(default=0, sa_column=sa.Column(
+        sa.BigInteger, nullable=False, server_default="0"))
+    llm_output_tokens: int = Field(default=0, sa_column=sa.Column(
+        sa.BigInteger, nullable=False, server_default="0"))
+    enqueued_at: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    started_at: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    finished_at: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
