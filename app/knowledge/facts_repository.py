@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.partitions import FAN_OUT
 from app.knowledge.facts import FACT_KIND
 from app.knowledge.repository import readable, scope_clause
 from app.knowledge.scopes import Scope
@@ -243,7 +244,7 @@ async def stale_extractions(db: AsyncSession, *, pending_before: datetime,
     `running_before` (worker and job lost). Deliberately cross-tenant: only the worker's
     cron pass calls it."""
     rows = await db.execute(
-        sa.select(X.c.tenant_id, X.c.session_id)
+        sa.select(X.c.tenant_id, X.c.session_id).prefix_with(FAN_OUT)
         .where(((X.c.status == "pending") & (X.c.updated_at < pending_before))
                | ((X.c.status == "running") & (X.c.updated_at < running_before)))
         .order_by(X.c.updated_at).limit(limit))

@@ -54,7 +54,9 @@ class FactExtraction(SQLModel, table=True):
     """
 
     __tablename__ = "fact_extractions"
-    __table_args__ = (tenant_pk("fact_extractions", "session_id"), session_fk("fact_extractions"))
+    __table_args__ = (tenant_pk("fact_extractions", "session_id"), session_fk("fact_extractions"),
+                      # the cron pass's look for lost jobs, across tenants
+                      sa.Index("ix_fact_extractions_status_updated", "status", "updated_at"))
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))

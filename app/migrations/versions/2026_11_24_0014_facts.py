@@ -99,6 +99,8 @@ def upgrade() -> None:
                                 ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("tenant_id", "session_id", name=op.f("pk_fact_extractions")),
     )
+    op.create_index("ix_fact_extractions_status_updated", "fact_extractions",
+                    ["status", "updated_at"])
     # partitioned like the rest of the tenant-owned tables (migration 0013)
     count = partitions.partition_count(op.get_bind(), "sessions")
     if count:
