@@ -3,6 +3,7 @@ messages of a batch. Every statement names `tenant_id`; callers commit."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from app.knowledge.scopes import Scope
 from app.models.base import table_of
 from app.models.fact import FactExtraction, MemoryItemVersion
 from app.models.memory_item import MemoryItem
+from app.search import bm25
 
 M = table_of(MemoryItem).c
 V = table_of(MemoryItemVersion)
@@ -39,19 +41,63 @@ def _or_query(text: str) -> sa.ColumnElement[Any]:
     return sa.cast(sa.func.replace(plain, " & ", " | "), sa.dialects.postgresql.TSQUERY)
 
 
+# |d| of a fact: its lexeme positions (the function of migration 0006, as for messages)
+_LENGTH = sa.func.coalesce(sa.func.loom_tsvector_length(_VECTOR), 0)
+# `'lexeme':1,4 'other':2` (a tsvector as text): lexeme and its positions
+_ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
+
+
+def _tfs(hits: str | None) -> dict[str, int]:
+    """lexeme -> tf of a fact's vector filtered to the query's lexemes (`_HITS`)."""
+    return {m.group(1).replace("''", "'"): m.group(2).count(",") + 1
+            for m in _ENTRY.finditer(hits or "")}
+
+
 async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, text: str, *,
                         limit: int, agent_id: str | None,
                         include_invalidated: bool = False) -> list[Any]:
-    """The facts of `scope` best matching `text` (ts_rank_cd over the text index, then
-    importance, newest), valid ones only unless `include_invalidated`."""
+    """The facts of `scope` best matching `text`, ranked as messages are (BM25 of
+    `app.search.bm25`: N, avgdl and n(t) over the scope's facts; a fact is one document,
+    with no conversation around it), then importance, newest; valid ones only unless
+    `include_invalidated`. The text index finds the facts holding any of the words."""
     q = _or_query(text)
-    rank = sa.func.ts_rank_cd(_VECTOR, q)
-    stmt = (sa.select(*M, rank.label("rank"))
-            .where(*readable(tenant_id, agent_id, include_invalidated=include_invalidated),
-                   scope_clause(scope), M.kind == FACT_KIND, _VECTOR.op("@@")(q))
-            .order_by(rank.desc(), M.importance.desc(), M.created_at.desc(), M.id)
-            .limit(limit))
-    return list((await db.execute(stmt)).all())
+    lexemes = sa.func.tsvector_to_array(
+        sa.func.to_tsvector(sa.literal_column("'english'::regconfig"), text))
+    hits = sa.cast(sa.func.ts_filter(sa.func.setweight(_VECTOR, sa.literal_column("'A'"),
+                                                       lexemes),
+                                     sa.literal_column("'{a}'::\"char\"[]")), sa.Text)
+    in_scope = (*readable(tenant_id, agent_id, include_invalidated=include_invalidated),
+                scope_clause(scope), M.kind == FACT_KIND)
+    stats = (await db.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(_LENGTH), 0))
+                              .where(*in_scope, _LENGTH > 0))).one()
+    n_docs, total = int(stats[0]), int(stats[1])
+    if not n_docs:
+        return []
+    rows = list((await db.execute(
+        sa.select(*M, _LENGTH.label("dl"), hits.label("hits"))
+        .where(*in_scope, _VECTOR.op("@@")(q)))).all())
+    avgdl = total / n_docs
+    tfs = [_tfs(r.hits) for r in rows]
+    params = bm25.BM25Params()
+    idfs = {t: bm25.idf(n_docs, sum(1 for tf in tfs if t in tf))
+            for t in {t for tf in tfs for t in tf}}
+    scored = [(sum(bm25.term_score(n, r.dl, avgdl, idfs[t], params) for t, n in tf.items()), r)
+              for r, tf in zip(rows, tfs, strict=True)]
+    scored.sort(key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(),
+                               str(p[1].id)))
+    return [_Ranked(r, score) for score, r in scored[:limit]]
+
+
+class _Ranked:
+    """A fact row with its BM25 score as `rank` (attribute access like the row)."""
+
+    __slots__ = ("_row", "rank")
+
+    def __init__(self, row: Any, rank: float) -> None:
+        self._row, self.rank = row, rank
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, name)
 
 
 async def lock_targets(db: AsyncSession, tenant_id: uuid.UUID,
