@@ -10,8 +10,10 @@ never appear in error messages or logs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -83,6 +85,24 @@ def _status_error(provider: str, status: int, kind: str | None) -> LLMError:
                     retryable=retryable)
 
 
+@contextlib.asynccontextmanager
+async def _calling(provider: str, sdk: Any, deadline: float) -> AsyncIterator[None]:
+    """One SDK call and the reading of its answer, within `deadline`: every failure
+    (`sdk` is the `anthropic` or `openai` module) becomes `LLMError`, nothing else escapes."""
+    try:
+        async with asyncio.timeout(deadline):
+            yield
+    except sdk.APIStatusError as exc:
+        kind = exc.type if isinstance(getattr(exc, "type", None), str) else None
+        raise _status_error(provider, exc.status_code, kind) from None
+    except (sdk.APITimeoutError, TimeoutError):
+        raise LLMError(f"{provider}: timed out", retryable=True) from None
+    except sdk.APIConnectionError:
+        raise LLMError(f"{provider}: connection failed", retryable=True) from None
+    except Exception as exc:  # malformed body, schema surprises: never escape raw
+        raise LLMError(f"{provider}: malformed response ({type(exc).__name__})") from None
+
+
 class AnthropicLLM:
     """`LLMClient` over `anthropic.AsyncAnthropic` (Messages API)."""
 
@@ -102,28 +122,18 @@ class AnthropicLLM:
     async def complete(self, system: str, prompt: str, *, max_tokens: int,
                        model: str | None = None) -> str:
         """Ask the Messages API; see `LLMClient.complete`."""
-        try:
-            async with asyncio.timeout(self._deadline):
-                msg = await self._sdk.messages.create(
-                    model=model or self.model,
-                    max_tokens=max_tokens,
-                    system=system,
-                    messages=[{"role": "user", "content": prompt}],
-                )
+        async with _calling(self.provider, anthropic, self._deadline):
+            msg = await self._sdk.messages.create(
+                model=model or self.model,
+                max_tokens=max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": prompt}],
+            )
             text = "".join(
                 getattr(block, "text", "") or ""
                 for block in (msg.content or [])
                 if getattr(block, "type", None) == "text"
             )
-        except anthropic.APIStatusError as exc:
-            raise _status_error(self.provider, exc.status_code, exc.type) from None
-        except (anthropic.APITimeoutError, TimeoutError):
-            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
-        except anthropic.APIConnectionError:
-            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
-        except Exception as exc:  # malformed body, schema surprises: never escape raw
-            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
-                from None
         if not text.strip():
             raise LLMError(f"{self.provider}: empty answer (stop_reason="
                            f"{getattr(msg, 'stop_reason', None)})")
@@ -133,27 +143,17 @@ class AnthropicLLM:
                          tool_description: str, schema: dict[str, Any], max_tokens: int,
                          model: str | None = None) -> ToolAnswer:
         """Messages API with one tool and `tool_choice` forcing it; see `LLMClient`."""
-        try:
-            async with asyncio.timeout(self._deadline):
-                msg = await self._sdk.messages.create(
-                    model=model or self.model, max_tokens=max_tokens, system=system,
-                    messages=[{"role": "user", "content": prompt}],
-                    tools=[{"name": tool_name, "description": tool_description,
-                            "input_schema": schema}],
-                    tool_choice={"type": "tool", "name": tool_name},
-                )
+        async with _calling(self.provider, anthropic, self._deadline):
+            msg = await self._sdk.messages.create(
+                model=model or self.model, max_tokens=max_tokens, system=system,
+                messages=[{"role": "user", "content": prompt}],
+                tools=[{"name": tool_name, "description": tool_description,
+                        "input_schema": schema}],
+                tool_choice={"type": "tool", "name": tool_name},
+            )
             calls = [b for b in (msg.content or []) if getattr(b, "type", None) == "tool_use"
                      and getattr(b, "name", None) == tool_name]
             usage = getattr(msg, "usage", None)
-        except anthropic.APIStatusError as exc:
-            raise _status_error(self.provider, exc.status_code, exc.type) from None
-        except (anthropic.APITimeoutError, TimeoutError):
-            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
-        except anthropic.APIConnectionError:
-            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
-        except Exception as exc:
-            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
-                from None
         if not calls:
             raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer "
                            f"(stop_reason={getattr(msg, 'stop_reason', None)})")
@@ -188,27 +188,16 @@ class OpenAICompatLLM:
     async def complete(self, system: str, prompt: str, *, max_tokens: int,
                        model: str | None = None) -> str:
         """Ask the chat completions endpoint; see `LLMClient.complete`."""
-        try:
-            async with asyncio.timeout(self._deadline):
-                # max_tokens (not max_completion_tokens): what local servers understand.
-                resp = await self._sdk.chat.completions.create(
-                    model=model or self.model,
-                    max_tokens=max_tokens,
-                    messages=[{"role": "system", "content": system},
-                              {"role": "user", "content": prompt}],
-                )
+        async with _calling(self.provider, openai, self._deadline):
+            # max_tokens (not max_completion_tokens): what local servers understand.
+            resp = await self._sdk.chat.completions.create(
+                model=model or self.model,
+                max_tokens=max_tokens,
+                messages=[{"role": "system", "content": system},
+                          {"role": "user", "content": prompt}],
+            )
             choice = resp.choices[0]
             text = choice.message.content or ""
-        except openai.APIStatusError as exc:
-            kind = exc.type if isinstance(getattr(exc, "type", None), str) else None
-            raise _status_error(self.provider, exc.status_code, kind) from None
-        except (openai.APITimeoutError, TimeoutError):
-            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
-        except openai.APIConnectionError:
-            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
-        except Exception as exc:
-            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
-                from None
         if not text.strip():
             raise LLMError(f"{self.provider}: empty answer")
         return text.strip()
@@ -217,31 +206,20 @@ class OpenAICompatLLM:
                          tool_description: str, schema: dict[str, Any], max_tokens: int,
                          model: str | None = None) -> ToolAnswer:
         """Chat completions with one function and `tool_choice` forcing it."""
-        try:
-            async with asyncio.timeout(self._deadline):
-                resp = await self._sdk.chat.completions.create(
-                    model=model or self.model, max_tokens=max_tokens,
-                    messages=[{"role": "system", "content": system},
-                              {"role": "user", "content": prompt}],
-                    tools=[{"type": "function", "function": {
-                        "name": tool_name, "description": tool_description,
-                        "parameters": schema}}],
-                    tool_choice={"type": "function", "function": {"name": tool_name}},
-                )
+        async with _calling(self.provider, openai, self._deadline):
+            resp = await self._sdk.chat.completions.create(
+                model=model or self.model, max_tokens=max_tokens,
+                messages=[{"role": "system", "content": system},
+                          {"role": "user", "content": prompt}],
+                tools=[{"type": "function", "function": {
+                    "name": tool_name, "description": tool_description,
+                    "parameters": schema}}],
+                tool_choice={"type": "function", "function": {"name": tool_name}},
+            )
             calls = [c for c in (resp.choices[0].message.tool_calls or [])
                      if getattr(getattr(c, "function", None), "name", None) == tool_name]
             usage = resp.usage
             data = json.loads(calls[0].function.arguments) if calls else None  # type: ignore[union-attr]
-        except openai.APIStatusError as exc:
-            kind = exc.type if isinstance(getattr(exc, "type", None), str) else None
-            raise _status_error(self.provider, exc.status_code, kind) from None
-        except (openai.APITimeoutError, TimeoutError):
-            raise LLMError(f"{self.provider}: timed out", retryable=True) from None
-        except openai.APIConnectionError:
-            raise LLMError(f"{self.provider}: connection failed", retryable=True) from None
-        except Exception as exc:
-            raise LLMError(f"{self.provider}: malformed response ({type(exc).__name__})") \
-                from None
         if not calls:
             raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer")
         return ToolAnswer(data, int(getattr(usage, "prompt_tokens", 0) or 0),
