@@ -11,7 +11,6 @@ the database at the end. The browser is Debian's chromium, driven by Playwright.
 """
 
 import argparse
-import asyncio
 import os
 import secrets
 import shutil
@@ -34,7 +33,6 @@ from tests.console.sample import (  # noqa: E402
     new_tenant,
 )
 
-PG_ADMIN_DSN = os.environ.get("LOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 OUT = ROOT / "docs" / "console"
 
@@ -42,33 +40,19 @@ OUT = ROOT / "docs" / "console"
 @contextmanager
 def own_server() -> Iterator[tuple[str, str]]:
     """A `serve` process on a fresh, migrated database; yields (base URL, admin key)."""
-    import asyncpg
-
     from app.core.config import Settings
     from app.migrate import upgrade
+    from tests.support.databases import fresh_database, url_of
     from tests.support.live import live_api
 
-    name = f"loom_console_{os.getpid()}_{secrets.token_hex(3)}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(PG_ADMIN_DSN)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    try:
-        url = f"{PG_ADMIN_DSN.rsplit('/', 1)[0]}/{name}".replace(
-            "postgresql://", "postgresql+asyncpg://", 1)
+    with fresh_database("loom_console") as name:
+        url = url_of(name)
         upgrade(url)
         admin_key = "lm_console_" + secrets.token_urlsafe(24)
         settings = Settings(DATABASE_URL=url, REDIS_URL=REDIS_URL, LOOM_ADMIN_KEY=admin_key,
                             LOOM_QUEUE_NAME=f"loom:console:{uuid.uuid4().hex[:12]}")
         with live_api(settings) as base:
             yield base, admin_key
-    finally:
-        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def sample(tenant: Tenant) -> dict[str, str]:

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 from hypothesis import settings as hsettings
@@ -26,6 +25,7 @@ from app.main import create_app
 from app.migrate import upgrade
 from tests.support import tenant_audit
 from tests.support.api import make_client
+from tests.support.databases import dsn_of, fresh_database, url_of
 
 # The one Hypothesis profile of the suite: reproducible (derandomized), no deadline (the
 # machine is shared), the failing example printed. A test that needs more examples says so
@@ -38,7 +38,6 @@ pytest_plugins: list[str] = []
 if os.path.exists(os.path.join(os.path.dirname(__file__), "fakes", "fixtures.py")):
     pytest_plugins.append("tests.fakes.fixtures")
 
-PG_ADMIN_DSN = os.environ.get("LOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 # LOOM_PARTITIONS=N: the run's database has its tenant-owned tables hash-partitioned by
 # tenant into N partitions, and every statement the app runs is checked to name its tenant
 # (`tests.support.tenant_audit`; scripts/test runs the API and jobs tests that way).
@@ -47,40 +46,22 @@ REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 ADMIN_KEY = "lm_test_admin_" + secrets.token_urlsafe(24)
 
 
-def _db_url(name: str) -> str:
-    base = PG_ADMIN_DSN.rsplit("/", 1)[0]
-    return f"{base}/{name}".replace("postgresql://", "postgresql+asyncpg://", 1)
-
-
 @pytest.fixture(scope="session")
 def test_database(worker_id: str = "master") -> Iterator[str]:
     """Create and migrate a database for this test run; drop it afterwards."""
     import asyncio
 
-    name = f"loom_test_{os.getpid()}_{secrets.token_hex(3)}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(PG_ADMIN_DSN)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    url = _db_url(name)
-    upgrade(url, partitions=PARTITIONS)
-    recorder = tenant_audit.Recorder()
-    if PARTITIONS:
-        tenant_audit.install(recorder)
-    yield url
-    try:
+    with fresh_database("loom_test") as name:
+        url = url_of(name)
+        upgrade(url, partitions=PARTITIONS)
+        recorder = tenant_audit.Recorder()
         if PARTITIONS:
-            dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
-            bad = asyncio.run(tenant_audit.violations(dsn, recorder))
+            tenant_audit.install(recorder)
+        yield url
+        if PARTITIONS:
+            bad = asyncio.run(tenant_audit.violations(dsn_of(name), recorder))
             assert not bad, ("statements that do not name their tenant (they read every "
                              "partition):\n\n" + "\n\n".join(bad))
-    finally:
-        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")

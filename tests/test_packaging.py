@@ -22,11 +22,11 @@ from alembic.script import ScriptDirectory
 import app.models  # noqa: F401  (registers every table)
 from app.migrate import alembic_config
 from app.models.base import metadata
+from tests.support import databases
 from tests.support.live import ROOT, free_port
 
 pytestmark = pytest.mark.slow
 
-PG_ADMIN_DSN = os.environ.get("LOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 SOURCES = ("pyproject.toml", "README.md", "app", "workers")
 
@@ -65,23 +65,11 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-async def _admin(sql: str) -> None:
-    conn = await asyncpg.connect(PG_ADMIN_DSN)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 @contextmanager
 def fresh_database() -> Iterator[str]:
-    """A new, empty database on the machine's PostgreSQL; dropped afterwards."""
-    name = f"loom_pkg_{os.getpid()}_{secrets.token_hex(3)}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{PG_ADMIN_DSN.rsplit('/', 1)[0]}/{name}"
-    finally:
-        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    """A new, empty database on the machine's PostgreSQL (its DSN); dropped afterwards."""
+    with databases.fresh_database("loom_pkg") as name:
+        yield databases.dsn_of(name)
 
 
 async def _schema(url: str) -> tuple[set[str], set[str]]:

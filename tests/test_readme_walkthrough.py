@@ -15,15 +15,14 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 
 from app.auth.keys import generate_key
+from tests.support import databases
 from tests.support.live import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-PG_ADMIN_DSN = os.environ.get("LOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 START, END = "<!-- walkthrough:start -->", "<!-- walkthrough:end -->"
 
@@ -34,26 +33,17 @@ def walkthrough_blocks(readme: str) -> list[str]:
     return re.findall(r"^```bash\n(.*?)^```$", section, re.S | re.M)
 
 
-async def _pg(sql: str) -> None:
-    conn = await asyncpg.connect(PG_ADMIN_DSN)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """`loom-memory serve --no-worker` (two API processes, as on a two-core machine) on a
     free port and a fresh database it migrates itself; yields (base URL, admin key)."""
     name = f"loom_readme_{os.getpid()}_{secrets.token_hex(3)}"
-    asyncio.run(_pg(f'CREATE DATABASE "{name}"'))
+    asyncio.run(databases.admin(f'CREATE DATABASE "{name}"'))
     admin = generate_key()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "ANTHROPIC_"))}
     env.update({
-        "DATABASE_URL": f"{PG_ADMIN_DSN.rsplit('/', 1)[0]}/{name}".replace(
-            "postgresql://", "postgresql+asyncpg://", 1),
+        "DATABASE_URL": databases.url_of(name),
         "REDIS_URL": REDIS_TEST_URL,
         "LOOM_ADMIN_KEY": admin,
         "LOOM_QUEUE_NAME": f"loom:readme:{uuid.uuid4().hex[:12]}",
@@ -87,7 +77,7 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-        asyncio.run(_pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(databases.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def test_walkthrough_blocks_fail_on_errors() -> None:

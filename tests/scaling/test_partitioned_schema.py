@@ -4,7 +4,6 @@ both ways, and the hot paths on a hash-partitioned schema reading one partition 
 Each test has its own database (the run's database may be plain or partitioned)."""
 
 import asyncio
-import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -18,8 +17,8 @@ from app.core.config import Settings
 from app.core.partitions import REFERENCE_TABLES, TENANT_TABLES
 from app.main import create_app
 from app.migrate import downgrade, upgrade
-from tests.conftest import PG_ADMIN_DSN, _db_url
 from tests.support import tenant_audit
+from tests.support.databases import dsn_of, fresh_database, url_of
 
 PARTITIONS = 8
 # the tables of the revision before the new keys (0012), which the test migrates down to
@@ -29,19 +28,8 @@ BEFORE = [t for t in TENANT_TABLES if t not in ("memory_item_versions", "fact_ex
 @pytest.fixture
 def fresh_db() -> Iterator[tuple[str, str]]:
     """(SQLAlchemy URL, libpq DSN) of an empty database, dropped afterwards."""
-    name = f"loom_scaling_{os.getpid()}_{secrets.token_hex(3)}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(PG_ADMIN_DSN)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    url = _db_url(name)
-    yield url, url.replace("postgresql+asyncpg://", "postgresql://", 1)
-    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_database("loom_scaling") as name:
+        yield url_of(name), dsn_of(name)
 
 
 @asynccontextmanager
