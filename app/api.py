@@ -13,6 +13,7 @@ from fastapi import APIRouter, FastAPI
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
 from app.knowledge.facts_router import router as facts_router
+from app.jobs.router import router as jobs_router
 from app.knowledge.router import router as knowledge_router
 from app.memory.router import router as memory_router
 from app.messages.router import router as messages_router
@@ -26,7 +27,7 @@ PREFIX = "/v1"
 ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory_router,
                                   search_router, sessions_router, memory_router, auth_router,
                                   profiles_router, knowledge_router, facts_router,
-                                  tools_router)
+                                  tools_router, jobs_router)
 
 # the API docs' sections, in reading order
 TAGS: list[dict[str, str]] = [
@@ -43,6 +44,8 @@ TAGS: list[dict[str, str]] = [
      "agent-private memory; data references."},
     {"name": "search", "description": "Search the swap: a session, an agent or the tenant."},
     {"name": "tools", "description": "Built-in tools an agent loop can offer its model."},
+    {"name": "jobs", "description": "Background jobs (compression, fact extraction), the "
+     "queue and the worker."},
     {"name": "health", "description": "Liveness, readiness and metrics."},
 ]
 

@@ -122,6 +122,8 @@ class WorkerSettings:
     job_timeout = get_settings().worker_job_timeout_seconds
     max_tries = 5
     keep_result = 60
+    # the report GET /v1/jobs shows as worker liveness (its key lives one interval + 1 s)
+    health_check_interval = 10
 
 
 # --- running: ride out Redis outages ----------------------------------------------------

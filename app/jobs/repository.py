@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -148,3 +149,42 @@ async def busy_candidates(db: AsyncSession, *, since: datetime, default_l1_max: 
     result = await db.execute(_CANDIDATES, {"since": since, "default_l1_max": default_l1_max,
                                             "limit": limit})
     return [(row[0], row[1]) for row in result]
+
+
+# A tenant's latest jobs of both kinds with their session's agent, most recently changed
+# first; `{where}` adds the filters. Every table names the tenant.
+_LIST = """
+SELECT kind, session_id, agent_id, status, attempts, last_error, enqueued_at, started_at,
+       finished_at, updated_at
+FROM (
+    SELECT 'compression' AS kind, j.session_id, s.agent_id, j.status, j.attempts,
+           j.last_error, j.enqueued_at, j.started_at, j.finished_at, j.updated_at
+    FROM compression_jobs j JOIN sessions s ON s.tenant_id = :t AND s.id = j.session_id
+    WHERE j.tenant_id = :t
+    UNION ALL
+    SELECT 'facts', x.session_id, s.agent_id, x.status, x.attempts, x.last_error,
+           x.enqueued_at, x.started_at, x.finished_at, x.updated_at
+    FROM fact_extractions x JOIN sessions s ON s.tenant_id = :t AND s.id = x.session_id
+    WHERE x.tenant_id = :t
+) u
+WHERE true {where}
+ORDER BY updated_at DESC, session_id DESC, kind DESC
+LIMIT :limit
+"""
+
+
+async def list_jobs(db: AsyncSession, tenant_id: uuid.UUID, *, kind: str | None,
+                    status: str | None, agent_id: str | None,
+                    after: tuple[datetime, uuid.UUID, str] | None,
+                    limit: int) -> list[Any]:
+    """One page of `_LIST`: after the cursor (updated_at, session_id, kind)."""
+    where, params = [], {"t": tenant_id, "limit": limit}
+    for name, value in (("kind", kind), ("status", status), ("agent_id", agent_id)):
+        if value is not None:
+            where.append(f"AND {name} = :{name}")
+            params[name] = value
+    if after is not None:
+        where.append("AND (updated_at, session_id, kind) < (:at, :sid, :k)")
+        params.update(at=after[0], sid=after[1], k=after[2])
+    sql = sa.text(_LIST.format(where=" ".join(where)))
+    return list((await db.execute(sql, params)).all())

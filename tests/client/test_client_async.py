@@ -30,6 +30,9 @@ async def test_session_life_cycle(aloom: AsyncLoomClient) -> None:
     assert len(found.results) == 2
     compressed = await aloom.compress(sid, wait=True)
     assert compressed.memory is not None and compressed.memory.l2
+    jobs = [j async for j in aloom.iter_jobs(kind="compression", page_size=1)]
+    assert [(j.session_id, j.status) for j in jobs if j.session_id == sid] == [(sid, "succeeded")]
+    assert (await aloom.list_jobs()).queue is not None
     assert (await aloom.promote(sid, start_seq=1, end_seq=2)).promoted_seqs == [1, 2]
 
     # concurrent calls share the client's connection pool

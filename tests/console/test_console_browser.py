@@ -265,3 +265,22 @@ def test_knowledge_items_by_scope_and_filter(page: Any, server: str, console_ten
     page.fill("#k-filters", '{"importance": {"$gte": 0.5}}')
     page.click("#k-form button[type=submit]")
     expect_text(page.locator("#k-table tbody tr[data-id] td:nth-child(2)"), "decision")
+
+
+def test_jobs_page_lists_the_tenants_jobs_and_the_queue(page: Any, server: str,
+                                                        console_tenant: Tenant, layered: str):
+    """The jobs of GET /v1/jobs, row for row, with the queue's depth and the worker state."""
+    with console_tenant.client(AGENT) as c:
+        listed = c.get("/v1/jobs", params={"limit": 50}).json()
+    assert listed["items"]
+    sign_in(page, server, console_tenant.service_key, "#/jobs")
+    page.locator("#jobs-table tbody tr").first.wait_for()
+    rows = [(tr.get_attribute("data-session"), tr.get_attribute("data-kind"),
+             tr.locator(".badge").text_content())
+            for tr in page.locator("#jobs-table tbody tr").all()]
+    assert rows == [(j["session_id"], j["kind"], j["status"]) for j in listed["items"]]
+    assert int(page.text_content("#queue-depth").replace(",", "")) >= 0
+    assert page.locator("#worker-alive .badge").count() == 1
+    page.select_option("#jobs-status", "failed")
+    page.locator("#jobs-empty, #jobs-table tbody tr.job-failed").first.wait_for()
+    assert page.locator("#jobs-table tbody tr.job-succeeded").count() == 0

@@ -1,9 +1,8 @@
-// Jobs and health: readiness, the deployment's compression counters (/metrics), and the
-// compression job of each session the key can see (the API has no list of jobs).
+// Jobs and health: readiness, the queue and the worker (GET /v1/jobs), the deployment's
+// compression counters (/metrics), and the background jobs of the sessions the key can see.
 
 import {api, plain, auth} from "./api.js";
 import {h, fmt, when, table} from "./dom.js";
-import {pool} from "./sessions.js";
 
 const COUNTERS = [
   ["loom_compression_jobs_enqueued_total", "jobs enqueued"],
@@ -13,7 +12,8 @@ const COUNTERS = [
   ["loom_summaries_written_total", "summaries written"],
   ["loom_redis_up", "Redis up (this API process)"],
 ];
-const SCAN = 200;
+const PAGE = 50;
+const STATUSES = ["", "failed", "running", "pending", "succeeded", "skipped"];
 
 /** Sum of a Prometheus metric's samples (all label sets). */
 function metric(text, name) {
@@ -42,49 +42,60 @@ export async function jobsPage(view, {signal}) {
   view.append(h("section", {class: "card", id: "counters"},
     h("h2", {}, "Compression counters"),
     h("p", {class: "muted small"}, "From /metrics: the whole deployment (every tenant) as "
-      + "this API process sees it, since its start. Queue depth and worker liveness are not "
-      + "exposed by the API."),
+      + "this API process sees it, since its start."),
     table(["counter", "value"], COUNTERS.map(([name, label]) => h("tr", {dataset: {metric: name}},
       h("td", {}, label), h("td", {class: "num"}, fmt(metric(text, name) ?? 0)))))));
 
-  const jobs = h("tbody", {});
-  const note = h("p", {class: "muted small", id: "jobs-note"}, "Scanning sessions…");
-  view.append(h("section", {class: "card", id: "jobs"},
-    h("h2", {}, "Compression jobs of your sessions"), note,
-    h("table", {class: "wide", id: "jobs-table"}, h("thead", {}, h("tr", {},
-      ["session", "agent", "status", "attempts", "enqueued", "started", "finished",
-       "last error", "usage"].map((c) => h("th", {}, c)))), jobs)));
   const ctx = auth.ctx;
-  const listed = await api("GET", "/v1/sessions", {signal, query: {
-    limit: SCAN, agent_id: ctx.role === "agent" ? undefined : ctx.agent || undefined}});
-  const found = [];
-  await pool(listed.items, 4, async (s) => {
-    try {
-      const memory = await api("GET", `/v1/sessions/${s.id}/memory`, {signal});
-      if (memory.compression) found.push([s, memory]);
-    } catch (err) {
-      if (err.name === "AbortError") throw err;
-    }
+  const status = new URLSearchParams(location.hash.split("?")[1] || "").get("status") || "";
+  const query = (cursor) => ({limit: PAGE, cursor, status: status || undefined,
+    agent_id: ctx.role === "agent" ? undefined : ctx.agent || undefined});
+  const first = await api("GET", "/v1/jobs", {signal, query: query()});
+
+  const queue = first.queue;
+  view.append(h("section", {class: "card", id: "queue"}, h("h2", {}, "Queue and worker"),
+    queue ? h("dl", {class: "kv"},
+      h("dt", {}, "jobs waiting"), h("dd", {id: "queue-depth", class: "num"}, fmt(queue.depth)),
+      h("dt", {}, "worker"), h("dd", {id: "worker-alive"},
+        h("span", {class: `badge ${queue.worker_alive ? "ok" : "err"}`},
+          queue.worker_alive ? "alive" : "no report in the last 10 s")),
+      h("dt", {}, "latest report"), h("dd", {id: "worker-report", class: "mono small"},
+                                      queue.worker_report || "-"))
+      : h("p", {class: "muted small"}, "Agent keys see their own jobs only, not the queue.")));
+
+  const jobs = h("tbody", {});
+  const more = h("button", {type: "button", id: "jobs-more", hidden: true}, "More");
+  const filter = h("select", {id: "jobs-status"}, STATUSES.map((v) =>
+    h("option", {value: v, selected: v === status}, v || "any status")));
+  filter.addEventListener("change", () => {
+    location.hash = `#/jobs${filter.value ? `?status=${filter.value}` : ""}`;
   });
-  const order = {running: 0, failed: 1, pending: 2, succeeded: 3};
-  found.sort((a, b) => order[a[1].compression.status] - order[b[1].compression.status]);
-  for (const [s, memory] of found) {
-    const job = memory.compression;
-    jobs.append(h("tr", {class: `job-${job.status}`},
-      h("td", {}, h("a", {href: `#/session/${encodeURIComponent(s.id)}`, class: "mono"},
-                    s.id.slice(0, 8))),
-      h("td", {}, s.agent_id), h("td", {}, h("span", {class: `badge job-${job.status}`},
-                                             job.status)),
-      h("td", {class: "num"}, String(job.attempts)), h("td", {}, when(job.enqueued_at)),
-      h("td", {}, when(job.started_at)), h("td", {}, when(job.finished_at)),
-      h("td", {}, job.last_error || ""), h("td", {class: "num"},
-                                           `${(memory.usage * 100).toFixed(1)}%`)));
+  view.append(h("section", {class: "card", id: "jobs"},
+    h("h2", {}, "Background jobs"),
+    h("p", {class: "muted small"}, "Each session's latest compression and fact extraction, "
+      + "most recently changed first. ", filter),
+    h("table", {class: "wide", id: "jobs-table"}, h("thead", {}, h("tr", {},
+      ["session", "agent", "kind", "status", "attempts", "enqueued", "started", "finished",
+       "last error"].map((c) => h("th", {}, c)))), jobs), more));
+  const show = (listed) => {
+    for (const job of listed.items) {
+      jobs.append(h("tr", {class: `job-${job.status}`, dataset: {session: job.session_id,
+                                                                kind: job.kind}},
+        h("td", {}, h("a", {href: `#/session/${encodeURIComponent(job.session_id)}`,
+                            class: "mono"}, job.session_id.slice(0, 8))),
+        h("td", {}, job.agent_id), h("td", {}, job.kind),
+        h("td", {}, h("span", {class: `badge job-${job.status}`}, job.status)),
+        h("td", {class: "num"}, String(job.attempts)), h("td", {}, when(job.enqueued_at)),
+        h("td", {}, when(job.started_at)), h("td", {}, when(job.finished_at)),
+        h("td", {}, job.last_error || "")));
+    }
+    more.hidden = !listed.next_cursor;
+    more.onclick = async () => show(await api("GET", "/v1/jobs", {signal,
+                                                                 query: query(listed.next_cursor)}));
+  };
+  show(first);
+  if (!first.items.length) {
+    jobs.append(h("tr", {id: "jobs-empty"}, h("td", {colspan: 9, class: "muted"},
+                                              "No jobs yet.")));
   }
-  const counts = found.reduce((acc, [, m]) => {
-    acc[m.compression.status] = (acc[m.compression.status] || 0) + 1;
-    return acc;
-  }, {});
-  note.textContent = `${listed.items.length} sessions scanned${listed.next_cursor
-    ? ` (the first ${SCAN})` : ""}: ` + (Object.entries(counts).map(([k, v]) => `${v} ${k}`)
-    .join(", ") || "no compression jobs yet");
 }

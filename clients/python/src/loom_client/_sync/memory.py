@@ -14,6 +14,8 @@ from loom_client._wire import RequestOptions, segment
 from loom_client.models.memory import (
     Cleared,
     CompressResult,
+    JobList,
+    JobListed,
     Kernel,
     KernelSchema,
     Memory,
@@ -41,6 +43,33 @@ class MemoryMixin(BaseClient):
         """The layers: L1 seqs, L2 summaries, promoted seqs, tokens and usage."""
         return self._request(Memory, "GET", _session(session_id, "/memory"),
                              options=options)
+
+    @operation("GET", "/v1/jobs")
+    def list_jobs(self, *, kind: Literal["compression", "facts"] | None = None,
+                  status: str | None = None, agent_id: str | None = None,
+                  limit: int | None = None, cursor: str | None = None,
+                  options: RequestOptions | None = None) -> JobList:
+        """One page of the tenant's background jobs, most recently changed first, with the
+        queue's depth and worker liveness (service and admin keys)."""
+        return self._request(JobList, "GET", "/v1/jobs", options=options,
+                             params=_wire.query(kind=kind, status=status,
+                                                agent_id=agent_id, limit=limit,
+                                                cursor=cursor))
+
+    @operation("GET", "/v1/jobs")
+    def iter_jobs(self, *, kind: Literal["compression", "facts"] | None = None,
+                  status: str | None = None, agent_id: str | None = None,
+                  page_size: int | None = None,
+                  options: RequestOptions | None = None) -> Iterator[JobListed]:
+        """Every job, following the cursors."""
+        cursor: str | None = None
+        while True:
+            page = self.list_jobs(kind=kind, status=status, agent_id=agent_id,
+                                  limit=page_size, cursor=cursor, options=options)
+            yield from page.items
+            cursor = page.next_cursor
+            if not cursor:
+                return
 
     @operation("POST", "/v1/sessions/{session_id}/memory/compress")
     def compress(self, session_id: str, *, wait: bool = False,

@@ -23,10 +23,13 @@ from loom_client.models.memory import (
     Cleared,
     CompressionJob,
     CompressResult,
+    JobList,
+    JobListed,
     Kernel,
     KernelSchema,
     Memory,
     PromoteResult,
+    QueueStatus,
     PromoteSkip,
     Snapshot,
     SnapshotList,
@@ -78,7 +81,7 @@ from loom_client.models.watch import (
 
 __all__ = [
     "AnthropicTool", "ApiKey", "ApiKeyCreated", "ApiKeyList", "ClearResult", "Cleared",
-    "ClosedEvent", "CompressResult", "CompressionJob", "CompressionState", "ContextPackage",
+    "ClosedEvent", "CompressResult", "CompressionJob", "CompressionState", "JobList", "JobListed", "QueueStatus", "ContextPackage",
     "ContextResponse", "DataReference", "DeleteEvent", "DroppedEvent", "ExtractResult",
     "FactExtraction", "HeartbeatEvent",
     "Kernel", "KernelSchema", "LayerTokens", "Learned", "Memory", "MemoryItem",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -109,3 +109,33 @@ class KernelSchema(ResponseModel):
     name: str
     schema_: Any = Field(alias="schema")
     evicted: list[str] = []
+
+
+class JobListed(ResponseModel):
+    """A session's latest background job of one kind."""
+
+    kind: Literal["compression", "facts"] | str
+    session_id: str
+    agent_id: str
+    status: str
+    attempts: int = 0
+    last_error: str | None = None
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    updated_at: datetime
+
+
+class QueueStatus(ResponseModel):
+    """The job queue's depth and whether a worker reported lately."""
+
+    depth: int
+    worker_alive: bool
+    worker_report: str | None = None
+
+
+class JobList(Page):
+    """One page of jobs, most recently changed first (`queue`: None for agent keys)."""
+
+    items: list[JobListed]
+    queue: QueueStatus | None = None
