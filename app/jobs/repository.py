@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
