@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request, Response
 
 from app.auth import examples, service
+from app.auth.caller import check_agent_id, effective_agent
 from app.auth.deps import NamedTenantDep, PrincipalDep
 from app.auth.schemas import (
     ApiKeyCreate,
@@ -14,6 +15,7 @@ from app.auth.schemas import (
     ApiKeyPublic,
     TenantCreate,
     TenantPublic,
+    WhoAmI,
 )
 from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, Forbidden
@@ -27,6 +29,21 @@ from app.core.pagination import (
 from app.state import app_state
 
 router = APIRouter(tags=["admin"], responses=ERROR_RESPONSES)
+
+
+@router.get("/me", response_model=WhoAmI, summary="Describe the calling key")
+async def who_am_i(request: Request, principal: PrincipalDep,
+                   named: NamedTenantDep) -> WhoAmI:
+    """The key's role, its tenant (or the one an admin key names) and the agent it acts as:
+    what a client (the console) needs to know which calls it may make."""
+    header_agent = request.headers.get("x-agent-id") or None
+    if header_agent is not None:
+        check_agent_id(header_agent, "header.x-agent-id")
+    agent = effective_agent(principal.role, principal.bound_agent, header_agent)
+    tenant = named or principal.tenant_id
+    return WhoAmI(role=principal.role,  # type: ignore[arg-type]
+                  tenant_id=str(tenant) if tenant else None, agent_id=agent,
+                  key_id=str(principal.key_id) if principal.key_id else None)
 
 
 @router.post("/tenants", status_code=201, response_model=TenantPublic,

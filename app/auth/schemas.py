@@ -62,3 +62,16 @@ class ApiKeyCreated(ApiKeyPublic):
 class ApiKeyList(BaseModel):
     items: list[ApiKeyPublic]
     next_cursor: str | None
+
+
+class WhoAmI(BaseModel):
+    """The key behind a request: what the caller may do and as whom."""
+
+    role: Literal["admin", "service", "agent"]
+    tenant_id: str | None = Field(description="The key's tenant, or the one an admin key "
+                                  "names with X-Tenant-Id; null for the bootstrap admin key "
+                                  "without the header.")
+    agent_id: str | None = Field(description="An agent key's agent, or the X-Agent-Id a "
+                                 "service or admin key sent.")
+    key_id: str | None = Field(description="null for the bootstrap admin key "
+                               "(LOOM_ADMIN_KEY).")

@@ -33,6 +33,7 @@ async def test_session_life_cycle(aloom: AsyncLoomClient) -> None:
     jobs = [j async for j in aloom.iter_jobs(kind="compression", page_size=1)]
     assert [(j.session_id, j.status) for j in jobs if j.session_id == sid] == [(sid, "succeeded")]
     assert (await aloom.list_jobs()).queue is not None
+    assert (await aloom.me()).role == "service"
     assert (await aloom.promote(sid, start_seq=1, end_seq=2)).promoted_seqs == [1, 2]
 
     # concurrent calls share the client's connection pool

@@ -12,7 +12,6 @@ import {jobsPage} from "./jobs.js";
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const who = document.getElementById("who");
-const NO_TENANT = "00000000-0000-0000-0000-000000000000";
 
 const PAGES = {
   sessions: sessionsPage,
@@ -34,33 +33,9 @@ function parseHash() {
   return {page: page || "sessions", args, query: Object.fromEntries(new URLSearchParams(qs))};
 }
 
-/**
- * Which role the key has, asked of the public API only. GET /v1/api-keys answers agent keys
- * 403 and the bootstrap admin (no tenant of its own) 404; naming a tenant that does not
- * exist is 404 for a service key and an empty list for an admin key.
- */
-async function probeRole(key) {
-  const ctx = {};
-  try {
-    await api("GET", "/v1/api-keys", {key, ctx, query: {limit: 1}});
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 403) return "agent";
-    if (err instanceof ApiError && err.status === 404) return "admin";
-    throw err;
-  }
-  try {
-    await api("GET", "/v1/api-keys", {key, ctx, query: {limit: 1, tenant_id: NO_TENANT}});
-    return "admin";
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return "service";
-    throw err;
-  }
-}
-
-async function ownAgent(key) {
-  // an agent key lists only its own sessions; the first names the agent (no sessions: unknown)
-  const page = await api("GET", "/v1/sessions", {key, ctx: {}, query: {limit: 1}});
-  return page.items.length ? page.items[0].agent_id : null;
+/** The key's role and, for an agent key, its agent (GET /v1/me). */
+async function whoAmI(key) {
+  return api("GET", "/v1/me", {key, ctx: {}});
 }
 
 function signInPage() {
@@ -76,10 +51,10 @@ function signInPage() {
     clear(status).append("Checking the key…");
     const secret = key.value.trim();
     try {
-      const role = await probeRole(secret);
-      const ctx = {role};
-      if (role === "admin" && tenant.value.trim()) ctx.tenant = tenant.value.trim();
-      if (role === "agent") ctx.agent = await ownAgent(secret);
+      const me = await whoAmI(secret);
+      const ctx = {role: me.role};
+      if (me.role === "admin" && tenant.value.trim()) ctx.tenant = tenant.value.trim();
+      if (me.role === "agent") ctx.agent = me.agent_id;
       auth.signIn(secret, ctx);
       key.value = "";
       if (location.hash.startsWith("#/signin") || !location.hash) location.hash = "#/sessions";

@@ -8,11 +8,24 @@ from typing import Literal
 from loom_client import _wire
 from loom_client._async.base import AsyncBaseClient
 from loom_client._wire import RequestOptions, segment
-from loom_client.models.auth import ApiKey, ApiKeyCreated, ApiKeyList, Readiness, Role, Tenant
+from loom_client.models.auth import (
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyList,
+    Readiness,
+    Role,
+    Tenant,
+    WhoAmI,
+)
 from loom_client.operations import operation
 
 
 class AsyncAdminMixin(AsyncBaseClient):
+    @operation("GET", "/v1/me")
+    async def me(self, *, options: RequestOptions | None = None) -> WhoAmI:
+        """The calling key: its role, tenant and the agent it acts as."""
+        return await self._request(WhoAmI, "GET", "/v1/me", options=options)
+
     @operation("POST", "/v1/tenants")
     async def create_tenant(self, name: str, *,
                             text_search_config: Literal["english", "simple"] | None = None,

@@ -1,7 +1,15 @@
 """Request and response models of the Loom Memory API (pydantic v2)."""
 
 from loom_client.models._base import Page, RequestModel, ResponseModel
-from loom_client.models.auth import ApiKey, ApiKeyCreated, ApiKeyList, Readiness, Role, Tenant
+from loom_client.models.auth import (
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyList,
+    Readiness,
+    Role,
+    Tenant,
+    WhoAmI,
+)
 from loom_client.models.context import CompressionState, ContextResponse, Recall, RecallHit
 from loom_client.models.knowledge import (
     ClearResult,
@@ -94,5 +102,5 @@ __all__ = [
     "SessionKnowledgeConfig", "SessionList", "SharedMemoryBlob", "SharedMemoryEntry",
     "SharedMemoryKey", "SharedMemoryKeyList", "SharedMemoryStats", "Snapshot",
     "SnapshotList", "Summary", "TaskCompleteResult", "Tenant", "TierShares", "TierUsage",
-    "ToolDefinition", "ToolList", "ToolResult", "UnknownEvent", "WatchEvent",
+    "ToolDefinition", "ToolList", "ToolResult", "UnknownEvent", "WatchEvent", "WhoAmI",
 ]

@@ -40,3 +40,13 @@ class ApiKeyList(Page):
 class Readiness(ResponseModel):
     status: str
     checks: dict[str, str]
+
+
+class WhoAmI(ResponseModel):
+    """The calling key: role, tenant (None for the bootstrap admin key without X-Tenant-Id),
+    the agent it acts as, and its id (None for the bootstrap admin key)."""
+
+    role: str
+    tenant_id: str | None = None
+    agent_id: str | None = None
+    key_id: str | None = None
