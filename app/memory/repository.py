@@ -138,3 +138,13 @@ async def snapshot_count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uui
     q = sa.select(sa.func.count()).select_from(MemorySnapshot).where(
         col(MemorySnapshot.tenant_id) == tenant_id, col(MemorySnapshot.session_id) == session_id)
     return int((await db.execute(q)).scalar_one())
+
+
+async def states_of(db: AsyncSession, tenant_id: uuid.UUID,
+                    session_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, MemoryState]:
+    """The memory states of some sessions of one tenant (a page of the session list)."""
+    if not session_ids:
+        return {}
+    q = sa.select(MemoryState).where(col(MemoryState.tenant_id) == tenant_id,
+                                     col(MemoryState.session_id).in_(list(session_ids)))
+    return {s.session_id: s for s in (await db.execute(q)).scalars()}

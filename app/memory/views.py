@@ -44,3 +44,22 @@ async def layer_tokens(db: AsyncSession, session_row: Session) -> LayerTokens:
     fixed = state.rom_tokens + state.kernel_tokens + state.l2_tokens + state.promoted_tokens
     return LayerTokens(rom=state.rom_tokens, kernel=state.kernel_tokens, l2=state.l2_tokens,
                        promoted=state.promoted_tokens, l1=l1, total=fixed + l1)
+
+
+async def layer_tokens_of_page(db: AsyncSession, rows: list[Session]) -> list[LayerTokens]:
+    """`layer_tokens` of a page of sessions in one query, L1 from the stored counters
+    (`sessions.message_tokens - memory_states.swapped_tokens`, as the append keeps them)."""
+    if not rows:
+        return []
+    states = await repository.states_of(db, rows[0].tenant_id, [r.id for r in rows])
+    out = []
+    for row in rows:
+        st = states.get(row.id)
+        if st is None:
+            out.append(LayerTokens(rom=0, kernel=0, l2=0, promoted=0, l1=0, total=0))
+            continue
+        l1 = max(0, row.message_tokens - st.swapped_tokens)
+        fixed = st.rom_tokens + st.kernel_tokens + st.l2_tokens + st.promoted_tokens
+        out.append(LayerTokens(rom=st.rom_tokens, kernel=st.kernel_tokens, l2=st.l2_tokens,
+                               promoted=st.promoted_tokens, l1=l1, total=fixed + l1))
+    return out

@@ -17,7 +17,7 @@ from app.core.pagination import (
     invalid_cursor,
     page,
 )
-from app.memory.views import layer_tokens
+from app.memory.views import layer_tokens, layer_tokens_of_page
 from app.sessions import examples, repository, service
 from app.sessions.deps import SessionDep
 from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
@@ -43,7 +43,8 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: CursorQuery = None,
 ) -> SessionList:
-    """List sessions, oldest first. Agent keys see only their own agent's sessions."""
+    """List sessions, oldest first, each with its tokens per layer. Agent keys see only
+    their own agent's sessions."""
     if caller.role == "agent":
         caller.require_agent_access(agent_id)
         agent_id = caller.agent_id
@@ -57,7 +58,10 @@ async def list_sessions(
     rows = await repository.list_page(db, caller.tenant_id, agent_id=agent_id, after=after,
                                       limit=fetch_limit(limit))
     shown, nxt = page(rows, limit, lambda s: {"t": s.created_at.isoformat(), "id": str(s.id)})
-    return SessionList(items=[service.to_public(s) for s in shown], next_cursor=nxt)
+    items = [service.to_public(s) for s in shown]
+    for item, tokens in zip(items, await layer_tokens_of_page(db, shown), strict=True):
+        item.memory = tokens
+    return SessionList(items=items, next_cursor=nxt)
 
 
 @router.get("/sessions/{session_id}", response_model=SessionPublic,

@@ -93,16 +93,11 @@ export async function sessionsPage(view, {query, signal}) {
   }
   view.append(pager);
 
-  // the list carries no per-layer tokens: each row's come from GET /v1/sessions/{id}
-  await pool(rows, 4, async (tr) => {
-    if (signal.aborted) return;
-    try {
-      const one = await api("GET", `/v1/sessions/${tr.dataset.session}`, {signal});
-      tr.layerCells.forEach((td, i) => { td.textContent = fmt(one.memory?.[LAYERS[i]] ?? 0); });
-    } catch (err) {
-      if (err.name !== "AbortError") tr.layerCells[0].replaceWith(errorBox(err));
-    }
-  });
+  // the list carries each session's tokens per layer (GET /v1/sessions)
+  for (const tr of rows) {
+    const one = shown.find((s) => s.id === tr.dataset.session);
+    tr.layerCells.forEach((td, i) => { td.textContent = fmt(one?.memory?.[LAYERS[i]] ?? 0); });
+  }
 }
 
 export {pool};
