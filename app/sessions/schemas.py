@@ -93,7 +93,8 @@ class SessionPublic(BaseModel):
     message_count: int
     message_tokens: int
     budget: int
-    memory: LayerTokens | None = Field(default=None, description="Tokens per layer (GET of one session, and the list).")
+    memory: LayerTokens | None = Field(default=None, description="Tokens per layer (GET of "
+                                       "one session, and the list).")
     created_at: datetime
     updated_at: datetime
 
