@@ -94,7 +94,7 @@ async def append(session_id: uuid.UUID, request: Request) -> Response:
 _SQL_CACHE: dict[str, tuple[str, list[str]]] = {}
 
 
-def _search_sql(kind: str, window: int, weight: float
+def _search_sql(kind: str, window: int, weight: float, routed: bool
                 ) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
     from app.core.pg import positional
     from app.search import repository as repo
@@ -103,7 +103,7 @@ def _search_sql(kind: str, window: int, weight: float
     if kind not in _SQL_CACHE:
         _SQL_CACHE[kind] = positional(repo._STATS_SQL.format(
             sessions=repo._SESSIONS_IN_SCOPE[kind]))
-    return _SQL_CACHE[kind], repo._bm25_statement(kind, WindowParams(window, weight))
+    return _SQL_CACHE[kind], repo._bm25_statement(kind, WindowParams(window, weight), routed)
 
 
 @app.post("/floor/search")
@@ -120,15 +120,15 @@ async def search(request: Request) -> Response:
 
     b = await request.json()
     kind = b["scope"]
-    (stats_sql, stats_names), (bm_sql, bm_names) = _search_sql(
-        kind, int(b.get("window", 2)), float(b.get("weight", 2.0)))
     p: dict[str, Any] = {"tenant_id": uuid.UUID(b["tenant_id"]),
                          "session_id": uuid.UUID(b["session_id"]) if b.get("session_id")
                          else None, "agent_id": b.get("agent_id"), "refresh_rows": 1,
                          "text": b["query"]}
     scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
     async with request.app.state.pool.acquire() as conn, conn.transaction():
-        await repo.custom_plans(conn, scope)
+        routed = await repo.custom_plans(conn, scope)
+        (stats_sql, stats_names), (bm_sql, bm_names) = _search_sql(
+            kind, int(b.get("window", 2)), float(b.get("weight", 2.0)), routed)
         n_docs, total, lexemes = await conn.fetchrow(stats_sql, *[p[n] for n in stats_names])
         lexemes = sorted(set(lexemes or []))
         rows = []

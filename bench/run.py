@@ -825,7 +825,8 @@ class Bench:
                     lexemes = sorted(set(lexemes or []))
                     stats = repo.ScopeStats(int(n_docs), int(total))
                     params = BM25Params()
-                    bm_sql = repo.bm25_sql(kind, WindowParams())
+                    # the bench's database is one plain PostgreSQL (not routed by tenant)
+                    bm_sql = repo.bm25_sql(kind, WindowParams(), routed=False)
                     bp = repo.bm25_params(scope, lexemes, stats, params, MAX_CANDIDATES, 10)
                     # the app's planner settings (`custom_plans`, `hash_joins`)
                     if kind == "session":

@@ -56,7 +56,7 @@ def test_database(worker_id: str = "master") -> Iterator[str]:
         upgrade(url, partitions=PARTITIONS)
         recorder = tenant_audit.Recorder()
         if PARTITIONS:
-            tenant_audit.install(recorder)
+            tenant_audit.install(recorder, name)
         yield url
         if PARTITIONS:
             bad = asyncio.run(tenant_audit.violations(dsn_of(name), recorder))

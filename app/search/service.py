@@ -168,7 +168,7 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
     dates = named_dates(normalize_query(query)) if windows.date_boost != 1 else []
     reranking = rerank and llm is not None
     async with conn.transaction():
-        await repository.custom_plans(conn, scope)
+        routed = await repository.custom_plans(conn, scope)
         lexemes, stats = await repository.prepare(conn, scope, " ".join(terms))
         if not lexemes:
             return SearchOutcome()
@@ -178,7 +178,7 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
                                          full_rows=0 if reranking else limit,
                                          windows=windows, after=after, before=before,
                                          exclude_seqs=exclude_seqs, dates=dates,
-                                         exclude_from=exclude_from)
+                                         exclude_from=exclude_from, routed=routed)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits), dates=dates)
     if not hits:
         return outcome

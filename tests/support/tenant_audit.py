@@ -57,10 +57,11 @@ class Recorder:
             conn.add_query_logger(self.log)
 
 
-def install(recorder: Recorder) -> Callable[[], None]:
+def install(recorder: Recorder, database: str | None = None) -> Callable[[], None]:
     """Log every statement of every connection the app opens (`application_name`
     loom-memory: the API's pools and the worker's engine; the tests' own connections are
-    left out). Both pools connect through `asyncpg.connect` / `asyncpg.connection.connect`;
+    left out), to `database` when given (other tests' own databases may have another
+    layout). Both pools connect through `asyncpg.connect` / `asyncpg.connection.connect`;
     asyncpg's query logger sees `Connection.fetch` and the like, and prepared statements
     (SQLAlchemy runs every statement as one) are logged where they run."""
     import asyncpg.connection as module
@@ -72,7 +73,8 @@ def install(recorder: Recorder) -> Callable[[], None]:
 
     async def connect(*args: Any, **kwargs: Any) -> Any:
         conn = await original(*args, **kwargs)
-        if (kwargs.get("server_settings") or {}).get("application_name") == "loom-memory":
+        ours = (kwargs.get("server_settings") or {}).get("application_name") == "loom-memory"
+        if ours and (database is None or conn._params.database == database):
             recorder.attach(conn)
         return conn
 
