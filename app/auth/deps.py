@@ -100,15 +100,29 @@ async def get_named_tenant(request: Request, principal: PrincipalDep) -> uuid.UU
 NamedTenantDep = Annotated[uuid.UUID | None, Depends(get_named_tenant)]
 
 
+def _acting_agent(request: Request, principal: Principal) -> str | None:
+    """The agent the key acts as: an agent key's own, or X-Agent-Id of a service or admin
+    key (checked; an agent key naming another agent is 403)."""
+    header_agent = request.headers.get("x-agent-id") or None
+    if header_agent is not None:
+        check_agent_id(header_agent, "header.x-agent-id")
+    return effective_agent(principal.role, principal.bound_agent, header_agent)
+
+
+async def get_acting_agent(request: Request, principal: PrincipalDep) -> str | None:
+    """`_acting_agent` as a dependency, without a tenant (`GET /v1/me`)."""
+    return _acting_agent(request, principal)
+
+
+ActingAgentDep = Annotated[str | None, Depends(get_acting_agent)]
+
+
 async def get_caller(request: Request, creds: Credentials) -> Caller:
     """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id.
     (It resolves the key itself rather than depending on `get_principal`: every /v1 request
     runs it, and each dependency costs FastAPI a node to solve.)"""
     principal = await _principal(request, creds)
-    header_agent = request.headers.get("x-agent-id") or None
-    if header_agent is not None:
-        check_agent_id(header_agent, "header.x-agent-id")
-    agent = effective_agent(principal.role, principal.bound_agent, header_agent)
+    agent = _acting_agent(request, principal)
     tenant_id = principal.tenant_id
     if principal.role == "admin":
         named = _header_tenant(request)

@@ -19,7 +19,7 @@ from typing import Any
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
-from app.auth.deps import bearer, get_caller, get_named_tenant
+from app.auth.deps import bearer, get_acting_agent, get_caller, get_named_tenant
 from app.auth.schemas import AGENT_ID_PATTERN
 
 BEARER = bearer.scheme_name
@@ -43,6 +43,7 @@ SCHEMES: dict[str, dict[str, Any]] = {
 READERS: dict[Callable[..., Any], tuple[str, ...]] = {
     get_caller: (AGENT, TENANT),
     get_named_tenant: (TENANT,),
+    get_acting_agent: (AGENT,),
 }
 
 

@@ -6,8 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request, Response
 
 from app.auth import examples, service
-from app.auth.caller import check_agent_id, effective_agent
-from app.auth.deps import NamedTenantDep, PrincipalDep
+from app.auth.deps import ActingAgentDep, NamedTenantDep, PrincipalDep
 from app.auth.schemas import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -32,14 +31,10 @@ router = APIRouter(tags=["admin"], responses=ERROR_RESPONSES)
 
 
 @router.get("/me", response_model=WhoAmI, summary="Describe the calling key")
-async def who_am_i(request: Request, principal: PrincipalDep,
-                   named: NamedTenantDep) -> WhoAmI:
+async def who_am_i(principal: PrincipalDep, named: NamedTenantDep,
+                   agent: ActingAgentDep) -> WhoAmI:
     """The key's role, its tenant (or the one an admin key names) and the agent it acts as:
     what a client (the console) needs to know which calls it may make."""
-    header_agent = request.headers.get("x-agent-id") or None
-    if header_agent is not None:
-        check_agent_id(header_agent, "header.x-agent-id")
-    agent = effective_agent(principal.role, principal.bound_agent, header_agent)
     tenant = named or principal.tenant_id
     return WhoAmI(role=principal.role,  # type: ignore[arg-type]
                   tenant_id=str(tenant) if tenant else None, agent_id=agent,
