@@ -25,8 +25,10 @@ async def queue_status(request: Request) -> QueueStatus | None:
     state = app_state(request.app)
     name = state.settings.queue_name
     try:
-        depth = await state.redis.zcard(name)
-        report = await state.redis.get(name + health_check_key_suffix)
+        async with state.redis.pipeline(transaction=False) as pipe:  # one round trip
+            pipe.zcard(name)
+            pipe.get(name + health_check_key_suffix)
+            depth, report = await pipe.execute()
     except Exception:
         return None
     text = report.decode() if isinstance(report, bytes) else report

@@ -34,21 +34,15 @@ async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
 
 
 async def layer_tokens(db: AsyncSession, session_row: Session) -> LayerTokens:
-    """Stored tokens per layer (ROM, Kernel, L2, promoted, L1), from the state row's
-    counters and one sum over L1 (no message rows are loaded)."""
-    state = await repository.get_state(db, session_row.tenant_id, session_row.id)
-    if state is None:
-        return LayerTokens(rom=0, kernel=0, l2=0, promoted=0, l1=0, total=0)
-    l1 = await repository.l1_tokens(db, session_row.tenant_id, session_row.id,
-                                    state.l1_start_seq)
-    fixed = state.rom_tokens + state.kernel_tokens + state.l2_tokens + state.promoted_tokens
-    return LayerTokens(rom=state.rom_tokens, kernel=state.kernel_tokens, l2=state.l2_tokens,
-                       promoted=state.promoted_tokens, l1=l1, total=fixed + l1)
+    """Stored tokens per layer (ROM, Kernel, L2, promoted, L1) of one session
+    (`layer_tokens_of_page`)."""
+    return (await layer_tokens_of_page(db, [session_row]))[0]
 
 
 async def layer_tokens_of_page(db: AsyncSession, rows: list[Session]) -> list[LayerTokens]:
-    """`layer_tokens` of a page of sessions in one query, L1 from the stored counters
-    (`sessions.message_tokens - memory_states.swapped_tokens`, as the append keeps them)."""
+    """Tokens per layer of a page of sessions, from one read of their memory states: the
+    state's counters, and L1 from `sessions.message_tokens - memory_states.swapped_tokens`
+    (as the append and compression keep them; no message rows are read)."""
     if not rows:
         return []
     states = await repository.states_of(db, rows[0].tenant_id, [r.id for r in rows])

@@ -40,11 +40,9 @@ class Recorder:
 
     seen: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     hooked: set[int] = field(default_factory=set)
-    last: list[str] = field(default_factory=list)
 
     def log(self, record: Any) -> None:
         query = record.query
-        self.last.append(query)
         if query not in self.seen and _TABLES.search(query) and not _SKIP.match(query):
             args = record.args or ()
             if isinstance(args, list):  # executemany: the argument tuples of every run
