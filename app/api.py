@@ -12,8 +12,8 @@ from fastapi import APIRouter, FastAPI
 
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
+from app.facts.router import router as facts_router
 from app.jobs.router import router as jobs_router
-from app.knowledge.facts_router import router as facts_router
 from app.knowledge.router import router as knowledge_router
 from app.memory.router import router as memory_router
 from app.messages.router import router as messages_router

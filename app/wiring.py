@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.context.blocks import BlockProvider
+from app.facts import block as facts_block
 from app.jobs import hooks as jobs_hooks
 from app.knowledge import blocks as knowledge_blocks
-from app.knowledge import facts_block
 from app.memory import hooks as memory_hooks
 from app.messages.service import AfterAppend, AppendHooks, BeforeAppend
 from app.sessions.service import CreateHook

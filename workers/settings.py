@@ -20,8 +20,8 @@ from app.core.config import get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
+from app.facts.tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.jobs.lease import end_lease, start_lease
-from app.knowledge.facts_tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.llm.client import get_llm_client
 from app.memory.tasks import compress_busy_sessions, compress_session
 from app.shared_memory.tasks import cleanup_expired_shared_memory

@@ -149,7 +149,7 @@ class Settings(BaseSettings):
     compress_busy_usage: float = Field(default=0.70, gt=0, le=1,
                                        alias="LOOM_COMPRESS_BUSY_USAGE")
     compress_cron_batch: int = Field(default=500, ge=1, alias="LOOM_COMPRESS_CRON_BATCH")
-    # Fact extraction (arq jobs; app/knowledge/facts_tasks.py, issue 19)
+    # Fact extraction (arq jobs; app/facts/tasks.py, issue 19)
     facts_max_tries: int = Field(default=4, ge=1, le=50, alias="LOOM_FACTS_MAX_TRIES")
     facts_retry_base_seconds: float = Field(default=5.0, ge=0,
                                             alias="LOOM_FACTS_RETRY_BASE_SECONDS")

@@ -9,7 +9,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from app.core.db import transaction
-from app.knowledge import facts_service
+from app.facts import service as facts_service
 from app.knowledge.schemas import FACTS_SCOPE_PATTERN, FactForget, FactSearch
 from app.mcp.calls import call_of, ok
 from app.mcp.registry import ToolSpec

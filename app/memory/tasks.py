@@ -41,10 +41,10 @@ from typing import Any
 from arq import Retry
 
 from app.core.tokens import count_message
+from app.facts.tasks import after_compression
 from app.jobs import metrics, repository, triggers
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
-from app.knowledge.facts_tasks import after_compression
 from app.llm.errors import LLMError
 from app.llm.summarise import summarise
 from app.memory.errors import StaleMemoryState

@@ -28,7 +28,7 @@ class MemoryItem(SQLModel, table=True):
                  "importance", "created_at"),
         sa.Index("ix_memory_items_tenant_created", "tenant_id", "created_at", "id"),
         sa.Index("ix_memory_items_tags", "tags", postgresql_using="gin"),
-        # candidate lookup of fact extraction and search_facts (app.knowledge.facts_repository)
+        # candidate lookup of fact extraction and search_facts (app.facts.repository)
         sa.Index("ix_memory_items_text_fts",
                  sa.text("to_tsvector('english'::regconfig, coalesce(text, ''::text))"),
                  postgresql_using="gin"),

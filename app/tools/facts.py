@@ -11,8 +11,8 @@ import dataclasses
 from typing import Any
 
 from app.auth.caller import Caller
-from app.knowledge import facts_service
-from app.knowledge.facts import FactsConfig
+from app.facts import service as facts_service
+from app.facts.policy import FactsConfig
 from app.knowledge.schemas import FactForget, FactSearch
 from app.tools.registry import ToolContext, parse_args, register_handler, register_tool
 

@@ -56,7 +56,7 @@ async def test_the_cron_pass_enqueues_lost_extractions(
         llm_settings_for_facts: Settings, db) -> None:
     import sqlalchemy as sa
 
-    from app.knowledge.facts_tasks import recover_fact_extractions
+    from app.facts.tasks import recover_fact_extractions
 
     await drain_queue(settings)
     fake_llm.respond_with_tools(FactModel([Rule("question 0:", "The user asked zero.", "q0")]))

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.core.tokens import count_text
-from app.knowledge.facts import (
+from app.facts import prompts as p
+from app.facts.policy import (
     FactLine,
     FactOutputError,
     FactsConfig,
@@ -21,7 +22,6 @@ from app.knowledge.facts import (
     fit_text,
     plan_operations,
 )
-from app.llm import facts_prompts as p
 
 
 def test_prompts_show_speakers_dates_and_seqs() -> None:

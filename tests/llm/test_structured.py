@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.llm import facts_prompts as p
+from app.facts import prompts as p
 from app.llm.errors import LLMError
 from tests.fakes.llm_server import Fail, FakeLLMServer, Reply, ToolUse
 from tests.llm.test_client import anthropic_client, openai_client

@@ -2,7 +2,7 @@
 
 `extract_facts(ctx, tenant_id, session_id, force=False)`, job id `facts:{session}` (one per
 session queued or running; `keep_result=0` so a finished job never blocks the next), runs
-`app.knowledge.facts_extract.run_extraction` under the worker's lease (app/jobs/lease.py):
+`app.facts.extract.run_extraction` under the worker's lease (app/jobs/lease.py):
 a killed worker's job runs again within `LOOM_JOB_RECOVERY_SECONDS`, and the watermark
 check makes a batch apply at most once.
 
@@ -27,11 +27,11 @@ from arq import Retry
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.core.queue import enqueue
+from app.facts import metrics
+from app.facts import repository as repo
+from app.facts.extract import Deps, LeaseLost, Outcome, run_extraction
+from app.facts.policy import FactsConfig
 from app.jobs.lease import lease_lost
-from app.knowledge import facts_metrics as metrics
-from app.knowledge import facts_repository as repo
-from app.knowledge.facts import FactsConfig
-from app.knowledge.facts_extract import Deps, LeaseLost, Outcome, run_extraction
 from app.models.base import table_of
 from app.models.fact import FactExtraction
 

@@ -15,7 +15,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.partitions import FAN_OUT
-from app.knowledge.facts import FACT_KIND
+from app.facts.policy import FACT_KIND
 from app.knowledge.repository import readable, scope_clause
 from app.knowledge.scopes import Scope
 from app.models.base import table_of

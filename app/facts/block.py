@@ -2,7 +2,7 @@
 Kernel): the valid facts of the session's fact scope best matching the newest user message
 (full-text ranking), then the most important others, within `facts.share` of the budget
 and only in what the layers left free — blocks are dropped before L1 is cut, so the facts
-shrink first and the budget holds. The choice is `app.knowledge.facts.choose_for_context`;
+shrink first and the budget holds. The choice is `app.facts.policy.choose_for_context`;
 this module only reads."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from typing import Any
 
 from app.context.blocks import ContextBlock, OpenDb
 from app.core.tokens import count_text
-from app.knowledge import facts_repository as repo
-from app.knowledge.facts import (
+from app.facts import repository as repo
+from app.facts.extract import fact_scope
+from app.facts.policy import (
     MIN_FACTS_TOKENS,
     FactLine,
     FactsConfig,
     choose_for_context,
     fit_text,
 )
-from app.knowledge.facts_extract import fact_scope
 from app.memory.policy import MemoryConfig
 
 CANDIDATES = 50

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Response
 from app.auth.deps import CallerDep
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
-from app.knowledge import facts_service
-from app.knowledge.facts_extract import Deps
+from app.facts import service as facts_service
+from app.facts.extract import Deps
 from app.knowledge.schemas import ExtractPublic, FactExtractionPublic, MemoryItemHistory
 from app.sessions.deps import SessionDep
 from app.state import StateDep

@@ -13,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
-from app.knowledge import facts_repository as repo
-from app.knowledge.facts import FACT_KIND, FactsConfig
-from app.knowledge.facts_extract import Deps, Outcome
-from app.knowledge.facts_tasks import enqueue_extraction, record, run_once
+from app.facts import repository as repo
+from app.facts.extract import Deps, Outcome
+from app.facts.policy import FACT_KIND, FactsConfig
+from app.facts.tasks import enqueue_extraction, record, run_once
 from app.knowledge.schemas import (
     FactExtractionPublic,
     FactList,

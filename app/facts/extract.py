@@ -29,10 +29,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.knowledge import facts_metrics as metrics
-from app.knowledge import facts_repository as repo
-from app.knowledge import repository as items_repo
-from app.knowledge.facts import (
+from app.facts import metrics, prompts
+from app.facts import repository as repo
+from app.facts.policy import (
     FACT_KIND,
     NEIGHBOURS,
     FactOutputError,
@@ -42,9 +41,9 @@ from app.knowledge.facts import (
     check_candidates,
     plan_operations,
 )
+from app.knowledge import repository as items_repo
 from app.knowledge.scopes import Scope, agent_scope, parse_scope
 from app.knowledge.service import enforce_max_items, token_cost
-from app.llm import facts_prompts as prompts
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
 from app.models.memory_item import MemoryItem
