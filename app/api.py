@@ -8,10 +8,11 @@ a request is matched against every route of the routers before its own. The orde
 the API docs is `TAGS`, not this one.
 """
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
+from app.core.query_params import reject_unknown_query
 from app.facts.router import router as facts_router
 from app.jobs.router import router as jobs_router
 from app.knowledge.router import router as knowledge_router
@@ -51,5 +52,6 @@ TAGS: list[dict[str, str]] = [
 
 
 def include(app: FastAPI) -> None:
+    """Every router under /v1; every route refuses query parameters it does not declare."""
     for router in ROUTERS:
-        app.include_router(router, prefix=PREFIX)
+        app.include_router(router, prefix=PREFIX, dependencies=[Depends(reject_unknown_query)])

@@ -19,6 +19,7 @@ from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.core.request_context import RequestContext
+from app.facts.startup import say_why_facts_wait
 from app.health.metrics import PoolGauges
 from app.health.router import router as health_router
 from app.knowledge import filters
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except Exception as exc:  # a misconfigured LLM: heuristic summaries, BM25 order
             log.warning("LLM client unavailable: %s", exc)
             llm = None
+        say_why_facts_wait(settings, llm)
         state = AppState(
             settings=settings, engine=engine, sessionmaker=create_sessionmaker(engine),
             read_sessionmaker=create_read_sessionmaker(engine), pg=pool, redis=redis,

@@ -7,8 +7,8 @@ here, so nothing depends on which module was imported first:
 - before an append: shared memory offloads large tool results (may rewrite messages);
 - after an append: shared memory records which messages hold data references, memory
   keeps the latest large result in the Kernel (these two, and the before hook, only for
-  the batches they apply to); jobs schedule compression from the append's pressure row
-  (after commit);
+  the batches they apply to); jobs schedule compression from the append's pressure row,
+  and facts their extraction (both after commit);
 - context blocks: the facts block (right after ROM and Kernel), the knowledge block, then
   the learned block (the last is dropped first when the budget is short; all of them
   before L1 is cut).
@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING
 
 from app.context.blocks import BlockProvider
 from app.facts import block as facts_block
+from app.facts.trigger import extraction_trigger
 from app.jobs import hooks as jobs_hooks
 from app.knowledge import blocks as knowledge_blocks
 from app.memory import hooks as memory_hooks
-from app.messages.service import AfterAppend, AppendHooks, BeforeAppend
+from app.messages.service import AfterAppend, AppendHooks, BeforeAppend, all_of
 from app.sessions.service import CreateHook
 from app.shared_memory import offload
 
@@ -48,7 +49,8 @@ def assemble(state: AppState) -> Hooks:
     return Hooks(
         session_created=(memory_hooks.freeze_rom,),
         append=AppendHooks(before=before, after=after,
-                           on_pressure=jobs_hooks.compression_trigger(state)),
+                           on_pressure=all_of(jobs_hooks.compression_trigger(state),
+                                              extraction_trigger(state))),
         context_blocks=(facts_block.facts_provider, knowledge_blocks.knowledge_provider,
                         knowledge_blocks.learned_provider),
     )

@@ -20,7 +20,9 @@ from app.core.config import get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
+from app.facts.startup import say_why_facts_wait
 from app.facts.tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
+from app.jobs.followup import run_after_job
 from app.jobs.lease import end_lease, start_lease
 from app.llm.client import get_llm_client
 from app.memory.tasks import compress_busy_sessions, compress_session
@@ -41,6 +43,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["redis_client"] = create_redis(settings.redis_url)
     ctx["queue"] = Queue(arq_settings(settings.redis_url), settings.queue_name)
     ctx["llm"] = get_llm_client(settings)  # None = heuristic summaries
+    say_why_facts_wait(settings, ctx["llm"])
     ctx["cron_state"] = {}  # per worker start (app.memory.tasks.compress_busy_sessions)
     _start_metrics_server(settings.worker_metrics_port)
 
@@ -116,6 +119,7 @@ class WorkerSettings:
     on_shutdown = shutdown
     on_job_start = start_lease
     on_job_end = end_lease
+    after_job_end = run_after_job  # work asked for while a job ran (app/jobs/followup.py)
     redis_settings = _redis_settings()
     queue_name = get_settings().queue_name
     max_jobs = 10

@@ -8,6 +8,7 @@ from app.context import builder
 from app.context.recall import SwapRecall, recall_config
 from app.context.schemas import ContextRequest
 from app.core.db import transaction
+from app.facts.block import facts_as_of
 from app.memory import repository as memory_repository
 from app.memory.fastload import load_for_context
 from app.state import AppState
@@ -29,7 +30,8 @@ async def build_session_context(state: AppState, caller: Caller, session_id: uui
             assert fast is not None
     session, loaded = fast
     recall = recall_config(session.config, body.recall if body is not None else None)
-    return await builder.build(
-        state.read_sessionmaker, session, loaded, providers=state.hooks.context_blocks,
-        recall=SwapRecall(state, caller.tenant_id, session_id, recall)
-        if recall.enabled else None)
+    with facts_as_of(body.facts_as_of if body is not None else None):
+        return await builder.build(
+            state.read_sessionmaker, session, loaded, providers=state.hooks.context_blocks,
+            recall=SwapRecall(state, caller.tenant_id, session_id, recall)
+            if recall.enabled else None)

@@ -156,8 +156,14 @@ class Settings(BaseSettings):
     facts_job_timeout_seconds: float = Field(default=300.0, gt=0,
                                              alias="LOOM_FACTS_JOB_TIMEOUT_SECONDS")
     facts_wait_seconds: float = Field(default=60.0, gt=0, alias="LOOM_FACTS_WAIT_SECONDS")
-    # messages given to one extraction call (a longer backlog is split into batches)
+    # the rendered prompt of one extraction call (a longer backlog is split into batches)
     facts_input_tokens: int = Field(default=8000, ge=500, alias="LOOM_FACTS_INPUT_TOKENS")
+    # extraction follows the conversation (app/facts/trigger.py, issue 27): at once after
+    # this many new messages, else after this many seconds without one
+    facts_every_messages: int = Field(default=6, ge=1, le=10_000,
+                                      alias="LOOM_FACTS_EVERY_MESSAGES")
+    facts_quiet_seconds: float = Field(default=60.0, ge=0, le=86_400,
+                                       alias="LOOM_FACTS_QUIET_SECONDS")
     facts_max_tokens: int = Field(default=2000, ge=64, alias="LOOM_FACTS_MAX_TOKENS")
     worker_metrics_port: int | None = Field(default=None, ge=0, le=65535,
                                             alias="LOOM_WORKER_METRICS_PORT")

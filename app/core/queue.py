@@ -43,6 +43,28 @@ class Queue:
             self._down_until = time.monotonic() + self.retry_after_seconds
             return False
 
+    async def schedule(self, job_name: str, *args: Any, _job_id: str,
+                       _defer_by: float) -> bool:
+        """Run the job `_defer_by` seconds from now: enqueue it, or move the queued job of
+        that id to that time (a debounce: each call sets the time again). A job already
+        running is left alone (its end looks for work that arrived meanwhile)."""
+        if time.monotonic() < self._down_until:
+            return False
+        try:
+            pool = await self._get_pool()
+            job = await pool.enqueue_job(job_name, *args, _job_id=_job_id,
+                                         _defer_by=_defer_by or None,
+                                         _queue_name=self.queue_name)
+            if job is None:
+                score = int((time.time() + max(0.0, _defer_by)) * 1000)
+                await pool.zadd(self.queue_name, {_job_id: score}, xx=True)
+            return True
+        except Exception as exc:  # Redis down: degrade, never fail the caller
+            log.warning("schedule of %s failed: %s", job_name, type(exc).__name__)
+            self._pool = None
+            self._down_until = time.monotonic() + self.retry_after_seconds
+            return False
+
     async def close(self) -> None:
         if self._pool is not None:
             try:
@@ -50,6 +72,26 @@ class Queue:
             except Exception:
                 pass
             self._pool = None
+
+
+def queue_of(holder: Any) -> Queue | None:
+    """The Queue itself, the queue of an arq ctx, or of a started app."""
+    if isinstance(holder, Queue):
+        return holder
+    if isinstance(holder, dict):
+        return holder.get("queue")
+    loom = getattr(getattr(holder, "state", None), "loom", None)
+    return getattr(loom, "queue", None)
+
+
+async def schedule(holder: Any, job_name: str, *args: Any, _job_id: str,
+                   _defer_by: float) -> bool:
+    """`Queue.schedule` through a Queue, the queue of an arq ctx, or of a started app."""
+    queue = queue_of(holder)
+    if queue is None:
+        log.warning("no queue configured; %s not scheduled", job_name)
+        return False
+    return await queue.schedule(job_name, *args, _job_id=_job_id, _defer_by=_defer_by)
 
 
 async def enqueue(holder: Any, job_name: str, *args: Any, _job_id: str | None = None,

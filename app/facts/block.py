@@ -7,11 +7,16 @@ this module only reads."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import datetime
 from typing import Any
 
 from app.context.blocks import ContextBlock, OpenDb
 from app.core.tokens import count_text
 from app.facts import repository as repo
+from app.facts.asof import read_then
 from app.facts.extract import fact_scope
 from app.facts.policy import (
     MIN_FACTS_TOKENS,
@@ -23,9 +28,25 @@ from app.facts.policy import (
 from app.memory.policy import MemoryConfig
 
 CANDIDATES = 50
+# the context build's `facts_as_of` (providers share one signature; the build sets this)
+_AS_OF: ContextVar[datetime | None] = ContextVar("facts_as_of", default=None)
 
 
-def header(scope: str) -> str:
+@contextmanager
+def facts_as_of(at: datetime | None) -> Iterator[None]:
+    """The facts block of the builds inside shows the facts true at `at` (None: now)."""
+    token = _AS_OF.set(at)
+    try:
+        yield
+    finally:
+        _AS_OF.reset(token)
+
+
+def header(scope: str, as_of: datetime | None = None) -> str:
+    if as_of is not None:
+        return (f"## Facts remembered ({scope}), as of {as_of:%Y-%m-%d %H:%M} UTC\nDurable "
+                "facts from earlier conversations that were true then, each since the date "
+                "shown:")
     return (f"## Facts remembered ({scope})\nDurable facts from earlier conversations, "
             "each true since the date shown:")
 
@@ -45,17 +66,22 @@ async def facts_provider(open_db: OpenDb, session_row: Any,
         return None
     scope = fact_scope(cfg, session_row.agent_id)
     tid, agent = session_row.tenant_id, session_row.agent_id
+    as_of = _AS_OF.get()
     async with open_db() as db:
         query = await repo.newest_user_text(db, tid, session_row.id)
         rows = (await repo.nearest_facts(db, tid, scope, query, limit=CANDIDATES,
-                                         agent_id=agent) if query.strip() else [])
+                                         agent_id=agent, as_of=as_of)
+                if query.strip() else [])
         if len(rows) < CANDIDATES:
             seen = {r.id for r in rows}
             rows += [r for r in await repo.top_facts(db, tid, scope, limit=CANDIDATES,
-                                                     agent_id=agent) if r.id not in seen]
+                                                     agent_id=agent, as_of=as_of)
+                     if r.id not in seen]
+        if as_of is not None:
+            rows = await read_then(db, tid, rows, as_of)
     if not rows:
         return None
-    head = header(str(scope))
+    head = header(str(scope), as_of)
     lines = [fact_line(r.text, r.valid_from) for r in rows]
     ranked = [FactLine(r.id, line, count_text("- " + line)) for r, line in zip(rows, lines,
                                                                              strict=True)]

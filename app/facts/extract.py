@@ -1,52 +1,58 @@
 """Fact extraction: new messages of a session -> two LLM steps -> one transaction.
 
-`run_extraction` loops over batches of the messages after the session's watermark:
+`run_extraction` loops over batches of the messages after the session's watermark (the
+job is started by `app.facts.trigger`: N new messages, T seconds of quiet, or a flush):
 
-1. read (short transaction): the session, its facts config and watermark, and the next
-   batch of messages (at most `LOOM_FACTS_INPUT_TOKENS` tokens);
-2. ask the LLM, outside any transaction: candidate facts of the batch, then (only when some
-   candidate has stored neighbours) a decision per candidate against the closest stored
-   facts of the scope (full-text ranking over item text);
-3. apply (one transaction): re-read the watermark under a row lock (it must not have moved:
-   another run applied this batch -> re-plan), lock the scope and the targeted facts (each
-   must still be valid -> else re-plan), write every operation and its version row, and
-   advance the watermark to the batch's last seq.
+1. read (short transaction): the session, its facts config and watermark, the next
+   messages, and the scope's stored facts that bear on them; the batch is as many
+   messages as keep the *rendered* step-1 prompt within `LOOM_FACTS_INPUT_TOKENS`;
+2. ask the LLM, outside any transaction: candidate facts of the batch (each with a key and
+   maybe an event time), put in time order; then (unless nothing stored could be
+   affected) one decision per candidate against the scope's stored valid facts: all of
+   them when they fit the prompt, else those sharing a candidate's key and the best text
+   matches (`app.facts.timeline.choose_shown`);
+3. apply (one transaction, `app.facts.apply`): re-read the watermark under a row lock (it
+   must not have moved: another run applied this batch -> re-plan), lock the scope and the
+   targeted facts (each must still be valid -> else re-plan), write every operation and
+   its version row, and advance the watermark to the batch's last seq.
 
 A crash before the commit writes nothing of the batch, and the next run reads it again; a
 crash after it never reads it again: no fact is lost or doubled. A model answer that
-cannot be applied raises `FactOutputError` before anything is written.
+cannot be applied raises `FactOutputError` before anything is written. Every LLM call's
+usage is recorded as soon as it returns (a killed attempt's calls count too).
+`run_range` re-runs a failed range (`retry_failed`) without touching the watermark.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.tokens import count_text
 from app.facts import metrics, prompts
 from app.facts import repository as repo
+from app.facts.apply import Candidate, CommitPoint, Proposal, StaleFacts, apply
 from app.facts.policy import (
-    FACT_KIND,
     NEIGHBOURS,
     FactOutputError,
     FactsConfig,
     Operation,
-    Plan,
     check_candidates,
     plan_operations,
 )
-from app.knowledge import repository as items_repo
+from app.facts.timeline import choose_shown, parse_event_time, time_order
+from app.facts.versions import Actor
 from app.knowledge.scopes import Scope, agent_scope, parse_scope
-from app.knowledge.service import enforce_max_items, token_cost
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
-from app.models.memory_item import MemoryItem
 
 log = logging.getLogger("loom.facts")
 
@@ -54,10 +60,9 @@ MAX_BATCHES = 100  # per run; a longer backlog continues in the next run
 MAX_STALE_REPLANS = 5
 _READ_LIMIT = 500  # messages read per batch at most (the token cap usually ends it first)
 _CHARS_PER_TOKEN = 4
-
-
-class StaleFacts(Exception):
-    """The watermark or a targeted fact moved between planning and applying."""
+KNOWN_SHARE = 0.25  # of the cap: stored facts shown in step 1
+SCOPE_FACTS = 500  # stored facts read for the decision step at most
+_JOIN = 1  # tokens a line's newline may add
 
 
 class LeaseLost(Exception):
@@ -72,14 +77,19 @@ class Outcome:
     updated: int = 0
     invalidated: int = 0
     unchanged: int = 0
+    history: int = 0
     llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     watermark: int = 0
     skipped: str | None = None
+    # the batch being worked on (first and last seq): what a final failure marks failed
+    current: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out.pop("current")
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,21 +105,33 @@ def fact_scope(cfg: FactsConfig, agent_id: str) -> Scope:
     return agent_scope(agent_id) if scope.kind == "agent" else scope
 
 
-async def _ask(deps: Deps, outcome: Outcome, step: str, system: str, prompt: str,
-               tool: str, description: str, model: type[BaseModel]) -> Any:
+async def _record_usage(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, calls: int,
+                        input_tokens: int, output_tokens: int) -> None:
+    try:
+        async with deps.sessionmaker() as db:
+            await repo.add_usage(db, tenant_id, session_id, calls=calls,
+                                 input_tokens=input_tokens, output_tokens=output_tokens)
+            await db.commit()
+    except Exception as exc:  # bookkeeping never decides the job's fate
+        log.warning("could not record fact extraction usage: %s", type(exc).__name__)
+
+
+async def _ask(deps: Deps, outcome: Outcome, ids: tuple[uuid.UUID, uuid.UUID], step: str,
+               system: str, prompt: str, tool: str, description: str,
+               model: type[BaseModel]) -> Any:
     assert deps.llm is not None
+    outcome.llm_calls += 1
+    metrics.LLM_CALLS.labels(step=step).inc()
     try:
         answer = await deps.llm.structured(
             system, prompt, tool_name=tool, tool_description=description,
             schema=prompts.tool_schema(model), max_tokens=int(deps.settings.facts_max_tokens))
     except LLMError:  # a call that failed still counts (its tokens are unknown)
-        outcome.llm_calls += 1
-        metrics.LLM_CALLS.labels(step=step).inc()
+        await _record_usage(deps, *ids, 1, 0, 0)
         raise
-    outcome.llm_calls += 1
     outcome.input_tokens += answer.input_tokens
     outcome.output_tokens += answer.output_tokens
-    metrics.LLM_CALLS.labels(step=step).inc()
+    await _record_usage(deps, *ids, 1, answer.input_tokens, answer.output_tokens)
     metrics.LLM_TOKENS.labels(step=step, direction="input").inc(answer.input_tokens)
     metrics.LLM_TOKENS.labels(step=step, direction="output").inc(answer.output_tokens)
     try:
@@ -121,27 +143,48 @@ async def _ask(deps: Deps, outcome: Outcome, step: str, system: str, prompt: str
                               f"{first['msg']})") from None
 
 
-def _batch(rows: list[repo.BatchRow], cap: int) -> list[repo.BatchRow]:
-    out: list[repo.BatchRow] = []
-    used = 0
-    for r in rows:
-        if out and used + r.token_count > cap:
-            break
-        out.append(r)
-        used += r.token_count
-    return out
+def _fixed_tokens(system: str, model: type[BaseModel]) -> int:
+    return count_text(system) + count_text(json.dumps(prompts.tool_schema(model)))
 
 
-def _shown(rows: list[repo.BatchRow], agent_id: str, cap: int) -> list[prompts.BatchMessage]:
+def _shown(rows: list[repo.BatchRow], agent_id: str,
+           cap: int) -> list[tuple[repo.BatchRow, prompts.BatchMessage]]:
     limit = cap * _CHARS_PER_TOKEN
-    return [prompts.BatchMessage(r.seq, prompts.speaker(r.role, r.name, agent_id),
-                                 r.created_at, r.text[:limit])
+    return [(r, prompts.BatchMessage(r.seq, prompts.speaker(r.role, r.name, agent_id),
+                                     r.created_at, r.text[:limit]))
             for r in rows if r.role in ("user", "assistant") and r.text.strip()]
+
+
+def fit_batch(rows: list[repo.BatchRow], agent_id: str, known: list[prompts.ShownFact],
+              cap: int) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage]]:
+    """The longest prefix of `rows` whose rendered step-1 prompt (system, tool schema,
+    stored facts, messages) stays within `cap` tokens (at least one row; a message alone
+    over the cap is cut)."""
+    fixed = _fixed_tokens(prompts.EXTRACT_SYSTEM, prompts.CandidatesOut)
+    shown = _shown(rows, agent_id, cap)
+    by_seq = {r.seq: m for r, m in shown}
+    base = fixed + count_text(prompts.render_batch(
+        [prompts.BatchMessage(0, "user", rows[0].created_at, "")], known))
+    taken: list[repo.BatchRow] = []
+    used = base
+    for r in rows:
+        m = by_seq.get(r.seq)
+        cost = count_text(prompts.message_line(m)) + _JOIN if m is not None else 0
+        if taken and used + cost > cap:
+            break
+        taken.append(r)
+        used += cost
+    messages = [by_seq[r.seq] for r in taken if r.seq in by_seq]
+    if len(messages) == 1 and used > cap:  # one message alone: cut to what fits
+        room = max(1, cap - base) * _CHARS_PER_TOKEN
+        m = messages[0]
+        messages = [dataclasses.replace(m, text=m.text[:room])]
+    return taken, messages
 
 
 def _dedupe(found: list[prompts.CandidateFact]) -> list[prompts.CandidateFact]:
     """One candidate per text (case and spaces ignored): seqs and tags merged, the
-    highest importance kept, placed where it was stated last."""
+    highest importance kept."""
     by_text: dict[str, prompts.CandidateFact] = {}
     for c in found:
         key = " ".join(c.text.lower().split())
@@ -156,189 +199,257 @@ def _dedupe(found: list[prompts.CandidateFact]) -> list[prompts.CandidateFact]:
     return list(by_text.values())
 
 
-@dataclasses.dataclass
-class Proposal:
-    """What one batch would change: candidates, the plan, and when each was stated."""
+def candidates_in_time_order(found: list[prompts.CandidateFact],
+                             rows: list[repo.BatchRow]) -> list[Candidate]:
+    """Candidates with their times (stated: the latest message they cite; valid from: the
+    event time when given), sorted by when they became true."""
+    at = {r.seq: r.created_at for r in rows}
+    out: list[Candidate] = []
+    for i, c in enumerate(_dedupe(found)):
+        stated = max(at[s] for s in c.source_seqs)
+        try:
+            event = parse_event_time(c.valid_from, stated)
+        except ValueError:
+            raise FactOutputError(f"fact {i} has valid_from {c.valid_from!r}, not a date") \
+                from None
+        out.append(Candidate(c.text.strip(), c.key, c.importance, list(c.tags),
+                             sorted(set(c.source_seqs)), event or stated, stated))
+    order = time_order([(c.valid_from, c.stated_at, c.seqs[0]) for c in out])
+    return [out[i] for i in order]
 
-    last_seq: int
-    candidates: list[prompts.CandidateFact]
-    dates: list[datetime]
-    plan: Plan
+
+def _shown_fact(r: Any) -> prompts.ShownFact:
+    return prompts.ShownFact(str(r.id), r.text or "", r.valid_from, r.fact_key, r.stated_at)
+
+
+async def _known(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, agent_id: str,
+                 rows: list[repo.BatchRow], cap: int) -> list[prompts.ShownFact]:
+    """Stored facts bearing on the messages (best text matches), within KNOWN_SHARE of the
+    cap, for step 1."""
+    text = " ".join(r.text for r in rows if r.role == "user")[: cap * _CHARS_PER_TOKEN]
+    if not text.strip():
+        return []
+    found = await repo.nearest_facts(db, tenant_id, scope, text, limit=50, agent_id=agent_id)
+    out: list[prompts.ShownFact] = []
+    used = 0
+    for r in found:
+        f = _shown_fact(r)
+        cost = count_text(prompts.stored_line(f, with_id=False)) + _JOIN
+        if used + cost > cap * KNOWN_SHARE:
+            break
+        out.append(f)
+        used += cost
+    return out
+
+
+async def _stored_for_decision(deps: Deps, tenant_id: uuid.UUID, scope: Scope,
+                               agent_id: str, cands: list[Candidate],
+                               budget: int) -> list[prompts.ShownFact]:
+    async with deps.sessionmaker() as db:
+        every = await repo.top_facts(db, tenant_id, scope, limit=SCOPE_FACTS,
+                                     agent_id=agent_id)
+        facts = {str(r.id): _shown_fact(r) for r in every}
+        tokens = {i: count_text(prompts.stored_line(f)) + _JOIN for i, f in facts.items()}
+        keys = {c.key for c in cands if c.key}
+        same_key = [i for i, f in facts.items() if f.key in keys]
+        ranked: list[list[str]] = []
+        if sum(tokens.values()) > budget:
+            for c in cands:
+                near = await repo.nearest_facts(db, tenant_id, scope, c.text,
+                                                limit=NEIGHBOURS, agent_id=agent_id)
+                for r in near:
+                    facts.setdefault(str(r.id), _shown_fact(r))
+                    tokens.setdefault(str(r.id), count_text(prompts.stored_line(
+                        facts[str(r.id)])) + _JOIN)
+                ranked.append([str(r.id) for r in near])
+        await db.rollback()
+    chosen = choose_shown(list(facts), tokens, budget, same_key, ranked)
+    return [facts[i] for i in chosen]
+
+
+def _new_facts(cands: list[Candidate], session_id: uuid.UUID) -> list[prompts.NewFact]:
+    return [prompts.NewFact(c.text, c.key, c.valid_from, c.stated_at, str(session_id), c.seqs)
+            for c in cands]
 
 
 async def propose(deps: Deps, outcome: Outcome, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                  info: repo.SessionFacts, scope: Scope,
-                  rows: list[repo.BatchRow]) -> Proposal:
+                  info: repo.SessionFacts, scope: Scope, rows: list[repo.BatchRow],
+                  messages: list[prompts.BatchMessage],
+                  known: list[prompts.ShownFact]) -> Proposal:
     """Steps 1 and 2 for one batch (LLM calls; no write)."""
     cap = int(deps.settings.facts_input_tokens)
-    shown = _shown(rows, info.agent_id, cap)
-    last = rows[-1].seq
-    if not shown:
-        return Proposal(last, [], [], Plan())
-    found = await _ask(deps, outcome, "extract", prompts.EXTRACT_SYSTEM,
-                       prompts.render_batch(shown), prompts.EXTRACT_TOOL,
+    ids = (tenant_id, session_id)
+    first, last = rows[0].seq, rows[-1].seq
+    if not messages:
+        return Proposal(first, last, [], ())
+    found = await _ask(deps, outcome, ids, "extract", prompts.EXTRACT_SYSTEM,
+                       prompts.render_batch(messages, known), prompts.EXTRACT_TOOL,
                        prompts.EXTRACT_TOOL_DESCRIPTION, prompts.CandidatesOut)
     check_candidates(found.facts, {r.seq for r in rows})
-    candidates = _dedupe(found.facts)
-    if not candidates:
-        return Proposal(last, [], [], Plan())
-    at = {r.seq: r.created_at for r in rows}
-    dates = [max(at[s] for s in c.source_seqs) for c in candidates]
+    cands = candidates_in_time_order(found.facts, rows)
+    if not cands:
+        return Proposal(first, last, [], ())
+    news = _new_facts(cands, session_id)
+    budget = cap - _fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut) - count_text(
+        prompts.render_decisions(news, []))
+    stored = await _stored_for_decision(deps, tenant_id, scope, info.agent_id, cands,
+                                        max(0, budget))
+    keys = [c.key for c in cands if c.key]
+    if not stored and len(set(keys)) == len(keys):  # nothing could be affected: all new
+        return Proposal(first, last, cands, tuple(Operation("add", i)
+                                                  for i in range(len(cands))))
+    decided = await _ask(deps, outcome, ids, "decide", prompts.DECIDE_SYSTEM,
+                         prompts.render_decisions(news, stored), prompts.DECIDE_TOOL,
+                         prompts.DECIDE_TOOL_DESCRIPTION, prompts.DecisionsOut)
+    shown = {f.id for f in stored}
+    plan = plan_operations(decided.decisions, len(cands), [shown] * len(cands))
+    return Proposal(first, last, cands, plan.operations, plan.unchanged)
+
+
+async def _read_batch(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                      info: repo.SessionFacts, scope: Scope, after: int, upto: int
+                      ) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage],
+                                 list[prompts.ShownFact]]:
+    cap = int(deps.settings.facts_input_tokens)
     async with deps.sessionmaker() as db:
-        near = [await repo.nearest_facts(db, tenant_id, scope, c.text, limit=NEIGHBOURS,
-                                         agent_id=info.agent_id) for c in candidates]
+        rows = await repo.messages_after(db, tenant_id, session_id, after=after, upto=upto,
+                                         limit=_READ_LIMIT)
+        if not rows:
+            await db.rollback()
+            return [], [], []
+        known = await _known(db, tenant_id, scope, info.agent_id, rows, cap)
         await db.rollback()
-    shown_facts = [[prompts.ShownFact(str(r.id), r.text or "", r.valid_from) for r in rs]
-                   for rs in near]
-    ids = [{f.id for f in fs} for fs in shown_facts]
-    if not any(ids):  # nothing stored is close: every candidate is new (no second call)
-        plan = Plan(tuple(Operation("add", i) for i in range(len(candidates))))
-    else:
-        decided = await _ask(deps, outcome, "decide", prompts.DECIDE_SYSTEM,
-                             prompts.render_decisions(candidates, shown_facts, dates),
-                             prompts.DECIDE_TOOL, prompts.DECIDE_TOOL_DESCRIPTION,
-                             prompts.DecisionsOut)
-        plan = plan_operations(decided.decisions, len(candidates), ids)
-    return Proposal(last, candidates, dates, plan)
+    taken, messages = fit_batch(rows, info.agent_id, known, cap)
+    return taken, messages, known
 
 
-def _new_fact(tenant_id: uuid.UUID, session_id: uuid.UUID, scope: Scope,
-              cand: prompts.CandidateFact, when: datetime) -> MemoryItem:
-    text = cand.text.strip()
-    now = datetime.now(UTC)
-    return MemoryItem(
-        id=uuid.uuid4(), tenant_id=tenant_id, scope_kind=scope.kind,
-        scope_id=scope.storage_id, kind=FACT_KIND, source=f"session:{session_id}",
-        tags=list(dict.fromkeys(cand.tags)), importance=cand.importance, text=text,
-        payload=None, token_cost=token_cost(FACT_KIND, text, None), created_at=now,
-        updated_at=now, valid_from=when, source_session_id=session_id,
-        source_seqs=sorted(set(cand.source_seqs)), version=1)
+def _count(outcome: Outcome, proposal: Proposal, applied: Any) -> None:
+    metrics.MESSAGES.inc(proposal.last_seq - proposal.first_seq + 1)
+    outcome.batches += 1
+    outcome.added += applied.added
+    outcome.updated += applied.updated
+    outcome.invalidated += applied.invalidated
+    outcome.unchanged += applied.unchanged
+    outcome.history += applied.history
 
 
-async def apply(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                scope: Scope, expected_watermark: int, proposal: Proposal, *,
-                max_items: int) -> dict[str, int]:
-    """Write one batch's operations and advance the watermark (the caller commits)."""
-    await repo.ensure_state(db, tenant_id, session_id)
-    state = await repo.get_state(db, tenant_id, session_id, for_update=True)
-    assert state is not None
-    if state.watermark_seq != expected_watermark:
-        raise StaleFacts("the watermark moved")
-    ops = proposal.plan.operations
-    if ops:
-        await items_repo.lock_scope(db, tenant_id, scope)
-    targets = await repo.lock_targets(
-        db, tenant_id, [uuid.UUID(o.target) for o in ops if o.target is not None])
-    for o in ops:
-        if o.target is None:
-            continue
-        t = targets.get(uuid.UUID(o.target))
-        if (t is None or t.invalid_at is not None or t.kind != FACT_KIND
-                or (t.scope_kind, t.scope_id) != (scope.kind, scope.storage_id)):
-            raise StaleFacts(f"fact {o.target} changed meanwhile")
-    now = datetime.now(UTC)
-    # a stored fact targeted by several candidates: each applies to it as the one before
-    # left it (an INVALIDATE hands it on to the fact that replaced it)
-    current: dict[uuid.UUID, MemoryItem] = dict(targets)
-    for o in ops:
-        cand, when = proposal.candidates[o.candidate], proposal.dates[o.candidate]
-        if o.op == "update":
-            t = current[uuid.UUID(o.target or "")]
-            text = (o.text or cand.text).strip()
-            t.text, t.token_cost = text, token_cost(FACT_KIND, text, None)
-            t.importance = cand.importance
-            t.tags = list(dict.fromkeys([*(t.tags or []), *cand.tags]))
-            t.source_session_id, t.source_seqs = session_id, sorted(set(cand.source_seqs))
-            t.version += 1
-            t.updated_at = now
-            await db.flush()
-            await repo.add_version(db, t, "update", reason=f"restated in msg "
-                                   f"{', '.join(map(str, t.source_seqs))}")
-            continue
-        item = _new_fact(tenant_id, session_id, scope, cand, when)
-        db.add(item)
-        await db.flush()
-        await repo.add_version(db, item, "add")
-        if o.op == "invalidate":
-            key = uuid.UUID(o.target or "")
-            t = current[key]
-            current[key] = item
-            t.invalid_at, t.superseded_by = max(when, t.valid_from or when), item.id
-            t.version += 1
-            t.updated_at = now
-            await db.flush()
-            await repo.add_version(db, t, "invalidate", reason=(
-                f"contradicted by msg {', '.join(map(str, item.source_seqs))} "
-                f"(fact {item.id})"))
-    if scope.kind == "project" and any(o.op != "update" for o in ops):
-        await enforce_max_items(db, tenant_id, scope, max_items)
-    await repo.advance(db, tenant_id, session_id, proposal.last_seq)
-    counts = proposal.plan.counts
-    for op, n in counts.items():
-        if n and op != "none":
-            metrics.OPERATIONS.labels(op=op).inc(n)
-    return counts
+def _watermark_point(tenant_id: uuid.UUID, session_id: uuid.UUID, expected: int,
+                     last_seq: int) -> CommitPoint:
+    async def check_and_advance(db: AsyncSession) -> None:
+        await repo.ensure_state(db, tenant_id, session_id)
+        state = await repo.get_state(db, tenant_id, session_id, for_update=True)
+        assert state is not None
+        if state.watermark_seq != expected:
+            raise StaleFacts("the watermark moved")
+        await repo.advance(db, tenant_id, session_id, last_seq)
+
+    return check_and_advance
+
+
+async def _apply(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, scope: Scope,
+                 agent_id: str, proposal: Proposal, point: CommitPoint) -> Any:
+    async with deps.sessionmaker() as db:
+        applied = await apply(db, tenant_id, session_id, scope, proposal, point,
+                              actor=Actor("extraction", None, agent_id),
+                              max_items=int(deps.settings.knowledge_max_items))
+        await db.commit()
+    return applied
 
 
 async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                         force: bool, lease_lost: Callable[[], bool] = lambda: False,
+                         lease_lost: Callable[[], bool] = lambda: False,
                          outcome: Outcome | None = None) -> Outcome:
-    """Extract batch after batch until the messages due are read (see module doc).
-
-    `force` (an explicit extract) reads up to the newest message, whatever their number;
-    otherwise (after a compression) only the messages that left L1, and only once at least
-    `min_batch` of them are new. `outcome` is filled as it goes (LLM usage counts even
-    when a later step fails)."""
+    """Extract batch after batch until every message is read (see module doc). `outcome`
+    is filled as it goes (LLM usage counts even when a later step fails)."""
     outcome = outcome if outcome is not None else Outcome()
     stale = 0
-    cap = int(deps.settings.facts_input_tokens)
     for _ in range(MAX_BATCHES):
         async with deps.sessionmaker() as db:
             info = await repo.session_facts(db, tenant_id, session_id)
-            if info is None:
-                return outcome
-            cfg = FactsConfig.from_stored(info.config.get("facts"))
-            outcome.watermark = info.watermark
-            if not cfg.enabled:
-                outcome.skipped = outcome.skipped or "disabled"
-                return outcome
-            upto = info.last_seq if force else (info.l1_start_seq or 1) - 1
-            due = upto - info.watermark
-            if due <= 0:
-                return outcome
-            if not force and outcome.batches == 0 and due < cfg.min_batch:
-                outcome.skipped = "below_min_batch"
-                return outcome
-            rows = _batch(await repo.messages_after(
-                db, tenant_id, session_id, after=info.watermark, upto=upto,
-                limit=_READ_LIMIT), cap)
             await db.rollback()
-        if not rows:
+        if info is None:
+            return outcome
+        cfg = FactsConfig.from_stored(info.config.get("facts"))
+        outcome.watermark = info.watermark
+        if not cfg.enabled:
+            outcome.skipped = outcome.skipped or "disabled"
+            return outcome
+        if info.last_seq <= info.watermark:
             return outcome
         scope = fact_scope(cfg, info.agent_id)
-        proposal = await propose(deps, outcome, tenant_id, session_id, info, scope, rows)
+        rows, messages, known = await _read_batch(deps, tenant_id, session_id, info, scope,
+                                                  info.watermark, info.last_seq)
+        if not rows:
+            return outcome
+        outcome.current = (rows[0].seq, rows[-1].seq)
+        proposal = await propose(deps, outcome, tenant_id, session_id, info, scope, rows,
+                                 messages, known)
         if lease_lost():
             raise LeaseLost
-        async with deps.sessionmaker() as db:
-            try:
-                counts = await apply(db, tenant_id, session_id, scope, info.watermark,
-                                     proposal,
-                                     max_items=int(deps.settings.knowledge_max_items))
-                await db.commit()
-            except StaleFacts as exc:
-                await db.rollback()
-                stale += 1
-                if stale > MAX_STALE_REPLANS:
-                    raise
-                log.info("facts of %s moved during extraction (%s); re-planning",
-                         session_id, exc)
-                continue
-        metrics.MESSAGES.inc(len(rows))
-        outcome.batches += 1
-        outcome.messages += len(rows)
+        try:
+            applied = await _apply(deps, tenant_id, session_id, scope, info.agent_id, proposal,
+                                   _watermark_point(tenant_id, session_id, info.watermark,
+                                                    proposal.last_seq))
+        except StaleFacts as exc:
+            stale += 1
+            if stale > MAX_STALE_REPLANS:
+                raise
+            log.info("facts of %s moved during extraction (%s); re-planning", session_id, exc)
+            continue
+        outcome.current = None
         outcome.watermark = proposal.last_seq
-        outcome.added += counts["add"]  # an INVALIDATE adds its successor too
-        outcome.updated += counts["update"]
-        outcome.invalidated += counts["invalidate"]
-        outcome.unchanged += counts["none"]
+        outcome.messages += len(rows)
+        _count(outcome, proposal, applied)
     return outcome
+
+
+def _range_point(tenant_id: uuid.UUID, session_id: uuid.UUID, first: int,
+                 last_seq: int) -> CommitPoint:
+    """A failed range's batch: the range must still start at `first`; it then starts after
+    the batch (and is gone once read)."""
+    async def check_and_shrink(db: AsyncSession) -> None:
+        state = await repo.get_state(db, tenant_id, session_id, for_update=True)
+        ranges = list(state.failed_ranges or []) if state is not None else []
+        match = [r for r in ranges if int(r["first_seq"]) == first]
+        if not match:
+            raise StaleFacts("the failed range moved")
+        r = match[0]
+        rest = [x for x in ranges if x is not r]
+        if last_seq < int(r["last_seq"]):
+            rest.append({**r, "first_seq": last_seq + 1})
+        await repo.set_failed_ranges(db, tenant_id, session_id,
+                                     sorted(rest, key=lambda x: int(x["first_seq"])))
+
+    return check_and_shrink
+
+
+async def run_range(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, first: int,
+                    last: int, outcome: Outcome) -> Outcome:
+    """Re-run a failed range (batch after batch); older statements apply as history."""
+    start = first
+    while start <= last:
+        async with deps.sessionmaker() as db:
+            info = await repo.session_facts(db, tenant_id, session_id)
+            await db.rollback()
+        if info is None:
+            return outcome
+        cfg = FactsConfig.from_stored(info.config.get("facts"))
+        scope = fact_scope(cfg, info.agent_id)
+        rows, messages, known = await _read_batch(deps, tenant_id, session_id, info, scope,
+                                                  start - 1, last)
+        if not rows:
+            return outcome
+        outcome.current = (rows[0].seq, rows[-1].seq)
+        proposal = await propose(deps, outcome, tenant_id, session_id, info, scope, rows,
+                                 messages, known)
+        applied = await _apply(deps, tenant_id, session_id, scope, info.agent_id, proposal,
+                               _range_point(tenant_id, session_id, start, proposal.last_seq))
+        outcome.current = None
+        outcome.messages += len(rows)
+        _count(outcome, proposal, applied)
+        start = proposal.last_seq + 1
+    return outcome
+
+
+def stated_range(first: int, last: int, error: str, at: datetime) -> dict[str, Any]:
+    return {"first_seq": first, "last_seq": last, "error": error[:300], "at": at.isoformat()}

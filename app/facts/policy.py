@@ -3,11 +3,13 @@
 - `FactsConfig`: a session's (or agent profile's) `facts` settings.
 - `check_candidates` / `plan_operations`: the model's two answers turned into a list of
   operations, or `FactOutputError` when anything in them is unusable (a seq outside the
-  batch, a decision for an unknown candidate, an id that was not shown with the
-  candidate, a candidate decided twice or never). One bad decision rejects the whole
-  answer: a job writes all of a batch or nothing. Operations come in candidate (message)
-  order; two candidates of one batch may target the same stored fact (a preference changed
-  twice): the later one then applies to the fact as the earlier one left it.
+  batch, a decision for an unknown candidate, an id that was not shown, a candidate
+  decided twice or never). One bad decision rejects the whole answer: a job writes all of
+  a batch or nothing. Candidates are numbered in time order (`time_order`) and operations
+  apply in that order; a candidate may target an earlier candidate of its batch
+  (`new-<j>`, j smaller), so a batch holding "lives in Paris" then "moved to Berlin"
+  records both, as two batches would. Two candidates may target the same stored fact (a
+  preference changed twice): the later one applies to the fact as the earlier one left it.
 - `choose_for_context`: which facts fit the context's share, best match first.
 """
 
@@ -20,10 +22,11 @@ from typing import Any, Literal
 
 DEFAULT_SHARE = 0.05
 MAX_SHARE = 0.5
-DEFAULT_MIN_BATCH = 10
+DEFAULT_MIN_BATCH = 6  # LOOM_FACTS_EVERY_MESSAGES's default
 MAX_MIN_BATCH = 10_000
-# Stored facts shown per candidate in the decision step.
-NEIGHBOURS = 5
+# Stored facts found by text per candidate when the scope's facts do not all fit the prompt.
+NEIGHBOURS = 8
+NEW_PREFIX = "new-"  # a decision's target naming an earlier candidate of the same batch
 # Below this many tokens the facts block could not hold its header and one fact.
 MIN_FACTS_TOKENS = 16
 FACT_KIND = "fact"
@@ -36,18 +39,18 @@ class FactOutputError(ValueError):
 @dataclass(frozen=True, slots=True)
 class FactsConfig:
     """`enabled`, the `scope` facts are kept in (`agent`, `global`, `task/<id>`,
-    `project/<id>`), the context `share`, and `min_batch` (new messages that make an
-    extraction after a compression worth its LLM calls)."""
+    `project/<id>`), the context `share`, and `min_batch` (new messages that start an
+    extraction at once; None: `LOOM_FACTS_EVERY_MESSAGES`)."""
 
     enabled: bool = False
     scope: str = "agent"
     share: float = DEFAULT_SHARE
-    min_batch: int = DEFAULT_MIN_BATCH
+    min_batch: int | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.share) and 0 <= self.share <= MAX_SHARE):
             raise ValueError(f"share must be in [0, {MAX_SHARE}]")
-        if not 1 <= self.min_batch <= MAX_MIN_BATCH:
+        if self.min_batch is not None and not 1 <= self.min_batch <= MAX_MIN_BATCH:
             raise ValueError(f"min_batch must be between 1 and {MAX_MIN_BATCH}")
 
     @classmethod
@@ -58,7 +61,11 @@ class FactsConfig:
         return cls(enabled=bool(stored.get("enabled", False)),
                    scope=str(stored.get("scope") or "agent"),
                    share=float(stored.get("share", DEFAULT_SHARE)),
-                   min_batch=int(stored.get("min_batch") or DEFAULT_MIN_BATCH))
+                   min_batch=int(stored["min_batch"]) if stored.get("min_batch") else None)
+
+    def every(self, default: int) -> int:
+        """New messages that start an extraction at once."""
+        return self.min_batch or default
 
     def tokens(self, budget: int, free: int) -> int:
         """Tokens the facts block may use: its share of the budget, within what is free."""
@@ -77,13 +84,15 @@ def check_candidates(candidates: Sequence[Any], batch_seqs: set[int]) -> None:
             raise FactOutputError(f"fact {i} is empty")
 
 
-OpName = Literal["add", "update", "invalidate"]
+OpName = Literal["add", "update", "invalidate", "confirm"]
 
 
 @dataclass(frozen=True, slots=True)
 class Operation:
     """One change: `add` the candidate; `update` target's text (to `text`); `invalidate`
-    target and add the candidate as its successor."""
+    target and add the candidate as its successor; `confirm` (a NONE naming the fact that
+    already says it): the candidate's messages join the target's provenance. `target` is
+    a stored fact's id or `new-<j>` (candidate j of the batch)."""
 
     op: OpName
     candidate: int
@@ -94,19 +103,36 @@ class Operation:
 @dataclass(frozen=True, slots=True)
 class Plan:
     operations: tuple[Operation, ...] = ()
-    unchanged: int = 0  # NONE decisions
+    unchanged: int = 0  # NONE decisions (with or without a target)
 
     @property
     def counts(self) -> dict[str, int]:
         out = {"add": 0, "update": 0, "invalidate": 0, "none": self.unchanged}
         for o in self.operations:
-            out[o.op] += 1
+            if o.op != "confirm":
+                out[o.op] += 1
         return out
+
+
+def new_ref(j: int) -> str:
+    return f"{NEW_PREFIX}{j}"
+
+
+def earlier_candidate(target: str, i: int) -> int | None:
+    """j of a `new-<j>` target when j < i, else None."""
+    if not target.startswith(NEW_PREFIX):
+        return None
+    raw = target[len(NEW_PREFIX):]
+    if not raw.isdigit() or int(raw) >= i:
+        return None
+    return int(raw)
 
 
 def plan_operations(decisions: Sequence[Any], n_candidates: int,
                     shown: Sequence[set[str]]) -> Plan:
-    """The decisions as operations, checked against what was asked (see module doc)."""
+    """The decisions as operations, checked against what was asked (see module doc):
+    `shown[i]` holds the stored ids shown to candidate i; `new-<j>` (j < i) names an
+    earlier candidate of the batch."""
     seen: set[int] = set()
     ops: list[Operation] = []
     unchanged = 0
@@ -117,14 +143,17 @@ def plan_operations(decisions: Sequence[Any], n_candidates: int,
         if i in seen:
             raise FactOutputError(f"fact {i} decided twice")
         seen.add(i)
+        target = (d.target_id or "").strip().lower()
+        known = target in shown[i] or earlier_candidate(target, i) is not None
         if d.op == "NONE":
             unchanged += 1
+            if target and known:
+                ops.append(Operation("confirm", i, target))
             continue
         if d.op == "ADD":
             ops.append(Operation("add", i))
             continue
-        target = (d.target_id or "").strip().lower()
-        if target not in shown[i]:
+        if not known:
             raise FactOutputError(f"{d.op} of fact {i} names id {d.target_id!r}, which was not "
                                   "shown with it")
         if d.op == "UPDATE":

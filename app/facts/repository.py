@@ -1,5 +1,6 @@
-"""SQL of durable facts: nearest facts by full text, versions, extraction state, the
-messages of a batch. Every statement names `tenant_id`; callers commit."""
+"""SQL of durable facts: nearest facts by full text, the scope's facts, validity at a time,
+extraction state, the messages of a batch. Every statement names `tenant_id`; callers
+commit. Version rows: `app.facts.versions`."""
 
 from __future__ import annotations
 
@@ -16,16 +17,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.partitions import FAN_OUT
 from app.facts.policy import FACT_KIND
+from app.facts.versions import V
 from app.knowledge.repository import readable, scope_clause
 from app.knowledge.scopes import Scope
 from app.models.base import table_of
-from app.models.fact import FactExtraction, MemoryItemVersion
+from app.models.fact import FactExtraction
 from app.models.memory_item import MemoryItem
 from app.search import bm25
 
 M = table_of(MemoryItem).c
-V = table_of(MemoryItemVersion)
 X = table_of(FactExtraction)
+# a query word in more than this share of the scope's facts is one of its stop words
+# ("user" in a scope of facts about the user): it says nothing about which fact matches
+STOP_SHARE = 0.5
+STOP_MIN_FACTS = 6
 
 MAX_ERROR_CHARS = 500
 # the expression of ix_memory_items_text_fts (the planner matches it literally)
@@ -53,21 +58,41 @@ def _tfs(hits: str | None) -> dict[str, int]:
             for m in _ENTRY.finditer(hits or "")}
 
 
+def first_valid_from() -> sa.ColumnElement[Any]:
+    """When an item first took effect: its earliest version's `valid_from`, else its own,
+    else its creation."""
+    earliest = (sa.select(sa.func.min(V.c.valid_from))
+                .where(V.c.tenant_id == M.tenant_id, V.c.item_id == M.id)
+                .scalar_subquery())
+    return sa.func.coalesce(sa.func.least(M.valid_from, earliest), M.created_at)
+
+
+def valid_at(at: datetime) -> sa.ColumnElement[bool]:
+    """Items true at `at` (world time): taken effect by then and not invalid yet."""
+    return sa.and_(first_valid_from() <= at, sa.or_(M.invalid_at.is_(None), M.invalid_at > at))
+
+
 async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, text: str, *,
                         limit: int, agent_id: str | None,
-                        include_invalidated: bool = False) -> list[Any]:
+                        include_invalidated: bool = False,
+                        as_of: datetime | None = None) -> list[Any]:
     """The facts of `scope` best matching `text`, ranked as messages are (BM25 of
     `app.search.bm25`: N, avgdl and n(t) over the scope's facts; a fact is one document,
     with no conversation around it), then importance, newest; valid ones only unless
-    `include_invalidated`. The text index finds the facts holding any of the words."""
+    `include_invalidated` (with `as_of`: those true then). The text index finds the facts
+    holding any of the words. The scope's own stop words (a word in most of its facts, as
+    "user" is) are left out of the query once the scope has a few facts."""
     q = _or_query(text)
     lexemes = sa.func.tsvector_to_array(
         sa.func.to_tsvector(sa.literal_column("'english'::regconfig"), text))
     hits = sa.cast(sa.func.ts_filter(sa.func.setweight(_VECTOR, sa.literal_column("'A'"),
                                                        lexemes),
                                      sa.literal_column("'{a}'::\"char\"[]")), sa.Text)
-    in_scope = (*readable(tenant_id, agent_id, include_invalidated=include_invalidated),
+    in_scope = (*readable(tenant_id, agent_id,
+                          include_invalidated=include_invalidated or as_of is not None),
                 scope_clause(scope), M.kind == FACT_KIND)
+    if as_of is not None and not include_invalidated:
+        in_scope = (*in_scope, valid_at(as_of))
     stats = (await db.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(_LENGTH), 0))
                               .where(*in_scope, _LENGTH > 0))).one()
     n_docs, total = int(stats[0]), int(stats[1])
@@ -79,10 +104,14 @@ async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, te
     avgdl = total / n_docs
     tfs = [_tfs(r.hits) for r in rows]
     params = bm25.BM25Params()
-    idfs = {t: bm25.idf(n_docs, sum(1 for tf in tfs if t in tf))
-            for t in {t for tf in tfs for t in tf}}
-    scored = [(sum(bm25.term_score(n, r.dl, avgdl, idfs[t], params) for t, n in tf.items()), r)
+    dfs = {t: sum(1 for tf in tfs if t in tf) for t in {t for tf in tfs for t in tf}}
+    stop = ({t for t, n in dfs.items() if n > STOP_SHARE * n_docs}
+            if n_docs >= STOP_MIN_FACTS else set())
+    idfs = {t: bm25.idf(n_docs, n) for t, n in dfs.items() if t not in stop}
+    scored = [(sum(bm25.term_score(n, r.dl, avgdl, idfs[t], params) for t, n in tf.items()
+                   if t in idfs), r)
               for r, tf in zip(rows, tfs, strict=True)]
+    scored = [(score, r) for score, r in scored if score > 0]
     scored.sort(key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(),
                                str(p[1].id)))
     return [_Ranked(r, score) for score, r in scored[:limit]]
@@ -108,24 +137,6 @@ async def lock_targets(db: AsyncSession, tenant_id: uuid.UUID,
     rows = await db.execute(sa.select(MemoryItem).where(
         M.tenant_id == tenant_id, M.id.in_(list(ids))).with_for_update())
     return {r.id: r for r in rows.scalars()}
-
-
-async def add_version(db: AsyncSession, item: MemoryItem, change: str,
-                      reason: str | None = None) -> None:
-    """Record `item` as it is now as its version `item.version`."""
-    await db.execute(insert(V).values(
-        tenant_id=item.tenant_id, item_id=item.id, version=item.version, text=item.text,
-        importance=item.importance, tags=list(item.tags or []), valid_from=item.valid_from,
-        invalid_at=item.invalid_at, superseded_by=item.superseded_by,
-        source_session_id=item.source_session_id, source_seqs=list(item.source_seqs or []),
-        change=change, reason=reason, changed_at=sa.func.now()))
-
-
-async def versions(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> list[Any]:
-    rows = await db.execute(sa.select(V).where(V.c.tenant_id == tenant_id,
-                                               V.c.item_id == item_id)
-                            .order_by(V.c.version))
-    return list(rows.all())
 
 
 async def superseded(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
@@ -189,10 +200,13 @@ async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
 
 async def add_usage(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
                     calls: int, input_tokens: int, output_tokens: int) -> None:
-    await db.execute(sa.update(X).where(X.c.tenant_id == tenant_id,
-                                        X.c.session_id == session_id).values(
-        llm_calls=X.c.llm_calls + calls, llm_input_tokens=X.c.llm_input_tokens + input_tokens,
-        llm_output_tokens=X.c.llm_output_tokens + output_tokens))
+    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, llm_calls=calls,
+                            llm_input_tokens=input_tokens, llm_output_tokens=output_tokens)
+    await db.execute(stmt.on_conflict_do_update(
+        index_elements=[X.c.tenant_id, X.c.session_id],
+        set_={"llm_calls": X.c.llm_calls + calls,
+              "llm_input_tokens": X.c.llm_input_tokens + input_tokens,
+              "llm_output_tokens": X.c.llm_output_tokens + output_tokens}))
 
 
 async def advance(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
@@ -200,6 +214,19 @@ async def advance(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
     await db.execute(sa.update(X).where(X.c.tenant_id == tenant_id,
                                         X.c.session_id == session_id).values(
         watermark_seq=watermark, updated_at=sa.func.now()))
+
+
+async def set_failed_ranges(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                            ranges: list[dict[str, Any]]) -> None:
+    await db.execute(sa.update(X).where(X.c.tenant_id == tenant_id,
+                                        X.c.session_id == session_id).values(
+        failed_ranges=ranges, updated_at=sa.func.now()))
+
+
+async def watermark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
+    row = (await db.execute(sa.select(X.c.watermark_seq).where(
+        X.c.tenant_id == tenant_id, X.c.session_id == session_id))).first()
+    return int(row[0]) if row is not None else 0
 
 
 # --- the session and its messages --------------------------------------------------------
@@ -274,12 +301,23 @@ async def newest_user_text(db: AsyncSession, tenant_id: uuid.UUID,
 
 
 async def top_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, *, limit: int,
-                    agent_id: str | None) -> list[Any]:
-    """The scope's valid facts, most important (then newest) first."""
-    stmt = (sa.select(*M).where(*readable(tenant_id, agent_id, include_invalidated=False),
-                                scope_clause(scope), M.kind == FACT_KIND)
+                    agent_id: str | None, as_of: datetime | None = None) -> list[Any]:
+    """The scope's valid facts (with `as_of`: those true then), most important (then
+    newest) first."""
+    valid = ([valid_at(as_of)] if as_of is not None else [])
+    stmt = (sa.select(*M).where(*readable(tenant_id, agent_id,
+                                          include_invalidated=as_of is not None),
+                                *valid, scope_clause(scope), M.kind == FACT_KIND)
             .order_by(M.importance.desc(), M.created_at.desc(), M.id).limit(limit))
     return list((await db.execute(stmt)).all())
+
+
+async def predecessors(db: AsyncSession, tenant_id: uuid.UUID,
+                       item_id: uuid.UUID) -> list[MemoryItem]:
+    """The facts `item_id` replaced, row-locked (an older statement may cut them)."""
+    rows = await db.execute(sa.select(MemoryItem).where(
+        M.tenant_id == tenant_id, M.superseded_by == item_id).with_for_update())
+    return list(rows.scalars())
 
 
 async def stale_extractions(db: AsyncSession, *, pending_before: datetime,

@@ -35,20 +35,37 @@ async def get(db: AsyncSession, tenant_id: uuid.UUID,
 
 async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                        job_id: str, error: str | None = None) -> None:
-    """Queued (or waiting for the queue). A running job keeps its `running` status: the
-    queue deduplicates per session and the running job re-plans before it ends."""
+    """Queued (or waiting for the queue). A running job keeps its `running` status (the
+    queue deduplicates per session) but the ask is kept in `enqueued_at`: the job enqueues
+    itself again once it has ended (`app.memory.tasks.requeue_if_asked`)."""
     now = sa.func.now()
     stmt = insert(_T).values(session_id=session_id, tenant_id=tenant_id, status="pending",
                              job_id=job_id, attempts=0, enqueued_at=now, updated_at=now,
                              last_error=_clip(error))
-    update: dict[str, object] = {"status": "pending", "job_id": job_id, "enqueued_at": now,
-                                 "updated_at": now}
+    running = _T.c.status == "running"
+    update: dict[str, object] = {
+        "status": sa.case((running, _T.c.status), else_=sa.literal("pending")),
+        "job_id": job_id, "enqueued_at": sa.func.clock_timestamp(),
+        "updated_at": sa.case((running, _T.c.updated_at), else_=now)}
     if error is not None:
-        update["last_error"] = _clip(error)
+        update["last_error"] = sa.case((running, _T.c.last_error), else_=_clip(error))
     stmt = stmt.on_conflict_do_update(
-        index_elements=[_T.c.tenant_id, _T.c.session_id], set_=update,
-        where=_T.c.status != "running")
+        index_elements=[_T.c.tenant_id, _T.c.session_id], set_=update)
     await db.execute(stmt)
+
+
+async def asked_since_start(db: AsyncSession, tenant_id: uuid.UUID,
+                            session_id: uuid.UUID) -> bool:
+    """A compression was asked for after the latest try started (and the job is not
+    running any more)."""
+    row = (await db.execute(sa.select(_T.c.status, _T.c.enqueued_at, _T.c.started_at).where(
+        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id))).first()
+    if row is None or row.status == "running":
+        return False
+    if row.status == "pending":
+        return True
+    return (row.enqueued_at is not None and row.started_at is not None
+            and row.enqueued_at > row.started_at)
 
 
 async def mark_running(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,

@@ -12,11 +12,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.tokens import count_text
+from app.facts.asof import read_then
+from app.facts.repository import valid_at
 from app.knowledge import repository
 from app.knowledge.assembler import Candidate, Package, assemble
 from app.knowledge.budget import Tier, TierShares, allocate
@@ -64,20 +67,25 @@ def header_for(scopes: dict[Tier, Scope]) -> str:
 async def build(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
                 project_id: str | None, include_global: bool, budget_tokens: int,
                 shares: TierShares, head_tail: int | None,
-                conditions: Sequence[Condition] = (), max_candidates: int = 2000) -> BuiltPackage:
-    """Assemble a package for the given tiers within ``budget_tokens``."""
+                conditions: Sequence[Condition] = (), max_candidates: int = 2000,
+                as_of: datetime | None = None) -> BuiltPackage:
+    """Assemble a package for the given tiers within ``budget_tokens`` (with ``as_of``: of
+    the items true then, as they read then)."""
     scopes = tier_scopes(task_id, project_id, include_global)
     allowance = allocate(budget_tokens, shares)
-    raw = await repository.tier_totals(db, tenant_id, list(scopes.values()), conditions)
+    valid = None if as_of is None else valid_at(as_of)
+    raw = await repository.tier_totals(db, tenant_id, list(scopes.values()), conditions,
+                                       valid)
     totals: dict[Tier, tuple[int, int]] = {t: raw.get(t, (0, 0)) for t in scopes}
     open_tiers = [(scopes[t], allowance[t]) for t in scopes if totals[t][0] and allowance[t]]
     rows = await repository.tier_candidates(db, tenant_id, open_tiers, conditions,
-                                            limit=max_candidates)
+                                            limit=max_candidates, valid=valid)
     if head_tail:
         seen = {r.id for r in rows}
         for scope, cap in open_tiers:
             more = await repository.head_tail_candidates(db, tenant_id, scope, conditions,
-                                                         max_cost=cap, n=head_tail)
+                                                         max_cost=cap, n=head_tail,
+                                                         valid=valid)
             rows += [r for r in more if r.id not in seen]
             seen |= {r.id for r in more}
     # scope kind == tier name (task / project / global)
@@ -85,7 +93,10 @@ async def build(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
         Candidate(id=r.id, tier=r.scope_kind, importance=r.importance, created_at=r.created_at,
                   token_cost=r.token_cost) for r in rows]
     pkg = assemble(cands, budget_tokens, shares, head_tail=head_tail, candidate_totals=totals)
-    full = {r.id: r for r in await repository.get_rows(db, tenant_id, [c.id for c in pkg.items])}
+    fetched = await repository.get_rows(db, tenant_id, [c.id for c in pkg.items])
+    if as_of is not None:
+        fetched = await read_then(db, tenant_id, fetched, as_of)
+    full = {r.id: r for r in fetched}
     rows_out = [(c.tier, full[c.id]) for c in pkg.items if c.id in full]
     return BuiltPackage(pkg, rows_out, header_for(scopes))
 
@@ -103,7 +114,7 @@ async def create_package(db: AsyncSession, tenant_id: uuid.UUID, body: ContextPa
     built = await build(db, tenant_id, task_id=body.task_id, project_id=body.project_id,
                         include_global=body.include_global, budget_tokens=body.budget_tokens,
                         shares=shares_of(body.shares), head_tail=body.head_tail,
-                        conditions=conditions, max_candidates=max_candidates)
+                        conditions=conditions, max_candidates=max_candidates, as_of=body.as_of)
     pkg = built.package
     return ContextPackagePublic(
         budget_tokens=pkg.budget_tokens, used_tokens=pkg.used_tokens,

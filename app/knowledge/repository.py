@@ -124,20 +124,25 @@ async def get_many(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UU
 
 
 async def delete(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
-                 agent_id: str | None) -> bool:
+                 agent_id: str | None) -> AnyRow | None:
+    """The deleted item (every column, for its `delete` version), or None."""
     result = await db.execute(sa.delete(MemoryItem).where(
-        *readable(tenant_id, agent_id), M.id == item_id).returning(M.id))
-    return result.first() is not None
+        *readable(tenant_id, agent_id), M.id == item_id).returning(*M))
+    return result.first()
 
 
 async def query(db: AsyncSession, tenant_id: uuid.UUID, conditions: Sequence[Condition],
                 order: OrderBy, limit: int, after: tuple[Any, uuid.UUID] | None, *,
-                agent_id: str | None, include_invalidated: bool = False) -> list[MemoryItem]:
-    """One page of matching items; ``after`` is the keyset (order value, id) of the last row."""
+                agent_id: str | None, include_invalidated: bool = False,
+                valid: sa.ColumnElement[bool] | None = None) -> list[MemoryItem]:
+    """One page of matching items; ``after`` is the keyset (order value, id) of the last row.
+    ``valid``: only items valid by it (an `as_of`), invalidated or not now."""
     column = _COLUMNS[order.field]
     q = sa.select(MemoryItem).where(
         *_where(tenant_id, conditions),
-        *readable(tenant_id, agent_id, include_invalidated=include_invalidated))
+        *readable(tenant_id, agent_id,
+                  include_invalidated=include_invalidated or valid is not None),
+        *([valid] if valid is not None else []))
     if after is not None:
         key, last = sa.tuple_(column, M.id), sa.tuple_(sa.literal(after[0], column.type),
                                                        sa.literal(after[1], M.id.type))
@@ -159,25 +164,27 @@ async def count(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> int:
     return int(result.scalar_one())
 
 
-async def evict_lowest(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, n: int) -> int:
-    """Delete the ``n`` lowest-importance, oldest items (ties by id), as eviction.py orders."""
+async def evict_lowest(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
+                       n: int) -> list[AnyRow]:
+    """Delete the ``n`` lowest-importance, oldest items (ties by id), as eviction.py orders;
+    the deleted rows."""
     if n <= 0:
-        return 0
+        return []
     victims = (sa.select(M.id).where(*_where(tenant_id, (), scope))
                .order_by(M.importance.asc(), M.created_at.asc(), M.id.asc()).limit(n))
     result = await db.execute(sa.delete(MemoryItem).where(
-        M.tenant_id == tenant_id, M.id.in_(victims.scalar_subquery())).returning(M.id))
-    return len(result.all())
+        M.tenant_id == tenant_id, M.id.in_(victims.scalar_subquery())).returning(*M))
+    return list(result.all())
 
 
 async def clear(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
                 conditions: Sequence[Condition] = (),
-                keep: Sequence[uuid.UUID] = ()) -> int:
-    """Delete the scope's (matching) items except ``keep``; returns how many."""
+                keep: Sequence[uuid.UUID] = ()) -> list[AnyRow]:
+    """Delete the scope's (matching) items except ``keep``; the deleted rows."""
     q = sa.delete(MemoryItem).where(*_where(tenant_id, conditions, scope))
     if keep:
         q = q.where(M.id.not_in(list(keep)))
-    return len((await db.execute(q.returning(M.id))).all())
+    return list((await db.execute(q.returning(*M))).all())
 
 
 async def move(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID], to: Scope,
@@ -191,8 +198,14 @@ async def move(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID],
     return len(result.all())
 
 
+def _valid(valid: sa.ColumnElement[bool] | None) -> sa.ColumnElement[bool]:
+    """Items valid now, or as `valid` says (a package `as_of`)."""
+    return M.invalid_at.is_(None) if valid is None else valid
+
+
 async def tier_totals(db: AsyncSession, tenant_id: uuid.UUID, scopes: Sequence[Scope],
-                      conditions: Sequence[Condition]) -> dict[str, tuple[int, int]]:
+                      conditions: Sequence[Condition],
+                      valid: sa.ColumnElement[bool] | None = None) -> dict[str, tuple[int, int]]:
     """scope kind -> (count, sum of token_cost) of the matching items, in one query.
 
     ``scopes`` holds at most one scope per kind (a package's task, project and global).
@@ -201,14 +214,15 @@ async def tier_totals(db: AsyncSession, tenant_id: uuid.UUID, scopes: Sequence[S
         return {}
     q = (sa.select(M.scope_kind, sa.func.count(), sa.func.coalesce(sa.func.sum(M.token_cost), 0))
          .where(*_where(tenant_id, conditions), sa.or_(*(scope_clause(s) for s in scopes)),
-                M.invalid_at.is_(None))
+                _valid(valid))
          .group_by(M.scope_kind))
     return {kind: (int(n), int(tokens)) for kind, n, tokens in (await db.execute(q)).all()}
 
 
 async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
                           scopes: Sequence[tuple[Scope, int]], conditions: Sequence[Condition],
-                          *, limit: int) -> list[AnyRow]:
+                          *, limit: int,
+                          valid: sa.ColumnElement[bool] | None = None) -> list[AnyRow]:
     """Light rows (id, scope_kind, importance, created_at, token_cost) in one query.
 
     Per (scope, max_cost): the items that could fit (token_cost <= max_cost), the best
@@ -221,7 +235,7 @@ async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
         partition_by=M.scope_kind,
         order_by=(M.importance.desc(), M.created_at.desc(), M.id.asc())).label("rn")
     inner = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost, rank)
-             .where(*_where(tenant_id, conditions), fits, M.invalid_at.is_(None)).subquery())
+             .where(*_where(tenant_id, conditions), fits, _valid(valid)).subquery())
     q = sa.select(inner.c.id, inner.c.scope_kind, inner.c.importance, inner.c.created_at,
                   inner.c.token_cost).where(inner.c.rn <= limit)
     return list((await db.execute(q)).all())
@@ -229,11 +243,12 @@ async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
 
 async def head_tail_candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
                                conditions: Sequence[Condition], *, max_cost: int,
-                               n: int) -> list[AnyRow]:
+                               n: int,
+                               valid: sa.ColumnElement[bool] | None = None) -> list[AnyRow]:
     """The ``n`` oldest and ``n`` newest items of a scope that could fit ``max_cost``."""
     base = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost)
             .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost,
-                   M.invalid_at.is_(None)))
+                   _valid(valid)))
     rows: dict[uuid.UUID, AnyRow] = {}
     for order in ((M.created_at.asc(), M.id.asc()), (M.created_at.desc(), M.id.desc())):
         for r in (await db.execute(base.order_by(*order).limit(n))).all():

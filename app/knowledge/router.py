@@ -6,6 +6,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
+from pydantic import AwareDatetime
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
@@ -57,11 +58,14 @@ async def create_memory_item(
 async def query_memory_items(
     body: Annotated[MemoryItemQuery, Body(openapi_examples=examples.QUERY)], db: DbDep,
     caller: CallerDep, include_invalidated: bool = False,
+    as_of: Annotated[AwareDatetime | None, Query(description=(
+        "The items true at this time (world time), each as it read then."))] = None,
 ) -> MemoryItemList:
     """Filter, order and page items (filters run in SQL; unknown fields/operators are 422).
-    Facts superseded or forgotten are left out unless `include_invalidated=true`."""
+    Facts superseded or forgotten are left out unless `include_invalidated=true`; with
+    `as_of`, the items true at that time."""
     return await service.query_items(db, caller, body,
-                                     include_invalidated=include_invalidated)
+                                     include_invalidated=include_invalidated, as_of=as_of)
 
 
 @router.post("/memory-items/clear", response_model=ClearResult,
@@ -76,9 +80,12 @@ async def clear_memory_items(
 
 @router.get("/memory-items/{item_id:uuid}", response_model=MemoryItemPublic,
             summary="Get a knowledge item")
-async def get_memory_item(item_id: uuid.UUID, db: DbDep, caller: CallerDep) -> MemoryItemPublic:
-    """One item."""
-    return service.to_public(await service.get_item(db, caller, item_id))
+async def get_memory_item(item_id: uuid.UUID, db: DbDep, caller: CallerDep,
+                          response: Response) -> MemoryItemPublic:
+    """One item (its ETag: its version, for `PATCH`'s If-Match)."""
+    item = await service.get_item(db, caller, item_id)
+    response.headers["ETag"] = f'"{item.version}"'
+    return service.to_public(item)
 
 
 @router.delete("/memory-items/{item_id:uuid}", status_code=204,

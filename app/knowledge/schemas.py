@@ -6,7 +6,15 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 from pydantic.config import JsonDict
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
@@ -125,9 +133,11 @@ class MemoryItemPublic(BaseModel):
     token_cost: int = Field(description="Tokens of the item as rendered in a context (cl100k).")
     created_at: datetime
     updated_at: datetime
-    version: int = Field(1, description="1, plus one per rewrite (GET .../history).")
+    version: int = Field(1, description="1, plus one per change (GET .../history); the "
+                         "ETag of `PATCH`'s If-Match.")
     valid_from: datetime | None = Field(None, description=(
-        "Facts: the time of the message the fact came from."))
+        "When it became true: for a fact, the event time the message gave, else the "
+        "message's time; for an item written by hand, when it was written."))
     invalid_at: datetime | None = Field(None, description=(
         "Facts: when a later message contradicted it (then left out of queries, packages, "
         "search and context unless include_invalidated=true)."))
@@ -136,6 +146,12 @@ class MemoryItemPublic(BaseModel):
         "Facts: the session it was extracted from."))
     source_seqs: list[int] = Field(default_factory=list, description=(
         "Facts: the seqs of the messages it came from."))
+    key: str | None = Field(None, description=(
+        "Facts: what it is about, as subject.attribute (`user.home_city`)."))
+    stated_at: datetime | None = Field(None, description=(
+        "Facts: when it was said (the latest message stating it)."))
+    sources: list[dict[str, Any]] = Field(default_factory=list, description=(
+        "Facts: every statement supporting it, `[{session_id, seqs}]`."))
 
 
 class MemoryItemQuery(BaseModel):
@@ -240,6 +256,8 @@ class ContextPackageCreate(BaseModel):
         "Keep the N oldest and N newest items of each tier first, then fill by importance."))
     filters: dict[str, Any] = Field(default_factory=dict, description=(
         "Only consider matching items. " + FILTERS_DOC), json_schema_extra=FILTERS_SCHEMA)
+    as_of: AwareDatetime | None = Field(default=None, description=(
+        "The items true at this time (world time), each as it read then; default: now."))
 
 
 class TierUsagePublic(BaseModel):
@@ -324,9 +342,10 @@ class FactsInput(BaseModel):
         "`task/<id>` or `project/<id>`."))
     share: JsonFloat = Field(default=0.05, ge=0, le=0.5, description=(
         "Most of the budget the facts block may take (it shrinks before L1 does)."))
-    min_batch: JsonInt = Field(default=10, ge=1, le=10_000, description=(
-        "New messages that make an extraction after a compression worth its LLM calls; "
-        "fewer wait for the next compression (an explicit extract runs anyway)."))
+    min_batch: JsonInt | None = Field(default=None, ge=1, le=10_000, description=(
+        "New messages that start an extraction at once (default LOOM_FACTS_EVERY_MESSAGES, "
+        "6); fewer are extracted after LOOM_FACTS_QUIET_SECONDS (60) without a new "
+        "message."))
 
 
 class FactSearch(BaseModel):
@@ -338,6 +357,8 @@ class FactSearch(BaseModel):
     scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN)
     limit: JsonInt = Field(default=10, ge=1, le=50)
     include_invalidated: StrictBool = False
+    as_of: AwareDatetime | None = Field(default=None, description=(
+        "The facts true at this time (world time), instead of now."))
 
 
 class FactForget(BaseModel):
@@ -351,7 +372,8 @@ class FactForget(BaseModel):
 
 class MemoryItemVersionPublic(BaseModel):
     version: int
-    change: str = Field(description="add, update, invalidate or forget.")
+    change: str = Field(description="add, update, invalidate, forget, confirm (a statement "
+                        "joined its provenance), edit (PATCH), delete or promote.")
     text: str | None
     importance: float
     tags: list[str]
@@ -362,6 +384,12 @@ class MemoryItemVersionPublic(BaseModel):
     source_seqs: list[int]
     reason: str | None
     changed_at: datetime
+    key: str | None = None
+    stated_at: datetime | None = None
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    actor: str | None = Field(None, description="Who: extraction, api, mcp or tool.")
+    actor_key_id: uuid.UUID | None = Field(None, description="The API key that made it.")
+    actor_agent_id: str | None = Field(None, description="The agent acting.")
 
 
 class MemoryItemHistory(BaseModel):
@@ -371,6 +399,9 @@ class MemoryItemHistory(BaseModel):
         "The fact that replaced this one (when it was invalidated by a newer fact)."))
     supersedes: list[MemoryItemPublic] = Field(default_factory=list, description=(
         "The facts this one replaced."))
+    as_of: datetime | None = Field(None, description="The `as_of` asked, if any.")
+    as_of_version: MemoryItemVersionPublic | None = Field(None, description=(
+        "With `as_of`: the version in effect then (null: not true at that time)."))
 
 
 class FactExtractionPublic(BaseModel):
@@ -382,11 +413,16 @@ class FactExtractionPublic(BaseModel):
     job_id: str | None = None
     attempts: int = 0
     last_error: str | None = None
-    skipped: str | None = Field(None, description="no_llm, disabled or below_min_batch.")
+    skipped: str | None = Field(None, description="no_llm or disabled (`last_error` says "
+                                "why).")
     runs: int = 0
     last_result: dict[str, Any] | None = Field(None, description=(
         "The last run: batches, messages, added, updated, invalidated, unchanged, "
         "llm_calls, input_tokens, output_tokens, watermark, skipped."))
+    failed_ranges: list[dict[str, Any]] = Field(default_factory=list, description=(
+        "Message ranges whose batch failed every try: `{first_seq, last_seq, error, at}`. "
+        "The watermark moved past them; `POST .../memory/extract?retry_failed=true` re-runs "
+        "them."))
     llm_calls: int = 0
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0

@@ -10,6 +10,9 @@ Decisions where the spec is silent:
 - Clearing ``global`` without ``confirm: true`` is 400 ``confirmation_required``.
 - The ``agent`` tier (issue 19) is the exception to tenant-wide knowledge: private to its
   agent (``app.knowledge.repository.readable``); another agent's item is 404.
+- Every change (create, edit, promote, delete, clear, eviction) writes a version row saying
+  who, when and why (issue 27, ``app.facts.versions``); an item written by hand is valid
+  from when it was written.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from app.auth.caller import AgentMismatch, Caller
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.core.tokens import count_text
+from app.facts import versions
+from app.facts.asof import read_then
+from app.facts.repository import valid_at
+from app.facts.versions import Actor, actor_of
 from app.knowledge import repository
 from app.knowledge.eviction import eviction_count
 from app.knowledge.filters import FIELDS, Condition, FilterError, ItemQuery, parse_query
@@ -62,7 +69,9 @@ def to_public(item: Any) -> MemoryItemPublic:
         payload=item.payload, token_cost=item.token_cost, created_at=item.created_at,
         updated_at=item.updated_at, version=item.version, valid_from=item.valid_from,
         invalid_at=item.invalid_at, superseded_by=item.superseded_by,
-        source_session_id=item.source_session_id, source_seqs=list(item.source_seqs or []))
+        source_session_id=item.source_session_id, source_seqs=list(item.source_seqs or []),
+        key=getattr(item, "fact_key", None), stated_at=getattr(item, "stated_at", None),
+        sources=list(getattr(item, "sources", None) or []))
 
 
 def resolve_scope(caller: Caller, scope: Scope) -> Scope:
@@ -94,28 +103,35 @@ def parse_filters(filters: dict[str, Any], *, loc: str = "filters", **kw: Any) -
 
 
 async def create_item(db: AsyncSession, caller: Caller, body: MemoryItemCreate, *,
-                      max_items: int) -> MemoryItem:
-    """Store an item; a project past ``max_items`` then evicts its lowest/oldest 10%."""
+                      max_items: int, via: str = "api") -> MemoryItem:
+    """Store an item (valid from now, version 1 `add`); a project past ``max_items`` then
+    evicts its lowest/oldest 10%."""
     scope = resolve_scope(caller, parse_scope(body.scope))
     now = datetime.now(UTC)
     item = MemoryItem(
         id=uuid.uuid4(), tenant_id=caller.tenant_id, scope_kind=scope.kind,
         scope_id=scope.storage_id, kind=body.kind, source=body.source or caller.agent_id or "api",
         tags=body.tags, importance=body.importance, text=body.text, payload=body.payload,
-        token_cost=token_cost(body.kind, body.text, body.payload), created_at=now, updated_at=now)
+        token_cost=token_cost(body.kind, body.text, body.payload), created_at=now, updated_at=now,
+        valid_from=now, stated_at=now)
+    actor = actor_of(caller, via)
     if scope.kind == "project":
         await repository.lock_scope(db, caller.tenant_id, scope)
     await repository.add(db, item)
+    await versions.record(db, item, "add", actor, "written")
     if scope.kind == "project":
-        await enforce_max_items(db, caller.tenant_id, scope, max_items)
+        await enforce_max_items(db, caller.tenant_id, scope, max_items, actor)
     return item
 
 
 async def enforce_max_items(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                            max_items: int) -> int:
+                            max_items: int, actor: Actor | None = None) -> int:
     """Evict per eviction.py when the project is past its cap; returns how many went."""
     n = eviction_count(await repository.count(db, tenant_id, scope), max_items)
-    return await repository.evict_lowest(db, tenant_id, scope, n)
+    gone = await repository.evict_lowest(db, tenant_id, scope, n)
+    await versions.record_removed(db, gone, actor or Actor("extraction"),
+                                  f"evicted: {scope} passed max_items ({max_items})")
+    return len(gone)
 
 
 async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
@@ -127,9 +143,12 @@ async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
     return item
 
 
-async def delete_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID) -> None:
-    if not await repository.delete(db, caller.tenant_id, item_id, agent_id=caller.agent_id):
+async def delete_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
+                      via: str = "api") -> None:
+    gone = await repository.delete(db, caller.tenant_id, item_id, agent_id=caller.agent_id)
+    if gone is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
+    await versions.record_removed(db, [gone], actor_of(caller, via), "deleted")
 
 
 def _cursor_value(field: str, raw: Any) -> Any:
@@ -150,9 +169,11 @@ def _cursor_value(field: str, raw: Any) -> Any:
 
 
 async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *,
-                      include_invalidated: bool = False) -> MemoryItemList:
+                      include_invalidated: bool = False,
+                      as_of: datetime | None = None) -> MemoryItemList:
     """One page of items matching the filters, in ``order_by`` order (superseded facts
-    only with ``include_invalidated``)."""
+    only with ``include_invalidated``); with ``as_of`` the items true at that time, each
+    as it read then."""
     q = parse_filters(body.filters, order_by=body.order_by, limit=body.limit)
     order_tag = f"{q.order.field}:{'desc' if q.order.descending else 'asc'}"
     after = None
@@ -166,7 +187,8 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *
             raise invalid_cursor("The cursor does not belong to this query.") from exc
     fetched = await repository.query(db, caller.tenant_id, q.conditions, q.order,
                                      fetch_limit(q.limit), after, agent_id=caller.agent_id,
-                                     include_invalidated=include_invalidated)
+                                     include_invalidated=include_invalidated,
+                                     valid=None if as_of is None else valid_at(as_of))
 
     def cursor_after(last: Any) -> dict[str, Any]:
         value = getattr(last, q.order.field)
@@ -174,7 +196,8 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *
                 else str(value) if isinstance(value, uuid.UUID) else value, "i": str(last.id)}
 
     rows, next_cursor = page(fetched, q.limit, cursor_after)
-    return MemoryItemList(items=[to_public(r) for r in rows], next_cursor=next_cursor)
+    shown = rows if as_of is None else await read_then(db, caller.tenant_id, rows, as_of)
+    return MemoryItemList(items=[to_public(r) for r in shown], next_cursor=next_cursor)
 
 
 async def promote_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
@@ -189,12 +212,16 @@ async def promote_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
         raise Conflict(str(exc), code="cannot_promote") from exc
     if target.kind == "project":
         await repository.lock_scope(db, caller.tenant_id, target)
+    origin = item_scope(item)
     item.scope_kind, item.scope_id = target.kind, target.storage_id
     item.updated_at = datetime.now(UTC)
+    item.version += 1
     await db.flush()
+    await versions.record(db, item, "promote", actor_of(caller),
+                          f"promoted from {origin} to {target}")
     if target.kind == "project":
         # The promoted item itself may be among the evicted if it ranks lowest.
-        await enforce_max_items(db, caller.tenant_id, target, max_items)
+        await enforce_max_items(db, caller.tenant_id, target, max_items, actor_of(caller))
     return item
 
 
@@ -219,11 +246,20 @@ async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: Ta
             raise NotFound("Some items to promote are not in this task.",
                            code="memory_item_not_found", details={"ids": missing})
         await repository.lock_scope(db, caller.tenant_id, project)
-        await repository.move(db, caller.tenant_id, [i for i in ids if rows[i] == task],
-                              project, datetime.now(UTC))
-        evicted = await enforce_max_items(db, caller.tenant_id, project, max_items)
+        moving = [i for i in ids if rows[i] == task]
+        await repository.move(db, caller.tenant_id, moving, project, datetime.now(UTC))
+        for moved in await repository.get_many(db, caller.tenant_id, moving,
+                                               agent_id=caller.agent_id):
+            moved.version += 1
+            await db.flush()
+            await versions.record(db, moved, "promote", actor_of(caller),
+                                  f"promoted from {task} to {project} (task completed)")
+        evicted = await enforce_max_items(db, caller.tenant_id, project, max_items,
+                                          actor_of(caller))
     cleared = await repository.clear(db, caller.tenant_id, task)
-    return TaskCompleteResult(task_id=task_id, promoted=ids, cleared=cleared, evicted=evicted)
+    await versions.record_removed(db, cleared, actor_of(caller), f"{task} completed")
+    return TaskCompleteResult(task_id=task_id, promoted=ids, cleared=len(cleared),
+                              evicted=evicted)
 
 
 async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> ClearResult:
@@ -235,4 +271,5 @@ async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> C
     conditions: tuple[Condition, ...] = parse_filters(body.filters).conditions
     await repository.lock_scope(db, caller.tenant_id, scope)
     removed = await repository.clear(db, caller.tenant_id, scope, conditions)
-    return ClearResult(scope=str(scope), removed=removed)
+    await versions.record_removed(db, removed, actor_of(caller), f"{scope} cleared")
+    return ClearResult(scope=str(scope), removed=len(removed))

@@ -2,6 +2,7 @@
 agent (X-Agent-Id for service keys), through the same service as the built-in tools."""
 
 import uuid
+from datetime import datetime
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
@@ -10,6 +11,7 @@ from pydantic import Field
 
 from app.core.db import transaction
 from app.facts import service as facts_service
+from app.facts.versions import actor_of
 from app.knowledge.schemas import FACTS_SCOPE_PATTERN, FactForget, FactSearch
 from app.mcp.calls import call_of, ok
 from app.mcp.registry import ToolSpec
@@ -25,10 +27,13 @@ async def search_facts(
     limit: Annotated[int, Field(ge=1, le=50, description="Most facts returned.")] = 10,
     include_invalidated: Annotated[bool, Field(description=(
         "Also return facts that were superseded or forgotten."))] = False,
+    as_of: Annotated[datetime | None, Field(description=(
+        "What was true at this time (ISO 8601), instead of now."))] = None,
 ) -> CallToolResult:
     call = call_of(ctx)
     body = FactSearch.model_validate({"query": query, "scope": scope, "limit": limit,
-                                      "include_invalidated": include_invalidated})
+                                      "include_invalidated": include_invalidated,
+                                      "as_of": as_of})
     async with transaction(call.state.sessionmaker) as db:
         found = await facts_service.search_facts(db, call.caller, body)
     return ok(found)
@@ -43,7 +48,8 @@ async def forget_fact(
     call = call_of(ctx)
     body = FactForget.model_validate({"id": id, "reason": reason})
     async with transaction(call.state.sessionmaker) as db:
-        item = await facts_service.forget_fact(db, call.caller, body.id, body.reason)
+        item = await facts_service.forget_fact(db, call.caller, body.id, body.reason,
+                                               actor_of(call.caller, "mcp"))
     return ok(item)
 
 

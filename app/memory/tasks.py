@@ -23,6 +23,11 @@ once its lease expires (within `LOOM_JOB_RECOVERY_SECONDS`, app/jobs/lease.py), 
 unique `(session_id, start_seq)` summary key plus the version check make a second summary
 of the same range impossible.
 
+A compression asked for while a job runs (or ends) is recorded on the job row before the
+enqueue that arq drops (the job id is taken); once the job has fully ended, the worker
+enqueues it again (`requeue_if_asked`, via `app.jobs.followup`), so a due compression
+never waits for the cron pass.
+
 `compress_busy_sessions(ctx)` is the cron pass: sessions changed since the last pass (or
 with an overflowing L1) that are busy get a job, as do jobs left `pending` (enqueue lost
 while Redis was down) or `running` far past their timeout (worker and job lost).
@@ -41,8 +46,8 @@ from typing import Any
 from arq import Retry
 
 from app.core.tokens import count_message
-from app.facts.tasks import after_compression
 from app.jobs import metrics, repository, triggers
+from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
 from app.llm.errors import LLMError
@@ -163,6 +168,7 @@ async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str,
     job_id = str(ctx.get("job_id") or f"compress:{sid}")
     max_tries = settings.compress_max_tries
     llm_fallback = job_try >= min(settings.compress_llm_tries, max_tries)
+    after_job(ctx, lambda: requeue_if_asked(ctx, tid, sid))
     await _record(ctx, repository.mark_running, tid, sid, job_id, job_try)
     try:
         async with asyncio.timeout(settings.compress_job_timeout_seconds):
@@ -181,13 +187,24 @@ async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str,
                   summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
     metrics.JOBS_RUN.inc()
     metrics.TOKENS_SAVED.inc(outcome.tokens_saved)
-    if outcome.summaries:  # messages left L1: facts may be due (issue 19)
-        await after_compression(ctx, tid, sid)
     if outcome.summaries:
         log.info("compressed %s: %d summaries %s, %d tokens saved", sid, outcome.summaries,
                  outcome.methods, outcome.tokens_saved)
     return {"summaries": outcome.summaries, "methods": outcome.methods,
             "tokens_saved": outcome.tokens_saved}
+
+
+async def requeue_if_asked(ctx: dict[str, Any], tenant_id: uuid.UUID,
+                           session_id: uuid.UUID) -> bool:
+    """After the job has fully ended: a compression asked for since it started (the row
+    says `pending`, or was asked while `running`) is enqueued now (module doc)."""
+    async with ctx["sessionmaker"]() as db:
+        asked = await repository.asked_since_start(db, tenant_id, session_id)
+        await db.rollback()
+    if not asked:
+        return False
+    return await enqueue_compression(ctx, ctx["sessionmaker"], tenant_id, session_id,
+                                     trigger="requeue")
 
 
 async def _retry_or_fail(ctx: dict[str, Any], tid: uuid.UUID, sid: uuid.UUID, job_try: int,
@@ -281,6 +298,4 @@ async def compress_and_wait(ctx: dict[str, Any], tenant_id: uuid.UUID, session_i
         raise
     await _record(ctx, repository.mark_finished, tenant_id, session_id, ok=True, error=None,
                   summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
-    if outcome.summaries:
-        await after_compression(ctx, tenant_id, session_id)
     return outcome

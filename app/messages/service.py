@@ -72,6 +72,28 @@ class AfterAppend:
 OnPressure = Callable[[AppendedBatch, Mapping[str, Any]], Callable[[], Awaitable[None]] | None]
 
 
+def all_of(*hooks: OnPressure) -> OnPressure:
+    """Several after-commit hooks as one: each that applies runs, in order; one that fails
+    does not stop the next."""
+
+    def run_all(batch: AppendedBatch, row: Mapping[str, Any]
+                ) -> Callable[[], Awaitable[None]] | None:
+        due = [f for f in (h(batch, row) for h in hooks) if f is not None]
+        if not due:
+            return None
+
+        async def _each() -> None:
+            for f in due:
+                try:
+                    await f()
+                except Exception:
+                    log.exception("after-append follow-up failed")
+
+        return _each
+
+    return run_all
+
+
 @dataclass(frozen=True, slots=True)
 class AppendHooks:
     before: tuple[BeforeAppend, ...] = ()

@@ -22,8 +22,8 @@ class MemoryItemVersion(SQLModel, table=True):
     __tablename__ = "memory_item_versions"
     __table_args__ = (
         tenant_pk("memory_item_versions", "item_id", "version"),
-        sa.CheckConstraint("change IN ('add', 'update', 'invalidate', 'forget')",
-                           name="change"),
+        sa.CheckConstraint("change IN ('add', 'update', 'invalidate', 'forget', 'confirm', "
+                           "'edit', 'delete', 'promote')", name="change"),
     )
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
@@ -44,6 +44,15 @@ class MemoryItemVersion(SQLModel, table=True):
     change: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     changed_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+    fact_key: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    stated_at: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    sources: list[dict[str, Any]] = Field(default_factory=list, sa_column=sa.Column(
+        JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")))
+    # who: extraction, api, mcp or tool; the API key and the agent acting
+    actor: str | None = Field(default=None, sa_column=sa.Column(sa.String(16)))
+    actor_key_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
+    actor_agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
 
 
 class FactExtraction(SQLModel, table=True):
@@ -85,3 +94,7 @@ class FactExtraction(SQLModel, table=True):
     finished_at: datetime | None = Field(default=None, sa_column=sa.Column(
         sa.DateTime(timezone=True)))
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+    # message ranges whose batch failed every try ([{first_seq, last_seq, error, at}]):
+    # the watermark moved past them; `POST .../memory/extract?retry_failed=true` re-runs them
+    failed_ranges: list[dict[str, Any]] = Field(default_factory=list, sa_column=sa.Column(
+        JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")))

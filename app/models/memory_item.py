@@ -32,6 +32,9 @@ class MemoryItem(SQLModel, table=True):
         sa.Index("ix_memory_items_text_fts",
                  sa.text("to_tsvector('english'::regconfig, coalesce(text, ''::text))"),
                  postgresql_using="gin"),
+        # a fact's subject/attribute key: the stored facts a candidate could contradict
+        sa.Index("ix_memory_items_fact_key", "tenant_id", "scope_kind", "scope_id",
+                 "fact_key", postgresql_where=sa.text("fact_key IS NOT NULL")),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
@@ -60,3 +63,10 @@ class MemoryItem(SQLModel, table=True):
         ARRAY(sa.Integer), nullable=False, server_default=sa.text("'{}'::integer[]")))
     version: int = Field(default=1, sa_column=sa.Column(sa.Integer, nullable=False,
                                                         server_default="1"))
+    # issue 27: `user.home_city`-like key, when it was said (valid_from is when it became
+    # true), and every statement supporting it ([{session_id, seqs}])
+    fact_key: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    stated_at: datetime | None = Field(default=None, sa_column=sa.Column(
+        sa.DateTime(timezone=True)))
+    sources: list[dict[str, Any]] = Field(default_factory=list, sa_column=sa.Column(
+        JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")))

@@ -13,6 +13,7 @@ from typing import Any
 from app.auth.caller import Caller
 from app.facts import service as facts_service
 from app.facts.policy import FactsConfig
+from app.facts.versions import actor_of
 from app.knowledge.schemas import FactForget, FactSearch
 from app.tools.registry import ToolContext, parse_args, register_handler, register_tool
 
@@ -36,6 +37,8 @@ register_tool("search_facts", {
                       "project/<id>; default: the session's fact scope."},
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
             "include_invalidated": {"type": "boolean", "default": False},
+            "as_of": {"type": "string", "format": "date-time", "description": (
+                "What was true at this time (ISO 8601), instead of now.")},
         },
         "required": ["query"],
         "additionalProperties": False,
@@ -73,8 +76,9 @@ async def search_facts(ctx: ToolContext, args: dict[str, Any]) -> Any:
 
 async def forget_fact(ctx: ToolContext, args: dict[str, Any]) -> Any:
     body = parse_args(FactForget, args)
-    item = await facts_service.forget_fact(ctx.db, _as_session_agent(ctx), body.id,
-                                           body.reason)
+    caller = _as_session_agent(ctx)
+    item = await facts_service.forget_fact(ctx.db, caller, body.id, body.reason,
+                                           actor_of(caller, "tool"))
     return {"forgotten": str(item.id), "invalid_at": item.invalid_at.isoformat()
             if item.invalid_at else None, "version": item.version}
 

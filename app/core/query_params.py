@@ -1,0 +1,62 @@
+"""Unknown query parameters are refused (issue 27): a misspelled `as_of` must not be
+ignored, just as an unknown body field is not (bodies forbid extra fields).
+
+One dependency for every /v1 route (`app.api.include`), keyed on what the route itself
+declares: the query parameters of its endpoint and of its dependencies. Unknown ones are
+422 `unknown_query_parameter`, naming each in `details`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from pydantic import BaseModel
+
+from app.core.errors import Unprocessable
+
+_DECLARED: dict[int, frozenset[str]] = {}
+
+
+def _names(dependant: Any, seen: set[int]) -> set[str]:
+    if dependant is None or id(dependant) in seen:
+        return set()
+    seen.add(id(dependant))
+    out: set[str] = set()
+    for p in dependant.query_params:
+        kind = getattr(p.field_info, "annotation", None)
+        if isinstance(kind, type) and issubclass(kind, BaseModel):  # a query model
+            out |= {f.alias or n for n, f in kind.model_fields.items()}
+        else:
+            out.add(p.alias)
+    for sub in dependant.dependencies:
+        out |= _names(sub, seen)
+    return out
+
+
+def declared(route: Any) -> frozenset[str]:
+    """The query parameter names (aliases) a route reads; computed once per route."""
+    key = id(route)
+    names = _DECLARED.get(key)
+    if names is None:
+        names = frozenset(_names(getattr(route, "dependant", None), set()))
+        _DECLARED[key] = names
+    return names
+
+
+async def reject_unknown_query(request: Request) -> None:
+    if not request.url.query:
+        return
+    route = request.scope.get("route")
+    if route is None:
+        return
+    known = declared(route)
+    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in known]
+    if not unknown:
+        return
+    listed = ", ".join(unknown)
+    accepted = ", ".join(sorted(known)) or "none"
+    raise Unprocessable(
+        f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {listed} "
+        f"(this operation accepts: {accepted}).", code="unknown_query_parameter",
+        details=[{"loc": ["query", k], "msg": "unknown query parameter",
+                  "type": "unknown_query_parameter"} for k in unknown])

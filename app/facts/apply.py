@@ -1,0 +1,237 @@
+"""Apply one batch's decisions in one transaction (the caller commits).
+
+Operations run in candidate order, which is time order (`app.facts.timeline`). Each writes
+the item and its version row (actor: extraction, the session's agent):
+
+- add: a new fact, valid from its event time (else when it was said), with its
+  provenance;
+- invalidate: the target stops being true when the candidate became true, and the
+  candidate is added as its successor; a candidate older than the target never
+  overrides it: it is added as history, valid from its own time until the target's, and
+  the facts the target had replaced are cut where the candidate began;
+- update: the target is rewritten and takes effect from the candidate's time; an older
+  candidate only adds its messages to the target's provenance (`confirm`);
+- confirm (a NONE naming the fact): the candidate's messages join the provenance.
+
+The watermark check and advance (or a failed range's) are the caller's `commit_point`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.facts import metrics, versions
+from app.facts import repository as repo
+from app.facts.policy import FACT_KIND, FactOutputError, Operation, earlier_candidate
+from app.facts.timeline import merge_sources, older_than_target
+from app.knowledge import repository as items_repo
+from app.knowledge.scopes import Scope
+from app.knowledge.service import enforce_max_items, token_cost
+from app.models.memory_item import MemoryItem
+
+
+class StaleFacts(Exception):
+    """The watermark or a targeted fact moved between planning and applying."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A candidate fact with its times and where it was said."""
+
+    text: str
+    key: str | None
+    importance: float
+    tags: list[str]
+    seqs: list[int]
+    valid_from: datetime
+    stated_at: datetime
+
+
+@dataclasses.dataclass
+class Proposal:
+    """What one batch would change: candidates (time order) and their operations."""
+
+    first_seq: int
+    last_seq: int
+    candidates: list[Candidate]
+    operations: tuple[Operation, ...]
+    unchanged: int = 0
+
+
+@dataclasses.dataclass
+class Applied:
+    added: int = 0  # every new fact, successors and history included
+    updated: int = 0
+    invalidated: int = 0
+    unchanged: int = 0
+    history: int = 0  # older statements kept as history
+
+
+CommitPoint = Callable[[AsyncSession], Awaitable[None]]
+
+
+def _when(t: datetime) -> str:
+    return f"{t:%Y-%m-%d %H:%M} UTC"
+
+
+def _said(session_id: uuid.UUID, seqs: list[int]) -> str:
+    return f"session {session_id} msg {', '.join(map(str, seqs))}"
+
+
+class _Batch:
+    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                 scope: Scope, actor: versions.Actor) -> None:
+        self.db, self.tenant_id, self.session_id = db, tenant_id, session_id
+        self.scope, self.actor = scope, actor
+        self.now = datetime.now(UTC)
+        self.out = Applied()
+
+    def source(self, c: Candidate) -> list[dict[str, Any]]:
+        return [{"session_id": str(self.session_id), "seqs": sorted(set(c.seqs))}]
+
+    async def write(self, item: MemoryItem, change: str, reason: str | None = None) -> None:
+        await self.db.flush()
+        await versions.record(self.db, item, change, self.actor, reason)
+
+    async def bump(self, item: MemoryItem, change: str, reason: str) -> None:
+        item.version += 1
+        item.updated_at = self.now
+        await self.write(item, change, reason)
+
+    async def add(self, c: Candidate, *, invalid_at: datetime | None = None,
+                  superseded_by: uuid.UUID | None = None,
+                  reason: str | None = None) -> MemoryItem:
+        text = c.text.strip()
+        item = MemoryItem(
+            id=uuid.uuid4(), tenant_id=self.tenant_id, scope_kind=self.scope.kind,
+            scope_id=self.scope.storage_id, kind=FACT_KIND, source=f"session:{self.session_id}",
+            tags=list(dict.fromkeys(c.tags)), importance=c.importance, text=text,
+            payload=None, token_cost=token_cost(FACT_KIND, text, None), created_at=self.now,
+            updated_at=self.now, valid_from=c.valid_from, invalid_at=invalid_at,
+            superseded_by=superseded_by, source_session_id=self.session_id,
+            source_seqs=sorted(set(c.seqs)), version=1, fact_key=c.key,
+            stated_at=c.stated_at, sources=self.source(c))
+        self.db.add(item)
+        await self.write(item, "add", reason)
+        self.out.added += 1
+        return item
+
+    async def invalidate(self, c: Candidate, target: MemoryItem) -> MemoryItem:
+        if older_than_target(c.valid_from, target.valid_from):
+            return await self.history(c, target)
+        item = await self.add(c)
+        target.invalid_at, target.superseded_by = c.valid_from, item.id
+        await self.bump(target, "invalidate", f"contradicted by {_said(self.session_id, c.seqs)}"
+                        f" (fact {item.id}, true from {_when(c.valid_from)})")
+        self.out.invalidated += 1
+        return item
+
+    async def history(self, c: Candidate, target: MemoryItem) -> MemoryItem:
+        """An older statement: true from its own time until the target's."""
+        assert target.valid_from is not None
+        item = await self.add(c, invalid_at=target.valid_from, superseded_by=target.id, reason=(
+            f"older than fact {target.id} (true from {_when(target.valid_from)}): kept as "
+            "history"))
+        self.out.history += 1
+        for p in await repo.predecessors(self.db, self.tenant_id, target.id):
+            if p.id == item.id or p.valid_from is None or p.invalid_at is None:
+                continue
+            if p.valid_from <= c.valid_from < p.invalid_at:
+                p.invalid_at, p.superseded_by = c.valid_from, item.id
+                await self.bump(p, "invalidate", f"contradicted by {_said(self.session_id, c.seqs)}"
+                                f" (fact {item.id}, true from {_when(c.valid_from)})")
+                self.out.invalidated += 1
+        return item
+
+    async def update(self, c: Candidate, target: MemoryItem, text: str) -> MemoryItem:
+        if older_than_target(c.valid_from, target.valid_from):
+            return await self.confirm(c, target, older=True)
+        text = text.strip()
+        target.text, target.token_cost = text, token_cost(FACT_KIND, text, None)
+        target.importance = c.importance
+        target.tags = list(dict.fromkeys([*(target.tags or []), *c.tags]))
+        target.fact_key = c.key or target.fact_key
+        target.valid_from, target.stated_at = c.valid_from, c.stated_at
+        target.source_session_id, target.source_seqs = self.session_id, sorted(set(c.seqs))
+        target.sources = merge_sources(target.sources or [], self.source(c))
+        await self.bump(target, "update", f"restated in {_said(self.session_id, c.seqs)}")
+        self.out.updated += 1
+        return target
+
+    async def confirm(self, c: Candidate, target: MemoryItem, *,
+                      older: bool = False) -> MemoryItem:
+        merged = merge_sources(target.sources or [], self.source(c))
+        if merged == list(target.sources or []):
+            return target
+        target.sources = merged
+        why = ("an older statement of the same fact" if older else "said again")
+        await self.bump(target, "confirm", f"{why}: {_said(self.session_id, c.seqs)}")
+        return target
+
+
+async def apply(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                scope: Scope, proposal: Proposal, commit_point: CommitPoint, *,
+                actor: versions.Actor, max_items: int) -> Applied:
+    """Write one batch's operations (module doc); `commit_point` first checks the
+    watermark (raising `StaleFacts`) and moves it."""
+    await commit_point(db)
+    ops = proposal.operations
+    if ops:
+        await items_repo.lock_scope(db, tenant_id, scope)
+    stored_ids = [uuid.UUID(o.target) for o in ops
+                  if o.target is not None and earlier_candidate(o.target, o.candidate) is None]
+    targets = await repo.lock_targets(db, tenant_id, stored_ids)
+    for key in stored_ids:
+        t = targets.get(key)
+        if (t is None or t.invalid_at is not None or t.kind != FACT_KIND
+                or (t.scope_kind, t.scope_id) != (scope.kind, scope.storage_id)):
+            raise StaleFacts(f"fact {key} changed meanwhile")
+    batch = _Batch(db, tenant_id, session_id, scope, actor)
+    batch.out.unchanged = proposal.unchanged
+    # a stored fact targeted by several candidates: each applies to it as the one before
+    # left it (an INVALIDATE hands it on to the fact that replaced it)
+    current: dict[uuid.UUID, MemoryItem] = dict(targets)
+    result: dict[int, MemoryItem] = {}  # candidate -> the fact it ended up as
+
+    def resolve(o: Operation) -> MemoryItem:
+        assert o.target is not None
+        j = earlier_candidate(o.target, o.candidate)
+        if j is None:
+            return current[uuid.UUID(o.target)]
+        if j not in result:
+            raise FactOutputError(f"fact {o.candidate} names new-{j}, which was not stored")
+        return result[j]
+
+    for o in ops:
+        c = proposal.candidates[o.candidate]
+        if o.op == "add":
+            result[o.candidate] = await batch.add(c)
+            continue
+        t = resolve(o)
+        if o.op == "invalidate":
+            item = await batch.invalidate(c, t)
+            if item.superseded_by is None:  # the target was replaced: hand it on
+                for sid, v in list(current.items()):
+                    if v is t:
+                        current[sid] = item
+                for j, v in list(result.items()):
+                    if v is t:
+                        result[j] = item
+            result[o.candidate] = item
+        elif o.op == "update":
+            result[o.candidate] = await batch.update(c, t, o.text or c.text)
+        else:
+            result[o.candidate] = await batch.confirm(c, t)
+    if scope.kind == "project" and (batch.out.added or batch.out.invalidated):
+        await enforce_max_items(db, tenant_id, scope, max_items)
+    for op, n in (("add", batch.out.added), ("update", batch.out.updated),
+                  ("invalidate", batch.out.invalidated)):
+        if n:
+            metrics.OPERATIONS.labels(op=op).inc(n)
+    return batch.out

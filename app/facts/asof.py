@@ -1,0 +1,41 @@
+"""`as_of` (issue 27): what was true at a time. The SQL side keeps the items true then
+(`app.facts.repository.valid_at`); this module shows each as it read then: the version in
+effect at that time (`app.facts.timeline.version_at`) over the item's current row."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.facts import versions
+from app.facts.timeline import version_at
+
+# the fields a version holds; the rest (id, scope, kind, payload, created...) is the item's
+_FROM_VERSION = ("text", "importance", "tags", "valid_from", "source_session_id",
+                 "source_seqs", "fact_key", "stated_at", "sources", "version")
+_ITEM_FIELDS = ("id", "tenant_id", "scope_kind", "scope_id", "kind", "source", "tags",
+                "importance", "text", "payload", "token_cost", "created_at", "updated_at",
+                "valid_from", "invalid_at", "superseded_by", "source_session_id",
+                "source_seqs", "version", "fact_key", "stated_at", "sources")
+
+
+def as_read_then(item: Any, version: Any | None) -> Any:
+    """The item with the fields of `version` (itself when None)."""
+    if version is None:
+        return item
+    values = {f: getattr(item, f, None) for f in _ITEM_FIELDS}
+    values.update({f: getattr(version, f) for f in _FROM_VERSION})
+    return SimpleNamespace(**values)
+
+
+async def read_then(db: AsyncSession, tenant_id: uuid.UUID, rows: Sequence[Any],
+                    at: datetime) -> list[Any]:
+    """Each row as it read at `at` (rows already filtered to those true then)."""
+    found = await versions.versions_of(db, tenant_id, [r.id for r in rows])
+    return [as_read_then(r, version_at(found.get(r.id, []), at, created_at=r.created_at))
+            for r in rows]

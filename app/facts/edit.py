@@ -1,0 +1,65 @@
+"""`PATCH /v1/memory-items/{id}` (issue 27): people correct facts (any item, in fact), with
+`If-Match` on the item's version (the ETag `"<version>"`). As for shared-memory entries
+(app/shared_memory/etag.py): no If-Match is 428 `if_match_required`; a stale version is 409
+`version_conflict` with `details.current_version`. The change is one version row `edit`."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import Conflict, PreconditionRequired, Unprocessable
+from app.facts import versions
+from app.facts.schemas import MemoryItemUpdate
+from app.knowledge.service import get_item, token_cost
+from app.models.memory_item import MemoryItem
+from app.shared_memory.etag import format_etag, parse_match_header
+
+
+def etag(item: MemoryItem) -> str:
+    return format_etag(item.version)
+
+
+def check_if_match(if_match: str | None, version: int) -> None:
+    if if_match is None:
+        raise PreconditionRequired("PATCH needs If-Match with the item's version (its ETag, "
+                                   "e.g. \"3\").", code="if_match_required")
+    spec = parse_match_header(if_match)
+    if not spec.any and version not in spec.versions:
+        raise Conflict("The item changed since that version; read it again.",
+                       code="version_conflict", details={"current_version": version})
+
+
+async def edit_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
+                    body: MemoryItemUpdate, if_match: str | None, *,
+                    via: str = "api") -> MemoryItem:
+    item = await get_item(db, caller, item_id, for_update=True)
+    check_if_match(if_match, item.version)
+    given = body.model_fields_set
+    if "text" in given:
+        item.text = body.text
+    if "importance" in given and body.importance is not None:
+        item.importance = float(body.importance)
+    if "tags" in given and body.tags is not None:
+        item.tags = list(dict.fromkeys(body.tags))
+    if "key" in given:
+        item.fact_key = body.key
+    if "valid_from" in given:
+        item.valid_from = body.valid_from
+    if "invalid_at" in given:
+        item.invalid_at = body.invalid_at
+    start = item.valid_from or item.created_at
+    if item.invalid_at is not None and item.invalid_at < start:
+        raise Unprocessable("invalid_at would be before valid_from.", code="invalid_validity",
+                            details=[{"loc": ["body", "invalid_at"], "type": "value_error",
+                                      "msg": "invalid_at is before valid_from"}])
+    item.token_cost = token_cost(item.kind, item.text, item.payload)
+    item.version += 1
+    item.updated_at = datetime.now(UTC)
+    await db.flush()
+    await versions.record(db, item, "edit", versions.actor_of(caller, via),
+                          body.reason or "edited")
+    return item

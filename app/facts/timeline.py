@@ -1,0 +1,114 @@
+"""Facts in time (issue 27), with no I/O.
+
+- `time_order`: candidates of a batch in the order their facts became true, so one batch
+  and ten batches of the same conversation give the same facts and history.
+- `older_than_target`: a candidate that became true before the fact it would change never
+  overrides it; it is kept as history, valid from its own time until the newer fact's.
+- `merge_sources`: provenance accumulates ([{session_id, seqs}], one entry per session).
+- `parse_event_time`: the model's "when it happened", resolved against the message date.
+- `version_at`: the version of an item in effect at a time (`as_of`), from its versions.
+- `choose_shown`: which stored facts a decision prompt shows when not all of them fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+# versions that say what the item held (an invalidate/forget/delete/promote/confirm keeps
+# the content of the version before it)
+CONTENT_CHANGES = frozenset({"add", "update", "edit"})
+
+
+def time_order(keys: Sequence[tuple[datetime, datetime, int]]) -> list[int]:
+    """Indexes sorted by (valid from, stated at, first seq): the order candidates apply in."""
+    return sorted(range(len(keys)), key=lambda i: (keys[i], i))
+
+
+def older_than_target(candidate_from: datetime, target_from: datetime | None) -> bool:
+    """The candidate became true before the target did (it may not override it)."""
+    return target_from is not None and candidate_from < target_from
+
+
+def merge_sources(*groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per session (first-seen order), its seqs sorted without duplicates."""
+    by_session: dict[str, set[int]] = {}
+    for group in groups:
+        for entry in group:
+            sid = str(entry.get("session_id") or "")
+            by_session.setdefault(sid, set()).update(int(s) for s in entry.get("seqs") or [])
+    return [{"session_id": sid or None, "seqs": sorted(seqs)}
+            for sid, seqs in by_session.items()]
+
+
+def parse_event_time(raw: str | None, stated: datetime) -> datetime | None:
+    """The model's event time: an ISO date (midnight UTC) or date-time (naive = UTC); None
+    when not given. Raises ValueError when it is not a date."""
+    if raw is None or not raw.strip():
+        return None
+    text = raw.strip()
+    if len(text) == 10:
+        day = date.fromisoformat(text)
+        return datetime.combine(day, time(0, 0), tzinfo=UTC)
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionView:
+    """What `version_at` needs of a version row."""
+
+    version: int
+    change: str
+    valid_from: datetime | None
+
+
+def version_at(versions: Sequence[Any], at: datetime, *,
+               created_at: datetime | None = None) -> Any | None:
+    """The version in effect at `at`: content versions in version order make a timeline
+    where a version replaces every earlier one that took effect at or after its own
+    `valid_from` (a correction rewrites that part of the past); the one whose start is the
+    latest not after `at` wins. A version with no `valid_from` took effect at
+    `created_at`. None when nothing had taken effect yet. (The item's end, `invalid_at`,
+    is checked by the caller.)"""
+    timeline: list[tuple[datetime, Any]] = []
+    last_content: Any | None = None
+    for v in sorted(versions, key=lambda v: v.version):
+        if v.change in CONTENT_CHANGES:
+            last_content = v
+        elif last_content is None:
+            last_content = v
+        else:
+            continue
+        start = v.valid_from or created_at
+        if start is None:
+            continue
+        timeline = [(s, x) for s, x in timeline if s < start]
+        timeline.append((start, v))
+    best: Any | None = None
+    best_start: datetime | None = None
+    for start, v in timeline:
+        if start <= at and (best_start is None or start >= best_start):
+            best, best_start = v, start
+    return best
+
+
+def choose_shown(all_ids: Sequence[str], tokens: Mapping[str, int], budget: int,
+                 same_key: Sequence[str], ranked: Sequence[Sequence[str]]) -> list[str]:
+    """The stored facts a decision prompt shows: all of them when they fit `budget`;
+    else every fact sharing a candidate's key (always, even past the budget), then the
+    candidates' text matches round-robin (best first) while they fit. Order: as `all_ids`."""
+    if sum(tokens.get(i, 0) for i in all_ids) <= budget:
+        return list(all_ids)
+    chosen: dict[str, None] = dict.fromkeys(same_key)
+    used = sum(tokens.get(i, 0) for i in chosen)
+    depth = max((len(r) for r in ranked), default=0)
+    for k in range(depth):
+        for r in ranked:
+            if k < len(r) and r[k] not in chosen and used + tokens.get(r[k], 0) <= budget:
+                chosen[r[k]] = None
+                used += tokens.get(r[k], 0)
+    order = {i: n for n, i in enumerate(all_ids)}
+    return sorted(chosen, key=lambda i: order.get(i, len(order)))

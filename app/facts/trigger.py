@@ -1,0 +1,113 @@
+"""When a session's facts are extracted (issue 27): extraction follows the conversation, not
+compression.
+
+After each append to a session with facts on, its extraction job (`facts:<session>`, one
+per session) is scheduled: at once when `N` messages are waiting (`config.facts.min_batch`,
+else `LOOM_FACTS_EVERY_MESSAGES`, 6), else `T` seconds later (`LOOM_FACTS_QUIET_SECONDS`,
+60), and every later append moves that time again (a debounce: T seconds of quiet). A
+flush (`POST .../memory/extract`, or a session that ends) runs it at once. A job that ran
+while messages arrived schedules itself again when it ends (`after_extraction`), so the
+last messages of a conversation are never left for a later one.
+
+`extraction_due` is the rule, with no I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.queue import schedule
+from app.facts import repository as repo
+from app.facts.policy import FactsConfig
+
+if TYPE_CHECKING:
+    from app.messages.service import AppendedBatch
+    from app.state import AppState
+
+log = logging.getLogger("loom.facts.trigger")
+
+EXTRACT_JOB = "extract_facts"
+
+
+def extract_job_id(session_id: uuid.UUID | str) -> str:
+    return f"facts:{session_id}"
+
+
+def extraction_due(waiting: int, every: int, quiet_seconds: float) -> float | None:
+    """Seconds until the extraction should run: 0 once `every` messages wait, else the
+    quiet time; None when nothing waits."""
+    if waiting <= 0:
+        return None
+    return 0.0 if waiting >= every else float(quiet_seconds)
+
+
+async def schedule_extraction(holder: Any, sessionmaker: async_sessionmaker[AsyncSession],
+                              tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+                              delay: float) -> bool:
+    """Record the job as pending, then schedule it `delay` seconds from now. Never raises."""
+    job_id = extract_job_id(session_id)
+    try:
+        async with sessionmaker() as db:
+            await repo.mark_pending(db, tenant_id, session_id, job_id)
+            await db.commit()
+    except Exception as exc:
+        log.warning("could not record pending extraction of %s: %s", session_id,
+                    type(exc).__name__)
+    return await schedule(holder, EXTRACT_JOB, str(tenant_id), str(session_id),
+                          _job_id=job_id, _defer_by=delay)
+
+
+async def follow(holder: Any, sessionmaker: async_sessionmaker[AsyncSession], settings: Any,
+                 tenant_id: uuid.UUID, session_id: uuid.UUID, *, last_seq: int | None = None,
+                 config: Mapping[str, Any] | None = None) -> bool:
+    """Schedule the session's extraction as its waiting messages say (module doc)."""
+    async with sessionmaker() as db:
+        if last_seq is None or config is None:
+            info = await repo.session_facts(db, tenant_id, session_id)
+            if info is None:
+                await db.rollback()
+                return False
+            last_seq, config, watermark = info.last_seq, info.config, info.watermark
+        else:
+            watermark = await repo.watermark(db, tenant_id, session_id)
+        await db.rollback()
+    cfg = FactsConfig.from_stored((config or {}).get("facts"))
+    if not cfg.enabled:
+        return False
+    delay = extraction_due(last_seq - watermark, cfg.every(settings.facts_every_messages),
+                           settings.facts_quiet_seconds)
+    if delay is None:
+        return False
+    return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=delay)
+
+
+def extraction_trigger(state: AppState) -> Callable[[AppendedBatch, Mapping[str, Any]],
+                                                     Callable[[], Awaitable[None]] | None]:
+    """The append's hook (with compression's, see `app.wiring`): sessions with facts on
+    schedule their extraction after commit."""
+
+    def schedule_when_facts_on(batch: AppendedBatch, row: Mapping[str, Any]
+                               ) -> Callable[[], Awaitable[None]] | None:
+        config = row["config"] or {}
+        if not FactsConfig.from_stored(config.get("facts")).enabled:
+            return None
+        last_seq = int(row["last_seq"])
+
+        async def _schedule() -> None:
+            await follow(state.queue, state.sessionmaker, state.settings, batch.tenant_id,
+                         batch.session_id, last_seq=last_seq, config=config)
+
+        return _schedule
+
+    return schedule_when_facts_on
+
+
+async def flush(holder: Any, sessionmaker: async_sessionmaker[AsyncSession],
+                tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
+    """Extract now (an explicit call, or a session that ends)."""
+    return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=0.0)
