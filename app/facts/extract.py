@@ -229,7 +229,8 @@ async def _known(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, agent_id:
     text = " ".join(r.text for r in rows if r.role == "user")[: cap * _CHARS_PER_TOKEN]
     if not text.strip():
         return []
-    found = await repo.nearest_facts(db, tenant_id, scope, text, limit=50, agent_id=agent_id)
+    found = await repo.nearest_facts(db, tenant_id, scope, text, limit=50, agent_id=agent_id,
+                                     drop_stop_words=True)
     out: list[prompts.ShownFact] = []
     used = 0
     for r in found:
@@ -256,7 +257,8 @@ async def _stored_for_decision(deps: Deps, tenant_id: uuid.UUID, scope: Scope,
         if sum(tokens.values()) > budget:
             for c in cands:
                 near = await repo.nearest_facts(db, tenant_id, scope, c.text,
-                                                limit=NEIGHBOURS, agent_id=agent_id)
+                                                limit=NEIGHBOURS, agent_id=agent_id,
+                                                drop_stop_words=True)
                 for r in near:
                     facts.setdefault(str(r.id), _shown_fact(r))
                     tokens.setdefault(str(r.id), count_text(prompts.stored_line(

@@ -75,13 +75,16 @@ def valid_at(at: datetime) -> sa.ColumnElement[bool]:
 async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, text: str, *,
                         limit: int, agent_id: str | None,
                         include_invalidated: bool = False,
-                        as_of: datetime | None = None) -> list[Any]:
+                        as_of: datetime | None = None,
+                        drop_stop_words: bool = False) -> list[Any]:
     """The facts of `scope` best matching `text`, ranked as messages are (BM25 of
     `app.search.bm25`: N, avgdl and n(t) over the scope's facts; a fact is one document,
     with no conversation around it), then importance, newest; valid ones only unless
     `include_invalidated` (with `as_of`: those true then). The text index finds the facts
-    holding any of the words. The scope's own stop words (a word in most of its facts, as
-    "user" is) are left out of the query once the scope has a few facts."""
+    holding any of the words. `drop_stop_words` (extraction's neighbour search): the
+    scope's own stop words (a word in most of its facts, as "user" is) are left out of the
+    query once the scope has a few facts, and facts matching nothing else are not
+    neighbours."""
     q = _or_query(text)
     lexemes = sa.func.tsvector_to_array(
         sa.func.to_tsvector(sa.literal_column("'english'::regconfig"), text))
@@ -106,12 +109,13 @@ async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, te
     params = bm25.BM25Params()
     dfs = {t: sum(1 for tf in tfs if t in tf) for t in {t for tf in tfs for t in tf}}
     stop = ({t for t, n in dfs.items() if n > STOP_SHARE * n_docs}
-            if n_docs >= STOP_MIN_FACTS else set())
+            if drop_stop_words and n_docs >= STOP_MIN_FACTS else set())
     idfs = {t: bm25.idf(n_docs, n) for t, n in dfs.items() if t not in stop}
     scored = [(sum(bm25.term_score(n, r.dl, avgdl, idfs[t], params) for t, n in tf.items()
                    if t in idfs), r)
               for r, tf in zip(rows, tfs, strict=True)]
-    scored = [(score, r) for score, r in scored if score > 0]
+    if stop:
+        scored = [(score, r) for score, r in scored if score > 0]
     scored.sort(key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(),
                                str(p[1].id)))
     return [_Ranked(r, score) for score, r in scored[:limit]]

@@ -16,8 +16,8 @@ from tests.facts.support import facts_session, items, run_burst_worker, say
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolUse
 from tests.jobs.support import drain_queue
 
-GOOD_CANDIDATE = {"facts": [{"text": "The user prefers coffee.", "importance": 0.8,
-                             "tags": ["drink"], "source_seqs": [1]}]}
+GOOD_CANDIDATE = {"facts": [{"text": "The user prefers coffee.", "key": "user.drink",
+                             "importance": 0.8, "tags": ["drink"], "source_seqs": [1]}]}
 STORED = "The user prefers tea."
 
 
@@ -70,14 +70,17 @@ async def test_bad_output_writes_nothing_and_fails_visibly(
     status = (await client.get(f"/v1/sessions/{sid}/memory/extract")).json()
     assert status["status"] == "failed", status
     assert error in status["last_error"], status
-    assert status["attempts"] == tries and status["watermark_seq"] == 0
+    # the poison batch is set aside: marked failed, the watermark past it (issue 27)
+    assert status["attempts"] == tries and status["watermark_seq"] == 2
+    assert [(f["first_seq"], f["last_seq"]) for f in status["failed_ranges"]] == [(1, 2)]
+    assert error in status["failed_ranges"][0]["error"]
     assert status["llm_calls"] == tries * len(answers)
     # nothing written: the stored fact unchanged, no new fact, no new version
     facts = await items(client, include_invalidated=True)
     assert [f["text"] for f in facts] == [STORED] and facts[0]["version"] == 1
     assert facts[0]["invalid_at"] is None
     h = (await client.get(f"/v1/memory-items/{stored['id']}/history")).json()
-    assert h["versions"] == []  # created through REST: no fact history
+    assert [(v["version"], v["change"]) for v in h["versions"]] == [(1, "add")]
     assert len(fake_llm.requests) == tries * len(answers)
     r = aioredis.Redis.from_url(str(settings.redis_url))
     try:

@@ -24,27 +24,37 @@ from app.facts.policy import (
 )
 
 
-def test_prompts_show_speakers_dates_and_seqs() -> None:
+def test_prompts_show_speakers_dates_seqs_keys_and_times() -> None:
     batch = [
         p.BatchMessage(41, p.speaker("user", "Maria", "concierge"),
                        datetime(2026, 3, 5, 9, 0, tzinfo=UTC), "I switched to coffee."),
         p.BatchMessage(42, p.speaker("assistant", None, "concierge"),
                        datetime(2026, 3, 5, 9, 1, tzinfo=UTC), "Coffee it is."),
     ]
-    text = p.render_batch(batch)
+    stored = p.ShownFact(str(uuid.UUID(int=7)), "The user prefers tea.",
+                         datetime(2026, 3, 1, 9, 0, tzinfo=UTC), "user.drink",
+                         datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    text = p.render_batch(batch, [stored])
     assert "[msg 41 | 2026-03-05 09:00 UTC | user (Maria)] I switched to coffee." in text
     assert "[msg 42 | 2026-03-05 09:01 UTC | assistant (concierge)] Coffee it is." in text
     assert "msg 41-42" in text
+    # step 1 sees the stored facts bearing on the batch (no ids: nothing to target there)
+    assert "- key=user.drink (since 2026-03-01 09:00 UTC, said 2026-03-01 09:00 UTC): " \
+           "The user prefers tea." in text and "id=" not in text
     assert "record_facts" in p.EXTRACT_SYSTEM and "Never invent" in p.EXTRACT_SYSTEM
-    cand = p.CandidateFact(text="The user prefers coffee.", importance=0.8, tags=["drink"],
-                           source_seqs=[41])
-    stored = p.ShownFact(str(uuid.UUID(int=7)), "The user prefers tea.",
-                         datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
-    decide = p.render_decisions([cand], [[stored]], [datetime(2026, 3, 5, 9, 0, tzinfo=UTC)])
-    assert "New fact 0 (stated 2026-03-05 09:00 UTC, msg 41): The user prefers coffee." in decide
-    assert f"id={stored.id} (since 2026-03-01 09:00 UTC): The user prefers tea." in decide
-    empty = p.render_decisions([cand], [[]], [None])
-    assert "(no similar stored facts)" in empty and "unknown date" in empty
+    assert "two facts with the same key" in p.EXTRACT_SYSTEM
+    new = p.NewFact("The user prefers coffee.", "user.drink",
+                    datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 3, 5, 9, 0, tzinfo=UTC),
+                    "s-1", [41])
+    decide = p.render_decisions([new], [stored])
+    assert ("New fact 0 (key=user.drink; valid from 2026-02-01 00:00 UTC, stated "
+            "2026-03-05 09:00 UTC; session s-1 msg 41): The user prefers coffee.") in decide
+    assert f"- id={stored.id} key=user.drink (since 2026-03-01 09:00 UTC" in decide
+    assert "(no stored facts)" in p.render_decisions([new], [])
+    # UPDATE and INVALIDATE told apart plainly, with an example of each
+    assert "the world did not change" in p.DECIDE_SYSTEM
+    assert "the world changed" in p.DECIDE_SYSTEM and "Example" in p.DECIDE_SYSTEM
+    assert "new-<j>" in p.DECIDE_SYSTEM
 
 
 def test_tool_schemas_come_from_the_models_and_reject_bad_output() -> None:
@@ -52,6 +62,9 @@ def test_tool_schemas_come_from_the_models_and_reject_bad_output() -> None:
     dumped = json.dumps(schema)
     assert "ADD" in dumped and "INVALIDATE" in dumped and schema["type"] == "object"
     assert p.tool_schema(p.CandidatesOut)["required"] == ["facts"]
+    with pytest.raises(ValueError):  # a key is subject.attribute in lowercase
+        p.CandidatesOut.model_validate({"facts": [{"text": "x", "key": "User Home",
+                                                   "importance": 0.5, "source_seqs": [1]}]})
     with pytest.raises(ValueError):
         p.DecisionsOut.model_validate({"decisions": [{"candidate": 0, "op": "MERGE"}]})
     with pytest.raises(ValueError):
@@ -80,12 +93,22 @@ def test_plan_operations_accepts_a_consistent_answer() -> None:
     ([D(0, "INVALIDATE", B)], [{A}], "not shown"),
     ([D(0, "UPDATE", A, "  ")], [{A}], "gives no text"),
     ([D(0, "INVALIDATE")], [{A}], "not shown"),
+    ([D(0, "INVALIDATE", "new-0")], [{A}], "not shown"),  # only an earlier candidate
+    ([D(0, "ADD"), D(1, "INVALIDATE", "new-1")], [set(), set()], "not shown"),
 ])
 def test_plan_operations_rejects_inconsistent_answers(decisions: list[SimpleNamespace],
                                                        shown: list[set[str]],
                                                        message: str) -> None:
     with pytest.raises(FactOutputError, match=message):
         plan_operations(decisions, len(shown), shown)
+
+
+def test_a_candidate_may_target_an_earlier_candidate_and_none_may_confirm() -> None:
+    plan = plan_operations([D(0, "ADD"), D(1, "INVALIDATE", "new-0"), D(2, "NONE", A),
+                            D(3, "NONE")], 4, [{A}] * 4)
+    assert [(o.op, o.target) for o in plan.operations] == [
+        ("add", None), ("invalidate", "new-0"), ("confirm", A)]
+    assert plan.counts == {"add": 1, "update": 0, "invalidate": 1, "none": 2}
 
 
 def test_candidates_must_name_seqs_of_the_batch() -> None:
@@ -138,7 +161,8 @@ def test_fit_text_is_counted_whole(lines: list[str], tokens: int) -> None:
 
 def test_facts_config_share_and_defaults() -> None:
     cfg = FactsConfig.from_stored({"enabled": True, "share": 0.05})
-    assert (cfg.scope, cfg.min_batch) == ("agent", 10)
+    assert (cfg.scope, cfg.min_batch, cfg.every(6)) == ("agent", None, 6)
+    assert FactsConfig.from_stored({"enabled": True, "min_batch": 3}).every(6) == 3
     assert cfg.tokens(10_000, 10_000) == 500 and cfg.tokens(10_000, 120) == 120
     assert FactsConfig.from_stored(None).tokens(10_000, 10_000) == 0
     with pytest.raises(ValueError):

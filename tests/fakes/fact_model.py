@@ -1,0 +1,121 @@
+"""A scripted model for fact extraction, behind the fake Anthropic server
+(`fake.respond_with_tools(model)`), that answers only from the prompt it receives.
+
+Step 1 (`record_facts`): each message line `[msg N | date | speaker] text` of a user that
+matches a `Rule` becomes a fact naming that seq, with the rule's key; a rule's `when`
+resolves an event time against the message's date ("last month"). Every state is recorded
+in message order (as the prompt asks); a fact already in the prompt's <stored> section is
+not recorded again (as the prompt asks).
+
+Step 2 (`decide_facts`): reads the stored facts (id, key, times) and the new facts in the
+order shown; per new fact, the latest fact with the same key (an earlier new fact first,
+`new-<j>`, else a stored one): same text -> NONE naming it; a rule marked `update` ->
+UPDATE; else INVALIDATE. No fact with that key -> ADD. So a test also checks what the
+product shows: a contradiction whose stored fact is not in the prompt is not caught.
+
+`calls` lists the tools asked, `prompts` the prompts received (tool, text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from tests.fakes.llm_server import RecordedRequest
+
+LINE = re.compile(r"^\[msg (\d+) \| ([^|]+) \| ([^\]]+)\] (.*)$", re.M)
+NEW = re.compile(r"^New fact (\d+) \(key=([^;]*);[^)]*\): (.*)$", re.M)
+STORED = re.compile(r"^- id=([0-9a-f-]{36}) key=(\S+) \(since [^)]*\): (.*)$", re.M)
+KNOWN = re.compile(r"^- key=(\S+) \(since [^)]*\): (.*)$", re.M)
+
+
+def last_month(said: date) -> str:
+    """The first day of the month before `said` (what "last month" resolves to)."""
+    year, month = (said.year, said.month - 1) if said.month > 1 else (said.year - 1, 12)
+    return date(year, month, 1).isoformat()
+
+
+@dataclass
+class Rule:
+    """A user message containing `trigger` states `fact` (about `key`)."""
+
+    trigger: str
+    fact: str
+    key: str
+    importance: float = 0.8
+    update: bool = False  # another fact of the same key refines it (UPDATE), not replaces
+    when: Callable[[date], str] | None = None  # the event time, from the message's date
+
+    @property
+    def topic(self) -> str:
+        return self.key
+
+
+@dataclass
+class FactModel:
+    rules: list[Rule]
+    calls: list[str] = field(default_factory=list)
+    prompts: list[tuple[str, str]] = field(default_factory=list)
+
+    def rule_for(self, text: str) -> Rule | None:
+        return next((r for r in self.rules if r.fact == text.strip()), None)
+
+    def __call__(self, req: RecordedRequest) -> Any:
+        self.calls.append(req.tool_name or "")
+        self.prompts.append((req.tool_name or "", req.text))
+        if req.tool_name == "record_facts":
+            return self.extract(req.text)
+        if req.tool_name == "decide_facts":
+            return self.decide(req.text)
+        raise AssertionError(f"unexpected tool {req.tool_name}")
+
+    def extract(self, prompt: str) -> dict[str, Any]:
+        known = {text.strip() for _, text in KNOWN.findall(prompt)}
+        facts: list[dict[str, Any]] = []
+        for m in LINE.finditer(prompt):
+            seq, when, speaker, text = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+            if not speaker.startswith("user"):
+                continue
+            for r in self.rules:
+                if r.trigger in text and r.fact not in known:
+                    fact: dict[str, Any] = {"text": r.fact, "key": r.key,
+                                            "importance": r.importance, "tags": [r.key],
+                                            "source_seqs": [seq]}
+                    if r.when is not None:
+                        said = datetime.strptime(when.strip(), "%Y-%m-%d %H:%M UTC").date()
+                        fact["valid_from"] = r.when(said)
+                    facts.append(fact)
+        return {"facts": facts}
+
+    def decide(self, prompt: str) -> dict[str, Any]:
+        # the latest fact per key: (id, text, rule) as the batch moves on
+        latest: dict[str, tuple[str, str]] = {}
+        for sid, key, text in STORED.findall(prompt):
+            latest[key] = (sid, text.strip())
+        decisions = []
+        for m in NEW.finditer(prompt):
+            i, key, text = int(m.group(1)), m.group(2).strip(), m.group(3).strip()
+            rule = self.rule_for(text)
+            before = latest.get(key)
+            if before is None:
+                decisions.append({"candidate": i, "op": "ADD"})
+                latest[key] = (f"new-{i}", text)
+            elif before[1] == text:
+                decisions.append({"candidate": i, "op": "NONE", "target_id": before[0]})
+            elif rule is not None and rule.update:
+                decisions.append({"candidate": i, "op": "UPDATE", "target_id": before[0],
+                                  "text": text})
+                latest[key] = (before[0], text)
+            else:
+                decisions.append({"candidate": i, "op": "INVALIDATE",
+                                  "target_id": before[0]})
+                latest[key] = (f"new-{i}", text)
+        return {"decisions": decisions}
+
+    def shown_in_decisions(self) -> list[str]:
+        """Texts of the stored facts shown in every decide prompt so far."""
+        return [text.strip() for tool, p in self.prompts if tool == "decide_facts"
+                for _, _, text in STORED.findall(p)]
