@@ -1,0 +1,81 @@
+"""Shortcuts of the issue-27 tests: dated turns, extraction in the request, facts of a scope
+with their history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.fakes.fact_model import Rule, last_month
+
+SCENARIO = [
+    Rule("I live in Paris", "The user lives in Paris.", "user.home_city"),
+    Rule("moved to Berlin last month", "The user lives in Berlin.", "user.home_city",
+         when=last_month),
+    Rule("I prefer tea", "The user prefers tea in the morning.", "user.morning_drink"),
+    Rule("switched to coffee", "The user prefers coffee in the morning.",
+         "user.morning_drink"),
+    Rule("cat called Tom", "The user has a cat named Tom.", "user.pet.tom"),
+    Rule("Tom died", "The user's cat Tom died.", "user.pet.tom"),
+    Rule("I work as a teacher", "The user works as a teacher.", "user.job", update=True),
+    Rule("maths at Lycee Hoche", "The user works as a maths teacher at Lycee Hoche.",
+         "user.job", update=True),
+    Rule("joined Globex", "The user works as an engineer at Globex.", "user.job"),
+    Rule("sister lives in Lisbon", "The user's sister lives in Lisbon.",
+         "user.sister.home_city"),
+]
+
+
+async def talk(client: httpx.AsyncClient, sid: str, *turns: tuple[str, str]) -> None:
+    """Append (time, user text) turns, each answered "Noted." a minute later."""
+    msgs: list[dict[str, Any]] = []
+    for when, text in turns:
+        msgs.append({"role": "user", "content": text, "created_at": when})
+        msgs.append({"role": "assistant", "content": "Noted.",
+                     "created_at": when.replace(":00Z", ":30Z")})
+    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
+    assert r.status_code == 201, r.text
+
+
+async def extract(client: httpx.AsyncClient, sid: str, **params: Any) -> dict[str, Any]:
+    r = await client.post(f"/v1/sessions/{sid}/memory/extract",
+                          params={"wait": "true", **params})
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+async def scope_facts(client: httpx.AsyncClient, scope: str, *,
+                      as_of: str | None = None) -> list[dict[str, Any]]:
+    """Every fact of a scope (valid or not; with `as_of`, those true then), oldest first."""
+    params: dict[str, str] = {"include_invalidated": "true"}
+    if as_of is not None:
+        params = {"as_of": as_of}
+    r = await client.post("/v1/memory-items/query", params=params, json={
+        "filters": {"kind": "fact", "scope": scope}, "order_by": "-timestamp", "limit": 200})
+    assert r.status_code == 200, r.text
+    return list(r.json()["items"])
+
+
+async def history(client: httpx.AsyncClient, item_id: str) -> dict[str, Any]:
+    r = await client.get(f"/v1/memory-items/{item_id}/history")
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def day(ts: str | None) -> str | None:
+    return ts[:10] if ts else None
+
+
+async def timeline(client: httpx.AsyncClient, scope: str) -> list[tuple[Any, ...]]:
+    """What a scope remembers, independent of ids and of when it was extracted: each fact
+    (text, valid from, invalid at, the text of its successor, its changes in order)."""
+    facts = await scope_facts(client, scope)
+    text = {f["id"]: f["text"] for f in facts}
+    out = []
+    for f in facts:
+        h = await history(client, f["id"])
+        out.append((f["text"], f["valid_from"], f["invalid_at"],
+                    text.get(f["superseded_by"]) if f["superseded_by"] else None,
+                    tuple(v["change"] for v in h["versions"])))
+    return sorted(out, key=lambda t: (t[1], t[0]))
