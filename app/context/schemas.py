@@ -2,9 +2,9 @@
 
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from app.core.strict import JsonFloat, JsonInt
+from app.core.strict import JsonAwareDatetime, JsonFloat, JsonInt
 from app.memory.recall import DEFAULT_MAX_MESSAGES, DEFAULT_SHARE, MAX_MESSAGES, MAX_SHARE
 from app.search.query import MAX_QUERY_CHARS
 
@@ -34,7 +34,7 @@ class ContextRequest(BaseModel):
     format: Literal["anthropic", "openai", "raw"] = "anthropic"
     recall: RecallInput | None = Field(default=None, description=(
         "Recall for this build, instead of the session's `config.recall`."))
-    facts_as_of: AwareDatetime | None = Field(default=None, description=(
+    facts_as_of: JsonAwareDatetime | None = Field(default=None, description=(
         "The facts block shows the facts true at this time (default: now)."))
 
 

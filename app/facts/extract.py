@@ -7,10 +7,12 @@ job is started by `app.facts.trigger`: N new messages, T seconds of quiet, or a 
    messages, and the scope's stored facts that bear on them; the batch is as many
    messages as keep the *rendered* step-1 prompt within `LOOM_FACTS_INPUT_TOKENS`;
 2. ask the LLM, outside any transaction: candidate facts of the batch (each with a key and
-   maybe an event time), put in time order; then (unless nothing stored could be
-   affected) one decision per candidate against the scope's stored valid facts: all of
-   them when they fit the prompt, else those sharing a candidate's key and the best text
-   matches (`app.facts.timeline.choose_shown`);
+   maybe an event time), put in time order; then one decision per candidate against the
+   scope's stored valid facts: all of them when they fit the prompt, else those sharing a
+   candidate's key and the best text matches (`app.facts.timeline.choose_shown`). The
+   decision call is skipped when no stored fact could be affected (none shares a
+   candidate's key or words beyond the scope's stop words) and no two candidates share a
+   key: everything is ADD;
 3. apply (one transaction, `app.facts.apply`): re-read the watermark under a row lock (it
    must not have moved: another run applied this batch -> re-plan), lock the scope and the
    targeted facts (each must still be valid -> else re-plan), write every operation and
@@ -245,7 +247,10 @@ async def _known(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, agent_id:
 
 async def _stored_for_decision(deps: Deps, tenant_id: uuid.UUID, scope: Scope,
                                agent_id: str, cands: list[Candidate],
-                               budget: int) -> list[prompts.ShownFact]:
+                               budget: int) -> tuple[list[prompts.ShownFact], bool]:
+    """The stored facts the decision prompt shows, and whether any could be affected (a
+    fact sharing a candidate's key, or matching one's words beyond the scope's stop
+    words): when none could, the decision call is skipped."""
     async with deps.sessionmaker() as db:
         every = await repo.top_facts(db, tenant_id, scope, limit=SCOPE_FACTS,
                                      agent_id=agent_id)
@@ -254,7 +259,7 @@ async def _stored_for_decision(deps: Deps, tenant_id: uuid.UUID, scope: Scope,
         keys = {c.key for c in cands if c.key}
         same_key = [i for i, f in facts.items() if f.key in keys]
         ranked: list[list[str]] = []
-        if sum(tokens.values()) > budget:
+        if facts:
             for c in cands:
                 near = await repo.nearest_facts(db, tenant_id, scope, c.text,
                                                 limit=NEIGHBOURS, agent_id=agent_id,
@@ -265,8 +270,9 @@ async def _stored_for_decision(deps: Deps, tenant_id: uuid.UUID, scope: Scope,
                         facts[str(r.id)])) + _JOIN)
                 ranked.append([str(r.id) for r in near])
         await db.rollback()
+    related = bool(same_key) or any(ranked)
     chosen = choose_shown(list(facts), tokens, budget, same_key, ranked)
-    return [facts[i] for i in chosen]
+    return [facts[i] for i in chosen], related
 
 
 def _new_facts(cands: list[Candidate], session_id: uuid.UUID) -> list[prompts.NewFact]:
@@ -294,10 +300,10 @@ async def propose(deps: Deps, outcome: Outcome, tenant_id: uuid.UUID, session_id
     news = _new_facts(cands, session_id)
     budget = cap - _fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut) - count_text(
         prompts.render_decisions(news, []))
-    stored = await _stored_for_decision(deps, tenant_id, scope, info.agent_id, cands,
-                                        max(0, budget))
+    stored, related = await _stored_for_decision(deps, tenant_id, scope, info.agent_id,
+                                                 cands, max(0, budget))
     keys = [c.key for c in cands if c.key]
-    if not stored and len(set(keys)) == len(keys):  # nothing could be affected: all new
+    if not related and len(set(keys)) == len(keys):  # nothing could be affected: all new
         return Proposal(first, last, cands, tuple(Operation("add", i)
                                                   for i in range(len(cands))))
     decided = await _ask(deps, outcome, ids, "decide", prompts.DECIDE_SYSTEM,
@@ -360,9 +366,11 @@ async def _apply(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, scope:
 
 async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
                          lease_lost: Callable[[], bool] = lambda: False,
-                         outcome: Outcome | None = None) -> Outcome:
-    """Extract batch after batch until every message is read (see module doc). `outcome`
-    is filled as it goes (LLM usage counts even when a later step fails)."""
+                         outcome: Outcome | None = None,
+                         upto: int | None = None) -> Outcome:
+    """Extract batch after batch until every message (up to `upto`, default the newest)
+    is read (see module doc). `outcome` is filled as it goes (LLM usage counts even when a
+    later step fails)."""
     outcome = outcome if outcome is not None else Outcome()
     stale = 0
     for _ in range(MAX_BATCHES):
@@ -376,11 +384,12 @@ async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID
         if not cfg.enabled:
             outcome.skipped = outcome.skipped or "disabled"
             return outcome
-        if info.last_seq <= info.watermark:
+        last = info.last_seq if upto is None else min(upto, info.last_seq)
+        if last <= info.watermark:
             return outcome
         scope = fact_scope(cfg, info.agent_id)
         rows, messages, known = await _read_batch(deps, tenant_id, session_id, info, scope,
-                                                  info.watermark, info.last_seq)
+                                                  info.watermark, last)
         if not rows:
             return outcome
         outcome.current = (rows[0].seq, rows[-1].seq)

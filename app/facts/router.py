@@ -6,15 +6,16 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Query, Response
-from pydantic import AwareDatetime
 
 from app.auth.deps import CallerDep
 from app.core.db import DbDep
-from app.core.errors import ERROR_RESPONSES
+from app.core.errors import ERROR_RESPONSES, ErrorEnvelope
+from app.core.strict import JsonAwareDatetime
 from app.facts import edit
 from app.facts import service as facts_service
 from app.facts.extract import Deps
 from app.facts.schemas import MemoryItemUpdate
+from app.knowledge import examples
 from app.knowledge.schemas import (
     ExtractPublic,
     FactExtractionPublic,
@@ -69,7 +70,7 @@ async def get_fact_extraction(session: SessionDep, db: DbDep) -> FactExtractionP
             summary="A knowledge item's versions")
 async def get_memory_item_history(
     item_id: uuid.UUID, db: DbDep, caller: CallerDep,
-    as_of: Annotated[AwareDatetime | None, Query(description=(
+    as_of: Annotated[JsonAwareDatetime | None, Query(description=(
         "Also give the version in effect at this time (`as_of_version`)."))] = None,
 ) -> MemoryItemHistory:
     """Every version of the item (oldest first: who, when, why), the fact that replaced it
@@ -78,9 +79,11 @@ async def get_memory_item_history(
 
 
 @router.patch("/memory-items/{item_id:uuid}", response_model=MemoryItemPublic,
+              responses={428: {"model": ErrorEnvelope}},
               summary="Correct a knowledge item (a fact)")
 async def patch_memory_item(
-    item_id: uuid.UUID, body: Annotated[MemoryItemUpdate, Body()], db: DbDep,
+    item_id: uuid.UUID,
+    body: Annotated[MemoryItemUpdate, Body(openapi_examples=examples.ITEM_UPDATE)], db: DbDep,
     caller: CallerDep, response: Response,
     if_match: Annotated[str | None, Header(description=(
         "The version it corrects, as its ETag (`\"3\"`); required."))] = None,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.core.strict import JsonFloat
+from app.core.strict import JsonAwareDatetime, JsonFloat
 from app.facts.prompts import KEY_PATTERN
 
 
@@ -24,9 +24,9 @@ class MemoryItemUpdate(BaseModel):
         default=None, max_length=64)
     key: str | None = Field(default=None, pattern=KEY_PATTERN, max_length=200, description=(
         "Facts: what it is about (`user.home_city`)."))
-    valid_from: AwareDatetime | None = Field(default=None, description=(
+    valid_from: JsonAwareDatetime | None = Field(default=None, description=(
         "When it became true."))
-    invalid_at: AwareDatetime | None = Field(default=None, description=(
+    invalid_at: JsonAwareDatetime | None = Field(default=None, description=(
         "When it stopped being true (null: it is true again)."))
     reason: str | None = Field(default=None, min_length=1, max_length=1000, description=(
         "Why (kept in the history). Default: `edited`."))

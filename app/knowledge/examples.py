@@ -69,3 +69,14 @@ LEARNED: dict[str, Example] = {
 ROLLBACK: dict[str, Example] = {
     "to_version": Example(summary="Make version 2 active again", value={"to_version": 2}),
 }
+
+ITEM_UPDATE: dict[str, Example] = {
+    "correct_a_fact": Example(
+        summary="Correct a fact (with If-Match: the version it corrects)",
+        value={"text": "The user lives in Berlin.", "key": "user.home_city",
+               "valid_from": "2026-02-01T00:00:00Z",
+               "reason": "the user moved in February, not March"}),
+    "no_longer_true": Example(
+        summary="A fact that stopped being true",
+        value={"invalid_at": "2026-04-30T00:00:00Z", "reason": "the cat died"}),
+}

@@ -6,12 +6,12 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
-from pydantic import AwareDatetime
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
+from app.core.strict import JsonAwareDatetime
 from app.knowledge import examples, learned_service, packages, service
 from app.knowledge.schemas import (
     ClearRequest,
@@ -58,7 +58,7 @@ async def create_memory_item(
 async def query_memory_items(
     body: Annotated[MemoryItemQuery, Body(openapi_examples=examples.QUERY)], db: DbDep,
     caller: CallerDep, include_invalidated: bool = False,
-    as_of: Annotated[AwareDatetime | None, Query(description=(
+    as_of: Annotated[JsonAwareDatetime | None, Query(description=(
         "The items true at this time (world time), each as it read then."))] = None,
 ) -> MemoryItemList:
     """Filter, order and page items (filters run in SQL; unknown fields/operators are 422).

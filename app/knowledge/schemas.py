@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import (
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -18,7 +17,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
-from app.core.strict import JSON_INT, JsonFloat, JsonInt
+from app.core.strict import JSON_INT, JsonAwareDatetime, JsonFloat, JsonInt
 from app.knowledge.filters import (
     ALIASES,
     DEFAULT_LIMIT,
@@ -256,7 +255,7 @@ class ContextPackageCreate(BaseModel):
         "Keep the N oldest and N newest items of each tier first, then fill by importance."))
     filters: dict[str, Any] = Field(default_factory=dict, description=(
         "Only consider matching items. " + FILTERS_DOC), json_schema_extra=FILTERS_SCHEMA)
-    as_of: AwareDatetime | None = Field(default=None, description=(
+    as_of: JsonAwareDatetime | None = Field(default=None, description=(
         "The items true at this time (world time), each as it read then; default: now."))
 
 
@@ -357,7 +356,7 @@ class FactSearch(BaseModel):
     scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN)
     limit: JsonInt = Field(default=10, ge=1, le=50)
     include_invalidated: StrictBool = False
-    as_of: AwareDatetime | None = Field(default=None, description=(
+    as_of: JsonAwareDatetime | None = Field(default=None, description=(
         "The facts true at this time (world time), instead of now."))
 
 

@@ -11,7 +11,8 @@ from tests.support.api import create_session
      {"GET", "PATCH", "DELETE"}),
     ("OPTIONS", "/v1/agents/a1/learned", {"GET", "PUT"}),
     ("OPTIONS", "/v1/api-keys", {"GET", "POST"}),
-    ("PATCH", "/v1/memory-items/00000000-0000-0000-0000-000000000000", {"GET", "DELETE"}),
+    ("PUT", "/v1/memory-items/00000000-0000-0000-0000-000000000000",
+     {"GET", "PATCH", "DELETE"}),
     # literal siblings of /memory-items/{item_id} are not an item id (was 422)
     ("GET", "/v1/memory-items/clear", {"POST"}),
     ("GET", "/v1/memory-items/query", {"POST"}),

@@ -90,7 +90,7 @@ async def test_paris_then_berlin_last_month(llm_client: httpx.AsyncClient,
     shown = ("text", "key", "valid_from", "stated_at", "invalid_at", "superseded_by",
              "sources", "version")
     for f in (paris, berlin):
-        print(f"\nfact {f['id']}: {json.dumps({k: f[k] for k in shown}, indent=1)}")
+        print(f"\nfact {f['id']}: {json.dumps({k: f[k] for k in shown})}")
         for v in (await history(llm_client, f["id"]))["versions"]:
             print(f"  v{v['version']} {v['change']} by {v['actor']}/{v['actor_agent_id']}: "
                   f"valid {day(v['valid_from'])}..{day(v['invalid_at'])}; {v['reason']}")

@@ -9,8 +9,8 @@ from app.llm.errors import LLMError
 from tests.fakes.llm_server import Fail, FakeLLMServer, Reply, ToolUse
 from tests.llm.test_client import anthropic_client, openai_client
 
-ANSWER = {"facts": [{"text": "The user likes jazz.", "importance": 0.6, "tags": ["music"],
-                     "source_seqs": [3]}]}
+ANSWER = {"facts": [{"text": "The user likes jazz.", "key": "user.music", "importance": 0.6,
+                     "tags": ["music"], "source_seqs": [3]}]}
 
 
 @pytest.mark.parametrize("make", [anthropic_client, openai_client], ids=["anthropic", "openai"])
