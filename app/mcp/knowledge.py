@@ -54,7 +54,8 @@ async def knowledge_add_item(
         "importance": importance, "source": source})
     async with transaction(call.state.sessionmaker) as db:
         item = await service.create_item(
-            db, call.caller, body, max_items=int(call.state.settings.knowledge_max_items))
+            db, call.caller, body, max_items=int(call.state.settings.knowledge_max_items),
+            via="mcp")
         public = service.to_public(item)
     return ok(public)
 
