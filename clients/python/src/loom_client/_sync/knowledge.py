@@ -5,6 +5,7 @@ agent profiles."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 from loom_client import _wire
@@ -51,6 +52,20 @@ class KnowledgeMixin(BaseClient):
     def delete_memory_item(self, item_id: str, *,
                            options: RequestOptions | None = None) -> None:
         self._send("DELETE", f"/v1/memory-items/{segment(item_id)}", options=options)
+
+    @operation("PATCH", "/v1/memory-items/{item_id}")
+    def update_memory_item(self, item_id: str, version: int, *,
+                           changes: Mapping[str, Any], reason: str | None = None,
+                           options: RequestOptions | None = None) -> MemoryItem:
+        """Correct an item: `changes` holds the fields to change (text, importance, tags,
+        key, valid_from, invalid_at; `invalid_at: None` makes it true again); `version` is
+        the one it corrects (a stale one raises the 409 `version_conflict` error)."""
+        return self._request(
+      MemoryItem, "PATCH", f"/v1/memory-items/{segment(item_id)}", options=options,
+      headers=_wire.preconditions(version, None),
+      json={**{k: v.isoformat() if isinstance(v, datetime) else v
+               for k, v in changes.items()},
+            **({"reason": reason} if reason is not None else {})})
 
     @operation("POST", "/v1/memory-items/query")
     def query_memory_items(self, *, filters: Mapping[str, Any] | None = None,

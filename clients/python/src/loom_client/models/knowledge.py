@@ -33,10 +33,14 @@ class MemoryItem(ResponseModel):
     superseded_by: str | None = None
     source_session_id: str | None = None
     source_seqs: list[int] = []
+    key: str | None = None
+    stated_at: datetime | None = None
+    sources: list[dict[str, Any]] = []
 
 
 class MemoryItemVersion(ResponseModel):
-    """One version of a fact: add, update, invalidate or forget."""
+    """One version of an item: add, update, invalidate, forget, confirm, edit, delete or
+    promote, with who made it (`actor`, `actor_key_id`, `actor_agent_id`)."""
 
     version: int
     change: str
