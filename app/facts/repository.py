@@ -58,18 +58,20 @@ def _tfs(hits: str | None) -> dict[str, int]:
             for m in _ENTRY.finditer(hits or "")}
 
 
-def first_valid_from() -> sa.ColumnElement[Any]:
+def first_valid_from(tenant_id: uuid.UUID) -> sa.ColumnElement[Any]:
     """When an item first took effect: its earliest version's `valid_from`, else its own,
-    else its creation."""
+    else its creation (the versions read names the tenant: one partition)."""
     earliest = (sa.select(sa.func.min(V.c.valid_from))
-                .where(V.c.tenant_id == M.tenant_id, V.c.item_id == M.id)
+                .where(V.c.tenant_id == tenant_id, V.c.item_id == M.id)
                 .scalar_subquery())
     return sa.func.coalesce(sa.func.least(M.valid_from, earliest), M.created_at)
 
 
-def valid_at(at: datetime) -> sa.ColumnElement[bool]:
-    """Items true at `at` (world time): taken effect by then and not invalid yet."""
-    return sa.and_(first_valid_from() <= at, sa.or_(M.invalid_at.is_(None), M.invalid_at > at))
+def valid_at(tenant_id: uuid.UUID, at: datetime) -> sa.ColumnElement[bool]:
+    """A tenant's items true at `at` (world time): taken effect by then and not invalid
+    yet."""
+    return sa.and_(first_valid_from(tenant_id) <= at,
+                   sa.or_(M.invalid_at.is_(None), M.invalid_at > at))
 
 
 async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, text: str, *,
@@ -95,7 +97,7 @@ async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, te
                           include_invalidated=include_invalidated or as_of is not None),
                 scope_clause(scope), M.kind == FACT_KIND)
     if as_of is not None and not include_invalidated:
-        in_scope = (*in_scope, valid_at(as_of))
+        in_scope = (*in_scope, valid_at(tenant_id, as_of))
     stats = (await db.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(_LENGTH), 0))
                               .where(*in_scope, _LENGTH > 0))).one()
     n_docs, total = int(stats[0]), int(stats[1])
@@ -308,7 +310,7 @@ async def top_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, *, lim
                     agent_id: str | None, as_of: datetime | None = None) -> list[Any]:
     """The scope's valid facts (with `as_of`: those true then), most important (then
     newest) first."""
-    valid = ([valid_at(as_of)] if as_of is not None else [])
+    valid = ([valid_at(tenant_id, as_of)] if as_of is not None else [])
     stmt = (sa.select(*M).where(*readable(tenant_id, agent_id,
                                           include_invalidated=as_of is not None),
                                 *valid, scope_clause(scope), M.kind == FACT_KIND)

@@ -73,7 +73,7 @@ async def build(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
     the items true then, as they read then)."""
     scopes = tier_scopes(task_id, project_id, include_global)
     allowance = allocate(budget_tokens, shares)
-    valid = None if as_of is None else valid_at(as_of)
+    valid = None if as_of is None else valid_at(tenant_id, as_of)
     raw = await repository.tier_totals(db, tenant_id, list(scopes.values()), conditions,
                                        valid)
     totals: dict[Tier, tuple[int, int]] = {t: raw.get(t, (0, 0)) for t in scopes}

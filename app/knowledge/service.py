@@ -185,10 +185,10 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *
             after = (_cursor_value(q.order.field, data["v"]), uuid.UUID(data["i"]))
         except (ValueError, TypeError) as exc:
             raise invalid_cursor("The cursor does not belong to this query.") from exc
+    valid = None if as_of is None else valid_at(caller.tenant_id, as_of)
     fetched = await repository.query(db, caller.tenant_id, q.conditions, q.order,
                                      fetch_limit(q.limit), after, agent_id=caller.agent_id,
-                                     include_invalidated=include_invalidated,
-                                     valid=None if as_of is None else valid_at(as_of))
+                                     include_invalidated=include_invalidated, valid=valid)
 
     def cursor_after(last: Any) -> dict[str, Any]:
         value = getattr(last, q.order.field)
