@@ -81,8 +81,9 @@ message ("I moved to Berlin last month"), that time as valid_from, resolved agai
 message's date. When the messages change a fact (a preference, an address...), record \
 each state in the order stated, each citing its own messages: "I live in Paris" then \
 "I moved to Berlin" are two facts with the same key. The stored facts shown are already \
-known: do not record one again unless the messages change or correct it, and reuse its \
-key for a fact about the same thing. Never invent a fact that the messages do not \
+known: never record one as a new fact. When the messages state one again, record it with \
+its stored wording and key (its messages join its sources); when they change or correct \
+it, record the new state with the same key. Never invent a fact that the messages do not \
 state. Call the record_facts tool exactly once."""
 
 # --- step 2: decisions --------------------------------------------------------------

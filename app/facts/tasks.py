@@ -163,8 +163,11 @@ async def extract_facts(ctx: dict[str, Any], tenant_id: str, session_id: str,
         log.warning("fact extraction of %s failed (try %d/%d): %s", sid, job_try,
                     settings.facts_max_tries, error)
         if job_try >= settings.facts_max_tries:
-            if outcome.current is not None and not retry_failed:
-                await give_up_on(deps.sessionmaker, tid, sid, outcome.current, error)
+            if outcome.current is not None and not retry_failed and await give_up_on(
+                    deps.sessionmaker, tid, sid, outcome.current, error):
+                first, last = outcome.current
+                error = (f"msg {first}-{last} set aside after {job_try} tries (retry_failed "
+                         f"re-runs it): {error}")[:300]
             await record(deps.sessionmaker, tid, sid, status="failed", last_error=error,
                          finished_at=_now(), runs=_runs_plus_one())
             metrics.JOBS_RUN.labels(outcome="failed").inc()

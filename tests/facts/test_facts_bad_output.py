@@ -74,6 +74,7 @@ async def test_bad_output_writes_nothing_and_fails_visibly(
     assert status["attempts"] == tries and status["watermark_seq"] == 2
     assert [(f["first_seq"], f["last_seq"]) for f in status["failed_ranges"]] == [(1, 2)]
     assert error in status["failed_ranges"][0]["error"]
+    assert status["last_error"].startswith("msg 1-2 set aside after 2 tries")
     assert status["llm_calls"] == tries * len(answers)
     # nothing written: the stored fact unchanged, no new fact, no new version
     facts = await items(client, include_invalidated=True)

@@ -156,6 +156,28 @@ async def test_an_older_session_extracted_later_never_overrides(
         "The user lives in Paris."]
 
 
+async def test_a_fact_said_again_gathers_its_sources(llm_client: httpx.AsyncClient,
+                                                     fake_llm: FakeLLMServer) -> None:
+    model = FactModel(SCENARIO)
+    fake_llm.respond_with_tools(model)
+    first = await facts_session(llm_client)
+    await talk(llm_client, first, ("2026-01-10T09:00:00Z", "I live in Paris."))
+    await extract(llm_client, first)
+    again = await facts_session(llm_client)
+    await talk(llm_client, again, ("2026-02-10T09:00:00Z", "As I said, I live in Paris."))
+    result = (await extract(llm_client, again))["result"]
+    assert (result["added"], result["unchanged"]) == (0, 1)
+    # step 1 was shown the known fact (without ids), step 2 named it
+    assert "- key=user.home_city (since 2026-01-10 09:00 UTC" in model.prompts[1][1]
+    [paris] = await scope_facts(llm_client, AGENT)
+    assert paris["sources"] == [{"session_id": first, "seqs": [1]},
+                                {"session_id": again, "seqs": [1]}]
+    assert paris["valid_from"].startswith("2026-01-10")  # a restatement changes no validity
+    h = await history(llm_client, paris["id"])
+    assert [(v["change"], len(v["sources"])) for v in h["versions"]] == [("add", 1),
+                                                                         ("confirm", 2)]
+
+
 CONVERSATION = [
     ("2026-01-03T09:00:00Z", "Hello, I live in Paris."),
     ("2026-01-04T09:00:00Z", "I prefer tea in the morning."),

@@ -4,8 +4,8 @@
 Step 1 (`record_facts`): each message line `[msg N | date | speaker] text` of a user that
 matches a `Rule` becomes a fact naming that seq, with the rule's key; a rule's `when`
 resolves an event time against the message's date ("last month"). Every state is recorded
-in message order (as the prompt asks); a fact already in the prompt's <stored> section is
-not recorded again (as the prompt asks).
+in message order, and a fact of the prompt's <stored> section stated again is recorded in
+its stored wording (as the prompt asks).
 
 Step 2 (`decide_facts`): reads the stored facts (id, key, times) and the new facts in the
 order shown; per new fact, the latest fact with the same key (an earlier new fact first,
@@ -73,14 +73,13 @@ class FactModel:
         raise AssertionError(f"unexpected tool {req.tool_name}")
 
     def extract(self, prompt: str) -> dict[str, Any]:
-        known = {text.strip() for _, text in KNOWN.findall(prompt)}
         facts: list[dict[str, Any]] = []
         for m in LINE.finditer(prompt):
             seq, when, speaker, text = int(m.group(1)), m.group(2), m.group(3), m.group(4)
             if not speaker.startswith("user"):
                 continue
             for r in self.rules:
-                if r.trigger in text and r.fact not in known:
+                if r.trigger in text:
                     fact: dict[str, Any] = {"text": r.fact, "key": r.key,
                                             "importance": r.importance, "tags": [r.key],
                                             "source_seqs": [seq]}
