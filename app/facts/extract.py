@@ -28,7 +28,6 @@ usage is recorded as soon as it returns (a killed attempt's calls count too).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -43,14 +42,14 @@ from app.facts import metrics, prompts
 from app.facts import repository as repo
 from app.facts.apply import Candidate, CommitPoint, Proposal, StaleFacts, apply
 from app.facts.policy import (
-    NEIGHBOURS,
     FactOutputError,
     FactsConfig,
     Operation,
     check_candidates,
     plan_operations,
 )
-from app.facts.timeline import choose_shown, parse_event_time, time_order
+from app.facts.selection import fit_batch, fixed_tokens, known_facts, stored_for_decision
+from app.facts.timeline import parse_event_time, time_order
 from app.facts.versions import Actor
 from app.knowledge.scopes import Scope, agent_scope, parse_scope
 from app.llm.client import LLMClient
@@ -61,10 +60,6 @@ log = logging.getLogger("loom.facts")
 MAX_BATCHES = 100  # per run; a longer backlog continues in the next run
 MAX_STALE_REPLANS = 5
 _READ_LIMIT = 500  # messages read per batch at most (the token cap usually ends it first)
-_CHARS_PER_TOKEN = 4
-KNOWN_SHARE = 0.25  # of the cap: stored facts shown in step 1
-SCOPE_FACTS = 500  # stored facts read for the decision step at most
-_JOIN = 1  # tokens a line's newline may add
 
 
 class LeaseLost(Exception):
@@ -145,45 +140,6 @@ async def _ask(deps: Deps, outcome: Outcome, ids: tuple[uuid.UUID, uuid.UUID], s
                               f"{first['msg']})") from None
 
 
-def _fixed_tokens(system: str, model: type[BaseModel]) -> int:
-    return count_text(system) + count_text(json.dumps(prompts.tool_schema(model)))
-
-
-def _shown(rows: list[repo.BatchRow], agent_id: str,
-           cap: int) -> list[tuple[repo.BatchRow, prompts.BatchMessage]]:
-    limit = cap * _CHARS_PER_TOKEN
-    return [(r, prompts.BatchMessage(r.seq, prompts.speaker(r.role, r.name, agent_id),
-                                     r.created_at, r.text[:limit]))
-            for r in rows if r.role in ("user", "assistant") and r.text.strip()]
-
-
-def fit_batch(rows: list[repo.BatchRow], agent_id: str, known: list[prompts.ShownFact],
-              cap: int) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage]]:
-    """The longest prefix of `rows` whose rendered step-1 prompt (system, tool schema,
-    stored facts, messages) stays within `cap` tokens (at least one row; a message alone
-    over the cap is cut)."""
-    fixed = _fixed_tokens(prompts.EXTRACT_SYSTEM, prompts.CandidatesOut)
-    shown = _shown(rows, agent_id, cap)
-    by_seq = {r.seq: m for r, m in shown}
-    base = fixed + count_text(prompts.render_batch(
-        [prompts.BatchMessage(0, "user", rows[0].created_at, "")], known))
-    taken: list[repo.BatchRow] = []
-    used = base
-    for r in rows:
-        m = by_seq.get(r.seq)
-        cost = count_text(prompts.message_line(m)) + _JOIN if m is not None else 0
-        if taken and used + cost > cap:
-            break
-        taken.append(r)
-        used += cost
-    messages = [by_seq[r.seq] for r in taken if r.seq in by_seq]
-    if len(messages) == 1 and used > cap:  # one message alone: cut to what fits
-        room = max(1, cap - base) * _CHARS_PER_TOKEN
-        m = messages[0]
-        messages = [dataclasses.replace(m, text=m.text[:room])]
-    return taken, messages
-
-
 def _dedupe(found: list[prompts.CandidateFact]) -> list[prompts.CandidateFact]:
     """One candidate per text (case and spaces ignored): seqs and tags merged, the
     highest importance kept."""
@@ -220,61 +176,6 @@ def candidates_in_time_order(found: list[prompts.CandidateFact],
     return [out[i] for i in order]
 
 
-def _shown_fact(r: Any) -> prompts.ShownFact:
-    return prompts.ShownFact(str(r.id), r.text or "", r.valid_from, r.fact_key, r.stated_at)
-
-
-async def _known(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, agent_id: str,
-                 rows: list[repo.BatchRow], cap: int) -> list[prompts.ShownFact]:
-    """Stored facts bearing on the messages (best text matches), within KNOWN_SHARE of the
-    cap, for step 1."""
-    text = " ".join(r.text for r in rows if r.role == "user")[: cap * _CHARS_PER_TOKEN]
-    if not text.strip():
-        return []
-    found = await repo.nearest_facts(db, tenant_id, scope, text, limit=50, agent_id=agent_id,
-                                     drop_stop_words=True)
-    out: list[prompts.ShownFact] = []
-    used = 0
-    for r in found:
-        f = _shown_fact(r)
-        cost = count_text(prompts.stored_line(f, with_id=False)) + _JOIN
-        if used + cost > cap * KNOWN_SHARE:
-            break
-        out.append(f)
-        used += cost
-    return out
-
-
-async def _stored_for_decision(deps: Deps, tenant_id: uuid.UUID, scope: Scope,
-                               agent_id: str, cands: list[Candidate],
-                               budget: int) -> tuple[list[prompts.ShownFact], bool]:
-    """The stored facts the decision prompt shows, and whether any could be affected (a
-    fact sharing a candidate's key, or matching one's words beyond the scope's stop
-    words): when none could, the decision call is skipped."""
-    async with deps.sessionmaker() as db:
-        every = await repo.top_facts(db, tenant_id, scope, limit=SCOPE_FACTS,
-                                     agent_id=agent_id)
-        facts = {str(r.id): _shown_fact(r) for r in every}
-        tokens = {i: count_text(prompts.stored_line(f)) + _JOIN for i, f in facts.items()}
-        keys = {c.key for c in cands if c.key}
-        same_key = [i for i, f in facts.items() if f.key in keys]
-        ranked: list[list[str]] = []
-        if facts:
-            for c in cands:
-                near = await repo.nearest_facts(db, tenant_id, scope, c.text,
-                                                limit=NEIGHBOURS, agent_id=agent_id,
-                                                drop_stop_words=True)
-                for r in near:
-                    facts.setdefault(str(r.id), _shown_fact(r))
-                    tokens.setdefault(str(r.id), count_text(prompts.stored_line(
-                        facts[str(r.id)])) + _JOIN)
-                ranked.append([str(r.id) for r in near])
-        await db.rollback()
-    related = bool(same_key) or any(ranked)
-    chosen = choose_shown(list(facts), tokens, budget, same_key, ranked)
-    return [facts[i] for i in chosen], related
-
-
 def _new_facts(cands: list[Candidate], session_id: uuid.UUID) -> list[prompts.NewFact]:
     return [prompts.NewFact(c.text, c.key, c.valid_from, c.stated_at, str(session_id), c.seqs)
             for c in cands]
@@ -298,10 +199,12 @@ async def propose(deps: Deps, outcome: Outcome, tenant_id: uuid.UUID, session_id
     if not cands:
         return Proposal(first, last, [], ())
     news = _new_facts(cands, session_id)
-    budget = cap - _fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut) - count_text(
+    budget = cap - fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut) - count_text(
         prompts.render_decisions(news, []))
-    stored, related = await _stored_for_decision(deps, tenant_id, scope, info.agent_id,
-                                                 cands, max(0, budget))
+    async with deps.sessionmaker() as db:
+        stored, related = await stored_for_decision(db, tenant_id, scope, info.agent_id,
+                                                    cands, max(0, budget))
+        await db.rollback()
     keys = [c.key for c in cands if c.key]
     if not related and len(set(keys)) == len(keys):  # nothing could be affected: all new
         return Proposal(first, last, cands, tuple(Operation("add", i)
@@ -325,7 +228,7 @@ async def _read_batch(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID,
         if not rows:
             await db.rollback()
             return [], [], []
-        known = await _known(db, tenant_id, scope, info.agent_id, rows, cap)
+        known = await known_facts(db, tenant_id, scope, info.agent_id, rows, cap)
         await db.rollback()
     taken, messages = fit_batch(rows, info.agent_id, known, cap)
     return taken, messages, known
