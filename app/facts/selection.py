@@ -61,8 +61,10 @@ def fit_batch(rows: list[repo.BatchRow], agent_id: str, known: list[prompts.Show
         taken.append(r)
         used += cost
     messages = [by_seq[r.seq] for r in taken if r.seq in by_seq]
-    if len(messages) == 1 and used > cap:  # one message alone: cut to what fits
-        room = max(1, cap - base) * CHARS_PER_TOKEN
+    if len(messages) == 1 and used > cap:  # one message alone: cut to what is left of the
+        # cap, but never below a quarter of it (a cap smaller than the instructions would
+        # otherwise leave nothing of the message to read)
+        room = max(cap // 4, cap - base) * CHARS_PER_TOKEN
         m = messages[0]
         messages = [dataclasses.replace(m, text=m.text[:room])]
     return taken, messages

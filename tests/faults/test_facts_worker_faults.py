@@ -32,8 +32,10 @@ N_FACTS = 15
 async def facts_api(settings: Settings, tenant: Any,
                     private_redis: PrivateRedis) -> AsyncIterator[Any]:
     """A client factory on an API whose Redis is the private server (service key)."""
+    # appends schedule extraction (issue 27): only at once past min_batch, never by quiet
     application = create_app(settings.model_copy(update={"redis_url": private_redis.url,
-                                                         "db_pool_size": 4}))
+                                                         "db_pool_size": 4,
+                                                         "facts_quiet_seconds": 3600.0}))
     clients: list[httpx.AsyncClient] = []
 
     def for_agent(agent: str) -> httpx.AsyncClient:
@@ -50,9 +52,12 @@ async def facts_api(settings: Settings, tenant: Any,
             await c.aclose()
 
 
-async def conversation(api: httpx.AsyncClient) -> str:
+async def conversation(api: httpx.AsyncClient, min_batch: int | None = None) -> str:
+    facts: dict[str, Any] = {"enabled": True}
+    if min_batch is not None:
+        facts["min_batch"] = min_batch
     sid = (await api.post("/v1/sessions", json={"config": {"l1_max_messages": 200,
-                                                           "facts": {"enabled": True}}})
+                                                           "facts": facts}})
            ).json()["id"]
     filler = " ".join(f"detail{i}" for i in range(40))
     msgs = []
@@ -87,7 +92,7 @@ async def test_kill_9_mid_extraction_then_restart_gives_the_uninterrupted_result
                      LOOM_DB_POOL_SIZE="4")
     killed_api, control_api = facts_api("agent-k"), facts_api("agent-c")
     sid = await conversation(killed_api)
-    control = await conversation(control_api)
+    control = await conversation(control_api, min_batch=10_000)  # extracted after, on demand
 
     fake_llm.script(*[ToolUse(model, delay=0.3) for _ in range(4)])
     fake_llm.set_default(Hang(None, then=ToolUse(model)))
