@@ -10,7 +10,7 @@ LLM_TOKENS = Counter("loom_facts_llm_tokens", "LLM tokens of fact extraction, by
 JOBS_RUN = Counter("loom_facts_jobs_run", "Fact extraction jobs that finished, by outcome "
                    "(succeeded, failed, skipped).", ["outcome"])
 JOBS_SKIPPED = Counter("loom_facts_jobs_skipped", "Fact extractions skipped, by reason "
-                       "(no_llm, disabled, below_min_batch).", ["reason"])
+                       "(no_llm, disabled).", ["reason"])
 JOBS_RETRIED = Counter("loom_facts_jobs_retried",
                        "Fact extraction tries rescheduled with backoff.")
 BAD_OUTPUT = Counter("loom_facts_bad_output", "Model answers rejected (nothing written).")
