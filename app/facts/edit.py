@@ -41,9 +41,9 @@ async def edit_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
     given = body.model_fields_set
     if "text" in given:
         item.text = body.text
-    if "importance" in given and body.importance is not None:
+    if "importance" in given:
         item.importance = float(body.importance)
-    if "tags" in given and body.tags is not None:
+    if "tags" in given:
         item.tags = list(dict.fromkeys(body.tags))
     if "key" in given:
         item.fact_key = body.key

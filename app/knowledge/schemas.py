@@ -341,7 +341,8 @@ class FactsInput(BaseModel):
         "`task/<id>` or `project/<id>`."))
     share: JsonFloat = Field(default=0.05, ge=0, le=0.5, description=(
         "Most of the budget the facts block may take (it shrinks before L1 does)."))
-    min_batch: JsonInt | None = Field(default=None, ge=1, le=10_000, description=(
+    min_batch: Annotated[int, Field(ge=1, le=10_000), JSON_INT] | None = Field(
+        default=None, description=(
         "New messages that start an extraction at once (default LOOM_FACTS_EVERY_MESSAGES, "
         "6); fewer are extracted after LOOM_FACTS_QUIET_SECONDS (60) without a new "
         "message."))
