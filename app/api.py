@@ -12,6 +12,7 @@ from fastapi import APIRouter, FastAPI
 
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
+from app.erasure.router import router as erasure_router
 from app.jobs.router import router as jobs_router
 from app.knowledge.facts_router import router as facts_router
 from app.knowledge.router import router as knowledge_router
@@ -22,12 +23,13 @@ from app.search.router import router as search_router
 from app.sessions.router import router as sessions_router
 from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
+from app.users.router import router as users_router
 
 PREFIX = "/v1"
 ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory_router,
                                   search_router, sessions_router, memory_router, auth_router,
                                   profiles_router, knowledge_router, facts_router,
-                                  tools_router, jobs_router)
+                                  tools_router, jobs_router, users_router, erasure_router)
 
 # the API docs' sections, in reading order
 TAGS: list[dict[str, str]] = [

@@ -43,7 +43,7 @@ async def facts_provider(open_db: OpenDb, session_row: Any,
     tokens = cfg.tokens(MemoryConfig.from_stored(session_row.config).budget, budget_tokens)
     if tokens < MIN_FACTS_TOKENS:
         return None
-    scope = fact_scope(cfg, session_row.agent_id)
+    scope = fact_scope(cfg, session_row.agent_id, getattr(session_row, "user_id", None))
     tid, agent = session_row.tenant_id, session_row.agent_id
     async with open_db() as db:
         query = await repo.newest_user_text(db, tid, session_row.id)

@@ -42,7 +42,7 @@ from app.knowledge.facts import (
     check_candidates,
     plan_operations,
 )
-from app.knowledge.scopes import Scope, agent_scope, parse_scope
+from app.knowledge.scopes import Scope, agent_scope, parse_scope, user_scope
 from app.knowledge.service import enforce_max_items, token_cost
 from app.llm import facts_prompts as prompts
 from app.llm.client import LLMClient
@@ -90,9 +90,12 @@ class Deps:
     settings: Any
 
 
-def fact_scope(cfg: FactsConfig, agent_id: str) -> Scope:
-    """The scope the session's facts live in (`agent` = the session's agent)."""
+def fact_scope(cfg: FactsConfig, agent_id: str, user_id: str | None = None) -> Scope:
+    """The scope the session's facts live in (`agent` = the session's agent; `user` = the
+    session's user, or the agent's tier for a session without a user)."""
     scope = parse_scope(cfg.scope)
+    if scope.kind == "user" and scope.id is None:
+        return user_scope(user_id) if user_id else agent_scope(agent_id)
     return agent_scope(agent_id) if scope.kind == "agent" else scope
 
 
@@ -316,7 +319,7 @@ async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID
             await db.rollback()
         if not rows:
             return outcome
-        scope = fact_scope(cfg, info.agent_id)
+        scope = fact_scope(cfg, info.agent_id, info.user_id)
         proposal = await propose(deps, outcome, tenant_id, session_id, info, scope, rows)
         if lease_lost():
             raise LeaseLost

@@ -69,6 +69,11 @@ class SessionCreate(BaseModel):
         default=None, pattern=AGENT_ID_PATTERN,
         description="The session's agent. Agent keys: their own (may be omitted). Service keys: "
                     "this field or X-Agent-Id.")
+    user_id: str | None = Field(
+        default=None, pattern=AGENT_ID_PATTERN,
+        description="The person the session is with: an opaque id, validated like agent "
+                    "ids. Set at creation only. Their facts live in the `user/<user_id>` "
+                    "knowledge tier; `DELETE /v1/users/{user_id}` erases all of it.")
     config: SessionConfig = Field(default_factory=SessionConfig)
     metadata: dict[str, Any] = Field(default_factory=dict)
     rom: RomInput | None = Field(
@@ -88,6 +93,7 @@ class SessionUpdate(BaseModel):
 class SessionPublic(BaseModel):
     id: uuid.UUID
     agent_id: str
+    user_id: str | None = None
     config: SessionConfig
     metadata: dict[str, Any]
     message_count: int
