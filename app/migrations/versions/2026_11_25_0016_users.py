@@ -143,6 +143,14 @@ def upgrade() -> None:
     count = partitions.partition_count(op.get_bind(), "sessions")
     if count:
         partitions.rebuild(op.get_bind(), "erasures", count)
+    # a reference holder goes with its session, not through a key per message: deleting a
+    # big session paid one trigger per message (6x the delete itself); messages are never
+    # deleted one by one
+    op.drop_constraint("fk_shared_memory_ref_holders_message", "shared_memory_ref_holders",
+                       type_="foreignkey")
+    op.create_foreign_key("fk_shared_memory_ref_holders_session_id_sessions",
+                          "shared_memory_ref_holders", "sessions",
+                          ["tenant_id", "session_id"], ["tenant_id", "id"], ondelete="CASCADE")
     for statement in _GUARD.split("\n\n"):
         op.execute(statement)
     for table, fn, events in _TRIGGERS:
@@ -157,6 +165,15 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS loom_subject_erasing(uuid, text, text)")
     op.execute("DROP FUNCTION IF EXISTS loom_session_erased(uuid, uuid)")
     op.drop_table("erasures")
+    op.drop_constraint("fk_shared_memory_ref_holders_session_id_sessions",
+                       "shared_memory_ref_holders", type_="foreignkey")
+    op.execute("DELETE FROM shared_memory_ref_holders h WHERE NOT EXISTS (SELECT 1 FROM "
+               "messages m WHERE m.tenant_id = h.tenant_id AND m.session_id = h.session_id "
+               "AND m.seq = h.seq)")
+    op.create_foreign_key("fk_shared_memory_ref_holders_message", "shared_memory_ref_holders",
+                          "messages", ["tenant_id", "session_id", "seq"],
+                          ["tenant_id", "session_id", "seq"], ondelete="CASCADE",
+                          deferrable=True, initially="DEFERRED")
     op.drop_index("ix_memory_items_source_session", table_name="memory_items")
     op.drop_index("ix_memory_item_versions_source_session", table_name="memory_item_versions")
     op.execute("DELETE FROM memory_items WHERE scope_kind = 'user'")

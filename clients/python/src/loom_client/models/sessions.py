@@ -69,6 +69,7 @@ class LayerTokens(ResponseModel):
 class Session(ResponseModel):
     id: str
     agent_id: str
+    user_id: str | None = None
     config: dict[str, Any]
     metadata: dict[str, Any]
     budget: int
