@@ -136,7 +136,8 @@ class Bench:
         for i, sid in enumerate(sids):
             async with conn.transaction():
                 await conn.execute(_LOAD, tid, uuid.UUID(sid), per)
-                await conn.execute("UPDATE sessions SET last_seq = $3::bigint, message_tokens = $3::bigint * 12 "
+                await conn.execute("UPDATE sessions SET last_seq = $3::bigint, "
+                                   "message_tokens = $3::bigint * 12 "
                                    "WHERE tenant_id = $1 AND id = $2", tid, uuid.UUID(sid), per)
             if (i + 1) % 20 == 0:
                 log(f"loaded {(i + 1) * per:,}/{n:,} messages")
