@@ -29,10 +29,11 @@ FROM c WHERE e.tenant_id = :t AND e.id = :e
 RETURNING c.n
 """
 
-# What one session leaves behind, in deletion order (a kind of `policy.SESSION_KINDS` ->
-# its DELETE; `:t` tenant, `:s` session, `:sc` the session id as a shared-memory scope).
-# Messages go in batches (`MESSAGES_BATCH`); the session row last: whatever a racing
-# writer added meanwhile goes with it (every session-owned table cascades from it).
+# What one session leaves behind besides its messages (a kind of `policy.SESSION_KINDS` ->
+# its DELETE; `:t` tenant, `:s` session, `:sc` the session id as a shared-memory scope),
+# run as one statement (`SESSION_REST`). Messages go before, in batches (`MESSAGES_BATCH`);
+# the session row last: whatever a racing writer added meanwhile goes with it (every
+# session-owned table cascades from it).
 SESSION_DELETES: tuple[tuple[str, str], ...] = (
     ("references", "DELETE FROM shared_memory_ref_holders WHERE tenant_id = :t "
                    "AND session_id = :s RETURNING 1"),
@@ -61,6 +62,22 @@ SESSION_DELETES: tuple[tuple[str, str], ...] = (
     ("facts", "DELETE FROM memory_items WHERE tenant_id = :t AND source_session_id = :s "
               "RETURNING 1"),
 )
+
+
+def combined(deletes: tuple[tuple[str, str], ...]) -> str:
+    """Several deletes (each of its own kind) as one statement that adds every count to
+    the receipt: one transaction instead of one per kind (a user of many small sessions
+    spent most of the erasure on round trips). The deletes see one snapshot; keys between
+    their tables act at the end of the statement, on rows already gone."""
+    ctes = ", ".join(f"d{i} AS ({sql})" for i, (_, sql) in enumerate(deletes))
+    adds = " || ".join(
+        f"jsonb_build_object('{kind}', coalesce((e.counts ->> '{kind}')::bigint, 0) "
+        f"+ (SELECT count(*) FROM d{i}))" for i, (kind, _) in enumerate(deletes))
+    return (f"WITH {ctes} UPDATE erasures e SET counts = e.counts || {adds}, "
+            "updated_at = now() WHERE e.tenant_id = :t AND e.id = :e")
+
+
+SESSION_REST = combined(SESSION_DELETES)
 MESSAGES_BATCH = ("messages", "DELETE FROM messages WHERE tenant_id = :t AND session_id = :s "
                               "AND seq > :lo AND seq <= :hi RETURNING 1")
 SESSION_ROW = ("sessions", "DELETE FROM sessions WHERE tenant_id = :t AND id = :s "
@@ -108,6 +125,11 @@ async def counted(db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID,
     n = await db.scalar(sa.text(_COUNTED.format(delete=delete)),
                         {**params, "t": tenant_id, "e": erasure_id, "kind": kind})
     return int(n or 0)
+
+
+async def run_combined(db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID,
+                       sql: str, params: dict[str, Any]) -> None:
+    await db.execute(sa.text(sql), {**params, "t": tenant_id, "e": erasure_id})
 
 
 async def add_count(db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID,

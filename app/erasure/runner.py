@@ -5,10 +5,10 @@ and in the worker's sweep (an erasure whose runner died). Every step is idempote
 commits its count with its deletion; two runners of one erasure at once only split the
 work between them (each counts what it deleted).
 
-Order, per session: references, messages (in seq batches), the session's shared-memory
-scope, summaries, snapshots, memory state, search statistics, idempotency records, job
-rows, facts drawn from it and their versions, its queued Redis jobs, and then the session
-row itself (its cascade takes whatever a racing writer slipped in meanwhile). Then the
+Order, per session: messages (in seq batches); then in one statement its references,
+shared-memory scope, summaries, snapshots, memory state, search statistics, idempotency
+records, job rows, facts drawn from it and their versions; its queued Redis jobs; and then
+the session row itself (its cascade takes whatever a racing writer slipped in meanwhile). Then the
 subject's own tier (a user's facts; an agent's tier and namespace), the cache purge every
 API process hears (`app.erasure.caches`), and the completion that forgets the raw id.
 """
@@ -75,15 +75,14 @@ async def _drop_jobs(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UU
 async def erase_session(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UUID,
                         lo: int, hi: int) -> None:
     params = {"s": session_id, "sc": str(session_id)}
-    await _step(deps, t, e, *repo.SESSION_DELETES[0], params)  # references first
     while lo < hi:
         top = min(hi, lo + deps.batch)
         await _step(deps, t, e, *repo.MESSAGES_BATCH, {**params, "lo": lo, "hi": top})
         lo = top
         if deps.pause_seconds:
             await asyncio.sleep(deps.pause_seconds)
-    for kind, sql in repo.SESSION_DELETES[1:]:
-        await _step(deps, t, e, kind, sql, params)
+    async with transaction(deps.sessionmaker) as db:
+        await repo.run_combined(db, t, e, repo.SESSION_REST, params)
     await _drop_jobs(deps, t, e, session_id)
     await _step(deps, t, e, *repo.SESSION_ROW, params)
     await caches.publish(deps.redis, caches.purge_event(t, sessions=[session_id]))

@@ -33,8 +33,12 @@ def _columns(table: str) -> str:
 
 
 def _lines(kind: str, where: str, order: str, extra: str = "") -> str:
+    """One line per row: `row_to_json` (text, in column order: cheaper than jsonb) with the
+    kind spliced in front; `extra` (a jsonb to merge) goes through jsonb."""
     table = fmt.TABLE_OF[kind]
-    return (f"SELECT (jsonb_build_object('t', '{kind}') || to_jsonb(x){extra})::text "
+    line = (f"(jsonb_build_object('t', '{kind}') || to_jsonb(x){extra})::text" if extra else
+            f"'{{\"t\":\"{kind}\",' || substr(row_to_json(x)::text, 2)")
+    return (f"SELECT {line} "
             f"FROM (SELECT {_columns(table)} FROM {table} WHERE {where} ORDER BY {order}) x")
 
 
