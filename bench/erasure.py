@@ -223,6 +223,13 @@ class Bench:
             "context_during_windows": [m.summary() for m in windows],
             "p99_during_worst_ms": p99_during, "p99_during_weighted_ms": weighted,
             "p99_ratio_worst": round(p99_during / normal.p99_ms, 2) if p99_during else None,
+            # the quieter of the two undisturbed runs: on a shared machine one of them
+            # often catches someone else's burst
+            "p99_quiet_ms": min(normal.p99_ms, after.p99_ms),
+            "p99_ratio_worst_vs_quiet": round(p99_during / min(normal.p99_ms, after.p99_ms), 2)
+            if p99_during else None,
+            "p99_ratio_weighted_vs_quiet": round(weighted / min(normal.p99_ms, after.p99_ms), 2)
+            if weighted else None,
         }
         log(f"erasure: {receipt['counts']['messages']:,} messages in {took:.1f} s "
             f"(receipt), {wall:.1f} s observed")
@@ -259,7 +266,7 @@ class Bench:
         (RESULTS / "erasure.json").write_text(json.dumps(self.results, indent=2))
         e, x = self.results["erasure"], self.results["export"]
         print()
-        print(f"{'figure':<44}{'value':>14}  target")
+        print(f"{'figure':<48}{'value':>16}  target")
         rows = [
             ("export throughput (messages/s)", f"{x['messages_per_second']:,}", ">= 20,000"),
             ("export: API RSS before / peak (MB)",
@@ -269,10 +276,17 @@ class Bench:
             ("other tenant context p99 before (ms)", f"{e['context_before']['p99_ms']}", ""),
             ("other tenant context p99 during, worst (ms)", f"{e['p99_during_worst_ms']}",
              "<= 2x before"),
-            ("ratio", f"{e['p99_ratio_worst']}", "<= 2"),
+            ("other tenant context p99 after (ms)", f"{e['context_after']['p99_ms']}", ""),
+            ("ratio worst window / before", f"{e['p99_ratio_worst']}", "<= 2"),
+            ("ratio worst window / quieter of before, after",
+             f"{e['p99_ratio_worst_vs_quiet']}", "<= 2"),
+            ("ratio request-weighted during / quieter", f"{e['p99_ratio_weighted_vs_quiet']}",
+             "<= 2"),
+            ("load average (1, 5, 15 min) at the end",
+             ", ".join(f"{x:.1f}" for x in os.getloadavg()), ""),
         ]
         for name, value, target in rows:
-            print(f"{name:<44}{value:>14}  {target}")
+            print(f"{name:<48}{value:>16}  {target}")
 
 
 def main() -> None:

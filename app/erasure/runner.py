@@ -29,6 +29,20 @@ from app.erasure import repository as repo
 
 log = logging.getLogger("loom.erasure")
 
+MIN_BATCH = 500
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """The statement timeout cancelled it (asyncpg's QueryCanceledError, maybe wrapped)."""
+    import asyncpg
+
+    cur: BaseException | None = exc
+    while cur is not None:
+        if isinstance(cur, asyncpg.exceptions.QueryCanceledError):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
 
 @dataclass(frozen=True, slots=True)
 class Deps:
@@ -75,9 +89,18 @@ async def _drop_jobs(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UU
 async def erase_session(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UUID,
                         lo: int, hi: int) -> None:
     params = {"s": session_id, "sc": str(session_id)}
+    batch = deps.batch
     while lo < hi:
-        top = min(hi, lo + deps.batch)
-        await _step(deps, t, e, *repo.MESSAGES_BATCH, {**params, "lo": lo, "hi": top})
+        top = min(hi, lo + batch)
+        try:
+            await _step(deps, t, e, *repo.MESSAGES_BATCH, {**params, "lo": lo, "hi": top})
+        except Exception as exc:
+            # a batch the statement timeout cut (a busy database): smaller ones go through
+            if batch <= MIN_BATCH or not _timed_out(exc):
+                raise
+            batch = max(MIN_BATCH, batch // 2)
+            log.info("erasure %s: batch of %d messages timed out; now %d", e, top - lo, batch)
+            continue
         lo = top
         if deps.pause_seconds:
             await asyncio.sleep(deps.pause_seconds)
