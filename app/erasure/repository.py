@@ -175,10 +175,13 @@ async def by_hash(db: AsyncSession, tenant_id: uuid.UUID, subject_hash: str,
 
 async def tombstone_user_sessions(db: AsyncSession, tenant_id: uuid.UUID, user_id: str,
                                   erasure_id: uuid.UUID) -> tuple[int, int]:
-    """Take every live session of the user: (sessions, messages in them)."""
+    """Take every live session of the user: (sessions, messages in them). FOR UPDATE
+    first: it waits for the writers holding KEY SHARE on a session (migration 0016)."""
     row = (await db.execute(sa.text(
-        "WITH u AS (UPDATE sessions SET erasure_id = :e WHERE tenant_id = :t "
-        "AND user_id = :u AND erasure_id IS NULL RETURNING last_seq) "
+        "WITH l AS (SELECT id FROM sessions WHERE tenant_id = :t AND user_id = :u "
+        "AND erasure_id IS NULL ORDER BY id FOR UPDATE), "
+        "u AS (UPDATE sessions SET erasure_id = :e WHERE tenant_id = :t "
+        "AND id IN (SELECT id FROM l) RETURNING last_seq) "
         "SELECT count(*), coalesce(sum(last_seq), 0) FROM u"),
         {"t": tenant_id, "u": user_id, "e": erasure_id})).one()
     return int(row[0]), int(row[1])
@@ -188,8 +191,10 @@ async def tombstone_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: 
                             erasure_id: uuid.UUID) -> int | None:
     """Take one live session: its message count, None when it is not there (any more)."""
     n = await db.scalar(sa.text(
-        "UPDATE sessions SET erasure_id = :e WHERE tenant_id = :t AND id = :s "
-        "AND erasure_id IS NULL RETURNING last_seq"),
+        "WITH l AS (SELECT id FROM sessions WHERE tenant_id = :t AND id = :s "
+        "AND erasure_id IS NULL FOR UPDATE) "
+        "UPDATE sessions SET erasure_id = :e WHERE tenant_id = :t "
+        "AND id IN (SELECT id FROM l) RETURNING last_seq"),
         {"t": tenant_id, "s": session_id, "e": erasure_id})
     return None if n is None else int(n)
 

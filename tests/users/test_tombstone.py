@@ -96,3 +96,24 @@ async def test_a_running_extraction_and_late_writes_are_refused(
     # after the erasure the id is free again: a new session with that user is a new subject
     r = await llm_client.post("/v1/sessions", json={"user_id": user})
     assert r.status_code == 201
+
+
+async def test_concurrent_offloading_appends_to_one_session_do_not_deadlock(
+        client: httpx.AsyncClient) -> None:
+    """The write guard holds KEY SHARE on the session (not SHARE): two appends that each
+    offload a large tool result into the session's scope both go through."""
+    import json
+
+    r = await client.post("/v1/sessions", json={"user_id": f"c-{uuid.uuid4().hex[:6]}"})
+    sid = r.json()["id"]
+    big = json.dumps([{"row": i} for i in range(20_000)])
+
+    async def append(k: int) -> int:
+        resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}",
+                                               "name": "q", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                          "content": big}]}]})
+        return resp.status_code
+
+    assert await asyncio.gather(*(append(k) for k in range(4))) == [201] * 4

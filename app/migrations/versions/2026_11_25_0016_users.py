@@ -25,8 +25,10 @@ depends_on: str | Sequence[str] | None = None
 # (agent's) tier, and sessions under erasure (tombstoned: `erasure_id` set) refuse facts
 # that name them as their source and entries in their `session` scope. The shared advisory
 # lock pairs with the exclusive one the erasure request takes while it sets the tombstone,
-# and FOR SHARE on the session row with the tombstone's UPDATE, so a write racing the
-# request either commits before the tombstone (and is erased) or sees it (and fails).
+# and FOR KEY SHARE on the session row with the FOR UPDATE the tombstone takes first, so a
+# write racing the request either commits before the tombstone (and is erased) or sees it
+# (and fails). KEY SHARE, not SHARE: two appends to one session that both offload a tool
+# result must not deadlock on their UPDATE of the session row.
 _GUARD = """
 CREATE OR REPLACE FUNCTION loom_subject_erasing(t uuid, k text, s text) RETURNS boolean
 LANGUAGE plpgsql AS $$
@@ -41,7 +43,7 @@ CREATE OR REPLACE FUNCTION loom_session_erased(t uuid, sid uuid) RETURNS boolean
 LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM 1 FROM sessions s WHERE s.tenant_id = t AND s.id = sid AND s.erasure_id IS NULL
-    FOR SHARE;
+    FOR KEY SHARE;
   RETURN NOT FOUND;
 END $$;
 
