@@ -4,6 +4,7 @@ knowledge tier under its one visibility rule, and search across a user's session
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -151,3 +152,24 @@ async def test_search_across_a_users_sessions(tenant: Any) -> None:
     assert r.status_code == 404 and r.json()["error"]["code"] == "user_not_found"
     r = await service.post("/v1/search", json={"query": "x", "scope": "user"})
     assert r.status_code == 400
+
+
+async def test_context_recalls_the_users_other_sessions_with_this_agent(tenant: Any) -> None:
+    u = f"r-{uuid.uuid4().hex[:8]}"
+    a1 = await tenant.new_client(role="agent", agent_id="r1")
+    a2 = await tenant.new_client(role="agent", agent_id="r2")
+    await user_session(a1, u, None, "my parcel zx81 was left at the blue door", "noted")
+    await user_session(a2, u, None, "parcel zx81 secret for r2 only", "ok")
+    await user_session(a1, f"other-{u}", None, "parcel zx81 of another person", "ok")
+    sid = await user_session(a1, u, None, "where is parcel zx81 now?",
+                             user_recall={"share": 0.2})
+    r = await a1.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})
+    assert r.status_code == 200, r.text
+    text = json.dumps(r.json())
+    assert "Earlier conversations with this user" in text
+    assert "blue door" in text
+    assert "r2 only" not in text and "another person" not in text
+    assert r.json()["total_tokens"] <= r.json()["budget"]
+    plain = await user_session(a1, u, None, "where is parcel zx81 now?")
+    r = await a1.post(f"/v1/sessions/{plain}/context", json={"format": "raw"})
+    assert "Earlier conversations" not in json.dumps(r.json())
