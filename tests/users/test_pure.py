@@ -72,3 +72,18 @@ def test_the_reader_takes_a_whole_export_and_names_the_first_bad_line(
             reader.feed(x)
         reader.finish()
     assert err.value.line == bad + 1
+
+
+def test_every_table_that_names_a_session_is_erased_explicitly() -> None:
+    """A new table holding a session's data (a `session_id` or `source_session_id` column)
+    must be in the erasure's statements, so its rows are counted in the receipt (and those
+    without a key to `sessions` deleted at all)."""
+    from app.erasure import repository
+    from app.models import metadata
+
+    sql = " ".join(s for _, s in (*repository.SESSION_DELETES, repository.MESSAGES_BATCH,
+                                  repository.SESSION_ROW))
+    holders = {t.name for t in metadata.sorted_tables
+               if {"session_id", "source_session_id"} & set(t.c.keys())}
+    missing = [t for t in sorted(holders) if f" {t} " not in f" {sql} "]
+    assert missing == [], missing
