@@ -119,6 +119,10 @@ async def test_the_user_tier_follows_the_one_rule(tenant: Any, app: Any) -> None
     r = await a2.get("/v1/users")
     assert all(x["id"] != u for x in r.json()["items"])
     assert (await a1.get(f"/v1/users/{u}")).json()["fact_count"] == 2
+    # an agent key that sees the user still may not erase them (other agents' sessions)
+    r = await a1.delete(f"/v1/users/{u}")
+    assert r.status_code == 403 and r.json()["error"]["code"] == "erasure_forbidden"
+    assert (await a2.delete(f"/v1/users/{u}")).status_code == 404
     # the bare `user` scope names nobody outside a session's facts config
     r = await service.post("/v1/memory-items", json={"scope": "user", "kind": "fact",
                                                     "text": "x"})
