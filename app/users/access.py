@@ -9,9 +9,10 @@ to anyone else the user does not exist: 404 `user_not_found`, exactly as for an 
 id. An agent key that sees a user still sees only its own agent's sessions of that user
 (the session rule, `app.sessions.access`).
 
-`sees_every_user` is the pure part; `visible_clause` is the one SQL form of the rule (a
-condition over a column holding user ids), used by the users list, the knowledge
-repository's `readable` and the lookups below.
+`sees_every_user` is the pure part; `agent_knows_user` is the one SQL form of the agent-key
+side (a condition over a value or a column holding user ids), used by the knowledge
+repository's `readable` (the `user/<id>` tier) and `may_see` below; the users list keeps an
+agent key to its own agent's sessions, which is the same rule.
 """
 
 from __future__ import annotations
@@ -48,15 +49,6 @@ def agent_knows_user(tenant_id: Any, agent_id: str | None,
         return sa.false()
     return sa.exists().where(_S.c.tenant_id == tenant_id, _S.c.agent_id == agent_id,
                              _S.c.user_id == user_id, _S.c.erasure_id.is_(None))
-
-
-def visible_clause(tenant_id: Any, role: str, agent_id: str | None,
-                   user_id: Any) -> sa.ColumnElement[bool]:
-    """The rule as SQL: true where the caller may see the user `user_id` (a column or a
-    value) of `tenant_id`."""
-    if sees_every_user(role):
-        return sa.true()
-    return agent_knows_user(tenant_id, agent_id, user_id)
 
 
 async def may_see(db: AsyncSession, caller: Caller, user_id: str) -> bool:
