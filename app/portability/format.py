@@ -106,6 +106,8 @@ class Reader:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise FormatError(self.line, f"not JSON ({exc.msg})") from exc
+        except RecursionError as exc:
+            raise FormatError(self.line, "nested too deeply") from exc
         if not isinstance(obj, dict) or not isinstance(obj.get("t"), str):
             raise FormatError(self.line, 'not an object with a "t" kind')
         kind = obj.pop("t")

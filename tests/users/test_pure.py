@@ -87,3 +87,11 @@ def test_every_table_that_names_a_session_is_erased_explicitly() -> None:
                if {"session_id", "source_session_id"} & set(t.c.keys())}
     missing = [t for t in sorted(holders) if f" {t} " not in f" {sql} "]
     assert missing == [], missing
+
+
+def test_a_line_nested_too_deeply_is_a_format_error() -> None:
+    reader = fmt.Reader()
+    reader.feed(fmt.header_line({}, "x"))
+    with pytest.raises(fmt.FormatError) as err:
+        reader.feed("[" * 100_000 + "]" * 100_000)
+    assert err.value.line == 2
