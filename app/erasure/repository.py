@@ -165,6 +165,12 @@ async def running_for(db: AsyncSession, tenant_id: uuid.UUID, kind: str,
     return None if r is None else _row(r)
 
 
+async def latest(db: AsyncSession, tenant_id: uuid.UUID, limit: int) -> list[ErasureRow]:
+    rows = await db.execute(sa.select(E).where(E.c.tenant_id == tenant_id)
+                            .order_by(E.c.started_at.desc(), E.c.id).limit(limit))
+    return [_row(r) for r in rows]
+
+
 async def by_hash(db: AsyncSession, tenant_id: uuid.UUID, subject_hash: str,
                   limit: int) -> list[ErasureRow]:
     rows = await db.execute(sa.select(E).where(E.c.tenant_id == tenant_id,

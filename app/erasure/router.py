@@ -7,7 +7,7 @@ from fastapi import APIRouter, Path, Query, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core.errors import ERROR_RESPONSES, BadRequest
+from app.core.errors import ERROR_RESPONSES
 from app.erasure import service
 from app.erasure.schemas import ErasureList, ErasurePublic
 from app.state import StateDep
@@ -33,20 +33,17 @@ async def get_erasure(erasure_id: uuid.UUID, caller: CallerDep,
     return await service.get_receipt(state, caller, erasure_id)
 
 
-@router.get("/erasures", response_model=ErasureList, summary="Was this subject erased?")
+@router.get("/erasures", response_model=ErasureList, summary="List erasures, or find a subject's")
 async def find_erasures(caller: CallerDep, state: StateDep, user_id: IdQuery = None,
-                        session_id: uuid.UUID | None = None,
-                        agent_id: IdQuery = None) -> ErasureList:
-    """The receipts of the erasures of one user, session or agent (name exactly one),
-    newest first. Receipts keep no id, only a keyed hash of it: this answers for someone
-    who knows the id. Service and admin keys."""
-    named = [(k, v) for k, v in (("user", user_id), ("session", session_id),
-                                 ("agent", agent_id)) if v is not None]
-    if len(named) != 1:
-        raise BadRequest("Name exactly one of user_id, session_id and agent_id.",
-                         code="subject_required")
-    kind, subject = named[0]
-    return ErasureList(items=await service.find(state, caller, kind, str(subject)))
+                        session_id: uuid.UUID | None = None, agent_id: IdQuery = None,
+                        limit: Annotated[int, Query(ge=1, le=200)] = 50) -> ErasureList:
+    """The tenant's erasure receipts, newest first; with `user_id`, `session_id` or
+    `agent_id`, only that subject's ("was X erased?": receipts keep no id, only a keyed
+    hash of it, so this answers for someone who knows the id; several subjects at once
+    match nothing, an erasure has one). Service and admin keys."""
+    named = [(k, str(v)) for k, v in (("user", user_id), ("session", session_id),
+                                      ("agent", agent_id)) if v is not None]
+    return ErasureList(items=await service.find(state, caller, named, limit))
 
 
 @router.delete("/agents/{agent_id}/memory", response_model=ErasurePublic,

@@ -154,10 +154,20 @@ async def get_receipt(state: AppState, caller: Caller, erasure_id: uuid.UUID) ->
     return to_public(row)
 
 
-async def find(state: AppState, caller: Caller, kind: str, subject: str) -> list[ErasurePublic]:
-    """Was this user (session, agent) erased? The receipts whose keyed hash matches."""
+async def find(state: AppState, caller: Caller, subjects: list[tuple[str, str]],
+               limit: int) -> list[ErasurePublic]:
+    """The tenant's receipts, newest first; with subjects, those whose kind and keyed hash
+    match every one of them (so more than one matches nothing)."""
     caller.require_role("service", "admin")
-    digest = policy.subject_hash(hmac_key(state.settings), caller.tenant_id, kind, subject)
+    if len(subjects) > 1:
+        return []
+    key = hmac_key(state.settings)
     async with state.read_sessionmaker() as db:
-        rows = await repo.by_hash(db, caller.tenant_id, digest, limit=50)
-    return [to_public(r) for r in rows if r.kind == kind]
+        if subjects:
+            kind, subject = subjects[0]
+            rows = await repo.by_hash(db, caller.tenant_id, policy.subject_hash(
+                key, caller.tenant_id, kind, subject), limit=limit)
+            rows = [r for r in rows if r.kind == kind]
+        else:
+            rows = await repo.latest(db, caller.tenant_id, limit=limit)
+    return [to_public(r) for r in rows]

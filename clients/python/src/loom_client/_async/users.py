@@ -63,12 +63,13 @@ class AsyncUsersMixin(AsyncBaseClient):
 
     @operation("GET", "/v1/erasures")
     async def find_erasures(self, *, user_id: str | None = None, session_id: str | None = None,
-                            agent_id: str | None = None,
+                            agent_id: str | None = None, limit: int | None = None,
                             options: RequestOptions | None = None) -> ErasureList:
-        """Was this user (session, agent) erased? Name exactly one."""
+        """The tenant's erasure receipts, newest first; with one of the ids, that subject's
+        ("was this user erased?")."""
         return await self._request(ErasureList, "GET", "/v1/erasures", options=options,
                                    params=query(user_id=user_id, session_id=session_id,
-                                                agent_id=agent_id))
+                                                agent_id=agent_id, limit=limit))
 
     @operation("GET", "/v1/users/{user_id}/export")
     async def export_user(self, user_id: str, *, options: RequestOptions | None = None) -> bytes:
