@@ -13,22 +13,26 @@ from fastapi import APIRouter, Depends, FastAPI
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
 from app.core.query_params import reject_unknown_query
+from app.erasure.router import router as erasure_router
 from app.facts.router import router as facts_router
 from app.jobs.router import router as jobs_router
 from app.knowledge.router import router as knowledge_router
 from app.memory.router import router as memory_router
 from app.messages.router import router as messages_router
+from app.portability.router import router as portability_router
 from app.profiles.router import router as profiles_router
 from app.search.router import router as search_router
 from app.sessions.router import router as sessions_router
 from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
+from app.users.router import router as users_router
 
 PREFIX = "/v1"
 ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory_router,
                                   search_router, sessions_router, memory_router, auth_router,
                                   profiles_router, knowledge_router, facts_router,
-                                  tools_router, jobs_router)
+                                  tools_router, jobs_router, users_router, erasure_router,
+                                  portability_router)
 
 # the API docs' sections, in reading order
 TAGS: list[dict[str, str]] = [

@@ -19,6 +19,7 @@ from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.core.request_context import RequestContext
+from app.erasure import caches as erasure_caches
 from app.facts.startup import say_why_facts_wait
 from app.health.metrics import PoolGauges
 from app.health.router import router as health_router
@@ -74,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 watch_queue=settings.shared_memory_watch_queue),
             llm=llm, hooks=None)  # type: ignore[arg-type]  # assembled from the state below
         state.hooks = wiring.assemble(state)
+        erasure_caches.install(state.shared_memory)
         app.state.loom = state
         gauges = PoolGauges(state)
         try:

@@ -9,7 +9,8 @@ here, so nothing depends on which module was imported first:
   keeps the latest large result in the Kernel (these two, and the before hook, only for
   the batches they apply to); jobs schedule compression from the append's pressure row,
   and facts their extraction (both after commit);
-- context blocks: the facts block (right after ROM and Kernel), the knowledge block, then
+- context blocks: the facts block (right after ROM and Kernel), the user's earlier
+  conversations (`app.users.recall`), the knowledge block, then
   the learned block (the last is dropped first when the budget is short; all of them
   before L1 is cut).
 
@@ -31,6 +32,7 @@ from app.memory import hooks as memory_hooks
 from app.messages.service import AfterAppend, AppendHooks, BeforeAppend, all_of
 from app.sessions.service import CreateHook
 from app.shared_memory import offload
+from app.users import recall as user_recall
 
 if TYPE_CHECKING:
     from app.state import AppState
@@ -51,6 +53,6 @@ def assemble(state: AppState) -> Hooks:
         append=AppendHooks(before=before, after=after,
                            on_pressure=all_of(jobs_hooks.compression_trigger(state),
                                               extraction_trigger(state))),
-        context_blocks=(facts_block.facts_provider, knowledge_blocks.knowledge_provider,
-                        knowledge_blocks.learned_provider),
+        context_blocks=(facts_block.facts_provider, user_recall.provider(state),
+                        knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider),
     )

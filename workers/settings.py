@@ -20,6 +20,8 @@ from app.core.config import get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
+from app.erasure.service import ERASE_JOB
+from app.erasure.tasks import erase, resume_erasures
 from app.facts.startup import say_why_facts_wait
 from app.facts.tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.jobs.followup import run_after_job
@@ -95,6 +97,20 @@ def facts_functions(settings: Any) -> list[Any]:
                  timeout=settings.facts_job_timeout_seconds + 5)]
 
 
+def erasure_functions(settings: Any) -> list[Any]:
+    """The erasure job (issue 28): resumable, so a retry or a rerun after a killed worker
+    goes on where the last one stopped; keep_result=0 lets the sweep queue it again."""
+    return [func(erase, name=ERASE_JOB, keep_result=0, max_tries=1000,
+                 timeout=max(3600, settings.worker_job_timeout_seconds))]
+
+
+def erasure_cron(settings: Any) -> Any:
+    """The sweep resuming erasures whose runner died, every few seconds."""
+    every = max(1, min(30, int(settings.erasure_recovery_seconds // 2) or 1))
+    return cron(resume_erasures, second=set(range(0, 60, every)), run_at_startup=True,
+                unique=True)
+
+
 def compression_cron(settings: Any) -> Any:
     """The busy-session pass, every LOOM_COMPRESS_CRON_SECONDS."""
     return cron(compress_busy_sessions, second=set(range(0, 60, settings.compress_cron_seconds)),
@@ -108,12 +124,14 @@ def _redis_settings() -> Any:
 
 class WorkerSettings:
     functions: list[Any] = [ping, *compression_functions(get_settings()),
-                            *facts_functions(get_settings())]
+                            *facts_functions(get_settings()),
+                            *erasure_functions(get_settings())]
     cron_jobs: list[Any] = [
         cron(cleanup_expired_shared_memory, second={0, 30}, run_at_startup=True, unique=True),
         compression_cron(get_settings()),
         cron(recover_fact_extractions,
              second=set(range(0, 60, get_settings().compress_cron_seconds)), unique=True),
+        erasure_cron(get_settings()),
     ]
     on_startup = startup
     on_shutdown = shutdown

@@ -172,6 +172,22 @@ class Settings(BaseSettings):
     # A job whose worker died is run again by another worker within this (the running
     # worker renews a lease on the job; see app/jobs/lease.py).
     job_recovery_seconds: float = Field(default=30.0, ge=3, alias="LOOM_JOB_RECOVERY_SECONDS")
+    # Erasure (issue 28; app/erasure). The keyed hash of erased subjects' ids: this secret
+    # when set, else derived from LOOM_ADMIN_KEY and DATABASE_URL (as cursors are).
+    erasure_secret: SecretStr | None = Field(default=None, alias="LOOM_ERASURE_SECRET")
+    # Rows deleted per transaction, and an optional pause between batches (lowers the
+    # erasure's share of the database while other tenants work).
+    erasure_batch: int = Field(default=20_000, ge=1, le=1_000_000, alias="LOOM_ERASURE_BATCH")
+    erasure_pause_seconds: float = Field(default=0.0, ge=0, le=60,
+                                         alias="LOOM_ERASURE_PAUSE_SECONDS")
+    # Subjects with at most this many messages are erased in the request; bigger ones by a
+    # worker job (the request answers 202 with the running receipt).
+    erasure_inline_messages: int = Field(default=5_000, ge=0,
+                                         alias="LOOM_ERASURE_INLINE_MESSAGES")
+    # A running erasure untouched this long is resumed by the worker's sweep (its runner
+    # died: a killed API or worker).
+    erasure_recovery_seconds: float = Field(default=30.0, ge=1,
+                                            alias="LOOM_ERASURE_RECOVERY_SECONDS")
     # Longest wait between reconnect attempts of a worker that lost Redis, and between
     # restarts of a child process `serve` supervises.
     worker_reconnect_max_seconds: float = Field(default=10.0, gt=0,

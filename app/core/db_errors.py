@@ -15,7 +15,7 @@ import asyncio
 import socket
 from collections.abc import Iterator
 
-from app.core.errors import AppError, ServiceUnavailable, Unprocessable
+from app.core.errors import AppError, Conflict, NotFound, ServiceUnavailable, Unprocessable
 
 # seconds a client should wait before retrying after a 503 for a store outage
 RETRY_AFTER_SECONDS = 2
@@ -90,6 +90,14 @@ def map_db_error(exc: BaseException) -> AppError | None:
     import redis.exceptions
     import sqlalchemy.exc
 
+    for cur in _chain(exc):
+        # the erasure guards of migration 0016 (app.erasure): a write for an erased subject
+        state = getattr(cur, "sqlstate", None)
+        if state == "LM404":
+            return NotFound("No such session.", code="session_not_found")
+        if state == "LM409":
+            return Conflict("This subject is being erased; try again when the erasure has "
+                            "completed.", code="erasure_in_progress")
     for cur in _chain(exc):
         if isinstance(cur, UnicodeEncodeError) or isinstance(
                 cur, (asyncpg.exceptions.UntranslatableCharacterError,

@@ -64,7 +64,7 @@ async def facts_provider(open_db: OpenDb, session_row: Any,
     tokens = cfg.tokens(MemoryConfig.from_stored(session_row.config).budget, budget_tokens)
     if tokens < MIN_FACTS_TOKENS:
         return None
-    scope = fact_scope(cfg, session_row.agent_id)
+    scope = fact_scope(cfg, session_row.agent_id, getattr(session_row, "user_id", None))
     tid, agent = session_row.tenant_id, session_row.agent_id
     as_of = _AS_OF.get()
     async with open_db() as db:

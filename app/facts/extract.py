@@ -51,7 +51,7 @@ from app.facts.policy import (
 from app.facts.selection import fit_batch, fixed_tokens, known_facts, stored_for_decision
 from app.facts.timeline import parse_event_time, time_order
 from app.facts.versions import Actor
-from app.knowledge.scopes import Scope, agent_scope, parse_scope
+from app.knowledge.scopes import Scope, agent_scope, parse_scope, user_scope
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
 
@@ -96,9 +96,12 @@ class Deps:
     settings: Any
 
 
-def fact_scope(cfg: FactsConfig, agent_id: str) -> Scope:
-    """The scope the session's facts live in (`agent` = the session's agent)."""
+def fact_scope(cfg: FactsConfig, agent_id: str, user_id: str | None = None) -> Scope:
+    """The scope the session's facts live in (`agent` = the session's agent; `user` = the
+    session's user, or the agent's tier for a session without a user)."""
     scope = parse_scope(cfg.scope)
+    if scope.kind == "user" and scope.id is None:
+        return user_scope(user_id) if user_id else agent_scope(agent_id)
     return agent_scope(agent_id) if scope.kind == "agent" else scope
 
 
@@ -290,7 +293,7 @@ async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID
         last = info.last_seq if upto is None else min(upto, info.last_seq)
         if last <= info.watermark:
             return outcome
-        scope = fact_scope(cfg, info.agent_id)
+        scope = fact_scope(cfg, info.agent_id, info.user_id)
         rows, messages, known = await _read_batch(deps, tenant_id, session_id, info, scope,
                                                   info.watermark, last)
         if not rows:
@@ -348,7 +351,7 @@ async def run_range(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, fir
         if info is None:
             return outcome
         cfg = FactsConfig.from_stored(info.config.get("facts"))
-        scope = fact_scope(cfg, info.agent_id)
+        scope = fact_scope(cfg, info.agent_id, info.user_id)
         rows, messages, known = await _read_batch(deps, tenant_id, session_id, info, scope,
                                                   start - 1, last)
         if not rows:

@@ -245,15 +245,16 @@ class SessionFacts:
     last_seq: int
     l1_start_seq: int | None
     watermark: int
+    user_id: str | None = None
 
 
 _SESSION = sa.text("""
-SELECT s.agent_id, s.config, s.last_seq, m.l1_start_seq,
+SELECT s.agent_id, s.config, s.last_seq, m.l1_start_seq, s.user_id,
        coalesce(x.watermark_seq, 0) AS watermark
 FROM sessions s
 LEFT JOIN memory_states m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
 LEFT JOIN fact_extractions x ON x.tenant_id = s.tenant_id AND x.session_id = s.id
-WHERE s.tenant_id = :tid AND s.id = :sid
+WHERE s.tenant_id = :tid AND s.id = :sid AND s.erasure_id IS NULL
 """)
 
 
@@ -264,7 +265,7 @@ async def session_facts(db: AsyncSession, tenant_id: uuid.UUID,
         return None
     return SessionFacts(row.agent_id, dict(row.config or {}), int(row.last_seq),
                         None if row.l1_start_seq is None else int(row.l1_start_seq),
-                        int(row.watermark))
+                        int(row.watermark), row.user_id)
 
 
 @dataclass(frozen=True, slots=True)

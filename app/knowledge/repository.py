@@ -21,6 +21,7 @@ from app.knowledge.scopes import Scope, parse_scope
 from app.models.base import table_of
 from app.models.learned import LearnedHead, LearnedVersion
 from app.models.memory_item import MemoryItem
+from app.users import access as users_access
 
 M = table_of(MemoryItem).c
 _H = table_of(LearnedHead)
@@ -36,23 +37,29 @@ _COLUMNS: dict[str, Any] = {
 
 
 def scope_clause(scope: Scope) -> sa.ColumnElement[bool]:
-    """Items of exactly one scope (the unresolved ``agent`` scope: the agent tier, which
-    `readable` narrows to the caller's own agent)."""
-    if scope.kind == "agent" and scope.id is None:
-        return M.scope_kind == "agent"
+    """Items of exactly one scope (the unresolved ``agent`` / ``user`` scope: that tier,
+    which `readable` narrows to what the caller may see)."""
+    if scope.kind in ("agent", "user") and scope.id is None:
+        return M.scope_kind == scope.kind
     return sa.and_(M.scope_kind == scope.kind, M.scope_id == scope.storage_id)
 
 
 def readable(tenant_id: uuid.UUID, agent_id: str | None, *,
-             include_invalidated: bool = True) -> list[sa.ColumnElement[bool]]:
+             include_invalidated: bool = True,
+             every_user: bool = False) -> list[sa.ColumnElement[bool]]:
     """The items a caller may read: its tenant's, except other agents' ``agent`` tiers
-    (a caller acting for no agent sees no agent tier). With ``include_invalidated``
+    (a caller acting for no agent sees no agent tier) and the ``user`` tiers of people
+    the caller may not see (`app.users.access`: ``every_user`` for service and admin
+    keys, else only users ``agent_id`` has a session with). With ``include_invalidated``
     False, superseded facts are left out too. Every item read goes through this."""
     clauses: list[sa.ColumnElement[bool]] = [M.tenant_id == tenant_id]
     if agent_id is None:
         clauses.append(M.scope_kind != "agent")
     else:
         clauses.append(sa.or_(M.scope_kind != "agent", M.scope_id == agent_id))
+    if not every_user:
+        clauses.append(sa.or_(M.scope_kind != "user", users_access.agent_knows_user(
+            tenant_id, agent_id, M.scope_id)))
     if not include_invalidated:
         clauses.append(M.invalid_at.is_(None))
     return clauses
@@ -97,8 +104,10 @@ async def add(db: AsyncSession, item: MemoryItem) -> MemoryItem:
 
 
 async def get(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
-              agent_id: str | None, for_update: bool = False) -> MemoryItem | None:
-    q = sa.select(MemoryItem).where(*readable(tenant_id, agent_id), M.id == item_id)
+              agent_id: str | None, for_update: bool = False,
+              every_user: bool = False) -> MemoryItem | None:
+    q = sa.select(MemoryItem).where(*readable(tenant_id, agent_id, every_user=every_user),
+                                    M.id == item_id)
     if for_update:
         q = q.with_for_update()
     return (await db.execute(q)).scalar_one_or_none()
@@ -115,33 +124,36 @@ async def get_rows(db: AsyncSession, tenant_id: uuid.UUID,
 
 
 async def get_many(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID], *,
-                   agent_id: str | None) -> list[MemoryItem]:
+                   agent_id: str | None, every_user: bool = False) -> list[MemoryItem]:
     if not ids:
         return []
     result = await db.execute(sa.select(MemoryItem).where(
-        *readable(tenant_id, agent_id), M.id.in_(list(ids))))
+        *readable(tenant_id, agent_id, every_user=every_user), M.id.in_(list(ids))))
     return list(result.scalars())
 
 
 async def delete(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
-                 agent_id: str | None) -> AnyRow | None:
+                 agent_id: str | None, every_user: bool = False) -> AnyRow | None:
     """The deleted item (every column, for its `delete` version), or None."""
     result = await db.execute(sa.delete(MemoryItem).where(
-        *readable(tenant_id, agent_id), M.id == item_id).returning(*M))
+        *readable(tenant_id, agent_id, every_user=every_user), M.id == item_id)
+        .returning(*M))
     return result.first()
 
 
 async def query(db: AsyncSession, tenant_id: uuid.UUID, conditions: Sequence[Condition],
                 order: OrderBy, limit: int, after: tuple[Any, uuid.UUID] | None, *,
                 agent_id: str | None, include_invalidated: bool = False,
-                valid: sa.ColumnElement[bool] | None = None) -> list[MemoryItem]:
+                valid: sa.ColumnElement[bool] | None = None,
+                every_user: bool = False) -> list[MemoryItem]:
     """One page of matching items; ``after`` is the keyset (order value, id) of the last row.
     ``valid``: only items valid by it (an `as_of`), invalidated or not now."""
     column = _COLUMNS[order.field]
     q = sa.select(MemoryItem).where(
         *_where(tenant_id, conditions),
         *readable(tenant_id, agent_id,
-                  include_invalidated=include_invalidated or valid is not None),
+                  include_invalidated=include_invalidated or valid is not None,
+                  every_user=every_user),
         *([valid] if valid is not None else []))
     if after is not None:
         key, last = sa.tuple_(column, M.id), sa.tuple_(sa.literal(after[0], column.type),

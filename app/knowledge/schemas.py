@@ -92,8 +92,9 @@ class MemoryItemCreate(BaseModel):
     ]})
 
     scope: str = Field(pattern=SCOPE_PATTERN, description="`task/<id>`, `project/<id>`, "
-                       "`global`, or `agent` (private to the caller's agent; also written "
-                       "`agent/<agent_id>`).", examples=["project/checkout"])
+                       "`global`, `agent` (private to the caller's agent; also written "
+                       "`agent/<agent_id>`) or `user/<user_id>` (facts about one person).",
+                       examples=["project/checkout"])
     kind: str = Field(min_length=1, max_length=100, examples=["decision"])
     source: str | None = Field(default=None, max_length=200,
                                description="Who or what produced it. Default: the caller's "
@@ -325,7 +326,8 @@ class SessionKnowledgeConfig(BaseModel):
     learned_share: JsonFloat = Field(default=0.05, ge=0, le=1)
 
 
-FACTS_SCOPE_PATTERN = (r"^(global|agent|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127})$")
+FACTS_SCOPE_PATTERN = (r"^(global|agent|user|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
+                       r"|user/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$")
 
 
 class FactsInput(BaseModel):
@@ -337,8 +339,9 @@ class FactsInput(BaseModel):
 
     enabled: StrictBool = Field(default=False, description="Off unless true.")
     scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN, description=(
-        "Where facts are kept: `agent` (private to the session's agent), `global`, "
-        "`task/<id>` or `project/<id>`."))
+        "Where facts are kept: `agent` (private to the session's agent), `user` (the "
+        "session's user: `user/<user_id>`; a session without a user keeps them in its "
+        "agent's tier), `global`, `task/<id>` or `project/<id>`."))
     share: JsonFloat = Field(default=0.05, ge=0, le=0.5, description=(
         "Most of the budget the facts block may take (it shrinks before L1 does)."))
     min_batch: Annotated[int, Field(ge=1, le=10_000), JSON_INT] | None = Field(

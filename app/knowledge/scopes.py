@@ -15,6 +15,11 @@ shared-memory namespace: its agent key, and service keys acting for it with
 ``agent/<agent_id>`` (must be the caller's agent). ``Scope("agent")`` without an id is the
 unresolved form; as a filter value it means "the agent tier" (the repository's visibility
 clause keeps it to the caller's own agent).
+
+The ``user`` tier (issue 28), ``user/<user_id>``, holds facts about one person (a session's
+``user_id``); who sees it is ``app.users.access`` (service keys of the tenant, agent keys
+whose agent has a session with that user). ``user`` without an id is the unresolved form
+of a facts config: the session's user.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ScopeKind = Literal["task", "project", "global", "agent"]
-SCOPE_KINDS: tuple[ScopeKind, ...] = ("task", "project", "global", "agent")
+ScopeKind = Literal["task", "project", "global", "agent", "user"]
+SCOPE_KINDS: tuple[ScopeKind, ...] = ("task", "project", "global", "agent", "user")
 SCOPE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 _SCOPE_ID_RE = re.compile(SCOPE_ID_PATTERN)
 _AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")  # auth AGENT_ID_PATTERN
 SCOPE_PATTERN = (r"^(global|agent|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
-                 r"|agent/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$")
+                 r"|(agent|user)/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$")
 
 
 class ScopeError(ValueError):
@@ -50,9 +55,9 @@ class Scope:
         if self.kind == "global":
             if self.id is not None:
                 raise ScopeError("the global scope takes no id")
-        elif self.kind == "agent":
+        elif self.kind in ("agent", "user"):
             if self.id is not None and not _AGENT_ID_RE.match(self.id):
-                raise ScopeError(f"invalid agent id {self.id!r}")
+                raise ScopeError(f"invalid {self.kind} id {self.id!r}")
         else:
             validate_scope_id(self.id, what=f"{self.kind} id")
 
@@ -67,6 +72,7 @@ class Scope:
 
 GLOBAL = Scope("global")
 AGENT = Scope("agent")  # the caller's agent, unresolved
+USER = Scope("user")  # a session's user, unresolved
 
 
 def validate_scope_id(value: object, *, what: str = "scope id") -> str:
@@ -86,9 +92,11 @@ def parse_scope(text: object) -> Scope:
         return GLOBAL
     if text == "agent":
         return AGENT
+    if text == "user":
+        return USER
     kind, sep, ident = text.partition("/")
-    if kind == "agent" and sep:
-        return Scope("agent", ident)
+    if kind in ("agent", "user") and sep:
+        return Scope(kind, ident)  # type: ignore[arg-type]
     if not sep or kind not in ("task", "project"):
         raise ScopeError(
             f"invalid scope {text!r}: expected 'task/<id>', 'project/<id>' or 'global'"
@@ -106,6 +114,11 @@ def agent_scope(agent_id: str) -> Scope:
     return Scope("agent", agent_id)
 
 
+def user_scope(user_id: str) -> Scope:
+    """The tier of facts about one person."""
+    return Scope("user", user_id)
+
+
 def promotion_target(current: Scope, *, project_id: str | None = None) -> Scope:
     """The scope an item moves to when promoted one tier up.
 
@@ -120,4 +133,6 @@ def promotion_target(current: Scope, *, project_id: str | None = None) -> Scope:
         return GLOBAL
     if current.kind == "agent":
         raise ScopeError("an agent item is private to its agent; it is not promoted")
+    if current.kind == "user":
+        raise ScopeError("a user item belongs to its user's tier; it is not promoted")
     raise ScopeError("a global item is already in the top tier")

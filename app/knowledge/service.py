@@ -13,6 +13,9 @@ Decisions where the spec is silent:
 - Every change (create, edit, promote, delete, clear, eviction) writes a version row saying
   who, when and why (issue 27, ``app.facts.versions``); an item written by hand is valid
   from when it was written.
+- The ``user`` tier (issue 28) follows ``app.users.access``: writing ``user/<id>`` needs
+  the same visibility as reading it (404 ``user_not_found`` otherwise); the bare ``user``
+  scope only means something in a session's facts config (400 here).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from app.knowledge.scopes import (
     scope_from_columns,
 )
 from app.models.memory_item import MemoryItem
+from app.users import access as users_access
 
 
 def item_scope(item: MemoryItem) -> Scope:
@@ -76,13 +80,29 @@ def to_public(item: Any) -> MemoryItemPublic:
 
 def resolve_scope(caller: Caller, scope: Scope) -> Scope:
     """``agent`` -> the caller's own agent tier; ``agent/<id>`` must be the caller's agent
-    (403 ``agent_mismatch``, as for the shared-memory agent namespace)."""
+    (403 ``agent_mismatch``, as for the shared-memory agent namespace). ``user`` needs its
+    id here (``user/<user_id>``; whether the caller may see that user is
+    `require_scope_access`)."""
+    if scope.kind == "user":
+        if scope.id is None:
+            raise BadRequest("Name the user: user/<user_id>.", code="user_required")
+        return scope
     if scope.kind != "agent":
         return scope
     own = caller.require_agent()
     if scope.id is not None and scope.id != own:
         raise AgentMismatch()
     return agent_scope(own)
+
+
+async def require_scope_access(db: AsyncSession, caller: Caller, scope: Scope) -> None:
+    """A ``user/<id>`` scope the caller may not see is 404 ``user_not_found``."""
+    if scope.kind == "user" and scope.id is not None:
+        await users_access.require_visible(db, caller, scope.id)
+
+
+def every_user(caller: Caller) -> bool:
+    return users_access.sees_every_user(caller.role)
 
 
 def token_cost(kind: str, text: str | None, payload: Any) -> int:
@@ -107,6 +127,7 @@ async def create_item(db: AsyncSession, caller: Caller, body: MemoryItemCreate, 
     """Store an item (valid from now, version 1 `add`); a project past ``max_items`` then
     evicts its lowest/oldest 10%."""
     scope = resolve_scope(caller, parse_scope(body.scope))
+    await require_scope_access(db, caller, scope)
     now = datetime.now(UTC)
     item = MemoryItem(
         id=uuid.uuid4(), tenant_id=caller.tenant_id, scope_kind=scope.kind,
@@ -137,7 +158,7 @@ async def enforce_max_items(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope
 async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
                    for_update: bool = False) -> MemoryItem:
     item = await repository.get(db, caller.tenant_id, item_id, agent_id=caller.agent_id,
-                                for_update=for_update)
+                                for_update=for_update, every_user=every_user(caller))
     if item is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
     return item
@@ -145,7 +166,8 @@ async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
 
 async def delete_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
                       via: str = "api") -> None:
-    gone = await repository.delete(db, caller.tenant_id, item_id, agent_id=caller.agent_id)
+    gone = await repository.delete(db, caller.tenant_id, item_id, agent_id=caller.agent_id,
+                                   every_user=every_user(caller))
     if gone is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
     await versions.record_removed(db, [gone], actor_of(caller, via), "deleted")
@@ -188,7 +210,8 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *
     valid = None if as_of is None else valid_at(caller.tenant_id, as_of)
     fetched = await repository.query(db, caller.tenant_id, q.conditions, q.order,
                                      fetch_limit(q.limit), after, agent_id=caller.agent_id,
-                                     include_invalidated=include_invalidated, valid=valid)
+                                     include_invalidated=include_invalidated, valid=valid,
+                                     every_user=every_user(caller))
 
     def cursor_after(last: Any) -> dict[str, Any]:
         value = getattr(last, q.order.field)
@@ -240,7 +263,8 @@ async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: Ta
         assert body.project_id is not None  # schema validator
         project = Scope("project", body.project_id)
         rows = {r.id: item_scope(r) for r in await repository.get_many(
-            db, caller.tenant_id, ids, agent_id=caller.agent_id)}
+            db, caller.tenant_id, ids, agent_id=caller.agent_id,
+            every_user=every_user(caller))}
         missing = [str(i) for i in ids if rows.get(i) not in (task, project)]
         if missing:
             raise NotFound("Some items to promote are not in this task.",
@@ -265,6 +289,7 @@ async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: Ta
 async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> ClearResult:
     """Delete a scope's (matching) items; ``global`` needs ``confirm: true``."""
     scope = resolve_scope(caller, parse_scope(body.scope))
+    await require_scope_access(db, caller, scope)
     if scope.kind == "global" and not body.confirm:
         raise BadRequest("Clearing global memory needs \"confirm\": true.",
                          code="confirmation_required")

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from app.auth.schemas import AGENT_ID_PATTERN
 from app.context import render
 from app.context import service as context_service
 from app.context.schemas import ContextRequest, RecallInput
@@ -62,6 +63,9 @@ async def search_memory(
     promote: Annotated[bool, Field(description=(
         "With session_id: also put the results into that session's context for the next "
         "turns (`over_budget` when they would not fit; nothing is promoted then)."))] = False,
+    user_id: Annotated[str | None, Field(pattern=AGENT_ID_PATTERN, description=(
+        "Without session_id: search the sessions with this user (the person; an agent key "
+        "searches its own agent's of them) instead of all of your agent's."))] = None,
 ) -> CallToolResult:
     call = call_of(ctx)
     env = search_env_for(call.state)
@@ -71,7 +75,8 @@ async def search_memory(
         if promote:
             raise Unprocessable("promote needs session_id: results are promoted into one "
                                 "session's context.", code="validation_error")
-        body = SearchCreate.model_validate({**fields, "scope": "agent"})
+        scope = {"scope": "user", "user_id": user_id} if user_id else {"scope": "agent"}
+        body = SearchCreate.model_validate({**fields, **scope})
         return ok(await search_requests.search_sessions(call.state, env, call.caller, body))
     session_body = SessionSearchCreate.model_validate({**fields, "promote": promote})
     return ok(await search_requests.search_session(call.state, env, call.caller, session_id,

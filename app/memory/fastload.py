@@ -36,7 +36,7 @@ _WINDOW = (f"({L1_WINDOW_PER_MESSAGE} * coalesce((s.config ->> 'l1_max_messages'
 
 _SQL = f"""
 SELECT s.id, s.tenant_id, s.agent_id, s.config, s.metadata, s.last_seq, s.message_tokens,
-  s.created_at, s.updated_at,
+  s.created_at, s.updated_at, s.user_id,
   st.session_id IS NOT NULL AS has_state, st.version, st.l1_start_seq, st.rom, st.rom_text,
   st.rom_tokens, st.kernel, st.kernel_tokens, st.promoted_seqs, st.promoted_tokens,
   st.l2_tokens, st.updated_at AS state_updated_at,
@@ -56,7 +56,7 @@ SELECT s.id, s.tenant_id, s.agent_id, s.config, s.metadata, s.last_seq, s.messag
              AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text(st.promoted_seqs)::bigint))
           ) z) AS promoted
 FROM sessions s LEFT JOIN memory_states st ON st.session_id = s.id AND st.tenant_id = $1
-WHERE s.tenant_id = $1 AND s.id = $2
+WHERE s.tenant_id = $1 AND s.id = $2 AND s.erasure_id IS NULL
 """
 
 
@@ -73,6 +73,7 @@ class SessionRow:
     message_tokens: int
     created_at: datetime
     updated_at: datetime
+    user_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -121,7 +122,7 @@ async def load_for_context(conn: asyncpg.Connection, caller: Caller, session_id:
         raise SessionNotFound()
     session = SessionRow(row["id"], row["tenant_id"], row["agent_id"], row["config"],
                          row["metadata"], row["last_seq"], row["message_tokens"],
-                         row["created_at"], row["updated_at"])
+                         row["created_at"], row["updated_at"], row["user_id"])
     visible_session(caller, session)
     if not row["has_state"]:
         return None

@@ -25,6 +25,7 @@ WITH s AS (
   UPDATE sessions SET last_seq = last_seq + $3, message_tokens = message_tokens + $4,
          updated_at = now()
   WHERE id = $2 AND tenant_id = $1 AND ($5::text IS NULL OR agent_id = $5)
+    AND erasure_id IS NULL
   RETURNING last_seq, agent_id, config, message_tokens),
 ins AS (
   INSERT INTO messages (session_id, seq, tenant_id, role, content, tool_calls, tool_use_id,
@@ -85,7 +86,8 @@ async def append_rows(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id
 async def lock_session(db: AsyncSession, tenant_id: uuid.UUID,
                        session_id: uuid.UUID) -> Session | None:
     result = await db.execute(sa.select(Session).where(
-        col(Session.tenant_id) == tenant_id, col(Session.id) == session_id).with_for_update())
+        col(Session.tenant_id) == tenant_id, col(Session.id) == session_id,
+        col(Session.erasure_id).is_(None)).with_for_update())
     return result.scalar_one_or_none()
 
 

@@ -24,6 +24,9 @@ class MemoryItemVersion(SQLModel, table=True):
         tenant_pk("memory_item_versions", "item_id", "version"),
         sa.CheckConstraint("change IN ('add', 'update', 'invalidate', 'forget', 'confirm', "
                            "'edit', 'delete', 'promote')", name="change"),
+        # what an erasure of a session finds among the versions (app.erasure)
+        sa.Index("ix_memory_item_versions_source_session", "tenant_id", "source_session_id",
+                 postgresql_where=sa.text("source_session_id IS NOT NULL")),
     )
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())

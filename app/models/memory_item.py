@@ -21,13 +21,16 @@ class MemoryItem(SQLModel, table=True):
     __tablename__ = "memory_items"
     __table_args__ = (
         tenant_pk("memory_items", "id"),
-        sa.CheckConstraint("scope_kind IN ('task', 'project', 'global', 'agent')",
+        sa.CheckConstraint("scope_kind IN ('task', 'project', 'global', 'agent', 'user')",
                            name="scope_kind"),
         sa.CheckConstraint("importance >= 0 AND importance <= 1", name="importance_range"),
         sa.Index("ix_memory_items_scope_rank", "tenant_id", "scope_kind", "scope_id",
                  "importance", "created_at"),
         sa.Index("ix_memory_items_tenant_created", "tenant_id", "created_at", "id"),
         sa.Index("ix_memory_items_tags", "tags", postgresql_using="gin"),
+        # what an erasure of a session finds among the facts (app.erasure)
+        sa.Index("ix_memory_items_source_session", "tenant_id", "source_session_id",
+                 postgresql_where=sa.text("source_session_id IS NOT NULL")),
         # candidate lookup of fact extraction and search_facts (app.facts.repository)
         sa.Index("ix_memory_items_text_fts",
                  sa.text("to_tsvector('english'::regconfig, coalesce(text, ''::text))"),

@@ -15,11 +15,20 @@ class Session(SQLModel, table=True):
     __tablename__ = "sessions"
     __table_args__ = (tenant_pk("sessions", "id"),
                       sa.Index("ix_sessions_tenant_agent_created", "tenant_id", "agent_id",
-                               "created_at"))
+                               "created_at"),
+                      sa.Index("ix_sessions_tenant_user_created", "tenant_id", "user_id",
+                               "created_at", postgresql_where=sa.text("user_id IS NOT NULL")),
+                      sa.Index("ix_sessions_tenant_erasure", "tenant_id", "erasure_id",
+                               postgresql_where=sa.text("erasure_id IS NOT NULL")))
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    # The person the session is with (issue 28; opaque, validated like agent ids).
+    user_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    # The tombstone: set when an erasure takes the session; from then on it reads as
+    # deleted everywhere, and its rows go in batches (app.erasure).
+    erasure_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     config: dict[str, Any] = Field(default_factory=dict,
                                    sa_column=sa.Column(JSONB, nullable=False,
                                                        server_default=sa.text("'{}'::jsonb")))

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import new_id, session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class SharedMemoryEntry(SQLModel, table=True):
@@ -54,9 +54,11 @@ class SharedMemoryEntry(SQLModel, table=True):
 class SharedMemoryRefHolder(SQLModel, table=True):
     """A message holding a data reference: while it exists the entry does not expire.
 
-    The reference count of an entry is the number of its holder rows. Deleting the message
-    (or its session) cascades here, which releases the reference. The message FK is
-    deferred so the holder can be written in the same transaction before the message row.
+    The reference count of an entry is the number of its holder rows. Deleting the session
+    (messages are append-only: they go only with their session) cascades here, which
+    releases the reference. The key points at the session, not the message (migration
+    0016): a key per message made deleting a big session pay one trigger per message, six
+    times the cost of the delete itself (app.erasure).
     """
 
     __tablename__ = "shared_memory_ref_holders"
@@ -67,11 +69,7 @@ class SharedMemoryRefHolder(SQLModel, table=True):
                                         "shared_memory_entries.id"],
             name="fk_shared_memory_ref_holders_entry_id_shared_memory_entries",
             ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(
-            ["tenant_id", "session_id", "seq"],
-            ["messages.tenant_id", "messages.session_id", "messages.seq"],
-            name="fk_shared_memory_ref_holders_message", ondelete="CASCADE",
-            deferrable=True, initially="DEFERRED"),
+        session_fk("shared_memory_ref_holders"),
         sa.Index("ix_shared_memory_ref_holders_message", "tenant_id", "session_id", "seq"),
     )
 

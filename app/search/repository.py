@@ -51,6 +51,9 @@ _SESSIONS_IN_SCOPE = {
     "WHERE s.tenant_id = :tenant_id AND s.id = :session_id",
     "agent": "SELECT s.id, s.last_seq FROM sessions s "
     "WHERE s.tenant_id = :tenant_id AND s.agent_id = :agent_id",
+    "user": "SELECT s.id, s.last_seq FROM sessions s "
+    "WHERE s.tenant_id = :tenant_id AND s.user_id = :user_id AND s.erasure_id IS NULL "
+    "AND (CAST(:agent_id AS text) IS NULL OR s.agent_id = :agent_id)",
     "tenant": "SELECT s.id, s.last_seq FROM sessions s WHERE s.tenant_id = :tenant_id",
 }
 
@@ -78,6 +81,9 @@ _MESSAGES_IN_SCOPE = {
     "agent": "m.tenant_id = :tenant_id AND m.session_id IN "
     "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
     "AND s.agent_id = :agent_id)",
+    "user": "m.tenant_id = :tenant_id AND m.session_id IN "
+    "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id AND s.user_id = :user_id "
+    "AND s.erasure_id IS NULL AND (CAST(:agent_id AS text) IS NULL OR s.agent_id = :agent_id))",
     "tenant": "m.tenant_id = :tenant_id",
 }
 

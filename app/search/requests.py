@@ -6,7 +6,7 @@ import uuid
 
 from app.auth.caller import Caller
 from app.core.db import transaction
-from app.core.errors import Forbidden
+from app.core.errors import BadRequest, Forbidden
 from app.messages.service import to_public
 from app.search import service
 from app.search.deps import SearchEnv
@@ -21,6 +21,7 @@ from app.search.scope import SearchScope
 from app.sessions import repository as sessions_repository
 from app.sessions.access import require_visible_pg, visible_session
 from app.state import AppState
+from app.users import access as users_access
 
 
 def public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -> SearchPublic:
@@ -53,6 +54,17 @@ async def search_session(state: AppState, env: SearchEnv, caller: Caller,
     return public(outcome, promoted)
 
 
+async def user_scope(state: AppState, caller: Caller, user_id: str | None) -> SearchScope:
+    """`scope=user`: the user's sessions the caller may see (the user rule of
+    `app.users.access`, then the session rule: an agent key, its own agent's)."""
+    if user_id is None:
+        raise BadRequest("scope=user needs user_id.", code="user_required")
+    async with transaction(state.read_sessionmaker) as db:
+        await users_access.require_visible(db, caller, user_id)
+    agent = caller.agent_id if caller.role == "agent" else None
+    return SearchScope(tenant_id=caller.tenant_id, user_id=user_id, agent_id=agent)
+
+
 async def search_sessions(state: AppState, env: SearchEnv, caller: Caller,
                           body: SearchCreate) -> SearchPublic:
     """The sessions of one agent (`scope=agent`, by default the caller's effective agent)
@@ -62,6 +74,8 @@ async def search_sessions(state: AppState, env: SearchEnv, caller: Caller,
             raise Forbidden("Agent keys search only their own agent's sessions.",
                             code="scope_forbidden")
         scope = SearchScope(tenant_id=caller.tenant_id)
+    elif body.scope == "user":
+        scope = await user_scope(state, caller, body.user_id)
     else:
         agent_id = body.agent_id or caller.require_agent()
         caller.require_agent_access(agent_id)

@@ -54,11 +54,15 @@ class SearchCreate(TimeRange):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(max_length=MAX_QUERY_LENGTH)
-    scope: Literal["agent", "tenant"] = Field(default="agent", description=(
+    scope: Literal["agent", "user", "tenant"] = Field(default="agent", description=(
         "`agent`: the sessions of `agent_id` (default: the caller's effective agent). "
+        "`user`: the sessions with `user_id` (an agent key: its own agent's of them; "
+        "404 `user_not_found` for a user it has no session with). "
         "`tenant`: every session of the tenant (not for agent keys)."))
     agent_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN, description=(
         "For `scope=agent`: the agent to search. Agent keys may only name themselves."))
+    user_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN, description=(
+        "For `scope=user` (required there): whose sessions to search."))
     limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     rerank: StrictBool = True
 

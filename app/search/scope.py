@@ -2,6 +2,8 @@
 
 * `session`: one session's messages.
 * `agent`: every session of one agent in the tenant.
+* `user`: every session with one user (issue 28), optionally only one agent's of them
+  (an agent key sees only its own agent's sessions of the user).
 * `tenant`: every session of the tenant.
 
 The scope also defines the BM25 statistics (N, avgdl, document frequencies), so the
@@ -14,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-ScopeKind = Literal["session", "agent", "tenant"]
+ScopeKind = Literal["session", "agent", "user", "tenant"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,17 +26,23 @@ class SearchScope:
     tenant_id: uuid.UUID
     session_id: uuid.UUID | None = None
     agent_id: str | None = None
+    user_id: str | None = None
 
     @property
     def kind(self) -> ScopeKind:
         """The narrowest restriction present."""
         if self.session_id is not None:
             return "session"
+        if self.user_id is not None:
+            return "user"
         if self.agent_id is not None:
             return "agent"
         return "tenant"
 
     def params(self) -> dict[str, object]:
         """Bind parameters the repository's scope filters use."""
-        return {"tenant_id": self.tenant_id, "session_id": self.session_id,
-                "agent_id": self.agent_id}
+        params: dict[str, object] = {"tenant_id": self.tenant_id,
+                                     "session_id": self.session_id, "agent_id": self.agent_id}
+        if self.user_id is not None:
+            params["user_id"] = self.user_id
+        return params

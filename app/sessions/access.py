@@ -12,6 +12,9 @@ Everything that carries a session id asks this module, never its own query:
 - data references (`GET /v1/refs/{id}`) of entries in a session's scope, offloaded tool
   results included.
 
+A session under erasure (its tombstone `erasure_id` set, app.erasure) is deleted for every
+reader from the moment the erasure is asked for.
+
 The pure part is `Caller.can_see_agent`; `visible_agent` below is the only query (and
 `require_visible_pg`, the same on an asyncpg connection).
 """
@@ -51,7 +54,7 @@ def parse_session_id(value: str | uuid.UUID) -> uuid.UUID | None:
 async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str | None:
     """The agent id of `session_id` if `caller` may see that session, else None."""
     agent_id = await db.scalar(sa.select(_S.c.agent_id).where(
-        _S.c.tenant_id == caller.tenant_id, _S.c.id == session_id))
+        _S.c.tenant_id == caller.tenant_id, _S.c.id == session_id, _S.c.erasure_id.is_(None)))
     if agent_id is None or not caller.can_see_agent(agent_id):
         return None
     return str(agent_id)
@@ -61,8 +64,8 @@ async def require_visible_pg(conn: asyncpg.Connection, caller: Caller,
                              session_id: uuid.UUID) -> str:
     """`require_visible` on an asyncpg connection (the hot paths' pool)."""
     agent_id = await conn.fetchval(
-        "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2", caller.tenant_id,
-        session_id)
+        "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2 "
+        "AND erasure_id IS NULL", caller.tenant_id, session_id)
     if agent_id is None or not caller.can_see_agent(agent_id):
         raise SessionNotFound()
     return str(agent_id)

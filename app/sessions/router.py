@@ -17,6 +17,7 @@ from app.core.pagination import (
     invalid_cursor,
     page,
 )
+from app.erasure import service as erasure_service
 from app.memory.views import layer_tokens, layer_tokens_of_page
 from app.sessions import examples, repository, service
 from app.sessions.deps import SessionDep
@@ -40,6 +41,8 @@ async def create_session(body: Annotated[SessionCreate, Body(openapi_examples=ex
 async def list_sessions(
     db: DbDep, caller: CallerDep,
     agent_id: Annotated[str | None, Query(pattern=AGENT_ID_PATTERN)] = None,
+    user_id: Annotated[str | None, Query(pattern=AGENT_ID_PATTERN, description=(
+        "Only the sessions with this user."))] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: CursorQuery = None,
 ) -> SessionList:
@@ -56,7 +59,7 @@ async def list_sessions(
         except ValueError as exc:
             raise invalid_cursor() from exc
     rows = await repository.list_page(db, caller.tenant_id, agent_id=agent_id, after=after,
-                                      limit=fetch_limit(limit))
+                                      limit=fetch_limit(limit), user_id=user_id)
     shown, nxt = page(rows, limit, lambda s: {"t": s.created_at.isoformat(), "id": str(s.id)})
     items = [service.to_public(s) for s in shown]
     for item, tokens in zip(items, await layer_tokens_of_page(db, shown), strict=True):
@@ -86,7 +89,11 @@ async def update_session(body: Annotated[SessionUpdate, Body(openapi_examples=ex
 
 @router.delete("/sessions/{session_id}", status_code=204, response_class=Response,
                summary="Delete a session and everything in it")
-async def delete_session(session: SessionDep, db: DbDep) -> Response:
-    """Delete a session and everything in it."""
-    await repository.delete(db, session)
-    return Response(status_code=204)
+async def delete_session(session: SessionDep, caller: CallerDep, state: StateDep) -> Response:
+    """Delete a session and everything derived from it: messages, summaries, snapshots,
+    memory, search statistics, jobs, the facts drawn from it, its shared-memory scope with
+    references and offloaded tool results, cached copies. It reads as deleted at once; a
+    big session's rows go in batches by a worker. `Location` names the erasure's receipt
+    (`GET /v1/erasures/{id}`)."""
+    row = await erasure_service.erase_session(state, caller, session.id)
+    return Response(status_code=204, headers={"Location": f"/v1/erasures/{row.id}"})

@@ -2,11 +2,11 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.context.schemas import RecallInput
-from app.core.strict import JSON_INT, JsonInt
+from app.core.strict import JSON_INT, JsonFloat, JsonInt
 from app.knowledge.schemas import FactsInput, SessionKnowledgeConfig
 from app.memory.policy import (
     DEFAULT_L1_MAX_MESSAGES,
@@ -21,6 +21,17 @@ from app.memory.schemas import LayerTokens, RomInput
 
 # Defaults and derived values (budget, reserve, L2 cap) come from
 # `app.memory.policy.MemoryConfig`, the one source; this model only validates input.
+class UserRecallInput(BaseModel):
+    """Recall across the user's other sessions (issue 28, `app.users.recall`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: StrictBool = Field(default=True, description="false turns it off.")
+    share: JsonFloat = Field(default=0.05, gt=0, le=0.5, description=(
+        "Most of the budget the block may take (it shrinks before L1 does)."))
+    max_messages: JsonInt = Field(default=6, ge=1, le=50, description="Most turns shown.")
+
+
 class SessionConfig(BaseModel):
     """Per-session memory configuration. An omitted or null field takes its default,
     scaled for small windows (the reserve is at most 10% of the window, the L2 cap at most
@@ -44,6 +55,9 @@ class SessionConfig(BaseModel):
         "Knowledge tiers and learned layer in this session's context."))
     recall: RecallInput | None = Field(default=None, description=(
         "Automatic recall of old turns into the context (off when null)."))
+    user_recall: UserRecallInput | None = Field(default=None, description=(
+        "A session with a user: the best-matching turns of that user's other sessions with "
+        "this agent, in a context block after the facts (off when null)."))
     facts: FactsInput | None = Field(default=None, description=(
         "Durable facts extracted from this session and shown in its context (off when "
         "null; a new session takes its agent profile's `facts`)."))
@@ -69,6 +83,11 @@ class SessionCreate(BaseModel):
         default=None, pattern=AGENT_ID_PATTERN,
         description="The session's agent. Agent keys: their own (may be omitted). Service keys: "
                     "this field or X-Agent-Id.")
+    user_id: str | None = Field(
+        default=None, pattern=AGENT_ID_PATTERN,
+        description="The person the session is with: an opaque id, validated like agent "
+                    "ids. Set at creation only. Their facts live in the `user/<user_id>` "
+                    "knowledge tier; `DELETE /v1/users/{user_id}` erases all of it.")
     config: SessionConfig = Field(default_factory=SessionConfig)
     metadata: dict[str, Any] = Field(default_factory=dict)
     rom: RomInput | None = Field(
@@ -88,6 +107,7 @@ class SessionUpdate(BaseModel):
 class SessionPublic(BaseModel):
     id: uuid.UUID
     agent_id: str
+    user_id: str | None = None
     config: SessionConfig
     metadata: dict[str, Any]
     message_count: int

@@ -27,7 +27,8 @@ def session_config(session: Session) -> SessionConfig:
 
 def to_public(session: Session) -> SessionPublic:
     cfg = session_config(session)
-    return SessionPublic(id=session.id, agent_id=session.agent_id, config=cfg,
+    return SessionPublic(id=session.id, agent_id=session.agent_id, user_id=session.user_id,
+                         config=cfg,
                          metadata=session.meta or {}, message_count=session.last_seq,
                          message_tokens=session.message_tokens,
                          budget=MemoryConfig.from_stored(session.config).budget,
@@ -50,7 +51,8 @@ async def create(db: AsyncSession, caller: Caller, body: SessionCreate, *,
                  on_created: Sequence[CreateHook]) -> Session:
     agent_id = resolve_agent(caller, body.agent_id)
     session = Session(id=uuid.uuid4(), tenant_id=caller.tenant_id, agent_id=agent_id,
-                      config=body.config.model_dump(), meta=body.metadata)
+                      user_id=body.user_id, config=body.config.model_dump(),
+                      meta=body.metadata)
     await repository.add(db, session)
     for hook in on_created:
         await hook(db, caller, session, body)

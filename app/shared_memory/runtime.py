@@ -16,6 +16,7 @@ import json
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from app.shared_memory.tier import MemoryTier
@@ -39,6 +40,9 @@ class SharedMemoryRuntime:
         self._counters: Counter[tuple[str, str, str]] = Counter()
         self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
+        # called with every "erase" event (app.erasure.caches: a subject's data leaves
+        # every cache of this process)
+        self.on_erase: list[Callable[[dict[str, Any]], None]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self, wait: float = 2.0) -> None:
@@ -107,6 +111,10 @@ class SharedMemoryRuntime:
         self._dispatch(event)
 
     def _dispatch(self, event: dict[str, Any]) -> None:
+        if event.get("op") == "erase":
+            for fn in self.on_erase:
+                fn(event)
+            return
         if event.get("o") != self.origin:
             self.tier.invalidate((event["t"], event["ns"], event["sc"], event["sk"]),
                                  event.get("v"))

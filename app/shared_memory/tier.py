@@ -12,7 +12,7 @@ value cannot be re-cached after its invalidation arrived. Versions are globally 
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +101,14 @@ class MemoryTier:
         with self._lock:
             self._map.clear()
             self._bytes = 0
+
+    def drop_where(self, pred: Callable[[Hashable], bool]) -> int:
+        """Forget every key `pred` holds true for (an erased scope); how many went."""
+        with self._lock:
+            gone = [k for k in self._map if pred(k)]
+            for k in gone:
+                self._drop(k)
+            return len(gone)
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:

@@ -426,3 +426,25 @@ async def test_facts_tools_keep_the_agent_tier_private(tenant: Tenant) -> None:
         forgotten = await call(own, "forget_fact", id=fid, reason="not any more")
         assert forgotten["invalid_at"] and forgotten["version"] == 2
         assert (await call(own, "search_facts", query="vegetarian"))["items"] == []
+
+
+async def test_search_memory_across_a_users_sessions(tenant: Tenant) -> None:
+    """`search_memory` with `user_id` searches the agent's sessions with that person
+    (issue 28), as `POST /v1/search` with `scope: "user"` does; another agent: not found."""
+    key = (await tenant.key("agent", "u1"))["secret"]
+    user = f"mcp-user-{uuid.uuid4().hex[:6]}"
+    async with tenant.rest(key) as rest, mcp(tenant.base, key) as session:
+        for text_ in ("the wifi password is tulip", "tulip fields in spring"):
+            r = await rest.post("/v1/sessions", json={"user_id": user})
+            await rest.post(f"/v1/sessions/{r.json()['id']}/messages",
+                            json={"messages": [{"role": "user", "content": text_}]})
+        await new_session(rest, "u1")
+        found = await call(session, "search_memory", query="tulip", user_id=user,
+                           rerank=False)
+        same = await rest.post("/v1/search", json={"query": "tulip", "scope": "user",
+                                                   "user_id": user, "rerank": False})
+        assert found == same.json() and len(found["results"]) == 2
+    other = (await tenant.key("agent", "u2"))["secret"]
+    async with mcp(tenant.base, other) as session:
+        assert (await fail(session, "search_memory", query="tulip",
+                           user_id=user)).startswith("user_not_found")

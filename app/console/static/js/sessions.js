@@ -68,6 +68,8 @@ export async function sessionsPage(view, {query, signal}) {
       h("td", {}, h("a", {href: `#/session/${encodeURIComponent(s.id)}`, class: "mono"},
                     s.id.slice(0, 8))),
       h("td", {class: "agent"}, s.agent_id),
+      h("td", {class: "user"}, s.user_id ? h("a", {href: `#/user/${encodeURIComponent(
+        s.user_id)}`, class: "mono"}, s.user_id) : ""),
       h("td", {class: "num count"}, fmt(s.message_count)),
       layerCells,
       h("td", {class: "num"}, `${fmt(s.message_tokens)}`),
@@ -77,7 +79,7 @@ export async function sessionsPage(view, {query, signal}) {
     tr.layerCells = layerCells;
     return tr;
   });
-  view.append(table(["session", "agent", "messages", "ROM", "Kernel", "L2", "promoted", "L1",
+  view.append(table(["session", "agent", "user", "messages", "ROM", "Kernel", "L2", "promoted", "L1",
                      "all messages (tokens)", "last activity", "metadata"], rows,
                     {id: "sessions-table", class: "wide"}));
   if (!shown.length) view.append(h("p", {class: "muted", id: "sessions-empty"}, "No sessions."));

@@ -7,10 +7,11 @@ from loom_client._async.knowledge import AsyncKnowledgeMixin
 from loom_client._async.memory import AsyncMemoryMixin
 from loom_client._async.sessions import AsyncSessionsMixin
 from loom_client._async.shared_memory import AsyncSharedMemoryMixin
+from loom_client._async.users import AsyncUsersMixin
 
 
 class AsyncLoomClient(AsyncSessionsMixin, AsyncMemoryMixin, AsyncSharedMemoryMixin,
-                      AsyncKnowledgeMixin, AsyncAdminMixin):
+                      AsyncKnowledgeMixin, AsyncUsersMixin, AsyncAdminMixin):
     """Loom Memory over HTTP (asynchronous): every REST operation, typed.
 
     ```python

@@ -166,15 +166,19 @@ class AsyncMemoryMixin(AsyncBaseClient):
                             promote=promote, after=after, before=before))
 
     @operation("POST", "/v1/search")
-    async def search(self, query: str, *, scope: Literal["agent", "tenant"] | None = None,
-                     agent_id: str | None = None, limit: int | None = None,
+    async def search(self, query: str, *,
+                     scope: Literal["agent", "user", "tenant"] | None = None,
+                     agent_id: str | None = None, user_id: str | None = None,
+                     limit: int | None = None,
                      ranking: Ranking | None = None, rerank: bool | None = None,
                      after: datetime | str | None = None, before: datetime | str | None = None,
                      options: RequestOptions | None = None) -> SearchResult:
-        """Search the sessions of an agent (`scope="agent"`, default) or the whole tenant."""
+        """Search the sessions of an agent (`scope="agent"`, default), of a user
+        (`scope="user"` with `user_id`) or of the whole tenant."""
         return await self._request(
             SearchResult, "POST", "/v1/search", options=options,
-            json=_wire.body(query=query, scope=scope, agent_id=agent_id, limit=limit,
+            json=_wire.body(query=query, scope=scope, agent_id=agent_id, user_id=user_id,
+                            limit=limit,
                             ranking=ranking, rerank=rerank, after=after, before=before))
 
     @operation("GET", "/v1/sessions/{session_id}/tools")

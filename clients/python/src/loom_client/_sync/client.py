@@ -8,10 +8,11 @@ from loom_client._sync.knowledge import KnowledgeMixin
 from loom_client._sync.memory import MemoryMixin
 from loom_client._sync.sessions import SessionsMixin
 from loom_client._sync.shared_memory import SharedMemoryMixin
+from loom_client._sync.users import UsersMixin
 
 
 class LoomClient(SessionsMixin, MemoryMixin, SharedMemoryMixin,
-                 KnowledgeMixin, AdminMixin):
+                 KnowledgeMixin, UsersMixin, AdminMixin):
     """Loom Memory over HTTP (synchronous): every REST operation, typed.
 
     ```python

@@ -30,23 +30,27 @@ MessageLike = MessageIn | Mapping[str, Any]
 class SessionsMixin(BaseClient):
     @operation("POST", "/v1/sessions")
     def create_session(self, *, agent_id: str | None = None,
+                       user_id: str | None = None,
                        config: SessionConfig | Mapping[str, Any] | None = None,
                        metadata: Mapping[str, Any] | None = None,
                        rom: RomInput | Mapping[str, Any] | None = None,
                        options: RequestOptions | None = None) -> Session:
-        """Start a session (for `agent_id`, default: the calling agent)."""
+        """Start a session (for `agent_id`, default: the calling agent; with `user_id`, the
+        person it is with)."""
         return self._request(Session, "POST", "/v1/sessions", options=options,
-                             json=_wire.body(agent_id=agent_id, config=config,
+                             json=_wire.body(agent_id=agent_id, user_id=user_id,
+                                             config=config,
                                              metadata=metadata, rom=rom))
 
     @operation("GET", "/v1/sessions")
     def list_sessions(self, *, agent_id: str | None = None, limit: int | None = None,
-                      cursor: str | None = None,
+                      cursor: str | None = None, user_id: str | None = None,
                       options: RequestOptions | None = None) -> SessionList:
-        """One page of sessions, oldest first (agent keys see only their own)."""
+        """One page of sessions, oldest first (agent keys see only their own; `user_id`:
+        only the sessions with that user)."""
         return self._request(SessionList, "GET", "/v1/sessions", options=options,
                              params=_wire.query(agent_id=agent_id, limit=limit,
-                                                cursor=cursor))
+                                                cursor=cursor, user_id=user_id))
 
     @operation("GET", "/v1/sessions")
     def iter_sessions(self, *, agent_id: str | None = None,

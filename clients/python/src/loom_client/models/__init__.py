@@ -76,6 +76,7 @@ from loom_client.models.tools import (
     ToolList,
     ToolResult,
 )
+from loom_client.models.users import Erasure, ErasureList, ImportResult, User, UserList
 from loom_client.models.watch import (
     ClosedEvent,
     DeleteEvent,
@@ -103,4 +104,5 @@ __all__ = [
     "SharedMemoryKey", "SharedMemoryKeyList", "SharedMemoryStats", "Snapshot",
     "SnapshotList", "Summary", "TaskCompleteResult", "Tenant", "TierShares", "TierUsage",
     "ToolDefinition", "ToolList", "ToolResult", "UnknownEvent", "WatchEvent", "WhoAmI",
+    "User", "UserList", "Erasure", "ErasureList", "ImportResult",
 ]

@@ -38,6 +38,14 @@ class SessionKnowledgeConfig(RequestModel):
     learned_share: float | None = None
 
 
+class UserRecallInput(RequestModel):
+    """Recall across the session's user's other sessions with this agent."""
+
+    enabled: bool | None = None
+    share: float | None = None
+    max_messages: int | None = None
+
+
 class SessionConfig(RequestModel):
     """A session's configuration (fields left out keep the server's defaults)."""
 
@@ -46,6 +54,7 @@ class SessionConfig(RequestModel):
     l1_max_messages: int | None = None
     max_l2_tokens: int | None = None
     recall: RecallInput | None = None
+    user_recall: UserRecallInput | None = None
     knowledge: SessionKnowledgeConfig | None = None
 
 
@@ -69,6 +78,7 @@ class LayerTokens(ResponseModel):
 class Session(ResponseModel):
     id: str
     agent_id: str
+    user_id: str | None = None
     config: dict[str, Any]
     metadata: dict[str, Any]
     budget: int

@@ -1,0 +1,1 @@
+"""Export and import (issue 28): a user, a session or a tenant as NDJSON."""

@@ -1,0 +1,66 @@
+"""Who may see a user: one rule, written once, for every entrance.
+
+Rule (issue 28, decision where the spec was silent on details): a user of a tenant — their
+sessions' list entry, `GET /v1/users/{id}`, the `user/<user_id>` knowledge tier, search
+with `scope: "user"`, export — is visible to
+- the `service` and `admin` keys of that tenant, and
+- an `agent` key whose agent has a (not erased) session with that user;
+to anyone else the user does not exist: 404 `user_not_found`, exactly as for an unknown
+id. An agent key that sees a user still sees only its own agent's sessions of that user
+(the session rule, `app.sessions.access`).
+
+`sees_every_user` is the pure part; `agent_knows_user` is the one SQL form of the agent-key
+side (a condition over a value or a column holding user ids), used by the knowledge
+repository's `readable` (the `user/<id>` tier) and `may_see` below; the users list keeps an
+agent key to its own agent's sessions, which is the same rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.caller import Caller
+from app.core.errors import NotFound
+from app.models import Session
+from app.models.base import table_of
+
+_S = table_of(Session)
+
+
+class UserNotFound(NotFound):
+    code = "user_not_found"
+
+    def __init__(self) -> None:
+        super().__init__("No such user.")
+
+
+def sees_every_user(role: str) -> bool:
+    """Service and admin keys see every user of their tenant; agent keys only some."""
+    return role != "agent"
+
+
+def agent_knows_user(tenant_id: Any, agent_id: str | None,
+                     user_id: Any) -> sa.ColumnElement[bool]:
+    """The agent has a live session with the user (`user_id`: a value or a column)."""
+    if agent_id is None:
+        return sa.false()
+    return sa.exists().where(_S.c.tenant_id == tenant_id, _S.c.agent_id == agent_id,
+                             _S.c.user_id == user_id, _S.c.erasure_id.is_(None))
+
+
+async def may_see(db: AsyncSession, caller: Caller, user_id: str) -> bool:
+    """Whether `caller` may see user `user_id` (the user need not have sessions: a service
+    key may, e.g., write facts about a user before their first session)."""
+    if sees_every_user(caller.role):
+        return True
+    return bool(await db.scalar(sa.select(
+        agent_knows_user(caller.tenant_id, caller.agent_id, user_id))))
+
+
+async def require_visible(db: AsyncSession, caller: Caller, user_id: str) -> None:
+    """404 `user_not_found` unless `caller` may see the user."""
+    if not await may_see(db, caller, user_id):
+        raise UserNotFound()

@@ -1,0 +1,91 @@
+"""Recall across a user's sessions (issue 28): the "earlier conversations" context block.
+
+With `config.user_recall` on, a session with a user gets, after ROM, Kernel and the facts,
+the best-matching turns of that user's *other* sessions with the same agent (the session
+rule: an agent sees its own sessions; `app.users.access` for the user), searched with the
+newest user message (the conversation-aware BM25 of `app.search`), each line dated and
+cut, within `share` of the budget and only in what is free (blocks shrink before L1 is
+cut). A session's own old turns are automatic recall's (`config.recall`), not this block's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from app.context.blocks import BlockProvider, ContextBlock, OpenDb
+from app.core.tokens import count_text
+from app.memory.policy import MemoryConfig
+from app.search import service as search_service
+from app.search.deps import options_for
+from app.search.scope import SearchScope
+
+if TYPE_CHECKING:
+    from app.state import AppState
+
+HEADER = ("## Earlier conversations with this user\nTurns from your other sessions with "
+          "this person that match the current message:")
+LINE_CHARS = 400
+MIN_TOKENS = 32
+
+_NEWEST_USER_TEXT = sa.text(
+    "SELECT text FROM messages WHERE tenant_id = :t AND session_id = :s AND role = 'user' "
+    "ORDER BY seq DESC LIMIT 1")
+
+
+def line(role: str, created_at: Any, text: str) -> str:
+    when = f"{created_at:%Y-%m-%d}" if hasattr(created_at, "strftime") else str(created_at)[:10]
+    body = " ".join(text.split())
+    if len(body) > LINE_CHARS:
+        body = body[:LINE_CHARS] + "…"
+    return f"- [{when}] {role}: {body}"
+
+
+def fit(lines: list[str], tokens: int, count: Callable[[str], int]) -> tuple[str, int] | None:
+    """The header and the first lines that fit `tokens` (re-counted as a whole)."""
+    kept = list(lines)
+    while kept:
+        text = "\n".join([HEADER, *kept])
+        n = count(text)
+        if n <= tokens:
+            return text, n
+        kept.pop()
+    return None
+
+
+def provider(state: AppState) -> BlockProvider:
+    """The block provider over `state`'s hot-path pool (the search runs on asyncpg)."""
+
+    async def user_recall(open_db: OpenDb, session_row: Any,
+                          budget_tokens: int) -> ContextBlock | None:
+        cfg = (session_row.config or {}).get("user_recall")
+        user_id = getattr(session_row, "user_id", None)
+        if not cfg or not cfg.get("enabled", True) or not user_id:
+            return None
+        budget = MemoryConfig.from_stored(session_row.config).budget
+        tokens = min(budget_tokens, int(budget * float(cfg.get("share", 0.05))))
+        if tokens < MIN_TOKENS:
+            return None
+        async with open_db() as db:
+            query = await db.scalar(_NEWEST_USER_TEXT, {"t": session_row.tenant_id,
+                                                        "s": session_row.id})
+        if not query or not query.strip():
+            return None
+        most = int(cfg.get("max_messages", 6))
+        scope = SearchScope(tenant_id=session_row.tenant_id, user_id=user_id,
+                            agent_id=session_row.agent_id)
+        async with state.connection() as conn:
+            outcome = await search_service.search(conn, scope, query, limit=most * 3,
+                                                  rerank=False,
+                                                  options=options_for(state.settings))
+        own = str(session_row.id)
+        hits = [h.message for h in outcome.hits if str(h.message.session_id) != own][:most]
+        lines = [line(m.role, m.created_at, m.text or "") for m in hits if m.text]
+        fitted = fit(lines, tokens, count_text)
+        if fitted is None:
+            return None
+        return ContextBlock(name="user_recall", text=fitted[0], token_count=fitted[1])
+
+    return user_recall
