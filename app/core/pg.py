@@ -12,6 +12,16 @@ opens connections on demand (`min_size=0`), so an API process starts while the d
 down and serves 503 until it is back; asyncpg replaces a pooled connection the server has
 closed when it is next acquired, and `connection` cuts one that failed mid-statement.
 Failures map to statuses like the engine's (`app.core.db_errors`).
+
+A released connection goes back as it is: asyncpg's default reset (`pg_advisory_unlock_all;
+CLOSE ALL; UNLISTEN *; RESET ALL`) cost a round trip per request, and nothing that runs on
+this pool leaves session state behind. Its statements set planner options and take
+advisory locks only for their transaction (`set_config(..., true)`, `SET LOCAL`,
+`pg_try_advisory_xact_lock`), and never LISTEN, declare cursors or create temp tables; a
+transaction left open is still rolled back (asyncpg does that before any reset), and the
+connection's own settings (`create_pool`'s server settings) are set once, at connect. A
+test runs every hot path on a one-connection pool and compares the connection with a fresh
+one (tests/core/test_pg_release.py).
 """
 
 from __future__ import annotations
@@ -101,18 +111,34 @@ def connection_bounds(settings: Any) -> tuple[dict[str, str], float | None]:
     return server, statement + CLIENT_TIMEOUT_GRACE
 
 
-async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
-    server, command_timeout = connection_bounds(settings)
+def pool_server_settings(settings: Any) -> dict[str, str]:
+    """The server settings of every connection of this pool (set once, at connect)."""
+    server, _ = connection_bounds(settings)
     # The pool runs a few fixed statements, each an index lookup whatever its parameters:
     # a generic plan is right for all of them, and without it PostgreSQL re-plans the
     # context read on every call (its custom plans look cheaper than the generic one),
     # which doubled its round trip (1.0 ms instead of 0.5 ms for a 50-message session).
     server["plan_cache_mode"] = "force_generic_plan"
+    # No JIT: none of these statements runs long enough to repay compiling. (asyncpg also
+    # turns it off for the session while it introspects a type and restores the value it
+    # read, which inside a search's `SET LOCAL jit = off` left it off for good: the
+    # connection's settings then depended on its history.)
+    server["jit"] = "off"
+    return server
+
+
+async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
+    _, command_timeout = connection_bounds(settings)
+    server = pool_server_settings(settings)
     pool = asyncpg.create_pool(
         libpq_dsn(url), min_size=0, max_size=settings.db_pool_size, init=_init,
         timeout=settings.db_connect_timeout_seconds,
-        command_timeout=command_timeout, server_settings=server)
+        command_timeout=command_timeout, server_settings=server, reset=_keep)
     return await pool
+
+
+async def _keep(conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing to undo (see the module's docstring)."""
 
 
 @asynccontextmanager
