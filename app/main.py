@@ -11,7 +11,7 @@ from fastapi.routing import APIRoute
 from app import api, docs, wiring
 from app.auth.cache import KeyCache
 from app.console import router as console
-from app.core import jsonlimits, metrics, pagination, pg
+from app.core import heap, jsonlimits, metrics, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.errors import install_error_handlers
@@ -80,7 +80,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await state.shared_memory.start()
             await gauges.start()
             async with mcp_endpoint.running():
-                yield
+                # the process is built: keep the collector off it while it serves
+                thresholds = heap.tune() if settings.gc_tune else None
+                try:
+                    yield
+                finally:
+                    if thresholds is not None:
+                        heap.untune(thresholds)
         finally:
             for name, close in (("pool gauges", gauges.stop),
                                 ("shared memory", state.shared_memory.stop),
