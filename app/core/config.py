@@ -83,6 +83,9 @@ class Settings(BaseSettings):
                                    alias="LOOM_FILTER_MAX_VALUES")
 
     migrate_on_start: bool = Field(default=True, alias="LOOM_MIGRATE_ON_START")
+    # `loom-memory migrate` waits this long for DATABASE_URL's server to accept connections
+    # (a container started beside a fresh PostgreSQL), then migrates; 0 = try once.
+    migrate_wait_seconds: float = Field(default=60.0, ge=0, alias="LOOM_MIGRATE_WAIT_SECONDS")
 
     # LLM (summaries, rerank). No key = heuristic summaries and BM25-only search.
     llm_provider: Literal["anthropic", "openai", "none"] = Field(
