@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import asyncpg
-
 from alembic import command
 from alembic.config import Config
 

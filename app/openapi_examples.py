@@ -29,10 +29,10 @@ _STRINGS = {
     "title": "Otters", "description": "What the team knows about otters.", "version": "0.1.0",
     "code": "session_not_found", "message": "No such session.", "tool_use_id": "toolu_01",
     "last_error": "", "etag": '"3"', "summary": "The user asked about otters.",
-    "content_type": "application/json", "checksum": "sha256:2c26b46b68ffc68ff99b453c1d30413413",
+    "content_type": "application/json", "checksum": "sha256:2c26b46b68ffc68f",
 }
-_SUFFIXES = (("_at", TIME), ("agent_id", "research-assistant"), ("_id", UUID), ("_text", "The user asked about otters."),
-             ("_name", "research-assistant"), ("_url", "https://example.com/loom"))
+_SUFFIXES = (("_at", TIME), ("agent_id", "research-assistant"), ("_id", UUID),
+             ("_text", "The user asked about otters."), ("_name", "research-assistant"), ("_url", "https://example.com/loom"))
 # free-form objects (and untyped fields) by name
 _OBJECTS: dict[str, Any] = {
     "messages": {"role": "user", "content": "Where did the otter go?"},
