@@ -172,8 +172,9 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
 
     The common batch is one statement on the pool (`repository.append_rows`: seqs, rows,
     counters and the pressure row in one round trip, no BEGIN/COMMIT). With an
-    Idempotency-Key, or when a hook applies, the same statement runs in a transaction
-    that first locks the session row, with the hooks and the idempotency record.
+    Idempotency-Key the same statement runs in a transaction on the pool that first locks
+    the session row and reads the key's record (`_append_idempotent`, no ORM); when a hook
+    applies, in an ORM transaction with the hooks (and the idempotency record).
     `large`: the request body is big, so measuring and token counting run off the loop.
 
     The pressure follow-up (enqueue a compression, decided from the append's own row) runs
@@ -199,6 +200,16 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
         async with stores.connection() as conn:
             result, batch, written = await _write(conn, caller, session_id, rows)
         follow_up = _pressure_follow_up(hooks, batch, written)
+        if follow_up is not None:
+            if defer is not None:
+                defer(_never_fails(follow_up))
+            else:
+                await _never_fails(follow_up)()
+        return result
+    if idempotency_key is not None and not before and not after:
+        async with stores.connection() as conn:
+            result, follow_up = await _append_idempotent(
+                conn, caller, session_id, body, canonical, idempotency_key, large, hooks)
         if follow_up is not None:
             if defer is not None:
                 defer(_never_fails(follow_up))
@@ -284,6 +295,45 @@ def _pressure_follow_up(hooks: AppendHooks, batch: AppendedBatch,
     if hooks.on_pressure is None or written["l1_start_seq"] is None:
         return None  # a session without memory state has nothing to compress yet
     return hooks.on_pressure(batch, written)
+
+
+class _KeyTaken(Exception):
+    """Another request with the same Idempotency-Key committed first (rolls back ours)."""
+
+
+async def _append_idempotent(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID,
+                             body: MessagesAppend, canonical: list[CanonicalMessage],
+                             idempotency_key: str, large: bool, hooks: AppendHooks
+                             ) -> tuple[MessagesAppended, Callable[[], Awaitable[None]] | None]:
+    """An append with an Idempotency-Key and no hook, on the pool (see
+    `repository.read_idempotent`): the key's first result, or the append and its record in
+    one transaction. Returns the result and the pressure follow-up to run (committed)."""
+    body_hash = request_hash(body)
+    rows: list[NewMessage] | None = None
+    for _ in range(2):
+        found = await repository.read_idempotent(conn, caller.tenant_id, session_id,
+                                                 _agent_filter(caller), idempotency_key)
+        if found is None:
+            raise SessionNotFound()
+        if found["request_hash"] is not None:
+            if found["request_hash"] != body_hash:
+                raise Conflict("This Idempotency-Key was used with a different request.",
+                               code="idempotency_key_reused")
+            replay = MessagesAppended.model_validate(found["response"])
+            replay.replayed = True
+            return replay, None
+        rows = rows or await _rows(canonical, large)
+        try:
+            async with conn.transaction():
+                result, batch, written = await _write(conn, caller, session_id, rows)
+                if not await repository.save_idempotent_pg(
+                        conn, caller.tenant_id, session_id, idempotency_key, body_hash, 201,
+                        result.model_dump(mode="json")):
+                    raise _KeyTaken()
+        except _KeyTaken:
+            continue  # rolled back: replay the first result
+        return result, _pressure_follow_up(hooks, batch, written)
+    raise RuntimeError("the Idempotency-Key's record vanished")  # records are never deleted
 
 
 async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID,
