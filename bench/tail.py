@@ -92,23 +92,37 @@ async def tail_trial(b: Bench, label: str, env: dict[str, str], seconds: int
             "max_ms": m.max_ms, "errors": m.errors, **probe}
 
 
-async def one_client(b: Bench, seconds: int) -> list[dict[str, Any]]:
+def _start(b: Bench, env: dict[str, str], workers: int = 1) -> tuple[Any, int]:
+    base_env = b.server_env
+    b.server_env = lambda: {**base_env(), **env}  # type: ignore[method-assign]
+    try:
+        return b.start_api(workers=workers)
+    finally:
+        b.server_env = base_env  # type: ignore[method-assign]
+
+
+async def one_client(b: Bench, seconds: int, rounds: int) -> list[dict[str, Any]]:
+    """The context build's 1-client p50 on fresh APIs of 1 process and of 2 (`--workers`),
+    with the collector's defaults and tuned, alternating, `rounds` times; and on the API
+    that did the load."""
     reqs = b.context_reqs(None)
     rows = []
-    floor = await b.measure("floor_read_50_1c", b.floor_port, b.floor_read_reqs(None),
-                            clients=1, seconds=seconds)
-    rows.append({"api": "read floor", "p50_ms": floor.p50_ms, "p99_ms": floor.p99_ms})
     m = await b.measure("one_loaded", b.api_port, reqs, clients=1, seconds=seconds)
     rows.append({"api": "1 process, did the load", "p50_ms": m.p50_ms, "p99_ms": m.p99_ms})
-    for workers in (1, 2):
-        proc, port = b.start_api(workers=workers)
-        try:
-            m = await b.measure(f"one_fresh_{workers}", port, reqs, clients=1,
-                                seconds=seconds)
-        finally:
-            b.stop(proc)
-        rows.append({"api": f"fresh, --workers {workers}", "p50_ms": m.p50_ms,
-                     "p99_ms": m.p99_ms})
+    for r in range(rounds):
+        floor = await b.measure(f"floor_read_50_1c_{r}", b.floor_port,
+                                b.floor_read_reqs(None), clients=1, seconds=seconds)
+        rows.append({"api": "read floor", "p50_ms": floor.p50_ms, "p99_ms": floor.p99_ms})
+        for tune in ("false", "true"):
+            for workers in (1, 2):
+                proc, port = _start(b, {"LOOM_GC_TUNE": tune}, workers)
+                try:
+                    m = await b.measure(f"one_{workers}_{tune}_{r}", port, reqs, clients=1,
+                                        seconds=seconds)
+                finally:
+                    b.stop(proc)
+                rows.append({"api": f"fresh, --workers {workers}, LOOM_GC_TUNE={tune}",
+                             "p50_ms": m.p50_ms, "p99_ms": m.p99_ms})
     return rows
 
 
@@ -117,6 +131,8 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=6)
     parser.add_argument("--skip-one-client", action="store_true")
+    parser.add_argument("--skip-tail", action="store_true")
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     run_args = argparse.Namespace(quick=True, seconds=args.seconds, no_wrk=False,
                                   only="context", label="tail", no_latest=True,
@@ -133,7 +149,7 @@ async def main() -> None:
                                      timeout=60) as b.client:
             await b.load()
             trials = []
-            for r in range(args.rounds):
+            for r in range(0 if args.skip_tail else args.rounds):
                 floor = await b.measure(f"floor_read_50_32c_{r}", b.floor_port,
                                         b.floor_read_reqs(None), clients=32,
                                         seconds=args.seconds)
@@ -145,15 +161,15 @@ async def main() -> None:
                     trials.append(await tail_trial(b, f"{label}-{r}", env, args.seconds))
             result["tail"] = trials
             if not args.skip_one_client:
-                result["one_client"] = await one_client(b, args.seconds)
+                result["one_client"] = await one_client(b, args.seconds, args.rounds)
     finally:
         b.stop_servers()
         await b.drop_db()
     result["load_average_end"] = os.getloadavg()
-    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\n{'trial':<18} {'req/s':>7} {'p50':>7} {'p99':>8} {'max':>8}  "
           f"{'gen0 n/ms':>11} {'gen1 n/ms':>11} {'gen2 n/ms/max':>17} {'lag p99/max':>13}")
-    for t in result["tail"]:
+    for t in result.get("tail", []):
         gc_cols = ""
         if "gen0" in t:
             g0, g1, g2, lag = t["gen0"], t["gen1"], t["gen2"], t["loop_lag_ms"]
@@ -163,12 +179,12 @@ async def main() -> None:
         print(f"{t['label']:<18} {t['rps']:>7.0f} {t['p50_ms']:>7.2f} {t['p99_ms']:>8.2f} "
               f"{t['max_ms']:>8.1f}{gc_cols}")
     for group in ("gc-defaults", "gc-tuned"):
-        p99 = [t["p99_ms"] for t in result["tail"] if t["label"].startswith(group)]
+        p99 = [t["p99_ms"] for t in result.get("tail", []) if t["label"].startswith(group)]
         if p99:
             print(f"{group}: p99 median {statistics.median(p99):.1f} ms over {len(p99)} runs")
     for row in result.get("one_client", []):
         print(f"1 client: {row['api']:<28} p50 {row['p50_ms']:.2f} ms  p99 {row['p99_ms']:.2f}")
-    print(f"wrote {OUT}", file=sys.stderr)
+    print(f"wrote {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
