@@ -164,8 +164,8 @@ async def connection(pool: asyncpg.Pool, wait: float) -> AsyncIterator[asyncpg.C
 
     After a connection-level failure (`is_connection_error`, client-side timeouts of a
     frozen server included) or a cancellation mid-statement the connection is cut before it
-    goes back: the pool would otherwise reset it, waiting on a server that may not answer,
-    and the pool opens a fresh one when it is next needed."""
+    goes back: the pool would otherwise roll back its transaction, waiting on a server that
+    may not answer, and the pool opens a fresh one when it is next needed."""
     async with pool.acquire(timeout=wait) as conn:
         try:
             yield conn
