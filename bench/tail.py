@@ -49,7 +49,6 @@ def _probe(path: Path, pid: int) -> dict[str, Any]:
     deadline = time.monotonic() + 10
     while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.2)
     return dict(json.loads(path.read_text()))
 
 
