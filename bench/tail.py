@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import wrk
-from bench.run import ROOT, Bench
+from bench.run import ROOT, Bench, process_tree
 
 PROBE = Path(__file__).with_name("gcprobe")
 OUT = Path(__file__).with_name("results") / "tail.json"
@@ -91,6 +91,31 @@ async def tail_trial(b: Bench, label: str, env: dict[str, str], seconds: int
             "max_ms": m.max_ms, "errors": m.errors, **probe}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its descendants so far (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+async def measured_cpu(b: Bench, name: str, pid: int, port: int, reqs: Any, seconds: int
+                       ) -> dict[str, Any]:
+    """One 1-client measurement, with the API's CPU per request (robust to a busy machine,
+    unlike its latency)."""
+    await b.measure(f"{name}_warm", port, reqs, clients=1, seconds=2, warmup=False)
+    before = cpu_seconds(pid)
+    m = await b.measure(name, port, reqs, clients=1, seconds=seconds, warmup=False)
+    used = cpu_seconds(pid) - before
+    return {"p50_ms": m.p50_ms, "p99_ms": m.p99_ms, "requests": m.requests,
+            "cpu_us_per_request": round(1e6 * used / max(1, m.requests), 1)}
+
+
 def _start(b: Bench, env: dict[str, str], workers: int = 1) -> tuple[Any, int]:
     base_env = b.server_env
     b.server_env = lambda: {**base_env(), **env}  # type: ignore[method-assign]
@@ -116,12 +141,12 @@ async def one_client(b: Bench, seconds: int, rounds: int) -> list[dict[str, Any]
             for workers in (1, 2):
                 proc, port = _start(b, {"LOOM_GC_TUNE": tune}, workers)
                 try:
-                    m = await b.measure(f"one_{workers}_{tune}_{r}", port, reqs, clients=1,
-                                        seconds=seconds)
+                    row = await measured_cpu(b, f"one_{workers}_{tune}_{r}", proc.pid, port,
+                                             reqs, seconds)
                 finally:
                     b.stop(proc)
                 rows.append({"api": f"fresh, --workers {workers}, LOOM_GC_TUNE={tune}",
-                             "p50_ms": m.p50_ms, "p99_ms": m.p99_ms})
+                             **row})
     return rows
 
 
@@ -182,7 +207,10 @@ async def main() -> None:
         if p99:
             print(f"{group}: p99 median {statistics.median(p99):.1f} ms over {len(p99)} runs")
     for row in result.get("one_client", []):
-        print(f"1 client: {row['api']:<28} p50 {row['p50_ms']:.2f} ms  p99 {row['p99_ms']:.2f}")
+        cpu = (f"  CPU {row['cpu_us_per_request']:.0f} us/request"
+               if "cpu_us_per_request" in row else "")
+        print(f"1 client: {row['api']:<46} p50 {row['p50_ms']:.2f} ms  "
+              f"p99 {row['p99_ms']:.2f}{cpu}")
     print(f"wrote {args.out}", file=sys.stderr)
 
 
