@@ -172,9 +172,11 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
 
     The common batch is one statement on the pool (`repository.append_rows`: seqs, rows,
     counters and the pressure row in one round trip, no BEGIN/COMMIT). With an
-    Idempotency-Key the same statement runs in a transaction on the pool that first locks
-    the session row and reads the key's record (`_append_idempotent`, no ORM); when a hook
-    applies, in an ORM transaction with the hooks (and the idempotency record).
+    Idempotency-Key (and no hook) it runs on the pool without the ORM: the key's record is
+    read first (a replay needs no lock), then the statement and the record commit in one
+    transaction (`_append_idempotent`). When a hook applies, the statement runs in an ORM
+    transaction that first locks the session row, with the hooks and the idempotency
+    record.
     `large`: the request body is big, so measuring and token counting run off the loop.
 
     The pressure follow-up (enqueue a compression, decided from the append's own row) runs
@@ -199,27 +201,29 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
         rows = await _rows(canonical, large)
         async with stores.connection() as conn:
             result, batch, written = await _write(conn, caller, session_id, rows)
-        follow_up = _pressure_follow_up(hooks, batch, written)
-        if follow_up is not None:
-            if defer is not None:
-                defer(_never_fails(follow_up))
-            else:
-                await _never_fails(follow_up)()
+        await _committed(_pressure_follow_up(hooks, batch, written), defer)
         return result
     if idempotency_key is not None and not before and not after:
         async with stores.connection() as conn:
             result, follow_up = await _append_idempotent(
                 conn, caller, session_id, body, canonical, idempotency_key, large, hooks)
-        if follow_up is not None:
-            if defer is not None:
-                defer(_never_fails(follow_up))
-            else:
-                await _never_fails(follow_up)()
+        await _committed(follow_up, defer)
         return result
     async with transaction(stores.sessionmaker) as db:
         return await _append_locked(db, caller, session_id, body, canonical, before,
                                     idempotency_key=idempotency_key, large=large, hooks=hooks,
                                     defer=defer)
+
+
+async def _committed(follow_up: Callable[[], Awaitable[None]] | None,
+                     defer: Defer | None) -> None:
+    """Run the pressure follow-up of a committed append: handed to `defer`, or now."""
+    if follow_up is None:
+        return
+    if defer is not None:
+        defer(_never_fails(follow_up))
+    else:
+        await _never_fails(follow_up)()
 
 
 def _never_fails(follow_up: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
