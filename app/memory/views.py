@@ -2,6 +2,7 @@
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import pg
 from app.jobs.service import compression_status
 from app.memory import policy, repository
 from app.memory.schemas import LayerTokens, MemoryPublic, SummaryPublic
@@ -10,7 +11,8 @@ from app.models import Session
 
 
 async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
-    loaded = await load(db, session_row)
+    loaded = await load(await pg.driver_connection(db), session_row.tenant_id,
+                        session_row.id)
     layers = loaded.layers
     state = loaded.state
     pending = policy.plan(layers, loaded.cfg)

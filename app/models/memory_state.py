@@ -1,12 +1,12 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import row_columns, session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class MemoryState(SQLModel, table=True):
@@ -48,3 +48,27 @@ class MemoryState(SQLModel, table=True):
     l2_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
                                                           server_default="0"))
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class StateRow(NamedTuple):
+    """A memory state as the memory read takes it (`app.memory.repository.read`): every
+    column of `MemoryState`, plain and immutable; writers change it through the repository's
+    updates, never by assignment."""
+
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    version: int
+    l1_start_seq: int
+    swapped_tokens: int
+    rom: dict[str, Any]
+    rom_text: str
+    rom_tokens: int
+    kernel: dict[str, Any]
+    kernel_tokens: int
+    promoted_seqs: list[int]
+    promoted_tokens: int
+    l2_tokens: int
+    updated_at: datetime
+
+
+STATE_ROW_COLUMNS = row_columns(StateRow._fields, MemoryState)
