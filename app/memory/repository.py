@@ -26,7 +26,12 @@ from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
 from app.models import Message
 from app.models.base import table_of
 from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
-from app.models.memory_state import STATE_ROW_COLUMNS, StateRow
+from app.models.memory_state import (
+    L1_TOKENS_SQL,
+    MEMORY_TOKENS_SQL,
+    STATE_ROW_COLUMNS,
+    StateRow,
+)
 from app.models.memory_summary import SUMMARY_ROW_COLUMNS, SummaryRow
 from app.models.message import MESSAGE_ROW_COLUMNS, StoredMessage
 from app.models.session import SESSION_ROW_COLUMNS, SessionRow
@@ -218,17 +223,6 @@ async def tool_partners(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid
     return [StoredMessage(*r) for r in await db.execute(q)]
 
 
-async def l1_tokens(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                    first_seq: int, end_seq: int | None = None) -> int:
-    """Tokens of the messages from `first_seq` on (before `end_seq` when given)."""
-    q = sa.select(sa.func.coalesce(sa.func.sum(col(Message.token_count)), 0)).where(
-        col(Message.tenant_id) == tenant_id, col(Message.session_id) == session_id,
-        col(Message.seq) >= first_seq)
-    if end_seq is not None:
-        q = q.where(col(Message.seq) < end_seq)
-    return int((await db.execute(q)).scalar_one())
-
-
 async def add_summaries(db: AsyncSession, rows: Sequence[MemorySummary]) -> None:
     db.add_all(list(rows))
     await db.flush()
@@ -262,11 +256,35 @@ async def snapshot_count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uui
     return int((await db.execute(q)).scalar_one())
 
 
-async def states_of(db: AsyncSession, tenant_id: uuid.UUID,
-                    session_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, MemoryState]:
-    """The memory states of some sessions of one tenant (a page of the session list)."""
+_MEMORY_TOKENS = sa.text(f"""
+SELECT {MEMORY_TOKENS_SQL}
+FROM sessions s JOIN memory_states m ON m.tenant_id = :t AND m.session_id = :sid
+WHERE s.tenant_id = :t AND s.id = :sid
+""")
+
+
+async def memory_tokens(db: AsyncSession, tenant_id: uuid.UUID,
+                        session_id: uuid.UUID) -> int | None:
+    """The session's stored memory tokens (ROM + Kernel + L2 + promoted + L1) from the
+    counters, as the append and the jobs read them; None without a memory state."""
+    value = (await db.execute(_MEMORY_TOKENS, {"t": tenant_id, "sid": session_id})).scalar()
+    return None if value is None else int(value)
+
+
+_LAYER_COUNTERS = sa.text(f"""
+SELECT m.session_id, m.rom_tokens, m.kernel_tokens, m.l2_tokens, m.promoted_tokens,
+       GREATEST(0, {L1_TOKENS_SQL}) AS l1_tokens
+FROM memory_states m JOIN sessions s ON s.tenant_id = :t AND s.id = m.session_id
+WHERE m.tenant_id = :t AND m.session_id IN :ids
+""").bindparams(sa.bindparam("ids", expanding=True))
+
+
+async def layer_counters(db: AsyncSession, tenant_id: uuid.UUID,
+                         session_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Any]:
+    """The stored tokens per layer of some sessions of one tenant (a page of the session
+    list), by session id: rom_tokens, kernel_tokens, l2_tokens, promoted_tokens, l1_tokens;
+    sessions without a memory state are left out."""
     if not session_ids:
         return {}
-    q = sa.select(MemoryState).where(col(MemoryState.tenant_id) == tenant_id,
-                                     col(MemoryState.session_id).in_(list(session_ids)))
-    return {s.session_id: s for s in (await db.execute(q)).scalars()}
+    result = await db.execute(_LAYER_COUNTERS, {"t": tenant_id, "ids": list(session_ids)})
+    return {r.session_id: r for r in result}

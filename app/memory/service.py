@@ -126,14 +126,10 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
 
 
 async def memory_usage(db: AsyncSession, session_row: Session) -> float:
-    """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget."""
-    state = await repository.get_state(db, session_row.tenant_id, session_row.id)
-    if state is None:
-        return 0.0
-    l1 = await repository.l1_tokens(db, session_row.tenant_id, session_row.id,
-                                    state.l1_start_seq)
-    total = state.rom_tokens + state.kernel_tokens + state.l2_tokens + state.promoted_tokens + l1
-    return total / memory_config(session_row).budget
+    """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget, from the stored
+    counters as the append's pressure check reads them (`repository.memory_tokens`)."""
+    tokens = await repository.memory_tokens(db, session_row.tenant_id, session_row.id)
+    return 0.0 if tokens is None else tokens / memory_config(session_row).budget
 
 
 async def promote_messages(db: AsyncSession, session_row: Session,

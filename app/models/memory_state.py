@@ -72,3 +72,17 @@ class StateRow(NamedTuple):
 
 
 STATE_ROW_COLUMNS = row_columns(StateRow._fields, MemoryState)
+
+
+# A session's memory tokens and pressure from the stored counters, as SQL over a session `s`
+# (the `sessions` columns), its state `m` and its compression job `j`: the one definition the
+# append (`app.messages.repository`), the jobs (`app.jobs.repository`) and the memory's own
+# reads share. L1 holds the tokens of the messages after the swapped ones: compression moves
+# `swapped_tokens` with `l1_start_seq`, the append adds to `sessions.message_tokens`.
+FIXED_TOKENS_SQL = "m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_tokens"
+L1_TOKENS_SQL = "s.message_tokens - m.swapped_tokens"
+L1_COUNT_SQL = "s.last_seq - m.l1_start_seq + 1"
+MEMORY_TOKENS_SQL = f"{FIXED_TOKENS_SQL} + {L1_TOKENS_SQL}"
+# what `app.jobs.triggers.pressure_from_row` reads
+PRESSURE_SQL = (f"s.config, s.last_seq, m.l1_start_seq, {FIXED_TOKENS_SQL} AS fixed_tokens, "
+                f"{L1_TOKENS_SQL} AS l1_tokens, j.status AS job_status")

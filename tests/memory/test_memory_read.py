@@ -11,7 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from app.core import pg
+from app.jobs import repository as jobs_repository
 from app.memory import repository
+from app.memory import service as memory_service
 from app.memory.state import load
 from app.models import Message, Session
 from app.models.base import row_columns
@@ -61,3 +63,39 @@ async def test_windows_read_the_layers(client: httpx.AsyncClient, db: Any) -> No
     with pytest.raises(SessionNotFound):
         await load(conn, row.tenant_id, uuid.uuid4())
     await db.rollback()
+
+
+async def _agree(client: httpx.AsyncClient, db: Any, sid: str) -> dict[str, Any]:
+    """The stored counters (the append's and the jobs' one SQL definition) and the rows
+    `GET .../memory` sums give the same tokens and usage."""
+    memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
+    listed = (await client.get(f"/v1/sessions/{sid}")).json()["memory"]
+    assert listed == memory["tokens"]
+    row = (await db.execute(sa.select(Session).where(Session.id == uuid.UUID(sid)))).scalar_one()
+    pressure = await jobs_repository.pressure(db, row.tenant_id, row.id)
+    assert pressure is not None
+    assert int(pressure["fixed_tokens"]) + int(pressure["l1_tokens"]) == memory["tokens"]["total"]
+    assert int(pressure["l1_tokens"]) == memory["tokens"]["l1"]
+    assert round(await memory_service.memory_usage(db, row), 6) == memory["usage"]
+    await db.rollback()
+    return dict(memory["tokens"])
+
+
+async def test_counters_agree_with_the_rows(client: httpx.AsyncClient, db: Any) -> None:
+    sid = (await create_session(client, max_context_tokens=2000, reserved_output_tokens=200,
+                                l1_max_messages=6, max_l2_tokens=300))["id"]
+    seen = []
+    for n in range(8):
+        msgs = [{"role": "user", "content": f"question {n} " + "word " * (20 + 7 * n)},
+                {"role": "assistant", "content": f"answer {n} " + "more " * (15 + 5 * n)}]
+        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
+        assert r.status_code == 201, r.text
+        seen.append(await _agree(client, db, sid))
+        if n % 3 == 2:
+            done = await client.post(f"/v1/sessions/{sid}/memory/compress?wait=true")
+            assert done.status_code == 200, done.text
+            seen.append(await _agree(client, db, sid))
+    promoted = await client.post(f"/v1/sessions/{sid}/memory/promote", json={"seqs": [1]})
+    assert promoted.status_code == 200, promoted.text
+    assert (await _agree(client, db, sid))["promoted"] > 0
+    assert any(t["l2"] for t in seen)  # compression moved tokens out of L1
