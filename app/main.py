@@ -14,7 +14,7 @@ from app.console import router as console
 from app.core import jsonlimits, metrics, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
-from app.core.errors import install_error_handlers
+from app.core.error_handlers import install_error_handlers
 from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
