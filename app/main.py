@@ -62,16 +62,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except Exception as exc:  # a misconfigured LLM: heuristic summaries, BM25 order
             log.warning("LLM client unavailable: %s", exc)
             llm = None
+        sessionmaker = create_sessionmaker(engine)
+        queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
+        shared_memory = SharedMemoryRuntime(
+            redis, cache_bytes=settings.shared_memory_cache_bytes,
+            watch_queue=settings.shared_memory_watch_queue)
         state = AppState(
-            settings=settings, engine=engine, sessionmaker=create_sessionmaker(engine),
+            settings=settings, engine=engine, sessionmaker=sessionmaker,
             read_sessionmaker=create_read_sessionmaker(engine), pg=pool, redis=redis,
-            queue=Queue(arq_settings(settings.redis_url), settings.queue_name),
-            key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
-            shared_memory=SharedMemoryRuntime(
-                redis, cache_bytes=settings.shared_memory_cache_bytes,
-                watch_queue=settings.shared_memory_watch_queue),
-            llm=llm, hooks=None)  # type: ignore[arg-type]  # assembled from the state below
-        state.hooks = wiring.assemble(state)
+            queue=queue, key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
+            shared_memory=shared_memory, llm=llm,
+            hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker))
         app.state.loom = state
         gauges = PoolGauges(state)
         try:

@@ -19,36 +19,30 @@ needs none of these hooks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.context.blocks import BlockProvider
+from app.core.config import Settings
+from app.core.queue import Queue
 from app.jobs import hooks as jobs_hooks
 from app.knowledge import blocks as knowledge_blocks
 from app.knowledge import facts_block
 from app.memory import hooks as memory_hooks
-from app.messages.service import AfterAppend, AppendHooks, BeforeAppend
-from app.sessions.service import CreateHook
+from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend
 from app.shared_memory import offload
-
-if TYPE_CHECKING:
-    from app.state import AppState
-
-
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    session_created: tuple[CreateHook, ...]
-    append: AppendHooks
-    context_blocks: tuple[BlockProvider, ...]
+from app.shared_memory.runtime import SharedMemoryRuntime
+from app.state import Hooks
 
 
-def assemble(state: AppState) -> Hooks:
-    before: tuple[BeforeAppend, ...] = (offload.offloader(state.shared_memory, state.settings),)
+def assemble(settings: Settings, shared_memory: SharedMemoryRuntime, queue: Queue,
+             sessionmaker: async_sessionmaker[AsyncSession]) -> Hooks:
+    """The hooks of the app whose stores these are (`app.main`'s lifespan)."""
+    before: tuple[BeforeAppend, ...] = (offload.offloader(shared_memory, settings),)
     after: tuple[AfterAppend, ...] = (offload.hold_references, memory_hooks.track_large_results)
     return Hooks(
         session_created=(memory_hooks.freeze_rom,),
         append=AppendHooks(before=before, after=after,
-                           on_pressure=jobs_hooks.compression_trigger(state)),
+                           on_pressure=jobs_hooks.compression_trigger(
+                               queue, sessionmaker, settings.compress_busy_usage)),
         context_blocks=(facts_block.facts_provider, knowledge_blocks.knowledge_provider,
                         knowledge_blocks.learned_provider),
     )

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import settings as hsettings
 
 from app.core.config import Settings
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 from tests.support import tenant_audit
 from tests.support.api import make_client
 from tests.support.databases import dsn_of, fresh_database, url_of

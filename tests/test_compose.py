@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app import cli
 from app.core.config import Settings
+from app.launcher import cli
 from tests.support.live import ROOT, free_port, live_api
 
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -45,7 +45,7 @@ def _healthcheck_code(test: list[str]) -> str:
 
 @pytest.fixture
 def parse_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """`parse_cli(argv)`: the subcommand app.cli's own parser picks for `loom-memory argv`,
+    """`parse_cli(argv)`: the subcommand app.launcher.cli's own parser picks for `loom-memory argv`,
     with every command function replaced so nothing runs; an unknown subcommand or flag
     fails the test."""
 

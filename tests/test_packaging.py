@@ -20,7 +20,7 @@ import pytest
 from alembic.script import ScriptDirectory
 
 import app.models  # noqa: F401  (registers every table)
-from app.migrate import alembic_config
+from app.launcher.migrate import alembic_config
 from app.models.base import metadata
 from tests.support import databases
 from tests.support.live import ROOT, free_port

@@ -1,27 +1,30 @@
 """Enqueue compression after an append commits, when the append made the session busy.
 
-`compression_trigger(state)` is the append's pressure hook (assembled in `app.wiring`). The
-check costs nothing more than the append itself: its statement returns the pressure row
-(stored counters and the job status). A job is enqueued only when the append crosses a line
-and no queued job covers it; the enqueue runs after commit and never fails the request:
-with Redis down the job is recorded as pending and the worker's cron pass enqueues it when
-Redis is back.
+`compression_trigger(queue, sessionmaker, busy_usage)` is the append's pressure hook
+(assembled in `app.wiring`). The check costs nothing more than the append itself: its
+statement returns the pressure row (stored counters and the job status). A job is enqueued
+only when the append crosses a line and no queued job covers it; the enqueue runs after
+commit and never fails the request: with Redis down the job is recorded as pending and the
+worker's cron pass enqueues it when Redis is back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.queue import Queue
 from app.jobs import triggers
 from app.jobs.service import enqueue_compression
-from app.messages.service import AppendedBatch, OnPressure
+from app.messages.hooks import AppendedBatch, OnPressure
 
-if TYPE_CHECKING:
-    from app.state import AppState
 
-def compression_trigger(state: AppState) -> OnPressure:
-    """The append's pressure hook: the enqueue of a compression job when one is due."""
+def compression_trigger(queue: Queue, sessionmaker: async_sessionmaker[AsyncSession],
+                        busy_usage: float) -> OnPressure:
+    """The append's pressure hook: the enqueue of a compression job when one is due
+    (`busy_usage`: `LOOM_COMPRESS_BUSY_USAGE`)."""
 
     def enqueue_compression_when_busy(batch: AppendedBatch, row: Mapping[str, Any]
                                       ) -> Callable[[], Awaitable[None]] | None:
@@ -32,13 +35,13 @@ def compression_trigger(state: AppState) -> OnPressure:
             added_tokens=sum(m.token_count for m in batch.messages),
             added_messages=len(batch.messages),
             new_user_turn=any(m.role == "user" for m in batch.messages),
-            busy_usage=state.settings.compress_busy_usage)
+            busy_usage=busy_usage)
         if trigger is None:
             return None
         tenant_id, session_id = batch.tenant_id, batch.session_id
 
         async def _enqueue() -> None:
-            await enqueue_compression(state.queue, state.sessionmaker, tenant_id, session_id,
+            await enqueue_compression(queue, sessionmaker, tenant_id, session_id,
                                       trigger=trigger)
 
         return _enqueue

@@ -15,8 +15,8 @@ import pytest
 
 from app.core.config import Settings
 from app.core.partitions import REFERENCE_TABLES, TENANT_TABLES
+from app.launcher.migrate import downgrade, upgrade
 from app.main import create_app
-from app.migrate import downgrade, upgrade
 from tests.support import tenant_audit
 from tests.support.databases import dsn_of, fresh_database, url_of
 
