@@ -51,9 +51,14 @@ def parse_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def parse(argv: list[str]) -> str:
         ran: list[str] = []
+
+        def record(args: Any) -> int:
+            ran.append(args.command)
+            return 0
+
         for name in dir(cli):
             if name.startswith("cmd_"):
-                monkeypatch.setattr(cli, name, lambda args: ran.append(args.command) or 0)
+                monkeypatch.setattr(cli, name, record)
         try:
             assert cli.main(argv) == 0
         except SystemExit as exc:

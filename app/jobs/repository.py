@@ -114,7 +114,7 @@ WHERE s.tenant_id = :tid AND s.id = :sid
 
 
 async def pressure(db: AsyncSession, tenant_id: uuid.UUID,
-                   session_id: uuid.UUID) -> dict[str, object] | None:
+                   session_id: uuid.UUID) -> dict[str, Any] | None:
     """What decides whether a session is busy, in one query: its config, last seq, L1 start,
     stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens (from the stored
     counters, see `MemoryState.swapped_tokens`), and the status of its compression job (None

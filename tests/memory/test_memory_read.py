@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
+from sqlmodel import col
 
 from app.core import pg
 from app.jobs import repository as jobs_repository
@@ -47,7 +48,8 @@ async def test_windows_read_the_layers(client: httpx.AsyncClient, db: Any) -> No
             for i in range(30)]
     r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
     assert r.status_code == 201, r.text
-    row = (await db.execute(sa.select(Session).where(Session.id == uuid.UUID(sid)))).scalar_one()
+    row = (await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
+           ).scalar_one()
     conn = await pg.driver_connection(db)
     every = await repository.read(conn, row.tenant_id, row.id)
     assert every is not None and every.state is not None
@@ -71,7 +73,8 @@ async def _agree(client: httpx.AsyncClient, db: Any, sid: str) -> dict[str, Any]
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
     listed = (await client.get(f"/v1/sessions/{sid}")).json()["memory"]
     assert listed == memory["tokens"]
-    row = (await db.execute(sa.select(Session).where(Session.id == uuid.UUID(sid)))).scalar_one()
+    row = (await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
+           ).scalar_one()
     pressure = await jobs_repository.pressure(db, row.tenant_id, row.id)
     assert pressure is not None
     assert int(pressure["fixed_tokens"]) + int(pressure["l1_tokens"]) == memory["tokens"]["total"]

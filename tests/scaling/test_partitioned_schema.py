@@ -7,11 +7,13 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from app.core.config import Settings
 from app.core.partitions import REFERENCE_TABLES, TENANT_TABLES
@@ -37,8 +39,8 @@ async def service(url: str, settings: Settings, **extra: Any) -> AsyncIterator[t
     """The app on `url` (lifespan run), with its admin key."""
     admin = "lm_scaling_" + secrets.token_urlsafe(16)
     app = create_app(Settings(DATABASE_URL=url, REDIS_URL=settings.redis_url,
-                              LOOM_ADMIN_KEY=admin, LOOM_QUEUE_NAME=settings.queue_name,
-                              LOOM_DATA_DIR="/tmp/loom-test-data", **extra))
+                              LOOM_ADMIN_KEY=SecretStr(admin), LOOM_QUEUE_NAME=settings.queue_name,
+                              LOOM_DATA_DIR=Path("/tmp/loom-test-data"), **extra))
     async with app.router.lifespan_context(app):
         yield app, admin
 
@@ -108,7 +110,7 @@ async def _counts(dsn: str) -> dict[str, int]:
         await conn.close()
 
 
-async def _keys(dsn: str) -> dict[str, list[str]]:
+async def _keys(dsn: str) -> dict[str, str]:
     """Every primary key, unique constraint and foreign key of the tenant tables."""
     conn = await asyncpg.connect(dsn)
     try:
