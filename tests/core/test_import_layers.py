@@ -21,8 +21,6 @@ def modules() -> dict[str, Path]:
         parts = path.relative_to(ROOT).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if "migrations" in parts:  # Alembic's scripts, loaded by path
-            continue
         out[".".join(parts)] = path
     return out
 
