@@ -7,6 +7,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY workers ./workers
+COPY alembic ./alembic
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11-slim

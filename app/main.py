@@ -3,9 +3,10 @@
 import importlib.metadata
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 
+import asyncpg
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
@@ -15,7 +16,7 @@ from app.console import router as console
 from app.core import heap, jsonlimits, metrics, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
-from app.core.errors import install_error_handlers
+from app.core.error_handlers import install_error_handlers
 from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
@@ -78,16 +79,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.warning("LLM client unavailable: %s", exc)
             llm = None
         say_why_facts_wait(settings, llm)
+        sessionmaker = create_sessionmaker(engine)
+        queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
+        shared_memory = SharedMemoryRuntime(
+            redis, cache_bytes=settings.shared_memory_cache_bytes,
+            watch_queue=settings.shared_memory_watch_queue)
+
+        def connection() -> AbstractAsyncContextManager[asyncpg.Connection]:
+            return pg.connection(pool, settings.db_pool_timeout_seconds)
+
         state = AppState(
-            settings=settings, engine=engine, sessionmaker=create_sessionmaker(engine),
+            settings=settings, engine=engine, sessionmaker=sessionmaker,
             read_sessionmaker=create_read_sessionmaker(engine), pg=pool, redis=redis,
-            queue=Queue(arq_settings(settings.redis_url), settings.queue_name),
-            key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
-            shared_memory=SharedMemoryRuntime(
-                redis, cache_bytes=settings.shared_memory_cache_bytes,
-                watch_queue=settings.shared_memory_watch_queue),
-            llm=llm, hooks=None)  # type: ignore[arg-type]  # assembled from the state below
-        state.hooks = wiring.assemble(state)
+            queue=queue, key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
+            shared_memory=shared_memory, llm=llm,
+            hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker, connection))
         erasure_caches.install(state.shared_memory)
         app.state.loom = state
         gauges = PoolGauges(state)

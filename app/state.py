@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from fastapi import Depends, Request
 
 from app.core import pg
+from app.core.started import started_state
 
 if TYPE_CHECKING:
     import asyncpg
@@ -23,10 +24,22 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
     from app.auth.cache import KeyCache
+    from app.context.blocks import BlockProvider
     from app.core.config import Settings
     from app.core.queue import Queue
+    from app.messages.hooks import AppendHooks
+    from app.sessions.service import CreateHook
     from app.shared_memory.runtime import SharedMemoryRuntime
-    from app.wiring import Hooks
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """The hooks each request path runs: declared by the domain that runs them (`messages`,
+    `sessions`, `context`), implemented by others, joined in `app.wiring`."""
+
+    session_created: tuple[CreateHook, ...]
+    append: AppendHooks
+    context_blocks: tuple[BlockProvider, ...]
 
 
 @dataclass(slots=True)
@@ -51,10 +64,7 @@ class AppState:
 
 def app_state(app: Any) -> AppState:
     """The state of a started app (its lifespan is running)."""
-    state: AppState | None = getattr(app.state, "loom", None)
-    if state is None:
-        raise RuntimeError("the app is not started (its lifespan has not run)")
-    return state
+    return cast(AppState, started_state(app))
 
 
 async def get_state(request: Request) -> AppState:

@@ -20,39 +20,43 @@ needs none of these hooks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 
-from app.context.blocks import BlockProvider
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.core.config import Settings
+from app.core.queue import Queue
 from app.facts import block as facts_block
 from app.facts.trigger import extraction_trigger
 from app.jobs import hooks as jobs_hooks
+from app.jobs.service import pool_recorder
 from app.knowledge import blocks as knowledge_blocks
 from app.memory import hooks as memory_hooks
-from app.messages.service import AfterAppend, AppendHooks, BeforeAppend, all_of
-from app.sessions.service import CreateHook
+from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend, all_of
 from app.shared_memory import offload
+from app.shared_memory.runtime import SharedMemoryRuntime
+from app.state import Hooks
 from app.users import recall as user_recall
 
-if TYPE_CHECKING:
-    from app.state import AppState
+# a connection of the hot paths' asyncpg pool (`app.core.pg.connection`)
+Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
 
 
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    session_created: tuple[CreateHook, ...]
-    append: AppendHooks
-    context_blocks: tuple[BlockProvider, ...]
-
-
-def assemble(state: AppState) -> Hooks:
-    before: tuple[BeforeAppend, ...] = (offload.offloader(state.shared_memory, state.settings),)
+def assemble(settings: Settings, shared_memory: SharedMemoryRuntime, queue: Queue,
+             sessionmaker: async_sessionmaker[AsyncSession], connection: Connect) -> Hooks:
+    """The hooks of the app whose stores these are (`app.main`'s lifespan)."""
+    before: tuple[BeforeAppend, ...] = (offload.offloader(shared_memory, settings),)
     after: tuple[AfterAppend, ...] = (offload.hold_references, memory_hooks.track_large_results)
     return Hooks(
         session_created=(memory_hooks.freeze_rom,),
         append=AppendHooks(before=before, after=after,
-                           on_pressure=all_of(jobs_hooks.compression_trigger(state),
-                                              extraction_trigger(state))),
-        context_blocks=(facts_block.facts_provider, user_recall.provider(state),
+                           on_pressure=all_of(
+                               jobs_hooks.compression_trigger(
+                                   queue, settings.compress_busy_usage,
+                                   pool_recorder(connection)),
+                               extraction_trigger(queue, sessionmaker, settings))),
+        context_blocks=(facts_block.facts_provider, user_recall.provider(connection, settings),
                         knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider),
     )

@@ -4,7 +4,7 @@ tenant's context builds run under `wrk`; their p99 during the erasure is compare
 same load just before it.
 
 Real processes on the machine's PostgreSQL and Redis: a fresh database, one API process
-(`loom-memory serve --no-worker`) and one worker (`python -m app.cli worker`, which runs the
+(`loom-memory serve --no-worker`) and one worker (`python -m app.launcher.cli worker`, which runs the
 erasure: a subject this big is off the request path). The user's sessions are created
 through the API; their messages are written straight into `messages` (the columns an
 append writes, search vectors included), as `bench/run.py --million` loads.
@@ -33,7 +33,7 @@ import asyncpg
 import httpx
 import psutil
 
-from app.migrate import upgrade
+from app.launcher.migrate import upgrade
 from bench import wrk
 
 PG = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -89,7 +89,7 @@ class Bench:
 
     def start(self) -> str:
         port = free_port()
-        api = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+        api = subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port),
                                 "--workers", "1", "--no-worker"], cwd=ROOT, env=self.env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.procs.append(api)
@@ -105,7 +105,7 @@ class Bench:
                 raise RuntimeError("the API did not start")
             time.sleep(0.3)
         self.api_pid = api.pid
-        self.procs.append(subprocess.Popen([sys.executable, "-m", "app.cli", "worker"],
+        self.procs.append(subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "worker"],
                                            cwd=ROOT, env=self.env(),
                                            stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL))

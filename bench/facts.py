@@ -30,8 +30,8 @@ from pydantic import SecretStr
 
 from app.core.config import Settings
 from app.core.tokens import count_text
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 from tests.facts.support import FactModel, Rule
 from tests.fakes.llm_server import FakeLLMServer
 

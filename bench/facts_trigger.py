@@ -41,7 +41,7 @@ from app.facts import repository as facts_repo
 from app.facts.extract import Deps, run_extraction
 from app.main import create_app
 from app.memory.tasks import run_compression
-from app.migrate import upgrade
+from app.launcher.migrate import upgrade
 from app.state import app_state
 from bench.facts import PG, RESULTS, conversation, request_tokens, rules
 from tests.fakes.fact_model import FactModel

@@ -25,8 +25,8 @@ import httpx
 import sqlalchemy as sa
 
 from app.core.config import Settings
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 from app.models.memory_item import MemoryItem
 
 PG = "postgresql://postgres@127.0.0.1:5432"

@@ -156,7 +156,7 @@ def cmdline(pid: int) -> str:
 
 
 def serve_supports_workers() -> bool:
-    out = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--help"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "app.launcher.cli", "serve", "--help"], cwd=ROOT,
                          capture_output=True, text=True, check=False)
     return "--workers" in out.stdout
 
@@ -283,7 +283,7 @@ class Bench:
         await conn.execute(f'CREATE DATABASE "{self.db}"')
         await conn.close()
         url = PG.rsplit("/", 1)[0] + "/" + self.db
-        from app.migrate import upgrade
+        from app.launcher.migrate import upgrade
 
         await asyncio.to_thread(upgrade, url.replace("postgresql://", "postgresql+asyncpg://"))
         return url
@@ -308,7 +308,8 @@ class Bench:
 
     def start_api(self, workers: int | None = None) -> tuple[subprocess.Popen, int]:
         port = free_port()
-        argv = [sys.executable, "-m", "app.cli", "serve", "--no-worker", "--port", str(port)]
+        argv = [sys.executable, "-m", "app.launcher.cli", "serve", "--no-worker", "--port",
+                str(port)]
         if serve_supports_workers():  # one process unless asked (serve defaults to per core)
             argv += ["--workers", str(workers or 1)]
         proc = subprocess.Popen(argv, env=self.server_env(), cwd=ROOT,
@@ -336,8 +337,8 @@ class Bench:
              "--log-level", "warning", "--no-access-log"],
             env=self.server_env(), cwd=ROOT, **self.log_to("floor"))
         self.procs.append(self.floor_proc)
-        self.worker = subprocess.Popen([py, "-m", "app.cli", "worker"], env=self.server_env(),
-                                       cwd=ROOT, **self.log_to("worker"))
+        self.worker = subprocess.Popen([py, "-m", "app.launcher.cli", "worker"],
+                                       env=self.server_env(), cwd=ROOT, **self.log_to("worker"))
         self.procs.append(self.worker)
         wait_up(f"http://127.0.0.1:{self.floor_port}/docs", self.floor_proc)
 

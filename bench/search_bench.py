@@ -37,8 +37,8 @@ import asyncpg
 import httpx
 
 from app.core.config import Settings
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 from app.search import repository
 from app.search.bm25 import BM25Params
 from app.search.query import query_terms, tsquery_or

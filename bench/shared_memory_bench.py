@@ -29,8 +29,8 @@ from fastapi import Response
 from app.auth.deps import CallerDep
 from app.core.config import Settings
 from app.core.db import DbDep
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 
 PG = "postgresql://postgres@127.0.0.1:5432"
 SM = "/v1/shared-memory"

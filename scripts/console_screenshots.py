@@ -41,7 +41,7 @@ OUT = ROOT / "docs" / "console"
 def own_server() -> Iterator[tuple[str, str]]:
     """A `serve` process on a fresh, migrated database; yields (base URL, admin key)."""
     from app.core.config import Settings
-    from app.migrate import upgrade
+    from app.launcher.migrate import upgrade
     from tests.support.databases import fresh_database, url_of
     from tests.support.live import live_api
 

@@ -14,15 +14,17 @@ import secrets
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from hypothesis import settings as hsettings
+from pydantic import SecretStr
 
 from app.core.config import Settings
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 from tests.support import tenant_audit
 from tests.support.api import make_client
 from tests.support.databases import dsn_of, fresh_database, url_of
@@ -67,9 +69,9 @@ def test_database(worker_id: str = "master") -> Iterator[str]:
 @pytest.fixture(scope="session")
 def settings(test_database: str) -> Settings:
     return Settings(DATABASE_URL=test_database, REDIS_URL=REDIS_TEST_URL,
-                    LOOM_ADMIN_KEY=ADMIN_KEY,
+                    LOOM_ADMIN_KEY=SecretStr(ADMIN_KEY),
                     LOOM_QUEUE_NAME=f"loom:test:{uuid.uuid4().hex[:12]}",
-                    LOOM_DATA_DIR="/tmp/loom-test-data")
+                    LOOM_DATA_DIR=Path("/tmp/loom-test-data"))
 
 
 @pytest.fixture(scope="session")
@@ -144,6 +146,7 @@ async def _test_engine(settings: Settings) -> AsyncIterator[Any]:
     the partitioned run's audit of the app's statements leaves them out)."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
+    assert settings.database_url
     engine = create_async_engine(settings.database_url, pool_size=2, connect_args={
         "server_settings": {"application_name": "loom-tests"}})
     yield engine

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app import cli
 from app.core.config import Settings
+from app.launcher import cli
 from tests.support.live import ROOT, free_port, live_api
 
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -45,15 +45,20 @@ def _healthcheck_code(test: list[str]) -> str:
 
 @pytest.fixture
 def parse_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """`parse_cli(argv)`: the subcommand app.cli's own parser picks for `loom-memory argv`,
+    """`parse_cli(argv)`: the subcommand app.launcher.cli's own parser picks for `loom-memory argv`,
     with every command function replaced so nothing runs; an unknown subcommand or flag
     fails the test."""
 
     def parse(argv: list[str]) -> str:
         ran: list[str] = []
+
+        def record(args: Any) -> int:
+            ran.append(args.command)
+            return 0
+
         for name in dir(cli):
             if name.startswith("cmd_"):
-                monkeypatch.setattr(cli, name, lambda args: ran.append(args.command) or 0)
+                monkeypatch.setattr(cli, name, record)
         try:
             assert cli.main(argv) == 0
         except SystemExit as exc:

@@ -21,7 +21,7 @@ import httpx
 import psutil
 import pytest
 
-from app.embedded_redis import SOCKET_PATH_MAX, EmbeddedRedis
+from app.launcher.embedded_redis import SOCKET_PATH_MAX, EmbeddedRedis
 from tests.support.live import free_port
 
 pytestmark = pytest.mark.slow
@@ -41,7 +41,7 @@ class Serve:
 
     def __init__(self, data_dir: Path, port: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port)],
             env=_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             cwd=ROOT)
         self.lines: list[str] = []
@@ -82,7 +82,7 @@ class Serve:
 
 
 def _create_key(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.cli", "create-key", *args],
+    return subprocess.run([sys.executable, "-m", "app.launcher.cli", "create-key", *args],
                           env=_env(data_dir), cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
 
@@ -149,7 +149,7 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
         assert httpx.get(f"{base}/docs").status_code == 200
 
         # a second serve on the same data directory refuses in one line, starting nothing
-        second = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--port",
+        second = subprocess.run([sys.executable, "-m", "app.launcher.cli", "serve", "--port",
                                  str(free_port())], env=_env(data_dir), cwd=ROOT,
                                 capture_output=True, text=True, timeout=60)
         assert second.returncode == 1
@@ -182,8 +182,9 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
     assert _processes_using(data_dir) == []
 
     # so does migrate (without DATABASE_URL it migrates the embedded database)
-    migrated = subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=_env(data_dir),
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    migrated = subprocess.run([sys.executable, "-m", "app.launcher.cli", "migrate"],
+                              env=_env(data_dir), cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
     assert migrated.returncode == 0, migrated.stderr
     assert migrated.stdout.strip() == f"embedded database in {data_dir} is at the latest schema"
     assert _processes_using(data_dir) == []
@@ -211,9 +212,9 @@ def test_a_busy_port_fails_in_one_line_and_starts_nothing(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        out = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-                             env=_env(data_dir), cwd=ROOT, capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run([sys.executable, "-m", "app.launcher.cli", "serve", "--port",
+                              str(port)], env=_env(data_dir), cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
     assert out.returncode != 0
     assert out.stdout == ""
     assert out.stderr.splitlines() == [

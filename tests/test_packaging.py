@@ -20,7 +20,7 @@ import pytest
 from alembic.script import ScriptDirectory
 
 import app.models  # noqa: F401  (registers every table)
-from app.migrate import alembic_config
+from app.launcher.migrate import alembic_config
 from app.models.base import metadata
 from tests.support import databases
 from tests.support.live import ROOT, free_port
@@ -28,7 +28,7 @@ from tests.support.live import ROOT, free_port
 pytestmark = pytest.mark.slow
 
 REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
-SOURCES = ("pyproject.toml", "README.md", "app", "workers")
+SOURCES = ("pyproject.toml", "README.md", "app", "workers", "alembic")
 
 
 def _run(argv: list[str | Path], cwd: Path,
@@ -95,6 +95,18 @@ def test_the_installed_copy_runs(installed, tmp_path):
     out = _run([installed / "python", "-c", "import app; print(app.__file__)"],
                cwd=tmp_path, env=_env()).stdout
     assert Path(out.strip()).is_relative_to(installed.parent)
+
+
+def test_the_wheel_ships_the_top_level_alembic_scripts(installed, tmp_path):
+    out = _run([installed / "python", "-c",
+                "from app.launcher.migrate import MIGRATIONS; print(MIGRATIONS)"],
+               cwd=tmp_path, env=_env()).stdout
+    shipped = Path(out.strip())
+    assert shipped.is_relative_to(installed.parent) and shipped.name == "alembic"
+    ours = ROOT / "alembic"
+    assert ({p.relative_to(shipped) for p in shipped.rglob("*.py")}
+            == {p.relative_to(ours) for p in ours.rglob("*.py")})
+    assert (shipped / "script.py.mako").is_file()
 
 
 def test_installed_wheel_migrates_a_fresh_database(installed, tmp_path):

@@ -51,7 +51,7 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
         "LOOM_LLM_PROVIDER": "none",  # BM25 order and heuristic summaries: stable output
     })
     exe = Path(sys.executable).with_name("loom-memory")
-    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "app.cli"]
+    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "app.launcher.cli"]
     proc = subprocess.Popen([*argv, "serve", "--no-worker", "--port", str(port),
                              "--workers", "2"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

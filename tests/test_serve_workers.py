@@ -19,7 +19,7 @@ def _api_processes(port: int) -> set[int]:
     out = set()
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if f"--port {port}" in cmd and "app.cli" in cmd:
+        if f"--port {port}" in cmd and "app.launcher.cli" in cmd:
             out |= {c.pid for c in p.children() if c.is_running()}
     return out
 

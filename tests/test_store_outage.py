@@ -7,10 +7,11 @@ import secrets
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from app.core.config import Settings
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ async def test_postgres_down_is_503(private_pg, settings):
     server, url = private_pg
     admin = "lm_outage_" + secrets.token_urlsafe(16)
     app = create_app(Settings(DATABASE_URL=url, REDIS_URL=settings.redis_url,
-                              LOOM_ADMIN_KEY=admin, LOOM_QUEUE_NAME=settings.queue_name))
+                              LOOM_ADMIN_KEY=SecretStr(admin), LOOM_QUEUE_NAME=settings.queue_name))
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                      base_url="http://t") as c:

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from app.context import blocks as block_registry
 from app.core.tokens import content_text, count_message, count_text, encoding
 from app.memory.errors import OverBudget
-from app.memory.fastload import SessionRow
 from app.memory.fit import View, fit
 from app.memory.policy import BlockRecord
 from app.memory.recall import (
@@ -29,7 +28,8 @@ from app.memory.recall import (
     neighbourhood,
 )
 from app.memory.state import GAP_KEY, Loaded, canonical, record
-from app.models.message import MessageRow
+from app.models.message import StoredMessage
+from app.models.session import SessionRow
 
 # Headers of the summary block and a user filler when history starts with the assistant.
 FORMAT_OVERHEAD_TOKENS = 24
@@ -42,12 +42,12 @@ class RecallSource(Protocol):
     config: RecallConfig
 
     async def search(self, query: str, exclude: list[int], exclude_from: int | None,
-                     limit: int) -> list[tuple[MessageRow, float]]:
+                     limit: int) -> list[tuple[StoredMessage, float]]:
         """The best messages of the session for `query`, not in `exclude` and older than
         `exclude_from` (when given), with scores."""
         ...
 
-    async def load(self, seqs: list[int]) -> list[MessageRow]:
+    async def load(self, seqs: list[int]) -> list[StoredMessage]:
         """The session's messages with these seqs (those that exist)."""
         ...
 
@@ -129,7 +129,7 @@ def recall_note_bound(seqs: Sequence[int]) -> int:
     return _note_base_tokens() + sum(4 + -(-len(str(s)) // 3) for s in seqs)
 
 
-def newest_user_text(rows: Sequence[MessageRow]) -> str:
+def newest_user_text(rows: Sequence[StoredMessage]) -> str:
     """The text of the newest user message (what recall searches for by default; a newest
     message without text, such as an image, recalls nothing)."""
     for m in reversed(rows):
@@ -139,7 +139,7 @@ def newest_user_text(rows: Sequence[MessageRow]) -> str:
 
 
 async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from: int | None,
-                  free: int) -> tuple[Recalled, str, dict[int, MessageRow]] | None:
+                  free: int) -> tuple[Recalled, str, dict[int, StoredMessage]] | None:
     """Recall within `free` tokens (`app.memory.recall`): what was chosen, the query and
     the chosen rows; None when there is no room, no query or nothing to recall."""
     cfg = source.config
@@ -173,7 +173,7 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
                 providers: Sequence[block_registry.BlockProvider],
                 recall: RecallSource | None = None) -> Built:
     """Everything a context response needs, within the session's budget, from what
-    `app.memory.fastload.load_for_context` read. `open_db` opens a database session for
+    `app.memory.state.load` read. `open_db` opens a database session for
     the block providers that need one (see `app.context.blocks`); `recall`, when given
     and on, brings old turns back into what is left of the budget."""
     cfg = loaded.cfg

@@ -7,10 +7,9 @@ from app.auth.caller import Caller
 from app.context import builder
 from app.context.recall import SwapRecall, recall_config
 from app.context.schemas import ContextRequest
-from app.core.db import transaction
 from app.facts.block import facts_as_of
-from app.memory import repository as memory_repository
-from app.memory.fastload import load_for_context
+from app.memory.repository import CONTEXT
+from app.memory.state import load
 from app.state import AppState
 
 
@@ -19,16 +18,10 @@ async def build_session_context(state: AppState, caller: Caller, session_id: uui
     """The built context of a session the caller may see (404 `session_not_found` else);
     render it with `app.context.render`. With recall on (the session's `config.recall`, or
     `body.recall`) the build also searches the swap for the newest user message."""
-    # one round trip reads the session and its memory (a session made before memory
-    # existed gets its empty state first)
+    # one round trip reads the session and its memory
     async with state.connection() as conn:
-        fast = await load_for_context(conn, caller, session_id)
-        if fast is None:
-            async with transaction(state.sessionmaker) as db:
-                await memory_repository.ensure_state(db, caller.tenant_id, session_id)
-            fast = await load_for_context(conn, caller, session_id)
-            assert fast is not None
-    session, loaded = fast
+        loaded = await load(conn, caller.tenant_id, session_id, window=CONTEXT, caller=caller)
+    session = loaded.session
     recall = recall_config(session.config, body.recall if body is not None else None)
     with facts_as_of(body.facts_as_of if body is not None else None):
         return await builder.build(

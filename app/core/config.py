@@ -13,7 +13,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
 
-    # Stores. Unset = the embedded default starts its own (see app/embedded.py).
+    # Stores. Unset = the embedded default starts its own (see app/launcher/embedded.py).
     database_url: str | None = Field(default=None, alias="DATABASE_URL")
     redis_url: str | None = Field(default=None, alias="REDIS_URL")
     data_dir: Path = Field(default=Path(".loom"), alias="LOOM_DATA_DIR")

@@ -4,7 +4,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
 from sqlalchemy import event
@@ -19,7 +19,7 @@ from sqlalchemy.util import await_
 
 from app.core.db_errors import is_connection_error
 from app.core.pg import connection_bounds
-from app.state import app_state
+from app.core.started import started_state
 
 log = logging.getLogger("loom.db")
 
@@ -193,9 +193,18 @@ async def transaction(maker: async_sessionmaker[AsyncSession]) -> AsyncIterator[
     await run_after_commit(session)
 
 
+class _Databases(Protocol):
+    """What `get_db` takes of the started app (`app.state.AppState`)."""
+
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]: ...
+    @property
+    def read_sessionmaker(self) -> async_sessionmaker[AsyncSession]: ...
+
+
 async def get_db(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's session (`transaction`; autocommit for `read_only` routes)."""
-    state = app_state(request.app)
+    state: _Databases = started_state(request.app)
     maker = state.sessionmaker
     if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):
         maker = state.read_sessionmaker

@@ -14,14 +14,15 @@ import json
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from app.core.errors import envelope
+
 CODE = "invalid_http_request"
 MESSAGE = ("The request could not be parsed as HTTP/1.1 (a malformed request line or header, "
            "a control character such as NUL in a header, or headers that are too large).")
 
 
 def envelope_body(message: str = MESSAGE) -> bytes:
-    return json.dumps({"error": {"code": CODE, "message": message, "details": None}},
-                      separators=(",", ":")).encode()
+    return json.dumps(envelope(CODE, message), separators=(",", ":")).encode()
 
 
 def _head(default_headers: list[tuple[bytes, bytes]], body: bytes) -> list[bytes]:

@@ -1,12 +1,7 @@
 """Redis client creation; callers must degrade when Redis is down."""
 
-from typing import Annotated
-
 import redis.asyncio as aioredis
 from arq.connections import RedisSettings
-from fastapi import Depends, Request
-
-from app.state import app_state
 
 
 def create_redis(url: str) -> aioredis.Redis:
@@ -24,9 +19,3 @@ def arq_settings(url: str) -> RedisSettings:
     settings.conn_retries = 0
     return settings
 
-
-async def get_redis(request: Request) -> aioredis.Redis:
-    return app_state(request.app).redis
-
-
-RedisDep = Annotated[aioredis.Redis, Depends(get_redis)]

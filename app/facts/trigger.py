@@ -26,8 +26,9 @@ from app.facts import repository as repo
 from app.facts.policy import FactsConfig
 
 if TYPE_CHECKING:
-    from app.messages.service import AppendedBatch
-    from app.state import AppState
+    from app.core.config import Settings
+    from app.core.queue import Queue
+    from app.messages.hooks import AppendedBatch
 
 log = logging.getLogger("loom.facts.trigger")
 
@@ -86,7 +87,9 @@ async def follow(holder: Any, sessionmaker: async_sessionmaker[AsyncSession], se
     return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=delay)
 
 
-def extraction_trigger(state: AppState) -> Callable[[AppendedBatch, Mapping[str, Any]],
+def extraction_trigger(queue: Queue, sessionmaker: async_sessionmaker[AsyncSession],
+                       settings: Settings
+                       ) -> Callable[[AppendedBatch, Mapping[str, Any]],
                                                      Callable[[], Awaitable[None]] | None]:
     """The append's hook (with compression's, see `app.wiring`): sessions with facts on
     schedule their extraction after commit."""
@@ -99,7 +102,7 @@ def extraction_trigger(state: AppState) -> Callable[[AppendedBatch, Mapping[str,
         last_seq = int(row["last_seq"])
 
         async def _schedule() -> None:
-            await follow(state.queue, state.sessionmaker, state.settings, batch.tenant_id,
+            await follow(queue, sessionmaker, settings, batch.tenant_id,
                          batch.session_id, last_seq=last_seq, config=config)
 
         return _schedule

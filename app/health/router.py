@@ -5,10 +5,10 @@ from typing import Any
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.core import metrics as prometheus
+from app.core.errors import error_response
 from app.health import metrics as store_gauges
 from app.state import app_state
 
@@ -58,9 +58,7 @@ async def readyz(request: Request) -> Any:
     ready = all(v == "ok" for v in checks.values())
     if ready:
         return {"status": "ready", "checks": checks}
-    return JSONResponse({"error": {"code": "not_ready", "message": "Not ready.",
-                                   "details": checks}}, status_code=503,
-                        headers={"Retry-After": "2"})
+    return error_response(503, "not_ready", "Not ready.", checks, headers={"Retry-After": "2"})
 
 
 @router.get("/metrics", response_class=Response, summary="Prometheus metrics",

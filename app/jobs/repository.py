@@ -16,6 +16,7 @@ from app.core.partitions import FAN_OUT
 from app.core.pg import positional
 from app.models.base import table_of
 from app.models.compression_job import CompressionJob
+from app.models.memory_state import L1_COUNT_SQL, PRESSURE_SQL
 
 _T = table_of(CompressionJob)
 
@@ -139,11 +140,8 @@ async def stale_jobs(db: AsyncSession, *, pending_before: datetime, running_befo
     return [(row[0], row[1]) for row in result]
 
 
-_PRESSURE = sa.text("""
-SELECT s.config, s.last_seq, m.l1_start_seq,
-       m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_tokens AS fixed_tokens,
-       s.message_tokens - m.swapped_tokens AS l1_tokens,
-       j.status AS job_status
+_PRESSURE = sa.text(f"""
+SELECT {PRESSURE_SQL}
 FROM sessions s JOIN memory_states m ON m.tenant_id = :tid AND m.session_id = :sid
 LEFT JOIN compression_jobs j ON j.tenant_id = :tid AND j.session_id = :sid
 WHERE s.tenant_id = :tid AND s.id = :sid
@@ -151,7 +149,7 @@ WHERE s.tenant_id = :tid AND s.id = :sid
 
 
 async def pressure(db: AsyncSession, tenant_id: uuid.UUID,
-                   session_id: uuid.UUID) -> dict[str, object] | None:
+                   session_id: uuid.UUID) -> dict[str, Any] | None:
     """What decides whether a session is busy, in one query: its config, last seq, L1 start,
     stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens (from the stored
     counters, see `MemoryState.swapped_tokens`), and the status of its compression job (None
@@ -166,8 +164,7 @@ FROM sessions s
 JOIN memory_states m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
 LEFT JOIN compression_jobs j ON j.tenant_id = s.tenant_id AND j.session_id = s.id
 WHERE (s.updated_at >= :since
-       OR s.last_seq - m.l1_start_seq + 1
-          > coalesce((s.config ->> 'l1_max_messages')::int, :default_l1_max))
+       OR {L1_COUNT_SQL} > coalesce((s.config ->> 'l1_max_messages')::int, :default_l1_max))
   AND s.last_seq >= m.l1_start_seq
   AND (j.session_id IS NULL
        OR (j.status IN ('succeeded', 'failed') AND j.finished_at < s.updated_at))

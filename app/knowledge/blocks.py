@@ -22,11 +22,10 @@ from app.core.tokens import count_text
 from app.knowledge import packages, repository
 from app.knowledge.render import learned_block
 from app.knowledge.schemas import SessionKnowledgeConfig
-from app.memory.fastload import SessionRow
 from app.memory.policy import MemoryConfig
-from app.models import Session
+from app.models.session import SessionRow
 
-SessionLike = Session | SessionRow
+SessionLike = SessionRow  # what the context build reads (app.memory.repository.read)
 
 
 def knowledge_config(session_row: SessionLike) -> SessionKnowledgeConfig | None:

@@ -16,7 +16,8 @@ from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 
 from app.auth.caller import Caller
-from app.core.errors import AppError, clean_validation_errors, store_error
+from app.core.error_handlers import store_error
+from app.core.errors import AppError, clean_validation_errors, envelope
 from app.state import AppState, app_state
 from app.tools.registry import ToolError as BuiltinToolError
 
@@ -67,9 +68,9 @@ def failure(code: str, message: str, details: Any = None) -> CallToolResult:
     text = f"{code}: {message}"
     if details is not None:
         text += "\n" + json.dumps(to_jsonable_python(details), ensure_ascii=False)
-    envelope = {"error": {"code": code, "message": message, "details": details}}
     return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=to_jsonable_python(envelope), is_error=True)
+                          structured_content=to_jsonable_python(envelope(code, message, details)),
+                          is_error=True)
 
 
 def failure_of(tool: str, exc: ToolError) -> CallToolResult:

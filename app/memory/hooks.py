@@ -12,7 +12,7 @@ from app.memory.errors import RomTooLarge
 from app.memory.kernel_service import set_large_result_ref
 from app.memory.layers import rom_text
 from app.memory.state import memory_config
-from app.messages.service import AfterAppend, AppendedBatch
+from app.messages.hooks import AfterAppend, AppendedBatch
 from app.models import Session
 from app.models.memory import MemoryState
 from app.profiles import repository as profiles

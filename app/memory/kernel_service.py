@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import pg
 from app.core.errors import NotFound
 from app.memory import layers, repository
 from app.memory.errors import OverBudget
@@ -19,7 +20,8 @@ from app.models.memory import MemoryState
 async def _locked(db: AsyncSession, session_row: Session) -> MemoryState:
     state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=True)
     if state is None:
-        await repository.ensure_state(db, session_row.tenant_id, session_row.id)
+        await repository.ensure_state(await pg.driver_connection(db), session_row.tenant_id,
+                                      session_row.id)
         state = await repository.get_state(db, session_row.tenant_id, session_row.id,
                                            lock=True)
     assert state is not None

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import pg
 from app.core.errors import BadRequest
 from app.memory import policy, repository
 from app.memory.errors import OverBudget, StaleMemoryState
+from app.memory.repository import oldest
 from app.memory.state import Loaded, load, memory_config
 from app.memory.summariser import SummaryDraft, count_tokens
 from app.models import Session
-from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
+from app.models.memory import MemorySnapshot, MemorySummary
+from app.models.memory_summary import SummaryRow
 
 # A compression round reads at most this many of the oldest L1 messages, so working
 # through a long uncompressed backlog costs O(backlog), not O(backlog^2).
@@ -61,7 +63,7 @@ class PromoteResult:
 async def plan_compression(db: AsyncSession, session_row: Session, *,
                            force: bool = False) -> CompressionPlan | None:
     """Plan one compression round from the current state; None when nothing is due."""
-    loaded = await load(db, session_row, oldest=PLAN_CHUNK)
+    loaded = await _load(db, session_row, window=oldest(PLAN_CHUNK))
     p = policy.plan(loaded.layers, loaded.cfg, force=force)
     if p is None:
         return None
@@ -79,7 +81,7 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
     Raises ``StaleMemoryState`` when the state moved since the plan (so applying the
     same plan twice writes nothing the second time).
     """
-    loaded = await load(db, session_row, lock=True, oldest=PLAN_CHUNK)
+    loaded = await _load(db, session_row, window=oldest(PLAN_CHUNK), lock=True)
     if loaded.state.version != plan.state_version:
         raise StaleMemoryState("The session's memory changed since this plan was made.")
     by_range = {(d.start_seq, d.end_seq): d for d in drafts}
@@ -101,7 +103,9 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
     except ValueError as exc:
         raise StaleMemoryState(str(exc)) from exc
     await repository.add_summaries(db, rows)
-    texts = {str(s.id): s for s in [*loaded.l2, *rows]}
+    texts = {s.id: s for s in [*loaded.l2, *(SummaryRow(str(r.id), r.start_seq, r.end_seq,
+                                                           r.text, r.method, r.token_count)
+                                             for r in rows)]}
     for snap in applied.snapshots:
         members = [texts[str(r.key)] for r in snap]
         await repository.archive(db, MemorySnapshot(
@@ -110,27 +114,22 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
             token_count=sum(m.token_count for m in members), summary_count=len(members),
             start_seq=members[0].start_seq, end_seq=members[-1].end_seq,
         ), [uuid.UUID(str(m.id)) for m in members])
-    state = loaded.state
-    assert isinstance(state, MemoryState)  # writers load the ORM row (app.memory.state.load)
+    moved: dict[str, int] = {}
     if plan.ranges:
+        # the chunk read holds every message before `start` (L1 is gap-free from its start)
         start = plan.ranges[-1].end_seq + 1
-        state.swapped_tokens += await repository.l1_tokens(
-            db, session_row.tenant_id, session_row.id, state.l1_start_seq, start)
-        state.l1_start_seq = start
-    state.l2_tokens = applied.layers.l2_tokens
-    _touch(state)
-    await db.flush()
+        moved = {"l1_start_seq": start,
+                 "swapped_tokens": loaded.state.swapped_tokens
+                 + sum(m.token_count for m in loaded.l1 if m.seq < start)}
+    await repository.update_state(db, session_row.tenant_id, session_row.id,
+                                  l2_tokens=applied.layers.l2_tokens, **moved)
 
 
 async def memory_usage(db: AsyncSession, session_row: Session) -> float:
-    """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget."""
-    state = await repository.get_state(db, session_row.tenant_id, session_row.id)
-    if state is None:
-        return 0.0
-    l1 = await repository.l1_tokens(db, session_row.tenant_id, session_row.id,
-                                    state.l1_start_seq)
-    total = state.rom_tokens + state.kernel_tokens + state.l2_tokens + state.promoted_tokens + l1
-    return total / memory_config(session_row).budget
+    """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget, from the stored
+    counters as the append's pressure check reads them (`repository.memory_tokens`)."""
+    tokens = await repository.memory_tokens(db, session_row.tenant_id, session_row.id)
+    return 0.0 if tokens is None else tokens / memory_config(session_row).budget
 
 
 async def promote_messages(db: AsyncSession, session_row: Session,
@@ -142,7 +141,7 @@ async def promote_messages(db: AsyncSession, session_row: Session,
     skipped are named with the reason (`shown_verbatim`, `already_promoted`, `not_found`).
     Refused with 409 (``over_budget``) when the context would exceed the budget.
     """
-    loaded = await load(db, session_row, lock=True)
+    loaded = await _load(db, session_row, lock=True)
     state = loaded.state
     projected = _projected_layers(loaded)
     verbatim = {m.seq for m in projected.l1}
@@ -171,13 +170,11 @@ async def promote_messages(db: AsyncSession, session_row: Session,
             f"{base + extra} tokens, over the budget of {loaded.cfg.budget}. Clear promoted "
             "messages or promote fewer.",
             details={"tokens_needed": extra, "tokens_free": max(0, loaded.cfg.budget - base)})
+    promoted, promoted_tokens = sorted(already | set(added)), state.promoted_tokens + extra
     if added:
-        state.promoted_seqs = sorted(already | set(added))
-        state.promoted_tokens = state.promoted_tokens + extra
-        _touch(state)
-        await db.flush()
-    return PromoteResult(added=added, promoted=list(state.promoted_seqs or []),
-                         promoted_tokens=state.promoted_tokens,
+        await repository.update_state(db, session_row.tenant_id, session_row.id,
+                                      promoted_seqs=promoted, promoted_tokens=promoted_tokens)
+    return PromoteResult(added=added, promoted=promoted, promoted_tokens=promoted_tokens,
                          usage=(base + extra) / loaded.cfg.budget,
                          skipped=[{"seq": s, "reason": r} for s, r in sorted(skipped.items())])
 
@@ -188,10 +185,8 @@ async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
     if state is None or not state.promoted_seqs:
         return 0
     count = len(state.promoted_seqs)
-    state.promoted_seqs = []
-    state.promoted_tokens = 0
-    _touch(state)
-    await db.flush()
+    await repository.update_state(db, session_row.tenant_id, session_row.id,
+                                  promoted_seqs=[], promoted_tokens=0)
     return count
 
 
@@ -209,9 +204,11 @@ def _projected_layers(loaded: Loaded) -> policy.Layers:
     return policy.apply_plan(layers, pending, drafts, loaded.cfg).layers
 
 
-def _touch(state: Any) -> None:
-    state.version = state.version + 1
-    state.updated_at = datetime.now(UTC)
+async def _load(db: AsyncSession, session_row: Session, *,
+                window: repository.Window = repository.ALL_L1, lock: bool = False) -> Loaded:
+    """The session's memory, read on the connection of the writer's transaction."""
+    return await load(await pg.driver_connection(db), session_row.tenant_id, session_row.id,
+                      window=window, lock=lock)
 
 
 __all__ = ["CompressionPlan", "CompressionRange", "PromoteResult", "apply_compression",

@@ -1,4 +1,5 @@
-"""Load a session's memory into policy records (one state row + L1/L2/promoted rows)."""
+"""A session's memory as the policy and the builder take it (`Loaded`), from the one read
+of it (`app.memory.repository.read`): `load`."""
 
 from __future__ import annotations
 
@@ -6,35 +7,40 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
+from app.auth.caller import Caller
 from app.memory import repository
 from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
+from app.memory.repository import ALL_L1, CONTEXT, Window
 from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
-from app.models import Session
-from app.models.memory import MemoryState
-from app.models.message import MessageRow
-from app.sessions.access import SessionNotFound
-
-if TYPE_CHECKING:
-    from app.memory.fastload import SessionRow, StateRow
+from app.models.memory_state import StateRow
+from app.models.memory_summary import SummaryRow
+from app.models.message import StoredMessage
+from app.models.session import SessionRow
+from app.sessions.access import SessionNotFound, visible_session
 
 
-def memory_config(session_row: Session | SessionRow) -> MemoryConfig:
+class _Configured(Protocol):
+    @property
+    def config(self) -> dict[str, Any]: ...
+
+
+def memory_config(session_row: _Configured) -> MemoryConfig:
     """The policy config of a session (defaults and derived values: `MemoryConfig`)."""
     return MemoryConfig.from_stored(session_row.config)
 
 
-def canonical(m: MessageRow) -> dict[str, Any]:
+def canonical(m: StoredMessage) -> dict[str, Any]:
     """The canonical dict of a stored message (what summarisers and renderers take)."""
     return {"seq": m.seq, "role": m.role, "content": m.content, "tool_calls": m.tool_calls,
             "tool_use_id": m.tool_use_id, "is_error": m.is_error, "name": m.name,
             "metadata": m.meta or {}}
 
 
-def record(m: MessageRow) -> MessageRecord:
+def record(m: StoredMessage) -> MessageRecord:
     calls = m.tool_calls or []
     has_text = bool(m.content) and m.role != "tool"
     return MessageRecord(
@@ -45,24 +51,6 @@ def record(m: MessageRow) -> MessageRecord:
         # a truncated message keeps a marker, its tool names and empty inputs
         min_tokens=min(m.token_count, 32 + 6 * len(calls)),
     )
-
-
-class SummaryRow(Protocol):
-    """An L2 summary as the policy and the builder read it: a `MemorySummary`, or the
-    plain row of `app.memory.fastload` (same attribute names, no ORM instance)."""
-
-    @property
-    def id(self) -> uuid.UUID | str: ...
-    @property
-    def start_seq(self) -> int: ...
-    @property
-    def end_seq(self) -> int: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def method(self) -> str: ...
-    @property
-    def token_count(self) -> int: ...
 
 
 def summary_record(s: SummaryRow) -> SummaryRecord:
@@ -84,16 +72,8 @@ def gap_draft(start_seq: int, end_seq: int) -> SummaryDraft:
                         token_count=count_tokens(text))
 
 
-# A context build reads the newest L1_WINDOW_PER_MESSAGE * l1_max_messages +
-# L1_WINDOW_EXTRA messages (plus the current turn): enough for the FIFO cap and the
-# thresholds; older backlog becomes one pointer. The one read that applies it is the SQL
-# of app/memory/fastload.py.
-L1_WINDOW_PER_MESSAGE = 4
-L1_WINDOW_EXTRA = 16
-
-
-def trim_window(l1: list[MessageRow], l1_start_seq: int,
-                last_seq: int) -> tuple[list[Any], SummaryDraft | None]:
+def trim_window(l1: list[StoredMessage], l1_start_seq: int,
+                last_seq: int) -> tuple[list[StoredMessage], SummaryDraft | None]:
     """A window of L1 without leading tool results (their call was not loaded), and the
     pointer standing for everything older that it leaves out."""
     while l1 and l1[0].role == "tool":
@@ -112,12 +92,12 @@ _STAND_INS: OrderedDict[tuple[str, tuple[int, ...]], SummaryDraft] = OrderedDict
 class Loaded:
     """Everything the policy and the builder need about one session's memory."""
 
-    session: Session | SessionRow  # ORM rows for the writers, plain rows for context builds
-    state: MemoryState | StateRow
+    session: SessionRow
+    state: StateRow
     cfg: MemoryConfig
-    l1: list[MessageRow]
-    l2: Sequence[SummaryRow]
-    promoted: list[MessageRow]
+    l1: list[StoredMessage]
+    l2: list[SummaryRow]
+    promoted: list[StoredMessage]
     # Older L1 messages that were not loaded (a backlog no job has compressed yet):
     # shown as one fixed-size pointer into swap instead of their content.
     gap: SummaryDraft | None = None
@@ -169,32 +149,33 @@ class Loaded:
         return self.stand_in(records).token_count
 
 
-async def load(db: AsyncSession, session_row: Session, *, lock: bool = False,
-               oldest: int | None = None) -> Loaded:
-    """Read the state row (locked when writing) and the rows of L1, L2 and promoted, for
-    the writers (compression, promotion). Context builds read through
-    `app.memory.fastload`, which loads only the newest L1 window.
+async def load(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
+               window: Window = ALL_L1, lock: bool = False,
+               caller: Caller | None = None) -> Loaded:
+    """A session's memory, in one read (`app.memory.repository.read`) on `conn`: the pool's
+    for a context build, the one under a writer's SQLAlchemy session for the writers.
 
-    With ``oldest``, a backlog longer than that loads only its oldest ``oldest`` messages:
-    compression then works through a long backlog chunk by chunk (the policy protects the
-    chunk's last user turn, so a chunk is only ever compressed up to an exchange boundary).
+    `window`: which L1 messages (`repository.CONTEXT` shows older backlog as one pointer
+    into swap, `Loaded.gap`). `lock`: take the state row's lock first (writers; inside the
+    transaction of `conn`). `caller`: 404 unless the caller may see the session, checked
+    before anything is written. A session made before memory existed gets its empty ROM
+    and Kernel here. 404 `session_not_found` when the tenant has no such session.
     """
-    state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=lock)
-    if state is None:
-        # sessions made before memory existed get an empty ROM and Kernel
-        await repository.ensure_state(db, session_row.tenant_id, session_row.id)
-        state = await repository.get_state(db, session_row.tenant_id, session_row.id,
-                                           lock=lock)
-    if state is None:
+    if lock and not await repository.lock_state(conn, tenant_id, session_id):
+        await repository.ensure_state(conn, tenant_id, session_id)
+        await repository.lock_state(conn, tenant_id, session_id)
+    rows = await repository.read(conn, tenant_id, session_id, window)
+    if rows is None:
         raise SessionNotFound()
-    if oldest is not None and session_row.last_seq - state.l1_start_seq + 1 > oldest:
-        l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
-                                            state.l1_start_seq, limit=oldest)
-    else:
-        l1 = await repository.messages_from(db, session_row.tenant_id, session_row.id,
-                                            state.l1_start_seq)
-    l2 = await repository.l2_summaries(db, session_row.tenant_id, session_row.id)
-    promoted = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id,
-                                                 list(state.promoted_seqs or []))
-    return Loaded(session=session_row, state=state, cfg=memory_config(session_row), l1=l1,
-                  l2=l2, promoted=promoted)
+    if caller is not None:
+        visible_session(caller, rows.session)
+    if rows.state is None:
+        await repository.ensure_state(conn, tenant_id, session_id)
+        rows = await repository.read(conn, tenant_id, session_id, window)
+        if rows is None or rows.state is None:
+            raise SessionNotFound()
+    l1, gap = rows.l1, None
+    if window == CONTEXT:
+        l1, gap = trim_window(l1, rows.state.l1_start_seq, rows.session.last_seq)
+    return Loaded(session=rows.session, state=rows.state, cfg=memory_config(rows.session),
+                  l1=l1, l2=rows.l2, promoted=rows.promoted, gap=gap)

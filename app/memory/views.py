@@ -2,6 +2,7 @@
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import pg
 from app.jobs.service import compression_status
 from app.memory import policy, repository
 from app.memory.schemas import LayerTokens, MemoryPublic, SummaryPublic
@@ -10,7 +11,8 @@ from app.models import Session
 
 
 async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
-    loaded = await load(db, session_row)
+    loaded = await load(await pg.driver_connection(db), session_row.tenant_id,
+                        session_row.id)
     layers = loaded.layers
     state = loaded.state
     pending = policy.plan(layers, loaded.cfg)
@@ -40,20 +42,20 @@ async def layer_tokens(db: AsyncSession, session_row: Session) -> LayerTokens:
 
 
 async def layer_tokens_of_page(db: AsyncSession, rows: list[Session]) -> list[LayerTokens]:
-    """Tokens per layer of a page of sessions, from one read of their memory states: the
-    state's counters, and L1 from `sessions.message_tokens - memory_states.swapped_tokens`
-    (as the append and compression keep them; no message rows are read)."""
+    """Tokens per layer of a page of sessions, in one read of their stored counters
+    (`app.models.memory_state.L1_TOKENS_SQL`, as the append and compression keep them; no
+    message rows are read)."""
     if not rows:
         return []
-    states = await repository.states_of(db, rows[0].tenant_id, [r.id for r in rows])
+    counters = await repository.layer_counters(db, rows[0].tenant_id, [r.id for r in rows])
     out = []
     for row in rows:
-        st = states.get(row.id)
-        if st is None:
+        c = counters.get(row.id)
+        if c is None:
             out.append(LayerTokens(rom=0, kernel=0, l2=0, promoted=0, l1=0, total=0))
             continue
-        l1 = max(0, row.message_tokens - st.swapped_tokens)
-        fixed = st.rom_tokens + st.kernel_tokens + st.l2_tokens + st.promoted_tokens
-        out.append(LayerTokens(rom=st.rom_tokens, kernel=st.kernel_tokens, l2=st.l2_tokens,
-                               promoted=st.promoted_tokens, l1=l1, total=fixed + l1))
+        out.append(LayerTokens(rom=c.rom_tokens, kernel=c.kernel_tokens, l2=c.l2_tokens,
+                               promoted=c.promoted_tokens, l1=c.l1_tokens,
+                               total=c.rom_tokens + c.kernel_tokens + c.l2_tokens
+                               + c.promoted_tokens + c.l1_tokens))
     return out

@@ -12,6 +12,7 @@ from sqlmodel import col
 
 from app.core.pg import dumps
 from app.models import IdempotencyRecord, Message, Session
+from app.models.memory_state import PRESSURE_SQL
 
 # One statement appends a batch (SPEC: append p50 in one round trip): bump the session's
 # last_seq and message_tokens under its row lock (seqs stay gap-free and unique; an agent
@@ -20,7 +21,7 @@ from app.models import IdempotencyRecord, Message, Session
 # needs (`app.jobs.triggers.pressure_from_row`) from the stored counters, with the status of
 # the session's compression job. JSON parameters are JSON text (the convention of
 # SQLAlchemy's asyncpg dialect, and of `app.core.pg`), so the statement runs on either.
-_APPEND = """
+_APPEND = f"""
 WITH s AS (
   UPDATE sessions SET last_seq = last_seq + $3, message_tokens = message_tokens + $4,
          updated_at = now()
@@ -40,10 +41,7 @@ ins AS (
                               token_count, metadata, created_at, i)
   WHERE t.id = $1
   RETURNING 1)
-SELECT s.last_seq, s.agent_id, s.config, m.l1_start_seq,
-       m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_tokens AS fixed_tokens,
-       s.message_tokens - m.swapped_tokens AS l1_tokens, j.status AS job_status,
-       (SELECT count(*) FROM ins) AS inserted
+SELECT s.agent_id, {PRESSURE_SQL}, (SELECT count(*) FROM ins) AS inserted
 FROM s LEFT JOIN memory_states m ON m.session_id = $2 AND m.tenant_id = $1
 LEFT JOIN compression_jobs j ON j.session_id = $2 AND j.tenant_id = $1
 """

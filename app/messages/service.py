@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import asyncpg
 from pydantic_core import PydanticSerializationError
@@ -17,10 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.auth.caller import Caller
 from app.core import pg
+from app.core.config import Settings
 from app.core.db import after_commit, transaction
 from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
 from app.messages.canonical import CanonicalMessage, MessageShapeError, canonicalise
+from app.messages.hooks import AppendedBatch, AppendHooks, BeforeAppend, Defer
 from app.messages.repository import NewMessage
 from app.messages.schemas import (
     MAX_CLOCK_SKEW,
@@ -31,78 +33,7 @@ from app.messages.schemas import (
 from app.models import IdempotencyRecord, Message
 from app.sessions.access import SessionNotFound, visible_session
 
-if TYPE_CHECKING:
-    from app.state import AppState
-
 log = logging.getLogger("loom.messages")
-
-
-@dataclass(frozen=True)
-class AppendedBatch:
-    """What an append wrote, for hooks that run after it (still inside the transaction)."""
-
-    tenant_id: uuid.UUID
-    session_id: uuid.UUID
-    agent_id: str
-    first_seq: int
-    last_seq: int
-    messages: list[MessagePublic]
-
-
-# Hooks let other domains join the append without this module knowing them (assembled
-# in `app.wiring`). Each says whether it applies to a batch (pure, from the canonical
-# messages): before may rewrite canonical messages (e.g. offload a large tool result to
-# shared memory); after sees what was written (e.g. hold the data references). A batch no
-# hook applies to (the common case) is appended in one statement without a transaction.
-@dataclass(frozen=True, slots=True)
-class BeforeAppend:
-    applies: Callable[[list[CanonicalMessage]], bool]
-    run: Callable[[AsyncSession, Caller, uuid.UUID, list[CanonicalMessage]], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class AfterAppend:
-    applies: Callable[[list[CanonicalMessage]], bool]
-    run: Callable[[AsyncSession, Caller, AppendedBatch], Awaitable[None]]
-
-
-# What to do about memory pressure once the append has committed: given the batch and the
-# append's pressure row (`app.messages.repository.append_rows`), the coroutine to run
-# (e.g. enqueue compression), or None.
-OnPressure = Callable[[AppendedBatch, Mapping[str, Any]], Callable[[], Awaitable[None]] | None]
-
-
-def all_of(*hooks: OnPressure) -> OnPressure:
-    """Several after-commit hooks as one: each that applies runs, in order; one that fails
-    does not stop the next."""
-
-    def run_all(batch: AppendedBatch, row: Mapping[str, Any]
-                ) -> Callable[[], Awaitable[None]] | None:
-        due = [f for f in (h(batch, row) for h in hooks) if f is not None]
-        if not due:
-            return None
-
-        async def _each() -> None:
-            for f in due:
-                try:
-                    await f()
-                except Exception:
-                    log.exception("after-append follow-up failed")
-
-        return _each
-
-    return run_all
-
-
-# Runs a follow-up later: e.g. after the response is sent (a route's background tasks).
-Defer = Callable[[Callable[[], Awaitable[None]]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class AppendHooks:
-    before: tuple[BeforeAppend, ...] = ()
-    after: tuple[AfterAppend, ...] = ()
-    on_pressure: OnPressure | None = None
 
 
 def to_public(m: Message) -> MessagePublic:
@@ -266,7 +197,24 @@ def _deferred(follow_up: Callable[[], Awaitable[None]], defer: Defer
     return hand_over
 
 
-async def append_as(state: "AppState", caller: Caller, session_id: uuid.UUID,
+class _Hooked(Protocol):
+    @property
+    def append(self) -> AppendHooks: ...
+
+
+class App(Protocol):
+    """What `append_as` takes of the started app (`app.state.AppState` is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]: ...
+    @property
+    def hooks(self) -> _Hooked: ...
+    def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]: ...
+
+
+async def append_as(state: App, caller: Caller, session_id: uuid.UUID,
                     body: MessagesAppend, *, idempotency_key: str | None,
                     body_bytes: int, defer: Defer | None = None) -> MessagesAppended:
     """`append` with the app's stores, hooks and limits: what `POST .../messages` and the

@@ -1,6 +1,7 @@
 """Shared metadata with a constraint naming convention, and column helpers."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
@@ -31,6 +32,18 @@ def table_of(model: type[SQLModel]) -> sa.Table:
     if not isinstance(table, sa.Table):
         raise TypeError(f"{model.__name__} is not a table model")
     return table
+
+
+def row_columns(fields: Sequence[str], model: type[SQLModel]) -> tuple[str, ...]:
+    """The model's column names for a plain row's fields, in the row's order: a raw-SQL read
+    takes its select list from the table model, never from a hand-written list. A field is
+    named like the model's attribute (`meta` reads the `metadata` column); a field the model
+    does not have fails at import."""
+    mapped = sa.inspect(model).columns
+    missing = [f for f in fields if f not in mapped]
+    if missing:
+        raise TypeError(f"{model.__name__} has no column for {missing}")
+    return tuple(mapped[f].name for f in fields)
 
 
 def ts_column(**kw: object) -> sa.Column:

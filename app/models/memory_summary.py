@@ -1,10 +1,19 @@
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    new_id,
+    row_columns,
+    session_fk,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class MemorySummary(SQLModel, table=True):
@@ -42,3 +51,18 @@ class MemorySummary(SQLModel, table=True):
     token_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     snapshot_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class SummaryRow(NamedTuple):
+    """An L2 summary as the memory read takes it: plain and immutable. Its id stays the
+    text the read's JSON carries (the policy and the builder key summaries by that text)."""
+
+    id: str
+    start_seq: int
+    end_seq: int
+    text: str
+    method: str
+    token_count: int
+
+
+SUMMARY_ROW_COLUMNS = row_columns(SummaryRow._fields, MemorySummary)

@@ -1,13 +1,12 @@
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlmodel import Field, SQLModel
 
-from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import row_columns, session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class Message(SQLModel, table=True):
@@ -49,24 +48,13 @@ class Message(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
 
-# The columns a message is read with wherever the whole row is not needed (context builds,
-# promotion, search results): every attribute the memory policy and the renderers use, no
-# search vector or text. `metadata` is read as `meta`, the model's attribute name.
-MESSAGE_ROW_COLUMNS: tuple[str, ...] = (
-    "session_id", "seq", "role", "content", "tool_calls", "tool_use_id", "is_error", "name",
-    "token_count", "metadata", "created_at")
-
-
-def message_row_sql() -> str:
-    """`MESSAGE_ROW_COLUMNS` as a SQL select list."""
-    return ", ".join("metadata AS meta" if c == "metadata" else c for c in MESSAGE_ROW_COLUMNS)
-
-
-@dataclass(slots=True)
-class StoredMessage:
-    """A read message as plain data: `MESSAGE_ROW_COLUMNS` (no ORM instance), plus the text
-    where the read asks for it. Context builds decode it from JSON (ids and times then stay
-    text); search results read typed columns."""
+class StoredMessage(NamedTuple):
+    """A read message as a plain, immutable row (no ORM instance): every attribute the
+    memory policy, the builder and the renderers use (`Message`'s attribute names), no
+    search vector, and the text only where the read asks for it. Read from the JSON of the
+    memory read (`app.memory.repository.read`), ids and times stay text; search results read
+    typed columns. A NamedTuple rather than a frozen dataclass: a context build makes dozens
+    per request, and a frozen dataclass's `__init__` costs about three times as much."""
 
     session_id: Any
     seq: int
@@ -82,25 +70,12 @@ class StoredMessage:
     text: str | None = None
 
 
-class MessageRow(Protocol):
-    """The one shape a read message has, whatever read it (a `Message`, a Core row, or a
-    row decoded from the context build's JSON)."""
+# The columns a message is read with wherever the whole row is not needed (context builds,
+# promotion, search results): `StoredMessage`'s fields but the text, from the table model.
+MESSAGE_ROW_COLUMNS: tuple[str, ...] = row_columns(StoredMessage._fields[:-1], Message)
 
-    @property
-    def seq(self) -> int: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def content(self) -> Any: ...
-    @property
-    def tool_calls(self) -> list[dict[str, Any]] | None: ...
-    @property
-    def tool_use_id(self) -> str | None: ...
-    @property
-    def is_error(self) -> bool: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def token_count(self) -> int: ...
-    @property
-    def meta(self) -> dict[str, Any]: ...
+
+def message_row_sql() -> str:
+    """`MESSAGE_ROW_COLUMNS` as a SQL select list (named as `StoredMessage`'s fields)."""
+    return ", ".join(c if c == f else f"{c} AS {f}"
+                     for c, f in zip(MESSAGE_ROW_COLUMNS, StoredMessage._fields, strict=False))

@@ -1,12 +1,12 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import new_id, row_columns, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class Session(SQLModel, table=True):
@@ -42,3 +42,23 @@ class Session(SQLModel, table=True):
                                                                server_default="0"))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class SessionRow(NamedTuple):
+    """A session as raw-SQL reads take it (the memory read of a context build): plain and
+    immutable, `Session`'s attribute names; the select list comes from the model
+    (`SESSION_ROW_COLUMNS`)."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    agent_id: str
+    config: dict[str, Any]
+    meta: dict[str, Any]
+    last_seq: int
+    message_tokens: int
+    created_at: datetime
+    updated_at: datetime
+    user_id: str | None = None
+
+
+SESSION_ROW_COLUMNS = row_columns(SessionRow._fields, Session)

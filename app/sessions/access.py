@@ -80,7 +80,7 @@ async def require_visible(db: AsyncSession, caller: Caller, session_id: uuid.UUI
 
 
 class _Owned(Protocol):
-    """A session row of any read path (a `Session`, or `app.memory.fastload.SessionRow`)."""
+    """A session row of any read path (a `Session`, or a `SessionRow`)."""
 
     @property
     def tenant_id(self) -> uuid.UUID: ...

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.core.config import Settings
 from app.messages.canonical import CanonicalMessage
-from app.messages.service import AfterAppend, AppendedBatch, BeforeAppend
+from app.messages.hooks import AfterAppend, AppendedBatch, BeforeAppend
 from app.sessions import access
 from app.shared_memory import keys, repository, service
 from app.shared_memory.keys import Namespace

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core.errors import AppError
+from app.core.errors import AppError, envelope
 from app.models import Session
 from app.state import AppState, app_state
 
@@ -133,7 +133,7 @@ class ToolOutcome:
 
 
 def _error(code: str, message: str, details: Any = None) -> ToolOutcome:
-    body = {"error": {"code": code, "message": message, "details": details}}
+    body = envelope(code, message, details)
     return ToolOutcome(json.dumps(body, ensure_ascii=False, default=str), True, code)
 
 

@@ -23,7 +23,11 @@ from app.search.deps import options_for
 from app.search.scope import SearchScope
 
 if TYPE_CHECKING:
-    from app.state import AppState
+    from contextlib import AbstractAsyncContextManager
+
+    import asyncpg
+
+    from app.core.config import Settings
 
 HEADER = ("## Earlier conversations with this user\nTurns from your other sessions with "
           "this person that match the current message:")
@@ -55,8 +59,10 @@ def fit(lines: list[str], tokens: int, count: Callable[[str], int]) -> tuple[str
     return None
 
 
-def provider(state: AppState) -> BlockProvider:
-    """The block provider over `state`'s hot-path pool (the search runs on asyncpg)."""
+def provider(connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]],
+             settings: Settings) -> BlockProvider:
+    """The block provider over the hot-path pool's `connection` (the search runs on
+    asyncpg)."""
 
     async def user_recall(open_db: OpenDb, session_row: Any,
                           budget_tokens: int) -> ContextBlock | None:
@@ -76,10 +82,10 @@ def provider(state: AppState) -> BlockProvider:
         most = int(cfg.get("max_messages", 6))
         scope = SearchScope(tenant_id=session_row.tenant_id, user_id=user_id,
                             agent_id=session_row.agent_id)
-        async with state.connection() as conn:
+        async with connection() as conn:
             outcome = await search_service.search(conn, scope, query, limit=most * 3,
                                                   rerank=False,
-                                                  options=options_for(state.settings))
+                                                  options=options_for(settings))
         own = str(session_row.id)
         hits = [h.message for h in outcome.hits if str(h.message.session_id) != own][:most]
         lines = [line(m.role, m.created_at, m.text or "") for m in hits if m.text]

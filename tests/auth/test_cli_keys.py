@@ -15,9 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_create_key_cli(app, settings, db):
-    out = subprocess.run([sys.executable, "-m", "app.cli", "create-key", "--role", "service",  # noqa: ASYNC221
-                          "--tenant-name", "cli-tenant"], env=settings_env(settings), cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "app.launcher.cli", "create-key",  # noqa: ASYNC221
+                          "--role", "service", "--tenant-name", "cli-tenant"],
+                         env=settings_env(settings), cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 0, out.stderr
     made = json.loads(out.stdout[out.stdout.index("{"):])
     assert made["secret"].startswith("lm_") and made["role"] == "service"

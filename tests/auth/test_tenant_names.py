@@ -29,7 +29,7 @@ async def test_second_tenant_with_a_name_is_409_naming_the_first(admin_client):
 
 
 def _create_key(settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.cli", "create-key", *args],
+    return subprocess.run([sys.executable, "-m", "app.launcher.cli", "create-key", *args],
                           env=settings_env(settings), cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
 

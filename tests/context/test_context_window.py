@@ -1,5 +1,7 @@
 """A context build reads a bounded window of L1, however far compression lags behind."""
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from tests.support.api import new_session
@@ -34,7 +36,7 @@ async def test_uncompressed_backlog_becomes_one_pointer(client, db):
 
 async def test_current_turn_older_than_window_is_kept(client):
     sid = await new_session(client, max_context_tokens=100_000)
-    msgs = [{"role": "user", "content": "please audit every invoice"}]
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "please audit every invoice"}]
     for i in range(60):
         msgs.append({"role": "assistant", "content": [
             {"type": "tool_use", "id": f"t{i}", "name": "fetch", "input": {"n": i}}]})

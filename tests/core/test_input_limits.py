@@ -3,6 +3,7 @@ cursors, oversized and chunked bodies, tool inputs, filter lists, agent ids."""
 
 import base64
 import json
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -177,7 +178,7 @@ async def test_forged_and_damaged_cursors_are_400_on_every_route(client, tenant)
 
 async def test_signed_cursor_with_wrong_types_is_400(client, tenant):
     sid = await new_session(client)
-    cases = [
+    cases: list[tuple[str, dict[str, Any]]] = [
         (f"/v1/sessions/{sid}/messages", {"after_seq": True}),
         (f"/v1/sessions/{sid}/messages", {"after_seq": 10**400}),
         (f"/v1/sessions/{sid}/messages", {"after_seq": "1"}),

@@ -214,6 +214,7 @@ async def test_one_scrape_shows_every_api_process_and_the_worker(
                 assert metric(await scrape(), "http_requests_total", handler="/readyz") == 20
 
             # a compression job, run by the worker process
+            assert settings.admin_key is not None
             admin = {"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"}
             tenant = (await c.post("/v1/tenants", json={"name": "metrics"}, headers=admin)).json()
             key = (await c.post("/v1/api-keys", headers=admin,

@@ -81,6 +81,7 @@ async def test_no_session_state_survives_a_release(one_connection_app: Any, sett
     async with make_client(one_connection_app, tenant.service_key,
                            {"X-Agent-Id": "agent-1"}) as c:
         await exercise_hot_paths(c)
+    assert settings.database_url is not None
     fresh = await asyncpg.connect(libpq_dsn(settings.database_url),
                                   server_settings=pg.pool_server_settings(settings))
     try:

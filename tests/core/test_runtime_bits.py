@@ -12,7 +12,7 @@ import pytest
 from app.core import heap
 from app.core.config import Settings
 from app.main import create_app
-from app.migrate import wait_for_database
+from app.launcher.migrate import wait_for_database
 from tests.support.live import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -56,8 +56,9 @@ async def test_bad_output_writes_nothing_and_fails_visibly(
     await say(client, sid, ("I prefer coffee now.", "ok"))
 
     def resolve(a: Any) -> Any:
-        if isinstance(a, ToolUse) and "{stored}" in str(a.input):
-            d = dict(a.input["decisions"][0], target_id=stored["id"])
+        given: Any = a.input if isinstance(a, ToolUse) else None
+        if isinstance(a, ToolUse) and "{stored}" in str(given):
+            d = dict(given["decisions"][0], target_id=stored["id"])
             return ToolUse({"decisions": [d]})
         return a
 

@@ -97,6 +97,13 @@ class RecordedRequest:
         m = _COVERS.search(self.text)
         return (int(m.group(1)), int(m.group(2))) if m else None
 
+    @property
+    def covered(self) -> tuple[int, int]:
+        """`covers` of a request that must name one (a summary request)."""
+        covers = self.covers
+        assert covers is not None, "the request names no `covers msg:a-b`"
+        return covers
+
 
 # --- actions -------------------------------------------------------------------------
 

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from app.core.config import Settings
+from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
 from tests.support.live import PrivatePostgres, PrivateRedis
 
 

@@ -100,7 +100,7 @@ def _check_recovery(results: list[Result], back_at: float, what: str) -> dict[st
             first_ok[r.name] = round(r.started + r.elapsed - back_at, 2)
     assert set(first_ok) == {"readyz", *(r[0] for r in routes(""))}, first_ok
     assert max(first_ok.values()) <= 2, first_ok
-    failures = {}
+    failures: dict[str, int] = {}
     for r in results:
         if r.started >= back_at and not 200 <= r.status < 300:
             failures[r.name] = failures.get(r.name, 0) + 1

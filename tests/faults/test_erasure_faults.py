@@ -27,7 +27,7 @@ from tests.support.live import live_api, settings_env
 pytestmark = pytest.mark.slow
 
 SESSIONS, PER_SESSION = 3, 600
-PACE = {"LOOM_ERASURE_BATCH": "60", "LOOM_ERASURE_PAUSE_SECONDS": "0.08",
+PACE: dict[str, str] = {"LOOM_ERASURE_BATCH": "60", "LOOM_ERASURE_PAUSE_SECONDS": "0.08",
         "LOOM_ERASURE_INLINE_MESSAGES": "1000000", "LOOM_ERASURE_RECOVERY_SECONDS": "2",
         "LOOM_JOB_RECOVERY_SECONDS": "3"}
 
@@ -61,7 +61,7 @@ async def test_kill_the_api_then_the_worker_mid_erasure(settings: Settings, tena
     user = f"k9-{uuid.uuid4().hex[:8]}"
     headers = {"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "a"}
     workers: list[subprocess.Popen[Any]] = []
-    with live_api(ours, **PACE) as base:
+    with live_api(ours, 1, worker=False, **PACE) as base:
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as api:
             for _ in range(SESSIONS):
                 sid = (await api.post("/v1/sessions", json={"user_id": user})).json()["id"]

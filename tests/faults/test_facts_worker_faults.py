@@ -1,7 +1,7 @@
 """kill -9 of the worker during a slowed fact extraction, then a new worker: the facts are
 exactly those of an uninterrupted run (none lost, none doubled, one version each).
 
-Real worker processes (`python -m app.cli worker`) on the run's database and a private
+Real worker processes (`python -m app.launcher.cli worker`) on the run's database and a private
 redis-server; the model is the fake Anthropic server, slowed, then hung mid-job."""
 
 from __future__ import annotations

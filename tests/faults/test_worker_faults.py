@@ -3,7 +3,7 @@ outage (compression resumes with no restart by hand); `serve` restarts a killed 
 child; a job whose worker was SIGKILLed runs again within LOOM_JOB_RECOVERY_SECONDS at
 default settings, with no overlapping summaries.
 
-Workers are real processes (`python -m app.cli worker`) on the run's test database and a
+Workers are real processes (`python -m app.launcher.cli worker`) on the run's test database and a
 private redis-server; the LLM is the fake server, slowed or hung where a job must be
 caught mid-flight."""
 
@@ -63,7 +63,7 @@ def worker_env(settings: Settings, redis: PrivateRedis, fake: FakeLLMServer,
 def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     """A worker process; its log goes to a temporary file (`log_tail` reads it)."""
     log = tempfile.NamedTemporaryFile(prefix="loom-worker-", suffix=".log", delete=False)
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "worker"], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
     proc.log_path = log.name  # type: ignore[attr-defined]
     log.close()
@@ -242,7 +242,7 @@ async def test_serve_restarts_a_killed_worker(settings: Settings,
     env = worker_env(settings, redis_running, fake_llm, LOOM_RUN_WORKER="true")
     log = tempfile.NamedTemporaryFile(prefix="loom-serve-", suffix=".log", delete=False)
     serve = subprocess.Popen(  # noqa: ASYNC220
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", "1"],
+        [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port), "--workers", "1"],
         cwd=ROOT, env=env,
         stdout=log, stderr=subprocess.STDOUT)
     serve.log_path = log.name  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
+from sqlmodel import col
 
 from app.core.config import Settings
 from app.core.queue import Queue
@@ -40,7 +41,7 @@ def metric(text: str, name: str) -> float:
 
 async def summaries_of(db: Any, sid: str) -> list[MemorySummary]:
     rows = await db.execute(sa.select(MemorySummary).where(
-        MemorySummary.session_id == sid).order_by(MemorySummary.start_seq))
+        col(MemorySummary.session_id) == sid).order_by(col(MemorySummary.start_seq)))
     return list(rows.scalars())
 
 
@@ -69,20 +70,21 @@ async def test_long_conversation_gets_llm_summaries_in_background(
     assert len(after["l1_seqs"]) <= 10
     assert all(s["end_seq"] < min(after["l1_seqs"]) for s in after["l2"])
     # The summariser was asked exactly the ranges that were stored, with their messages.
-    asked = sorted(r.covers for r in fake_llm.requests)
+    asked = sorted(r.covered for r in fake_llm.requests)
     stored = sorted((s["start_seq"], s["end_seq"]) for s in after["l2"])
     assert asked == stored
     history = (await client.get(f"/v1/sessions/{sid}/messages?limit=50")).json()
     by_seq = {m["seq"]: m for m in history["items"]}
     for req in fake_llm.requests:
-        start, end = req.covers
+        start, end = req.covered
         assert req.json["model"] == "claude-haiku-4-5"
         assert FAKE_KEY not in req.text
         for seq in range(start, end + 1):
             assert f"[msg {seq}] {by_seq[seq]['role']}: {by_seq[seq]['content']}" in req.text
         assert f"[msg {end + 1}]" not in req.text and f"[msg {start - 1}]" not in req.text
     for s in after["l2"]:
-        assert COVERS.search(s["text"]).groups() == (str(s["start_seq"]), str(s["end_seq"]))
+        found = COVERS.search(s["text"])
+        assert found is not None and found.groups() == (str(s["start_seq"]), str(s["end_seq"]))
         assert "FAKE LLM SUMMARY" in s["text"]
     rows = await summaries_of(db, sid)
     assert len({r.start_seq for r in rows}) == len(rows)

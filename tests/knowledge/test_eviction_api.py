@@ -6,30 +6,34 @@ from __future__ import annotations
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
+from sqlmodel import col
 
+from app.models.base import table_of
 from app.models.memory_item import MemoryItem
 
 
-async def _seed(db, tenant_id: uuid.UUID, project: str, n: int) -> list[dict]:
+async def _seed(db, tenant_id: uuid.UUID, project: str, n: int) -> list[dict[str, Any]]:
     rng = random.Random(8)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    rows = [{"id": uuid.uuid4(), "tenant_id": tenant_id, "scope_kind": "project",
+    rows: list[dict[str, Any]] = [
+            {"id": uuid.uuid4(), "tenant_id": tenant_id, "scope_kind": "project",
              "scope_id": project, "kind": "note", "source": "seed", "tags": [],
              # few distinct importances so age must break ties
              "importance": rng.choice([0.1, 0.2, 0.5, 0.9]), "text": f"n{i}", "payload": None,
              "token_cost": 5, "created_at": t0 + timedelta(seconds=rng.randrange(100_000)),
              "updated_at": t0} for i in range(n)]
-    await db.execute(sa.insert(MemoryItem.__table__), rows)
+    await db.execute(sa.insert(table_of(MemoryItem)), rows)
     await db.commit()
     return rows
 
 
 async def _project_ids(db, tenant_id: uuid.UUID, project: str) -> set[uuid.UUID]:
-    result = await db.execute(sa.select(MemoryItem.id).where(
-        MemoryItem.tenant_id == tenant_id, MemoryItem.scope_kind == "project",
-        MemoryItem.scope_id == project))
+    result = await db.execute(sa.select(col(MemoryItem.id)).where(
+        col(MemoryItem.tenant_id) == tenant_id, col(MemoryItem.scope_kind) == "project",
+        col(MemoryItem.scope_id) == project))
     return set(result.scalars())
 
 

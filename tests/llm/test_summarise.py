@@ -121,13 +121,13 @@ async def test_long_range_is_split_to_fit_the_window(fake_llm: FakeLLMServer) ->
         await client.aclose()
     assert draft.method == "llm"
     assert len(fake_llm.requests) > 1
-    ranges = [r.covers for r in fake_llm.requests]
+    ranges = [r.covered for r in fake_llm.requests]
     assert ranges[0][0] == 100 and ranges[-1][1] == 139
     for (_, end), (nxt, _) in zip(ranges, ranges[1:], strict=False):
         assert nxt == end + 1
     for req in fake_llm.requests:
         assert count_text(req.system) + count_text(req.text) <= limit
-        assert f"covers msg:{req.covers[0]}-{req.covers[1]}" in draft.text
+        assert f"covers msg:{req.covered[0]}-{req.covered[1]}" in draft.text
     assert "[covers msg:100-139]" in draft.text
 
 

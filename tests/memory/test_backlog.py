@@ -1,5 +1,7 @@
 """A long uncompressed backlog is compressed chunk by chunk, with the same invariants."""
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from tests.support.api import new_session
@@ -7,7 +9,7 @@ from tests.support.api import new_session
 
 async def test_long_backlog_compresses_in_chunks(client, db):
     sid = await new_session(client)
-    msgs = []
+    msgs: list[dict[str, Any]] = []
     for i in range(300):
         msgs.append({"role": "user", "content": f"question {i}"})
         if i % 7 == 3:

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
+from sqlmodel import col
 
 from app.memory import service
 from app.memory.errors import StaleMemoryState
@@ -16,8 +17,8 @@ from app.models import Session
 from app.models.memory import MemorySummary
 from tests.support.api import create_session, new_session
 
-SMALL = {"max_context_tokens": 2000, "reserved_output_tokens": 200, "l1_max_messages": 10,
-         "max_l2_tokens": 400}
+SMALL: dict[str, Any] = {"max_context_tokens": 2000, "reserved_output_tokens": 200,
+                         "l1_max_messages": 10, "max_l2_tokens": 400}
 
 
 def turn(rng: random.Random, n: int) -> list[dict[str, Any]]:
@@ -140,7 +141,7 @@ async def test_stale_plan_is_refused_and_never_duplicates(client: httpx.AsyncCli
     rng = random.Random(5)
     for n in range(8):
         await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
-    row = (await db.execute(sa.select(Session).where(Session.id == sid))).scalar_one()
+    row = (await db.execute(sa.select(Session).where(col(Session.id) == sid))).scalar_one()
     plan = await service.plan_compression(db, row)
     assert plan is not None
     drafts = [heuristic_summary(r.messages) for r in plan.ranges]
@@ -152,7 +153,7 @@ async def test_stale_plan_is_refused_and_never_duplicates(client: httpx.AsyncCli
     except StaleMemoryState:
         await db.rollback()
     count = (await db.execute(sa.select(sa.func.count()).select_from(MemorySummary).where(
-        MemorySummary.session_id == uuid.UUID(sid)))).scalar_one()
+        col(MemorySummary.session_id) == uuid.UUID(sid)))).scalar_one()
     assert count == len(plan.ranges)
 
 

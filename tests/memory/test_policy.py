@@ -147,6 +147,7 @@ def test_apply_rejects_a_stale_plan() -> None:
     cfg = MemoryConfig(l1_max_messages=1)
     layers = Layers(l1=(user(1), assistant(2), user(3)))
     p = plan(layers, cfg)
+    assert p is not None
     moved = Layers(l1=layers.l1[2:])
     with pytest.raises(ValueError):
         apply_plan(moved, p, summaries_for(layers, p), cfg)

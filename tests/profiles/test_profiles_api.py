@@ -1,13 +1,15 @@
 """Agent profiles: versioned, read by version, and taken as a session's ROM when the session
 is created (new sessions see the current version; a session's ROM is frozen)."""
 
+from typing import Any
+
 import httpx
 
 from tests.support.api import new_session
 
 # the memory tests' small window
-SMALL = {"max_context_tokens": 2000, "reserved_output_tokens": 200, "l1_max_messages": 10,
-         "max_l2_tokens": 400}
+SMALL: dict[str, Any] = {"max_context_tokens": 2000, "reserved_output_tokens": 200,
+                         "l1_max_messages": 10, "max_l2_tokens": 400}
 
 
 async def test_rom_is_frozen_and_profiles_hot_reload(client: httpx.AsyncClient) -> None:

@@ -7,16 +7,18 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from app.core.config import Settings
 from app.core.partitions import REFERENCE_TABLES, TENANT_TABLES
+from app.launcher.migrate import downgrade, upgrade
 from app.main import create_app
-from app.migrate import downgrade, upgrade
 from tests.support import tenant_audit
 from tests.support.databases import dsn_of, fresh_database, url_of
 
@@ -38,8 +40,8 @@ async def service(url: str, settings: Settings, **extra: Any) -> AsyncIterator[t
     """The app on `url` (lifespan run), with its admin key."""
     admin = "lm_scaling_" + secrets.token_urlsafe(16)
     app = create_app(Settings(DATABASE_URL=url, REDIS_URL=settings.redis_url,
-                              LOOM_ADMIN_KEY=admin, LOOM_QUEUE_NAME=settings.queue_name,
-                              LOOM_DATA_DIR="/tmp/loom-test-data", **extra))
+                              LOOM_ADMIN_KEY=SecretStr(admin), LOOM_QUEUE_NAME=settings.queue_name,
+                              LOOM_DATA_DIR=Path("/tmp/loom-test-data"), **extra))
     async with app.router.lifespan_context(app):
         yield app, admin
 
@@ -109,7 +111,7 @@ async def _counts(dsn: str) -> dict[str, int]:
         await conn.close()
 
 
-async def _keys(dsn: str) -> dict[str, list[str]]:
+async def _keys(dsn: str) -> dict[str, str]:
     """Every primary key, unique constraint and foreign key of the tenant tables."""
     conn = await asyncpg.connect(dsn)
     try:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -28,7 +29,7 @@ class SSE:
     """Reads an SSE stream in the background into a list of (event, data)."""
 
     def __init__(self, client: httpx.AsyncClient, url: str, params: dict) -> None:
-        self.events: list[tuple[str, dict]] = []
+        self.events: list[tuple[str, Any]] = []
         self.ready = asyncio.Event()
         self._task = asyncio.create_task(self._run(client, url, params))
 

@@ -41,7 +41,7 @@ def live_api(settings, workers: int = 1, *, worker: bool = False,
     """An API server (`workers` processes, and with `worker` the arq worker `serve`
     supervises) on a free port; yields its base URL and always stops it."""
     port = free_port()
-    argv = [sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+    argv = [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port),
             "--workers", str(workers)]
     if worker:
         extra_env = {"LOOM_RUN_WORKER": "true", **extra_env}

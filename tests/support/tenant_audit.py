@@ -85,13 +85,13 @@ def install(recorder: Recorder, database: str | None = None) -> Callable[[], Non
         return run
 
     def restore() -> None:
-        module.connect = original  # type: ignore[assignment]
-        asyncpg.connect = original  # type: ignore[assignment]
+        module.connect = original
+        asyncpg.connect = original
         for name, method in methods.items():
             setattr(PreparedStatement, name, method)
 
-    module.connect = connect  # type: ignore[assignment]
-    asyncpg.connect = connect  # type: ignore[assignment]
+    module.connect = connect
+    asyncpg.connect = connect
     for name, method in methods.items():
         setattr(PreparedStatement, name, logged(name, method))
     return restore

@@ -54,7 +54,7 @@ async def test_a_running_extraction_and_late_writes_are_refused(
 
     state = app_state(llm_app)
     job = asyncio.create_task(run_once(Deps(state.sessionmaker, state.llm, state.settings),
-                                       uuid.UUID(tenant.id), uuid.UUID(sid), force=True))
+                                       uuid.UUID(tenant.id), uuid.UUID(sid)))
     assert await asyncio.to_thread(entered.wait, 20)
     erasure = await tombstone(db, tenant.id, user)
     go.set()

