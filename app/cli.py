@@ -73,6 +73,10 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     directory (created if it does not exist yet; joined if a `serve` runs on it)."""
     settings = get_settings()
     try:
+        if settings.database_url and settings.migrate_wait_seconds > 0:
+            from app.migrate import wait_for_database
+
+            wait_for_database(settings.database_url, settings.migrate_wait_seconds)
         with _database_url(settings, existing=False) as url:
             _migrate(url)
     except _NoDatabase as exc:

@@ -6,7 +6,8 @@ from the `fastapi-offline` package, which ships Swagger UI 5 and ReDoc 2 builds 
 the versions FastAPI loads; FastAPI's page builders make the HTML. The app is built with
 `docs_url=None, redoc_url=None` and `install` adds the pages, and declares in the OpenAPI
 document the headers that choose who a request acts as (app.auth.openapi), so that Swagger
-UI's Authorize dialog takes them.
+UI's Authorize dialog takes them, and gives every success response an example
+(app.openapi_examples), so both pages show real shapes instead of `"string"`.
 """
 
 from pathlib import Path
@@ -19,7 +20,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 
-from app import api
+from app import api, openapi_examples
 from app.auth import openapi as acting
 
 DOCS_URL = "/docs"
@@ -42,6 +43,7 @@ def install(app: FastAPI) -> None:
         doc = FastAPI.openapi(app)  # cached by FastAPI until the routes change
         if acting.AGENT not in doc.get("components", {}).get("securitySchemes", {}):
             acting.declare(doc, routes)
+            openapi_examples.complete(doc)  # once per document, as the declaration
         return doc
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -1,5 +1,6 @@
 """Application factory and lifespan."""
 
+import importlib.metadata
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,7 +12,7 @@ from fastapi.routing import APIRoute
 from app import api, docs, wiring
 from app.auth.cache import KeyCache
 from app.console import router as console
-from app.core import jsonlimits, metrics, pagination, pg
+from app.core import heap, jsonlimits, metrics, pagination, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.errors import install_error_handlers
@@ -35,6 +36,18 @@ DESCRIPTION = """Memory server for LLM agents: segmented memory (ROM, Kernel, L1
 swap search, shared memory and knowledge tiers. Authenticate with `Authorization: Bearer
 <api key>` (the Authorize button). Service keys act as an agent with `X-Agent-Id`; admin keys
 name the tenant with `X-Tenant-Id` (both are in the Authorize dialog too, next to the key)."""
+
+
+def _version() -> str:
+    """The installed package's version (pyproject.toml's): the one version number, shown in
+    the API document and the MCP server's info."""
+    try:
+        return importlib.metadata.version("loom-memory")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "0+unknown"
+
+
+VERSION = _version()
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -84,7 +97,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await state.shared_memory.start()
             await gauges.start()
             async with mcp_endpoint.running():
-                yield
+                # the process is built: keep the collector off it while it serves
+                thresholds = heap.tune() if settings.gc_tune else None
+                try:
+                    yield
+                finally:
+                    if thresholds is not None:
+                        heap.untune(thresholds)
         finally:
             for name, close in (("pool gauges", gauges.stop),
                                 ("shared memory", state.shared_memory.stop),
@@ -100,7 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     log.exception("closing the %s failed", name)
             del app.state.loom
 
-    app = FastAPI(title="Loom Memory", version="1.0.0", description=DESCRIPTION,
+    app = FastAPI(title="Loom Memory", version=VERSION, description=DESCRIPTION,
                   openapi_tags=api.TAGS, docs_url=None, redoc_url=None,  # app.docs
                   lifespan=lifespan, generate_unique_id_function=_operation_id)
     install_error_handlers(app)

@@ -5,12 +5,49 @@ here rather than from an ini file, so an installed wheel migrates from any direc
 repository's `alembic.ini` points at the same scripts for developers' `alembic revision`.
 """
 
+import asyncio
+import logging
+import time
 from pathlib import Path
 
+import asyncpg
 from alembic import command
 from alembic.config import Config
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+log = logging.getLogger("loom.migrate")
+
+# a server that is not accepting connections yet (starting, in recovery, or an image's init
+# server listening on its socket only): worth waiting for; anything else (a wrong password,
+# no such database) is an answer
+NOT_YET = (OSError, TimeoutError, asyncpg.CannotConnectNowError,
+           asyncpg.ConnectionDoesNotExistError)
+
+
+def wait_for_database(database_url: str, seconds: float, *, interval: float = 1.0) -> None:
+    """Return once the server accepts a connection (`SELECT 1`), trying for `seconds`; the
+    last error is raised when it never does."""
+    from app.core.config import libpq_dsn
+
+    async def ping() -> None:
+        conn = await asyncpg.connect(libpq_dsn(database_url), timeout=5)
+        try:
+            await conn.fetchval("SELECT 1")
+        finally:
+            await conn.close()
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            asyncio.run(ping())
+            return
+        except NOT_YET as exc:
+            if time.monotonic() + interval > deadline:
+                raise
+            log.warning("waiting for the database (%s)", type(exc).__name__)
+            time.sleep(interval)
 
 
 def alembic_config(database_url: str) -> Config:

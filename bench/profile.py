@@ -28,6 +28,12 @@ from bench.run import Bench
 OPS = ("context", "append", "append20", "shared")
 
 
+def py_spy() -> str:
+    """py-spy on the PATH, else the one installed next to this interpreter (a venv)."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return shutil.which("py-spy") or str(beside)
+
+
 def frames(folded: Path) -> tuple[collections.Counter[str], collections.Counter[str], int]:
     """(self samples, inclusive samples, total) per `function (file)` from py-spy's raw
     (collapsed) output."""
@@ -78,7 +84,7 @@ async def profile(b: Bench, op: str, seconds: int, top: int, size: int | None) -
     await wrk.run(f"http://127.0.0.1:{b.api_port}", reqs, clients=clients, seconds=1)
     out = b.logdir / f"{op}.folded"
     spy = subprocess.Popen(  # noqa: ASYNC220 - runs beside wrk, waited for after it
-        ["py-spy", "record", "--pid", str(b.api_proc_pid), "--duration", str(seconds),
+        [py_spy(), "record", "--pid", str(b.api_proc_pid), "--duration", str(seconds),
          "--rate", "500", "--format", "raw", "--output", str(out), "--nonblocking"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     m = await wrk.run(f"http://127.0.0.1:{b.api_port}", reqs, clients=clients,

@@ -76,9 +76,17 @@ PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 
 async def _tenant_exists(request: Request, tenant_id: uuid.UUID) -> bool:
+    """Whether the tenant an admin key names exists; a tenant found is remembered in the key
+    cache (its TTL), so an admin's requests do not each look it up."""
     state = app_state(request.app)
+    cache, mark = state.key_cache, f"tenant:{tenant_id}"
+    if cache is not None and cache.get(mark) is not None:
+        return True
     async with state.connection() as conn:
-        return await repository.tenant_exists(conn, tenant_id)
+        found = await repository.tenant_exists(conn, tenant_id)
+    if found and cache is not None:
+        cache.put(mark, True)
+    return found
 
 
 def _header_tenant(request: Request) -> uuid.UUID | None:

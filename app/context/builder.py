@@ -186,11 +186,11 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
     free = cfg.budget - first.total_tokens
     extra = (await block_registry.collect(open_db, session_row, free, providers)
              if free > 0 and providers else [])
-    layers = loaded.layers
-    if extra:
+    layers, view = loaded.layers, first
+    if extra:  # fit again with the blocks (without any, the first fit is the view)
         layers = replace(layers, blocks=tuple(BlockRecord(b.name, b.token_count)
                                               for b in extra))
-    view = fit(layers, cfg, loaded.stand_in_tokens, overhead_tokens=FORMAT_OVERHEAD_TOKENS)
+        view = fit(layers, cfg, loaded.stand_in_tokens, overhead_tokens=FORMAT_OVERHEAD_TOKENS)
     kept_blocks = [b for b in extra if b.name not in set(view.dropped_blocks)]
 
     stored = {str(s.id): s for s in loaded.l2}

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     # request). Size it for the usual concurrency per process (at 10, 32 clients spent ~10%
     # of the CPU connecting); N processes use up to N x 1.75 x this many connections.
     db_pool_size: int = Field(default=20, ge=1, alias="LOOM_DB_POOL_SIZE")
+    # Garbage collection of an API process once it has started (app/core/heap.py): what
+    # startup built is frozen out of the collector's way and young collections run less
+    # often. 0 = CPython's defaults.
+    gc_tune: bool = Field(default=True, alias="LOOM_GC_TUNE")
     # Hash-partition the tenant-owned tables by tenant_id into this many partitions when the
     # first `migrate` builds the schema (0 = plain tables); read by migration 0013 only
     # (app/core/partitions.py, docs/scaling.md).
@@ -79,6 +83,9 @@ class Settings(BaseSettings):
                                    alias="LOOM_FILTER_MAX_VALUES")
 
     migrate_on_start: bool = Field(default=True, alias="LOOM_MIGRATE_ON_START")
+    # `loom-memory migrate` waits this long for DATABASE_URL's server to accept connections
+    # (a container started beside a fresh PostgreSQL), then migrates; 0 = try once.
+    migrate_wait_seconds: float = Field(default=60.0, ge=0, alias="LOOM_MIGRATE_WAIT_SECONDS")
 
     # LLM (summaries, rerank). No key = heuristic summaries and BM25-only search.
     llm_provider: Literal["anthropic", "openai", "none"] = Field(

@@ -63,6 +63,19 @@ class QuietCron(logging.Filter):
         return "cron:" not in record.getMessage()
 
 
+class QuietHealth(logging.Filter):
+    """Text logs only: drops arq's INFO "recording health: j_complete=... queued=..." line,
+    which a busy worker writes every 10 s (the same counters are in its /metrics and in
+    `GET /v1/jobs`). JSON logs keep it for machines; LOOM_LOG_LEVEL=debug shows it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != "arq.worker" or record.levelno != logging.INFO:
+            return True
+        if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+            return True
+        return not record.getMessage().startswith("recording health")
+
+
 def dict_config(log_format: str, level: str) -> dict[str, Any]:
     """A `logging.config.dictConfig` document: every logger (uvicorn's too) writes through
     one stderr handler in `log_format`. `serve` hands it to uvicorn, whose API processes
@@ -80,9 +93,12 @@ def dict_config(log_format: str, level: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"loom": formatter},
-        "filters": {"quiet_cron": {"()": f"{__name__}.QuietCron"}},
+        "filters": {"quiet_cron": {"()": f"{__name__}.QuietCron"},
+                    "quiet_health": {"()": f"{__name__}.QuietHealth"}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "loom",
-                                "stream": "ext://sys.stderr", "filters": ["quiet_cron"]}},
+                                "stream": "ext://sys.stderr",
+                                "filters": ["quiet_cron"] + (["quiet_health"]
+                                                             if log_format == "text" else [])}},
         # uvicorn's `trace` (below DEBUG) is no level of the logging module's
         "root": {"handlers": ["stderr"], "level": root_level},
         # uvicorn's loggers keep no handlers of their own: their records reach the root's

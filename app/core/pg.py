@@ -12,6 +12,16 @@ opens connections on demand (`min_size=0`), so an API process starts while the d
 down and serves 503 until it is back; asyncpg replaces a pooled connection the server has
 closed when it is next acquired, and `connection` cuts one that failed mid-statement.
 Failures map to statuses like the engine's (`app.core.db_errors`).
+
+A released connection goes back as it is: asyncpg's default reset (`pg_advisory_unlock_all;
+CLOSE ALL; UNLISTEN *; RESET ALL`) cost a round trip per request, and nothing that runs on
+this pool leaves session state behind. Its statements set planner options and take
+advisory locks only for their transaction (`set_config(..., true)`, `SET LOCAL`,
+`pg_try_advisory_xact_lock`), and never LISTEN, declare cursors or create temp tables; a
+transaction left open is still rolled back (asyncpg does that before any reset), and the
+connection's own settings (`create_pool`'s server settings) are set once, at connect. A
+test runs every hot path on a one-connection pool and compares the connection with a fresh
+one (tests/core/test_pg_release.py).
 """
 
 from __future__ import annotations
@@ -34,12 +44,17 @@ from app.core.db_errors import is_connection_error
 # of 19 digits or more (any such integer has one) is decoded by the stdlib.
 # (The check maps every byte to "0" for a digit, " " otherwise, and looks for 19 zeros: a
 # third of the stdlib's decoding time, where a regular expression takes several times it.)
+# The pool reads json and jsonb in PostgreSQL's binary format, so both take the bytes as
+# they come from the server: no UTF-8 decoding into a str for asyncpg, and no encoding
+# back for the check (together they cost more than the check itself on non-ASCII text).
 _DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 _RUN = b"0" * 19
+JSONB_VERSION = b"\x01"  # the first byte of jsonb's binary format
 
 
-def loads(raw: str) -> Any:
-    if _RUN in raw.encode("utf-8", "surrogatepass").translate(_DIGITS):
+def loads(raw: str | bytes) -> Any:
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    if _RUN in data.translate(_DIGITS):
         return json.loads(raw)
     return orjson.loads(raw)
 
@@ -71,17 +86,29 @@ async def driver_connection(db: Any) -> asyncpg.Connection:
     return raw.driver_connection
 
 
-def _json_text(value: str) -> str:
+def _json_bytes(value: str) -> bytes:
     if not isinstance(value, str):
         raise TypeError("json/jsonb parameters are passed as JSON text")
-    return value
+    return value.encode()
+
+
+def _jsonb_bytes(value: str) -> bytes:
+    return JSONB_VERSION + _json_bytes(value)
+
+
+def _jsonb_loads(data: bytes) -> Any:
+    if data[:1] != JSONB_VERSION:
+        raise ValueError(f"unknown jsonb binary format version {data[:1]!r}")
+    return loads(data[1:])
 
 
 async def _init(conn: asyncpg.Connection) -> None:
     # parameters: JSON text, as SQLAlchemy's asyncpg dialect takes them, so one statement
     # runs on this pool and on a connection under a SQLAlchemy session; results: decoded
-    for typ in ("json", "jsonb"):
-        await conn.set_type_codec(typ, encoder=_json_text, decoder=loads, schema="pg_catalog")
+    await conn.set_type_codec("json", encoder=_json_bytes, decoder=loads,
+                              schema="pg_catalog", format="binary")
+    await conn.set_type_codec("jsonb", encoder=_jsonb_bytes, decoder=_jsonb_loads,
+                              schema="pg_catalog", format="binary")
 
 
 # The client waits this much longer than the server's statement_timeout, so a slow
@@ -101,18 +128,34 @@ def connection_bounds(settings: Any) -> tuple[dict[str, str], float | None]:
     return server, statement + CLIENT_TIMEOUT_GRACE
 
 
-async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
-    server, command_timeout = connection_bounds(settings)
+def pool_server_settings(settings: Any) -> dict[str, str]:
+    """The server settings of every connection of this pool (set once, at connect)."""
+    server, _ = connection_bounds(settings)
     # The pool runs a few fixed statements, each an index lookup whatever its parameters:
     # a generic plan is right for all of them, and without it PostgreSQL re-plans the
     # context read on every call (its custom plans look cheaper than the generic one),
     # which doubled its round trip (1.0 ms instead of 0.5 ms for a 50-message session).
     server["plan_cache_mode"] = "force_generic_plan"
+    # No JIT: none of these statements runs long enough to repay compiling. (asyncpg also
+    # turns it off for the session while it introspects a type and restores the value it
+    # read, which inside a search's `SET LOCAL jit = off` left it off for good: the
+    # connection's settings then depended on its history.)
+    server["jit"] = "off"
+    return server
+
+
+async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
+    _, command_timeout = connection_bounds(settings)
+    server = pool_server_settings(settings)
     pool = asyncpg.create_pool(
         libpq_dsn(url), min_size=0, max_size=settings.db_pool_size, init=_init,
         timeout=settings.db_connect_timeout_seconds,
-        command_timeout=command_timeout, server_settings=server)
+        command_timeout=command_timeout, server_settings=server, reset=_keep)
     return await pool
+
+
+async def _keep(conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing to undo (see the module's docstring)."""
 
 
 @asynccontextmanager
@@ -121,8 +164,8 @@ async def connection(pool: asyncpg.Pool, wait: float) -> AsyncIterator[asyncpg.C
 
     After a connection-level failure (`is_connection_error`, client-side timeouts of a
     frozen server included) or a cancellation mid-statement the connection is cut before it
-    goes back: the pool would otherwise reset it, waiting on a server that may not answer,
-    and the pool opens a fresh one when it is next needed."""
+    goes back: the pool would otherwise roll back its transaction, waiting on a server that
+    may not answer, and the pool opens a fresh one when it is next needed."""
     async with pool.acquire(timeout=wait) as conn:
         try:
             yield conn

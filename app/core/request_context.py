@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import secrets
 
-from prometheus_fastapi_instrumentator.metrics import Info
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.logs import REQUEST_ID
@@ -42,15 +41,13 @@ def _request_id(scope: Scope) -> str:
     return secrets.token_hex(16)
 
 
-def log_access(info: Info) -> None:
-    """The access line of a request (an instrumentation of `app.core.metrics`, which has
-    resolved the route template: `none` when no route matched); its id is still set."""
-    duration_ms = round(info.modified_duration * 1000, 3)
-    status = int(info.modified_status)
-    access_log.info("%s %s %d %.1fms", info.method, info.modified_handler, status, duration_ms,
-                    extra={"request_id": REQUEST_ID.get(), "method": info.method,
-                           "route": info.modified_handler, "status": status,
-                           "duration_ms": duration_ms})
+def log_access(method: str, route: str, status: int, duration: float) -> None:
+    """The access line of a request (written by `app.core.metrics`, which has resolved the
+    route template: `none` when no route matched); its id is still set."""
+    duration_ms = round(duration * 1000, 3)
+    access_log.info("%s %s %d %.1fms", method, route, status, duration_ms,
+                    extra={"request_id": REQUEST_ID.get(), "method": method,
+                           "route": route, "status": status, "duration_ms": duration_ms})
 
 
 class RequestContext:

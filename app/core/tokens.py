@@ -74,3 +74,19 @@ def count_message(role: str, content: Any, tool_calls: list[dict[str, Any]] | No
         total += count_text(json.dumps(call.get("input", {}), separators=(",", ":"),
                                        sort_keys=True))
     return total
+
+
+def text_and_count(content: Any, tool_calls: list[dict[str, Any]] | None = None
+                   ) -> tuple[str, int]:
+    """The searchable text (content, then tool names and inputs, as `CanonicalMessage.text`)
+    and `count_message`'s count, with the content's text and each tool input serialised
+    once for both."""
+    body = content_text(content)
+    total = MESSAGE_OVERHEAD + count_text(body)
+    parts: list[str] = []
+    for call in tool_calls or ():
+        name = str(call.get("name", ""))
+        args = json.dumps(call.get("input", {}), separators=(",", ":"), sort_keys=True)
+        total += count_text(name) + count_text(args)
+        parts += (name, args)
+    return "\n".join(p for p in (body, "\n".join(parts)) if p), total

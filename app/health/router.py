@@ -63,7 +63,9 @@ async def readyz(request: Request) -> Any:
                         headers={"Retry-After": "2"})
 
 
-@router.get("/metrics", response_class=Response, summary="Prometheus metrics")
+@router.get("/metrics", response_class=Response, summary="Prometheus metrics",
+            responses={200: {"description": "Every metric in the Prometheus text format.",
+                             "content": {"text/plain": {}}}})
 async def metrics(request: Request) -> Response:
     """Prometheus metrics."""
     # this process's pools and a Redis PING first; with a multi-process directory the

@@ -6,12 +6,14 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from app.core.partitions import FAN_OUT
+from app.core.pg import positional
 from app.models.base import table_of
 from app.models.compression_job import CompressionJob
 
@@ -33,25 +35,41 @@ async def get(db: AsyncSession, tenant_id: uuid.UUID,
     return result.scalar_one_or_none()
 
 
+# Queued (or waiting for the queue). A running job keeps its `running` status: the queue
+# deduplicates per session and the running job re-plans before it ends. The error is kept
+# unless a new one is given. One statement for the ORM (`mark_pending`) and the hot paths'
+# pool (`mark_pending_pg`: the append's compression trigger, no ORM transaction).
+_MARK_PENDING = """
+INSERT INTO compression_jobs AS j (session_id, tenant_id, status, job_id, attempts,
+                                   enqueued_at, updated_at, last_error)
+VALUES (:session_id, :tenant_id, 'pending', :job_id, 0, now(), now(), :error)
+ON CONFLICT (tenant_id, session_id) DO UPDATE
+SET status = CASE WHEN j.status = 'running' THEN j.status ELSE 'pending' END,
+    job_id = excluded.job_id, enqueued_at = clock_timestamp(),
+    updated_at = CASE WHEN j.status = 'running' THEN j.updated_at ELSE now() END,
+    last_error = CASE WHEN j.status = 'running' THEN j.last_error
+                      ELSE coalesce(excluded.last_error, j.last_error) END
+"""
+_MARK_PENDING_PG = positional(_MARK_PENDING)
+
+
 async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
                        job_id: str, error: str | None = None) -> None:
-    """Queued (or waiting for the queue). A running job keeps its `running` status (the
-    queue deduplicates per session) but the ask is kept in `enqueued_at`: the job enqueues
-    itself again once it has ended (`app.memory.tasks.requeue_if_asked`)."""
-    now = sa.func.now()
-    stmt = insert(_T).values(session_id=session_id, tenant_id=tenant_id, status="pending",
-                             job_id=job_id, attempts=0, enqueued_at=now, updated_at=now,
-                             last_error=_clip(error))
-    running = _T.c.status == "running"
-    update: dict[str, object] = {
-        "status": sa.case((running, _T.c.status), else_=sa.literal("pending")),
-        "job_id": job_id, "enqueued_at": sa.func.clock_timestamp(),
-        "updated_at": sa.case((running, _T.c.updated_at), else_=now)}
-    if error is not None:
-        update["last_error"] = sa.case((running, _T.c.last_error), else_=_clip(error))
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[_T.c.tenant_id, _T.c.session_id], set_=update)
-    await db.execute(stmt)
+    """Queued (or waiting for the queue); see `_MARK_PENDING`. A running job keeps its
+    `running` status (the queue deduplicates per session) but the ask is kept in
+    `enqueued_at`: the job enqueues itself again once it has ended
+    (`app.memory.tasks.requeue_if_asked`)."""
+    await db.execute(sa.text(_MARK_PENDING), {"session_id": session_id, "tenant_id": tenant_id,
+                                              "job_id": job_id, "error": _clip(error)})
+
+
+async def mark_pending_pg(conn: asyncpg.Connection, tenant_id: uuid.UUID,
+                          session_id: uuid.UUID, job_id: str, error: str | None = None) -> None:
+    """`mark_pending` in one autocommitted statement on a connection of the pool."""
+    sql, names = _MARK_PENDING_PG
+    values = {"session_id": session_id, "tenant_id": tenant_id, "job_id": job_id,
+              "error": _clip(error)}
+    await conn.execute(sql, *[values[n] for n in names])
 
 
 async def asked_since_start(db: AsyncSession, tenant_id: uuid.UUID,

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.core.queue import enqueue
@@ -37,20 +40,51 @@ async def compression_status(db: AsyncSession, tenant_id: uuid.UUID,
     return CompressionJobPublic.model_validate(row, from_attributes=True)
 
 
-async def enqueue_compression(holder: Any, sessionmaker: async_sessionmaker[AsyncSession],
+# Records a job as pending: (tenant_id, session_id, job_id, error).
+Recorder = Callable[[uuid.UUID, uuid.UUID, str, str | None], Awaitable[None]]
+
+
+def orm_recorder(sessionmaker: async_sessionmaker[AsyncSession]) -> Recorder:
+    """Record through a SQLAlchemy session (a transaction of its own)."""
+
+    async def record(tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str,
+                     error: str | None) -> None:
+        async with sessionmaker() as db:
+            await repository.mark_pending(db, tenant_id, session_id, job_id, error)
+            await db.commit()
+
+    return record
+
+
+def pool_recorder(connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
+                  ) -> Recorder:
+    """Record in one autocommitted statement on the hot paths' pool (the append's trigger)."""
+
+    async def record(tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str,
+                     error: str | None) -> None:
+        async with connection() as conn:
+            await repository.mark_pending_pg(conn, tenant_id, session_id, job_id, error)
+
+    return record
+
+
+async def enqueue_compression(holder: Any, sessionmaker: async_sessionmaker[AsyncSession] | None,
                               tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                              trigger: str, force: bool = False) -> bool:
+                              trigger: str, force: bool = False,
+                              record: Recorder | None = None) -> bool:
     """Record the job as pending, then hand it to the queue. Never raises.
 
     Returns True when the queue accepted it (or already holds it). With Redis down the
     row stays `pending` with the reason, and the worker's cron pass enqueues it again.
-    `holder` is a Queue, an arq ctx or a started app (see `app.core.queue.enqueue`).
+    `holder` is a Queue, an arq ctx or a started app (see `app.core.queue.enqueue`); the
+    row is written by `record`, else through `sessionmaker`.
     """
+    if record is None:
+        assert sessionmaker is not None
+        record = orm_recorder(sessionmaker)
     job_id = compress_job_id(session_id)
     try:
-        async with sessionmaker() as db:
-            await repository.mark_pending(db, tenant_id, session_id, job_id)
-            await db.commit()
+        await record(tenant_id, session_id, job_id, None)
     except Exception as exc:  # status is best-effort; the enqueue still matters
         log.warning("could not record pending compression of %s: %s", session_id,
                     type(exc).__name__)
@@ -60,10 +94,8 @@ async def enqueue_compression(holder: Any, sessionmaker: async_sessionmaker[Asyn
         metrics.JOBS_ENQUEUED.labels(trigger=trigger).inc()
         return True
     try:
-        async with sessionmaker() as db:
-            await repository.mark_pending(db, tenant_id, session_id, job_id,
-                                          error="queue unavailable; the cron pass retries")
-            await db.commit()
+        await record(tenant_id, session_id, job_id,
+                     "queue unavailable; the cron pass retries")
     except Exception:
         pass
     return False

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from app.core import jsonlimits
-from app.core.tokens import content_text, count_message, tool_calls_text
+from app.core.tokens import content_text, count_message, text_and_count, tool_calls_text
 
 
 class MessageShapeError(ValueError):
@@ -45,6 +45,10 @@ class CanonicalMessage:
 
     def token_count(self) -> int:
         return count_message(self.role, self.content, self.tool_calls)
+
+    def text_and_tokens(self) -> tuple[str, int]:
+        """`text` and `token_count()` together, each part serialised once."""
+        return text_and_count(self.content, self.tool_calls)
 
 
 def _blocks(content: Any, loc: list[str | int]) -> list[dict[str, Any]] | str | None:

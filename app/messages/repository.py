@@ -114,3 +114,40 @@ async def save_idempotent(db: AsyncSession, record: IdempotencyRecord) -> None:
     await db.flush()
 
 
+
+
+# The Idempotency-Key path on the hot paths' pool (no ORM): read the key's first result,
+# and the session's visibility, in one autocommitted statement (a committed record is
+# final: a replay needs no lock); without one, `_APPEND` (which locks the session row) and
+# `_SAVE_IDEMPOTENT` in one transaction. A concurrent request with the same key that
+# committed first makes the save insert nothing: that transaction is rolled back and the
+# first result replayed. Five round trips with BEGIN and COMMIT.
+_READ_IDEMPOTENT = """
+SELECT s.agent_id, i.request_hash, i.response
+FROM sessions s
+LEFT JOIN idempotency_records i ON i.tenant_id = $1 AND i.session_id = $2 AND i.key = $4
+WHERE s.tenant_id = $1 AND s.id = $2 AND ($3::text IS NULL OR s.agent_id = $3)
+"""
+_SAVE_IDEMPOTENT = """
+INSERT INTO idempotency_records (tenant_id, session_id, key, request_hash, status_code,
+                                 response)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT DO NOTHING
+RETURNING 1
+"""
+
+
+async def read_idempotent(conn: asyncpg.Connection, tenant_id: uuid.UUID,
+                          session_id: uuid.UUID, agent_id: str | None,
+                          key: str) -> asyncpg.Record | None:
+    """The key's record as (agent_id, request_hash, response), both None without one; None
+    when the session is not in the tenant, or of another agent than `agent_id`."""
+    return await conn.fetchrow(_READ_IDEMPOTENT, tenant_id, session_id, agent_id, key)
+
+
+async def save_idempotent_pg(conn: asyncpg.Connection, tenant_id: uuid.UUID,
+                             session_id: uuid.UUID, key: str, request_hash: str,
+                             status_code: int, response: dict[str, Any]) -> bool:
+    """Store the key's first result; False when another request stored one first."""
+    return await conn.fetchval(_SAVE_IDEMPOTENT, tenant_id, session_id, key, request_hash,
+                               status_code, dumps(response)) is not None

@@ -3,7 +3,7 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Body, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.core.db import DbDep, read_only
@@ -32,7 +32,7 @@ async def append_messages(
     session_id: uuid.UUID,
     body: Annotated[MessagesAppend, Body(openapi_examples=examples.APPEND)],
     caller: CallerDep, request: Request,
-    response: Response,
+    response: Response, background: BackgroundTasks,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> MessagesAppended:
     """Append one or more messages in one transaction.
@@ -44,7 +44,8 @@ async def append_messages(
     """
     result = await service.append_as(app_state(request.app), caller, session_id, body,
                                      idempotency_key=idempotency_key,
-                                     body_bytes=request.scope.get(BODY_BYTES_SCOPE_KEY, 0))
+                                     body_bytes=request.scope.get(BODY_BYTES_SCOPE_KEY, 0),
+                                     defer=background.add_task)  # after the response
     if result.replayed:
         response.status_code = 200
     return result

@@ -137,6 +137,14 @@ def test_search_and_follow_a_hit(page: Any, server: str, console_tenant: Tenant,
     # the tenant scope finds it too
     page.goto(f"{server}/console#/search?q=rows&scope=tenant")
     page.locator("#search-results .hit").first.wait_for()
+    # first use with a service key that acts as no agent: the form's defaults search (the
+    # tenant's sessions), no `agent_required`
+    page.goto(f"{server}/console#/search")
+    assert page.locator("#search-scope").input_value() == "tenant"
+    page.fill("#search-query", "rows")
+    page.click("#search-form button[type=submit]")
+    page.locator("#search-results .hit").first.wait_for()
+    assert not page.locator("#search-results .error").count()
 
 
 def test_shared_memory_updates_live(page: Any, server: str, console_tenant: Tenant):

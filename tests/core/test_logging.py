@@ -160,3 +160,25 @@ def test_cron_runs_are_quiet_unless_debugging():
         assert f.filter(record("  0.50s → cron:compress_busy_sessions()"))
     finally:
         root.setLevel(before)
+
+
+def test_the_workers_health_lines_are_quiet_in_text_logs():
+    import logging
+
+    from app.core.logs import QuietHealth, dict_config
+
+    health = logging.LogRecord("arq.worker", logging.INFO, __file__, 1,
+                               "recording health: %s", ("j_complete=3 queued=0",), None)
+    job = logging.LogRecord("arq.worker", logging.INFO, __file__, 1, "  0.50s → job", None,
+                            None)
+    root = logging.getLogger()
+    before = root.level
+    try:
+        root.setLevel(logging.INFO)
+        assert not QuietHealth().filter(health) and QuietHealth().filter(job)
+        root.setLevel(logging.DEBUG)
+        assert QuietHealth().filter(health)
+    finally:
+        root.setLevel(before)
+    assert "quiet_health" in dict_config("text", "info")["handlers"]["stderr"]["filters"]
+    assert "quiet_health" not in dict_config("json", "info")["handlers"]["stderr"]["filters"]

@@ -65,6 +65,67 @@ async def test_requests_are_counted_and_timed_by_route_template_and_status(
     assert metric(after, "http_requests_total", handler="/metrics") == 0
 
 
+# What prometheus-fastapi-instrumentator exported (its `requests()` and `latency()` with
+# our buckets), before `app.core.metrics.RequestMetrics` replaced it: dashboards and alerts
+# read these, so they must not change.
+HTTP_FAMILIES = {
+    "http_requests": ("counter", "Total number of requests by method, status and handler.",
+                      ("handler", "method", "status")),
+    "http_request_duration_seconds": ("histogram", "Duration of HTTP requests in seconds",
+                                      ("handler", "method", "status")),
+}
+HTTP_BUCKETS = ("0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
+                "1.0", "2.5", "5.0", "10.0", "30.0", "+Inf")
+
+
+async def test_the_request_metrics_keep_their_names_help_labels_and_buckets(
+        client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).status_code == 200
+    text = (await client.get("/metrics")).text
+    families = {f.name: f for f in text_string_to_metric_families(text)
+                if f.name.startswith("http_") and not f.name.endswith("_created")}
+    assert {name: (f.type, f.documentation) for name, f in families.items()} == {
+        name: (kind, doc) for name, (kind, doc, _) in HTTP_FAMILIES.items()}
+    for name, (_, _, labels) in HTTP_FAMILIES.items():
+        for sample in families[name].samples:
+            assert tuple(k for k in sample.labels if k != "le") == labels, sample
+    assert tuple(s.labels["le"] for s in families["http_request_duration_seconds"].samples
+                 if s.name.endswith("_bucket") and s.labels["handler"] == "/healthz"
+                 and s.labels["status"] == "200") == HTTP_BUCKETS
+    assert "http_requests_created" in text  # prometheus_client's usual series
+
+
+async def test_the_handler_label_is_the_template_the_instrumentator_resolved(
+        client: httpx.AsyncClient, app: Any, settings: Settings) -> None:
+    """Routes of included routers (with their prefix), app routes, a 405 (path matched,
+    method not), a path of a `{key:path}` route, a request refused before routing (413),
+    the console's static files and a path no route matches."""
+    sid = uuid.uuid4()
+    big = b"x" * (settings.max_request_bytes + 1)
+    cases = [("GET", f"/v1/sessions/{sid}", None, "/v1/sessions/{session_id}", "404"),
+             ("GET", "/healthz", None, "/healthz", "200"),
+             ("PUT", f"/v1/sessions/{sid}/context", None,
+              "/v1/sessions/{session_id}/context", "405"),
+             ("GET", "/v1/shared-memory/global/a/b", None,
+              "/v1/shared-memory/{namespace}/{key:path}", "404"),
+             ("POST", f"/v1/sessions/{sid}/messages", big,
+              "/v1/sessions/{session_id}/messages", "413"),
+             ("GET", "/console/static/console.css", None, "none", "200"),
+             ("GET", "/no/such/path", None, "none", "404")]
+    before = (await client.get("/metrics")).text
+    for method, path, body, _, status in cases:
+        resp = await client.request(method, path, content=body,
+                                    headers={"Content-Type": "application/json"})
+        assert str(resp.status_code) == status, (path, resp.status_code)
+    after = (await client.get("/metrics")).text
+    for method, _, _, handler, status in cases:
+        grew = (metric(after, "http_requests_total", handler=handler, method=method,
+                       status=status)
+                - metric(before, "http_requests_total", handler=handler, method=method,
+                         status=status))
+        assert grew >= 1, (method, handler, status)
+
+
 async def test_store_gauges_show_the_pools_and_redis(
         client: httpx.AsyncClient, app: Any, settings: Settings,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -114,9 +114,16 @@ async def test_concurrent_idempotent_retries_append_once(client, db):
         client.post(f"/v1/sessions/{sid}/messages", json=body, headers={"Idempotency-Key": "k"})
         for _ in range(8)])
     assert sorted(r.status_code for r in results) == [200] * 7 + [201]
+    assert len({json.dumps(r.json()["messages"]) for r in results}) == 1
     count = (await db.execute(sa.text("select count(*) from messages where session_id = :s"),
                               {"s": sid})).scalar()
     assert count == 1
+    # the retries that lost the race rolled their appends back: no seq was used twice
+    stored = (await db.execute(sa.text(
+        "select s.last_seq, s.message_tokens, (select count(*) from idempotency_records i "
+        "where i.session_id = s.id) from sessions s where s.id = :s"), {"s": sid})).one()
+    assert stored[0] == 1 and stored[1] == results[0].json()["messages"][0]["token_count"]
+    assert stored[2] == 1
 
 
 async def test_concurrent_appends_keep_seq_gap_free(client, db):

@@ -26,13 +26,16 @@ export async function searchPage(view, {query: q, signal}) {
   const ctx = auth.ctx;
   const text = h("input", {type: "search", id: "search-query", size: 40, value: q.q || "",
                            required: true, placeholder: "what was said about…"});
+  // by default: the named session, else the agent's sessions when there is an agent (an
+  // agent key's own, or the one a service or admin key acts as), else the tenant's
+  const named = q.agent || (ctx.role === "agent" ? "" : ctx.agent || "");
+  const initial = q.scope || (q.session ? "session"
+    : ctx.role === "agent" || named ? "agent" : "tenant");
   const scope = h("select", {id: "search-scope"},
-    h("option", {value: "session", selected: (q.scope || (q.session ? "session" : "")) ===
-                 "session"}, "one session"),
-    h("option", {value: "agent", selected: q.scope === "agent" || (!q.scope && !q.session)},
-      "the agent's sessions"),
+    h("option", {value: "session", selected: initial === "session"}, "one session"),
+    h("option", {value: "agent", selected: initial === "agent"}, "the agent's sessions"),
     ctx.role === "agent" ? null
-      : h("option", {value: "tenant", selected: q.scope === "tenant"}, "the tenant's sessions"));
+      : h("option", {value: "tenant", selected: initial === "tenant"}, "the tenant's sessions"));
   const session = h("input", {type: "text", id: "search-session", size: 36,
                               value: q.session || "", placeholder: "session id"});
   const agent = h("input", {type: "text", id: "search-agent", size: 16,
@@ -66,6 +69,11 @@ export async function searchPage(view, {query: q, signal}) {
   } else {
     body.scope = chosen;
     if (chosen === "agent" && q.agent) body.agent_id = q.agent;
+    if (chosen === "agent" && ctx.role !== "agent" && !q.agent && !ctx.agent) {
+      results.append(errorBox("Name the agent whose sessions to search, or search the "
+                              + "tenant's sessions."));
+      return;
+    }
   }
   let found;
   try {
