@@ -11,6 +11,7 @@ the API docs is `TAGS`, not this one.
 from fastapi import APIRouter, FastAPI
 
 from app.auth.router import router as auth_router
+from app.context.manifest_router import router as manifests_router
 from app.context.router import router as context_router
 from app.jobs.router import router as jobs_router
 from app.knowledge.facts_router import router as facts_router
@@ -27,7 +28,7 @@ PREFIX = "/v1"
 ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory_router,
                                   search_router, sessions_router, memory_router, auth_router,
                                   profiles_router, knowledge_router, facts_router,
-                                  tools_router, jobs_router)
+                                  tools_router, jobs_router, manifests_router)
 
 # the API docs' sections, in reading order
 TAGS: list[dict[str, str]] = [

@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Request, Response
 
 from app.auth.deps import CallerDep
-from app.context import examples, render, service
+from app.context import examples, manifest_service, render, service
 from app.context.schemas import ContextPublic, ContextRequest
 from app.core.errors import ERROR_RESPONSES
 from app.state import app_state
@@ -23,9 +23,16 @@ async def build_context(
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state. With recall on (the session's
     `config.recall`, or `recall` here) the build also searches the session's swap for the
-    newest user message and places the best old turns before L1, within what is free."""
+    newest user message and places the best old turns before L1, within what is free.
+
+    Every build has a `context_id`. With the session's `config.audit` (or `record: true`)
+    its manifest is stored before the answer is sent; `raw` (or `manifest: true`) returns
+    it: every block the model reads with its layer, sources, tokens and why it is there."""
     fmt = body.format if body is not None else "anthropic"
-    built = await service.build_session_context(app_state(request.app), caller, session_id, body)
+    state = app_state(request.app)
+    built = await service.build_session_context(state, caller, session_id, body)
+    extra, payload = await manifest_service.finish(state, built, body, fmt)
     # serialised once, from plain dicts (the shape of ContextPublic, which the OpenAPI
     # document shows; a test compares the two)
-    return Response(render.response_json(built, fmt), media_type="application/json")
+    return Response(render.response_json(built, fmt, extra, payload),
+                    media_type="application/json")

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from app.context import render
+from app.context import manifest_service, render
 from app.context import service as context_service
 from app.context.schemas import ContextRequest, RecallInput
 from app.core.db import transaction
@@ -138,7 +138,8 @@ async def get_context(
     body = ContextRequest(format=format, recall=recall)
     built = await context_service.build_session_context(call.state, call.caller, session_id,
                                                         body)
-    return ok(render.response(built, format))
+    extra, payload = await manifest_service.finish(call.state, built, body, format)
+    return ok(render.response(built, format, extra, payload))
 
 
 _READ = ToolAnnotations(read_only_hint=True)

@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.context.schemas import RecallInput
@@ -47,6 +47,10 @@ class SessionConfig(BaseModel):
     facts: FactsInput | None = Field(default=None, description=(
         "Durable facts extracted from this session and shown in its context (off when "
         "null; a new session takes its agent profile's `facts`)."))
+    audit: StrictBool | None = Field(default=None, description=(
+        "Record every context build's manifest (what the model saw, and why), listed under "
+        "GET /v1/sessions/{id}/contexts. Off when null or false; a new session takes its "
+        "agent profile's `audit`."))
 
     @model_validator(mode="after")
     def _usable(self) -> "SessionConfig":
