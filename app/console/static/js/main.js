@@ -8,6 +8,7 @@ import {searchPage} from "./search.js";
 import {sharedPage} from "./shared.js";
 import {knowledgePage} from "./knowledge.js";
 import {jobsPage} from "./jobs.js";
+import {contextsPage} from "./contexts.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -20,6 +21,7 @@ const PAGES = {
   shared: sharedPage,
   knowledge: knowledgePage,
   jobs: jobsPage,
+  contexts: contextsPage,
 };
 
 // A page may hold streams and timers: the router aborts this when it leaves the page.
