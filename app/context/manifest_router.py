@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 
 from app.context import manifest_diff, replay
 from app.context import manifest_repository as repo
+from app.context.manifest import FORMATS
 from app.context.manifest_schemas import (
     ContextDiffPublic,
     ContextList,
@@ -75,7 +76,12 @@ async def get_context_manifest(session: SessionDep, db: DbDep,
     """Every block the model read, in order, with its layer, sources, tokens,
     cache_control and why it is there; what was dropped or shrunk; budget, usage,
     tokenizer, versions, config hash and the SHA-256 of the rendered bytes per format."""
-    return (await _load(db, session, context_id)).manifest
+    manifest = (await _load(db, session, context_id)).manifest
+    if all(f in manifest["sha256"] for f in FORMATS):
+        return replay.fill_hashes(manifest, None)
+    sources = await replay.load_sources(db, session.tenant_id, session.id, manifest)
+    built, _ = replay.rebuild(manifest, session, sources)
+    return replay.fill_hashes(manifest, built)
 
 
 @router.post("/sessions/{session_id}/contexts/{context_id}/replay",

@@ -68,7 +68,12 @@ class ManifestPublic(BaseModel):
     policy_notes: list[str] = Field(description="The memory policy's own notes of the fit.")
     sha256: dict[str, str] = Field(description=(
         "SHA-256 of the rendered bytes per format (anthropic, openai, raw): the canonical "
-        "JSON of `system`, `messages`, `tools` (and `layers` for raw), sorted keys."))
+        "JSON of `system`, `messages`, `tools` and `layers` (null but for raw), sorted keys. "
+        "A recorded build stores the hash of the format it answered in; the others are "
+        "computed when it is read, by replaying its sources (listed in `sha256_replayed`; "
+        "left out when a source changed or was erased since)."))
+    sha256_replayed: list[str] = Field(description=(
+        "Formats whose hash was computed from the sources on this read, not at the build."))
 
 
 class ContextSummaryPublic(BaseModel):

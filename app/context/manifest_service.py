@@ -41,10 +41,12 @@ def request_options(body: ContextRequest | None) -> dict[str, Any]:
 
 
 def make(built: Built, body: ContextRequest | None, fmt: str, context_id: uuid.UUID,
-         rendered: dict[str, Any] | None = None,
-         created_at: datetime | None = None) -> dict[str, Any]:
-    """The manifest of `built` (the payload of `fmt`, when already rendered, is reused)."""
-    sha = manifests.rendered_sha256(built, rendered={fmt: rendered} if rendered else None)
+         rendered: dict[str, Any] | None = None, created_at: datetime | None = None,
+         formats: tuple[str, ...] = manifests.FORMATS) -> dict[str, Any]:
+    """The manifest of `built` with the SHA-256 of `formats` (the payload of `fmt`, when
+    already rendered, is reused)."""
+    sha = manifests.rendered_sha256(built, formats,
+                                    rendered={fmt: rendered} if rendered else None)
     config = manifests.config_hash(built.loaded.session.config, request_options(body))
     return manifests.manifest(built, context_id=str(context_id),
                               created_at=created_at or datetime.now(UTC), fmt=fmt,
@@ -58,11 +60,13 @@ def _json(value: dict[str, Any]) -> str:
         return dumps(value)
 
 
-async def finish(state: AppState, built: Built, body: ContextRequest | None,
-                 fmt: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+async def finish(state: AppState, built: Built, body: ContextRequest | None, fmt: str,
+                 conn: asyncpg.Connection | None = None
+                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The response's `context_id`, `recorded` and `manifest` (null unless asked for), and
     the format's payload when it was rendered here: the manifest is made only when asked
-    for or recorded, and a recorded one is committed before this returns."""
+    for or recorded, and a recorded one is committed (on `conn` when given, else on a
+    connection of the pool) before this returns."""
     context_id = uuid.uuid4()
     session = built.loaded.session
     record = should_record(session.config, body)
@@ -71,13 +75,21 @@ async def finish(state: AppState, built: Built, body: ContextRequest | None,
         return {"context_id": str(context_id), "recorded": False, "manifest": None}, None
     payload = RENDERERS[fmt](built)
     created_at = datetime.now(UTC)
-    made = make(built, body, fmt, context_id, payload, created_at)
+    # A recorded build hashes the bytes it answered with; the other formats are the same
+    # build rendered otherwise, hashed when the manifest is read (`app.context.replay`
+    # checks the recorded bytes first). Rendering and hashing all three here cost as much
+    # as the rest of the manifest. A manifest returned in the response has all three.
+    made = make(built, body, fmt, context_id, payload, created_at,
+                manifests.FORMATS if wanted else (fmt,))
     if record:
+        row = (session.tenant_id, session.id, context_id, fmt, built.total_tokens,
+               built.view.budget, _json(made), created_at)
         try:
-            async with state.connection() as conn:
-                await repo.insert(conn, session.tenant_id, session.id, context_id, fmt,
-                                  built.total_tokens, built.view.budget, _json(made),
-                                  created_at)
+            if conn is not None:
+                await repo.insert(conn, *row)
+            else:
+                async with state.connection() as own:
+                    await repo.insert(own, *row)
         except asyncpg.ForeignKeyViolationError as exc:  # deleted while building
             raise SessionNotFound() from exc
     extra = {"context_id": str(context_id), "recorded": record,

@@ -245,15 +245,39 @@ def rebuild(manifest: Mapping[str, Any], session_row: Any,
 
 def render(manifest: Mapping[str, Any], built: builder.Built,
            fmt: str) -> tuple[dict[str, Any], str]:
-    """The replayed payload of `fmt` and its SHA-256; 409 when it is not the recorded one
-    although every source matched (the rendering itself changed since)."""
-    payload = RENDERERS[fmt](built)
-    digest = manifests.sha256_hex(manifests.payload_bytes(payload))
-    recorded = manifest["sha256"].get(fmt)
-    if recorded != digest:
-        raise ContextChanged(
-            f"The sources are unchanged but the {fmt} rendering differs from the recorded "
-            "one: the server's rendering changed since this build.",
-            details={"changed": [f"the {fmt} rendering"], "recorded_sha256": recorded,
-                     "sha256": digest})
-    return payload, digest
+    """The replayed payload of `fmt` and its SHA-256. Every format whose hash the build
+    recorded is rendered and checked first: 409 when one differs although every source
+    matched (the rendering itself changed since). A format the build did not hash is the
+    same rebuilt context rendered otherwise."""
+    done: dict[str, tuple[dict[str, Any], str]] = {}
+    for f in sorted(manifest["sha256"], key=lambda f: f != fmt):
+        payload = RENDERERS[f](built)
+        digest = manifests.sha256_hex(manifests.payload_bytes(payload))
+        if manifest["sha256"][f] != digest:
+            raise ContextChanged(
+                f"The sources are unchanged but the {f} rendering differs from the recorded "
+                "one: the server's rendering changed since this build.",
+                details={"changed": [f"the {f} rendering"],
+                         "recorded_sha256": manifest["sha256"][f], "sha256": digest})
+        done[f] = payload, digest
+    if fmt not in done:
+        payload = RENDERERS[fmt](built)
+        done[fmt] = payload, manifests.sha256_hex(manifests.payload_bytes(payload))
+    return done[fmt]
+
+
+def fill_hashes(manifest: dict[str, Any], built: builder.Built | None) -> dict[str, Any]:
+    """The manifest with the formats it did not hash at the build computed from its
+    replayed sources (`sha256_replayed`); unchanged when the sources changed."""
+    manifest.setdefault("sha256_replayed", [])
+    if built is None:
+        return manifest
+    for fmt in manifests.FORMATS:
+        if fmt not in manifest["sha256"]:
+            try:
+                _, digest = render(manifest, built, fmt)
+            except ContextChanged:
+                return manifest
+            manifest["sha256"][fmt] = digest
+            manifest["sha256_replayed"].append(fmt)
+    return manifest

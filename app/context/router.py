@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Request, Response
 
 from app.auth.deps import CallerDep
-from app.context import examples, manifest_service, render, service
+from app.context import examples, render, service
 from app.context.schemas import ContextPublic, ContextRequest
 from app.core.errors import ERROR_RESPONSES
 from app.state import app_state
@@ -30,8 +30,8 @@ async def build_context(
     it: every block the model reads with its layer, sources, tokens and why it is there."""
     fmt = body.format if body is not None else "anthropic"
     state = app_state(request.app)
-    built = await service.build_session_context(state, caller, session_id, body)
-    extra, payload = await manifest_service.finish(state, built, body, fmt)
+    built, extra, payload = await service.build_and_record(state, caller, session_id, body,
+                                                           fmt)
     # serialised once, from plain dicts (the shape of ContextPublic, which the OpenAPI
     # document shows; a test compares the two)
     return Response(render.response_json(built, fmt, extra, payload),

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from app.context import manifest_service, render
+from app.context import render
 from app.context import service as context_service
 from app.context.schemas import ContextRequest, RecallInput
 from app.core.db import transaction
@@ -136,9 +136,8 @@ async def get_context(
 ) -> CallToolResult:
     call = call_of(ctx)
     body = ContextRequest(format=format, recall=recall)
-    built = await context_service.build_session_context(call.state, call.caller, session_id,
-                                                        body)
-    extra, payload = await manifest_service.finish(call.state, built, body, format)
+    built, extra, payload = await context_service.build_and_record(
+        call.state, call.caller, session_id, body, format)
     return ok(render.response(built, format, extra, payload))
 
 

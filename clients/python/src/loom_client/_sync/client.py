@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from loom_client._sync.admin import AdminMixin
+from loom_client._sync.contexts import ContextsMixin
 from loom_client._sync.knowledge import KnowledgeMixin
 from loom_client._sync.memory import MemoryMixin
 from loom_client._sync.sessions import SessionsMixin
@@ -11,7 +12,7 @@ from loom_client._sync.shared_memory import SharedMemoryMixin
 
 
 class LoomClient(SessionsMixin, MemoryMixin, SharedMemoryMixin,
-                 KnowledgeMixin, AdminMixin):
+                 KnowledgeMixin, AdminMixin, ContextsMixin):
     """Loom Memory over HTTP (synchronous): every REST operation, typed.
 
     ```python

@@ -47,6 +47,7 @@ class SessionConfig(RequestModel):
     max_l2_tokens: int | None = None
     recall: RecallInput | None = None
     knowledge: SessionKnowledgeConfig | None = None
+    audit: bool | None = None  # record every context build's manifest
 
 
 class RomInput(RequestModel):
