@@ -6,7 +6,9 @@ Two sets of sessions with the same 50-message conversations, one with `config.au
 compresses them first, then stops (as in bench/run.py). The API runs as one process
 (`loom-memory serve --no-worker --workers 1`); wrk drives it at 32 clients, alternating
 off / on for `--rounds` rounds of `--seconds` each (after a 1 s warm-up per measurement),
-so drift from other load on the machine falls on both. Also one client's p50 per mode.
+so drift from other load on the machine falls on both. Also one client's p50 per mode, and
+the CPU each request costs the API process and its PostgreSQL backends (from /proc): the
+figure other load on a shared machine moves least.
 Prints a table and writes bench/results/manifests.json (with the rows recorded).
 
     .venv/bin/python -m bench.manifests [--sessions 200] [--rounds 3] [--seconds 10]
@@ -25,16 +27,41 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 
 from bench import wrk
-from bench.run import PG, REDIS, ROOT, _STRIP_ENV, conversation, free_port, wait_up
+from bench.run import _STRIP_ENV, PG, REDIS, ROOT, conversation, free_port, wait_up
 from bench.wrk import Req
 
 RESULTS = ROOT / "bench" / "results"
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes (from /proc; gone ones count 0)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+async def backend_pids(url: str) -> list[int]:
+    """The PostgreSQL backends serving the API (its pools' connections)."""
+    conn = await asyncpg.connect(url)
+    try:
+        return [r[0] for r in await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = 'loom-memory'")]
+    finally:
+        await conn.close()
 
 
 def log(msg: str) -> None:
@@ -110,10 +137,16 @@ async def main(args: argparse.Namespace) -> None:
         for i in range(args.rounds):
             for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
                 await wrk.run(base, reqs[mode], clients=32, seconds=1)
+                # CPU per request of the API process and its PostgreSQL backends: what the
+                # build costs the machine, whatever else runs on it (throughput on a shared
+                # machine moves with the other load)
+                pids = [api.pid, *await backend_pids(url)]
+                cpu0 = cpu_seconds(pids)
                 m = await wrk.run(base, reqs[mode], clients=32, seconds=args.seconds)
-                runs[mode].append(m.summary())
+                cpu = (cpu_seconds(pids) - cpu0) * 1000 / max(1, m.requests)
+                runs[mode].append({**m.summary(), "cpu_ms_per_request": round(cpu, 3)})
                 log(f"round {i + 1} audit {mode}: {m.rps:,.0f} req/s, p50 {m.p50_ms:.1f} ms, "
-                    f"p99 {m.p99_ms:.1f} ms, errors {m.errors}")
+                    f"p99 {m.p99_ms:.1f} ms, errors {m.errors}, CPU {cpu:.2f} ms/request")
         one: dict[str, Any] = {}
         for mode in ("off", "on"):
             await wrk.run(base, reqs[mode], clients=1, seconds=1)
@@ -140,6 +173,8 @@ async def main(args: argparse.Namespace) -> None:
     med = {mode: statistics.median(r["rps"] for r in runs[mode]) for mode in runs}
     p99 = {mode: statistics.median(r["p99_ms"] for r in runs[mode]) for mode in runs}
     ratio = med["on"] / med["off"]
+    cpu = {mode: statistics.median(r["cpu_ms_per_request"] for r in runs[mode])
+           for mode in runs}
     out["runs_32c"] = runs
     out["one_client"] = one
     out["rows_recorded"] = rows
@@ -148,6 +183,8 @@ async def main(args: argparse.Namespace) -> None:
                       "on_over_off": round(ratio, 3), "p99_ms_32c_off": p99["off"],
                       "p99_ms_32c_on": p99["on"], "p50_ms_1c_off": one["off"]["p50_ms"],
                       "p50_ms_1c_on": one["on"]["p50_ms"],
+                      "cpu_ms_per_request_off": cpu["off"], "cpu_ms_per_request_on": cpu["on"],
+                      "cpu_on_over_off": round(cpu["on"] / cpu["off"], 3),
                       "target": "audit on >= 0.90 x off at 32 clients", "ok": ratio >= 0.9}
     out["meta"]["loadavg_end"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
@@ -160,6 +197,8 @@ async def main(args: argparse.Namespace) -> None:
     print(f"{'32 clients, p99 ms (median)':28}{s['p99_ms_32c_off']:>12.1f}"
           f"{s['p99_ms_32c_on']:>12.1f}")
     print(f"{'1 client, p50 ms':28}{s['p50_ms_1c_off']:>12.2f}{s['p50_ms_1c_on']:>12.2f}")
+    print(f"{'CPU ms/request (API + PG)':28}{s['cpu_ms_per_request_off']:>12.3f}"
+          f"{s['cpu_ms_per_request_on']:>12.3f}{s['cpu_on_over_off']:>9.3f}")
     print(f"target: {s['target']}: {'ok' if s['ok'] else 'MISS'}; {rows:,} manifests recorded "
           f"(avg {size} bytes stored)")
 

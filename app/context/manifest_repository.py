@@ -45,12 +45,42 @@ class ManifestRow:
     manifest: dict[str, Any]
 
 
-async def insert(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                 context_id: uuid.UUID, fmt: str, total_tokens: int, budget: int,
-                 manifest_json: str, created_at: datetime) -> None:
+# Many rows in one statement (the group write of `app.context.manifest_service`), the same
+# commit without waiting for the flush.
+_INSERT_MANY = ("WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)) "
+                "INSERT INTO context_manifests (id, tenant_id, session_id, format, "
+                "total_tokens, budget, manifest, created_at) "
+                "SELECT r.* FROM async_commit, unnest($1::uuid[], $2::uuid[], $3::uuid[], "
+                "$4::text[], $5::int[], $6::int[], $7::jsonb[], $8::timestamptz[]) AS r")
+
+
+@dataclass(frozen=True, slots=True)
+class NewRow:
+    """A manifest row to insert."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    session_id: uuid.UUID
+    format: str
+    total_tokens: int
+    budget: int
+    manifest_json: str
+    created_at: datetime
+
+
+async def insert(conn: asyncpg.Connection, row: NewRow) -> None:
     """One row, committed on return (a single statement outside a transaction)."""
-    await conn.execute(_INSERT, context_id, tenant_id, session_id, fmt, total_tokens, budget,
-                       manifest_json, created_at)
+    await conn.execute(_INSERT, row.id, row.tenant_id, row.session_id, row.format,
+                       row.total_tokens, row.budget, row.manifest_json, row.created_at)
+
+
+async def insert_many(conn: asyncpg.Connection, rows: list[NewRow]) -> None:
+    """Rows in one statement, all committed on return or none (a session deleted in the
+    meantime fails the statement: insert those rows one by one)."""
+    await conn.execute(_INSERT_MANY, [r.id for r in rows], [r.tenant_id for r in rows],
+                       [r.session_id for r in rows], [r.format for r in rows],
+                       [r.total_tokens for r in rows], [r.budget for r in rows],
+                       [r.manifest_json for r in rows], [r.created_at for r in rows])
 
 
 def _row(r: Any) -> ManifestRow:

@@ -2,7 +2,6 @@
 the MCP `get_context` tool."""
 
 import uuid
-from contextlib import AsyncExitStack
 from typing import Any
 
 from app.auth.caller import Caller
@@ -38,31 +37,22 @@ async def build_and_record(state: AppState, caller: Caller, session_id: uuid.UUI
 async def _build(state: AppState, caller: Caller, session_id: uuid.UUID,
                  body: ContextRequest | None, fmt: str | None
                  ) -> tuple[builder.Built, dict[str, Any] | None, dict[str, Any] | None]:
-    async with AsyncExitStack() as held:
-        # one round trip reads the session and its memory (a session made before memory
-        # existed gets its empty state first)
-        conn = await held.enter_async_context(state.connection())
+    # one round trip reads the session and its memory (a session made before memory
+    # existed gets its empty state first)
+    async with state.connection() as conn:
         fast = await load_for_context(conn, caller, session_id)
         if fast is None:
             async with transaction(state.sessionmaker) as db:
                 await memory_repository.ensure_state(db, caller.tenant_id, session_id)
             fast = await load_for_context(conn, caller, session_id)
             assert fast is not None
-        session, loaded = fast
-        recall = recall_config(session.config, body.recall if body is not None else None)
-        # A build that records its manifest writes it on this connection (no second
-        # checkout of the pool); recall takes its own connection, so a build with recall
-        # gives this one back first (two at once could exhaust the pool)
-        keep = fmt is not None and not recall.enabled and manifest_service.should_record(
-            session.config, body)
-        if not keep:
-            await held.aclose()
-        built = await builder.build(
-            state.read_sessionmaker, session, loaded, providers=state.hooks.context_blocks,
-            recall=SwapRecall(state, caller.tenant_id, session_id, recall)
-            if recall.enabled else None)
-        if fmt is None:
-            return built, None, None
-        extra, payload = await manifest_service.finish(state, built, body, fmt,
-                                                       conn if keep else None)
-        return built, extra, payload
+    session, loaded = fast
+    recall = recall_config(session.config, body.recall if body is not None else None)
+    built = await builder.build(
+        state.read_sessionmaker, session, loaded, providers=state.hooks.context_blocks,
+        recall=SwapRecall(state, caller.tenant_id, session_id, recall)
+        if recall.enabled else None)
+    if fmt is None:
+        return built, None, None
+    extra, payload = await manifest_service.finish(state, built, body, fmt)
+    return built, extra, payload

@@ -74,9 +74,9 @@ async def test_a_pass_is_bounded_and_zero_turns_a_limit_off(settings, client, db
                    "context_manifests_keep": 1, "context_manifests_days": 0.0,
                    "context_manifests_sweep_batch": 2}),
                "sessionmaker": sm}
-    await sweep_context_manifests(bounded)
-    left = len(await _ids(db, sid))
-    assert 1 <= left <= 3
+    counts = await sweep_context_manifests(bounded)
+    # at most 2 rows a pass (of this session or of another test's in the same database)
+    assert counts["over_keep"] <= 2 and len(await _ids(db, sid)) >= 3
     while (await sweep_context_manifests(bounded))["over_keep"]:
         pass
     assert len(await _ids(db, sid)) == 1
