@@ -34,7 +34,16 @@ import asyncpg
 import httpx
 
 from bench import wrk
-from bench.run import _STRIP_ENV, PG, REDIS, ROOT, conversation, free_port, wait_up
+from bench.run import (
+    _STRIP_ENV,
+    PG,
+    REDIS,
+    ROOT,
+    conversation,
+    free_port,
+    process_tree,
+    wait_up,
+)
 from bench.wrk import Req
 
 RESULTS = ROOT / "bench" / "results"
@@ -140,13 +149,20 @@ async def main(args: argparse.Namespace) -> None:
                 # CPU per request of the API process and its PostgreSQL backends: what the
                 # build costs the machine, whatever else runs on it (throughput on a shared
                 # machine moves with the other load)
-                pids = [api.pid, *await backend_pids(url)]
-                cpu0 = cpu_seconds(pids)
+                app_pids = process_tree(api.pid)  # serve and the worker it runs
+                pg_pids = await backend_pids(url)
+                cpu0 = cpu_seconds(app_pids), cpu_seconds(pg_pids)
                 m = await wrk.run(base, reqs[mode], clients=32, seconds=args.seconds)
-                cpu = (cpu_seconds(pids) - cpu0) * 1000 / max(1, m.requests)
-                runs[mode].append({**m.summary(), "cpu_ms_per_request": round(cpu, 3)})
+                n = max(1, m.requests)
+                app_cpu = (cpu_seconds(app_pids) - cpu0[0]) * 1000 / n
+                pg_cpu = (cpu_seconds(pg_pids) - cpu0[1]) * 1000 / n
+                cpu = app_cpu + pg_cpu
+                runs[mode].append({**m.summary(), "cpu_ms_per_request": round(cpu, 3),
+                                   "api_cpu_ms_per_request": round(app_cpu, 3),
+                                   "pg_cpu_ms_per_request": round(pg_cpu, 3)})
                 log(f"round {i + 1} audit {mode}: {m.rps:,.0f} req/s, p50 {m.p50_ms:.1f} ms, "
-                    f"p99 {m.p99_ms:.1f} ms, errors {m.errors}, CPU {cpu:.2f} ms/request")
+                    f"p99 {m.p99_ms:.1f} ms, errors {m.errors}, CPU {cpu:.2f} ms/request "
+                    f"(API {app_cpu:.2f}, PostgreSQL {pg_cpu:.2f})")
         one: dict[str, Any] = {}
         for mode in ("off", "on"):
             await wrk.run(base, reqs[mode], clients=1, seconds=1)

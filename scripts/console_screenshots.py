@@ -56,7 +56,7 @@ def own_server() -> Iterator[tuple[str, str]]:
             yield base, admin_key
 
 
-def sample(tenant: Tenant) -> dict[str, str]:
+def sample(tenant: Tenant, long_messages: int = 10_000) -> dict[str, str]:
     """Sessions of two agents (one with ROM, Kernel tools, L1, L2, snapshots and promoted
     messages), shared memory, knowledge items, and a 10,000-message session."""
     with tenant.client("planner") as c:
@@ -66,7 +66,7 @@ def sample(tenant: Tenant) -> dict[str, str]:
              "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}},
         ]}).raise_for_status()
         c.post(f"/v1/sessions/{sid}/memory/promote", json={"seqs": [1, 2]}).raise_for_status()
-        long = long_session(c, 10_000)
+        long = long_session(c, long_messages)
         for key, value in (("plan", {"step": 3, "owner": "planner", "window": "Sun 02:00"}),
                            ("runbook/cutover", {"steps": ["freeze", "snapshot", "upgrade"]}),
                            ("status", "green")):
@@ -169,7 +169,8 @@ def shoot(browser: Any, base: str, key: str, ids: dict[str, str],
         if scroll:
             page.locator(scroll).evaluate("el => el.scrollIntoView()")
         path = OUT / f"{name}.png"
-        page.screenshot(path=str(path))
+        # the history, a diff and a build's blocks make one tall page: all of it
+        page.screenshot(path=str(path), full_page=name == "context-history")
         written.append(path)
     context.close()
     return written
@@ -188,7 +189,7 @@ def main() -> None:
     with (contextmanager(lambda: iter([(args.base, args.admin_key)]))() if args.base
           else own_server()) as (base, admin_key):
         tenant = new_tenant(base, admin_key)
-        ids = sample(tenant)
+        ids = sample(tenant, 200 if args.only else 10_000)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"),
                                         args=["--no-sandbox"])

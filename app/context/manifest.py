@@ -10,7 +10,8 @@ the versions of what the build read (ROM profile version, hashes of ROM and Kern
 memory state's version), a hash of the config, and the SHA-256 of the rendered context per
 format.
 
-The manifest holds ids, never content: a stored manifest says where each byte came from,
+The manifest holds ids and versions, not content (the only text in it is the query that
+recall and the facts block searched with): a stored manifest says where each byte came from,
 and `app.context.replay` re-reads those sources to render the same bytes again. Erased
 sources are then missing, never resurrected from the manifest.
 

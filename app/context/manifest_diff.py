@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# What makes two blocks with the same key differ (positions and `why` follow from these).
+# What makes two blocks with the same key differ (positions and `why` follow from these; a
+# provider block's rendering inputs, such as the query its facts matched, change with every
+# turn and show in `sources` and `tokens` when they change what it holds).
 COMPARED = ("layer", "tokens", "cache_control", "sources", "truncated_to",
-            "tool_calls_left_out", "replay")
+            "tool_calls_left_out")
 
 
 def _summary(block: Mapping[str, Any]) -> dict[str, Any]:

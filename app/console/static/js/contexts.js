@@ -51,8 +51,8 @@ function whyPanel(box, b) {
                                       h("dd", {}, b.tool_calls_left_out.join(", "))] : null),
     h("h3", {}, "Sources"),
     h("pre", {class: "code", id: "why-sources"}, json(b.sources)),
-    b.replay ? [h("h3", {}, "Rendering inputs"), h("pre", {class: "code"}, json(b.replay))]
-      : null);
+    h("div", {}, b.replay ? [h("h3", {}, "Rendering inputs"),
+                             h("pre", {class: "code"}, json(b.replay))] : null));
 }
 
 async function showBuild(box, sid, id, signal) {
@@ -84,16 +84,16 @@ async function showBuild(box, sid, id, signal) {
       clear(replayOut).append(h("span", {class: `badge ${same ? "ok" : "err"}`},
         same ? `same bytes (${fmt_})` : "different bytes"), ` sha256 ${short(r.sha256)}`);
     } catch (err) {
-      clear(replayOut).append(errorBox(err),
-        err.details?.changed ? h("ul", {id: "replay-changes"},
-          err.details.changed.map((c) => h("li", {}, c))) : null);
+      clear(replayOut).append(errorBox(err), h("ul", {id: "replay-changes"},
+        (err.details?.changed || []).map((c) => h("li", {}, c))));
     }
   };
   clear(box).append(
     h("h2", {}, "Build ", h("span", {class: "mono", id: "build-id"}, m.context_id)),
     h("p", {}, `${when(m.created_at)} · ${m.format} · ${fmt(m.total_tokens)} of `
       + `${fmt(m.budget)} tokens (${(m.usage * 100).toFixed(1)}%) · tokenizer `
-      + `${m.tokenizer.name} · ROM profile v${m.versions.rom_profile_version ?? "inline"} · `
+      + `${m.tokenizer.name} · ROM ${m.versions.rom_profile_version === null ? "inline"
+        : `profile v${m.versions.rom_profile_version}`} · `
       + `config ${short(m.config_sha256)}`),
     h("div", {class: "bar-wrap"}, miniBar(m.tokens, m.budget, "build-bar")),
     h("div", {class: "actions"}, ["anthropic", "openai", "raw"].map((f) =>
