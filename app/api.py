@@ -11,6 +11,7 @@ the API docs is `TAGS`, not this one.
 from fastapi import APIRouter, Depends, FastAPI
 
 from app.auth.router import router as auth_router
+from app.context.manifest_router import router as manifests_router
 from app.context.router import router as context_router
 from app.core.query_params import reject_unknown_query
 from app.erasure.router import router as erasure_router
@@ -32,7 +33,7 @@ ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory
                                   search_router, sessions_router, memory_router, auth_router,
                                   profiles_router, knowledge_router, facts_router,
                                   tools_router, jobs_router, users_router, erasure_router,
-                                  portability_router)
+                                  portability_router, manifests_router)
 
 # the API docs' sections, in reading order
 TAGS: list[dict[str, str]] = [

@@ -28,7 +28,6 @@ import json
 import random
 import secrets
 import uuid
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -39,9 +38,9 @@ from app.core.config import Settings
 from app.core.tokens import count_text
 from app.facts import repository as facts_repo
 from app.facts.extract import Deps, run_extraction
+from app.launcher.migrate import upgrade
 from app.main import create_app
 from app.memory.tasks import run_compression
-from app.launcher.migrate import upgrade
 from app.state import app_state
 from bench.facts import PG, RESULTS, conversation, request_tokens, rules
 from tests.fakes.fact_model import FactModel

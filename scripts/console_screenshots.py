@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.console.sample import (  # noqa: E402
     Tenant,
+    audited_session,
     layered_session,
     long_session,
     new_tenant,
@@ -55,7 +56,7 @@ def own_server() -> Iterator[tuple[str, str]]:
             yield base, admin_key
 
 
-def sample(tenant: Tenant) -> dict[str, str]:
+def sample(tenant: Tenant, long_messages: int = 10_000) -> dict[str, str]:
     """Sessions of two agents (one with ROM, Kernel tools, L1, L2, snapshots and promoted
     messages), shared memory, knowledge items, and a 10,000-message session."""
     with tenant.client("planner") as c:
@@ -65,7 +66,7 @@ def sample(tenant: Tenant) -> dict[str, str]:
              "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}},
         ]}).raise_for_status()
         c.post(f"/v1/sessions/{sid}/memory/promote", json={"seqs": [1, 2]}).raise_for_status()
-        long = long_session(c, 10_000)
+        long = long_session(c, long_messages)
         for key, value in (("plan", {"step": 3, "owner": "planner", "window": "Sun 02:00"}),
                            ("runbook/cutover", {"steps": ["freeze", "snapshot", "upgrade"]}),
                            ("status", "green")):
@@ -81,7 +82,20 @@ def sample(tenant: Tenant) -> dict[str, str]:
                 "tags": ["migration"], "importance": 0.9 - n * 0.2}).raise_for_status()
     with tenant.client("reviewer") as c:
         layered_session(c, turns=6, metadata={"project": "apollo"})
-    return {"layered": sid, "long": long}
+    with tenant.client("auditor") as c:
+        audited, builds = audited_session(c)
+    return {"layered": sid, "long": long, "audited": audited, "first_build": builds[0],
+            "last_build": builds[-1]}
+
+
+def context_history(page: Any, ids: dict[str, str]) -> None:
+    """The history with a diff of the first and last build, and why a block is there."""
+    page.check(f"#pick-a-{ids['first_build']}")
+    page.check(f"#pick-b-{ids['last_build']}")
+    page.click("#diff-button")
+    page.wait_for_selector("#diff-table")
+    page.click("#blocks-table tr.block-row[data-layer='block']")
+    page.wait_for_selector("#why-text")
 
 
 def first_render_ms(browser: Any, base: str, key: str, sid: str,
@@ -118,7 +132,8 @@ def sign_in(page: Any, base: str, key: str) -> None:
     page.wait_for_selector("#role")
 
 
-def shoot(browser: Any, base: str, key: str, ids: dict[str, str]) -> list[Path]:
+def shoot(browser: Any, base: str, key: str, ids: dict[str, str],
+          only: set[str] | None = None) -> list[Path]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     sign_in(page, base, key)
@@ -135,7 +150,11 @@ def shoot(browser: Any, base: str, key: str, ids: dict[str, str]) -> list[Path]:
         ("knowledge", "#/knowledge?scope=project/apollo&run=1", "#k-table tbody tr", None),
         ("jobs", "#/jobs", "#jobs-table tbody tr", None),
         ("long-session", f"#/session/{ids['long']}", "#l2-table", "#messages"),
+        ("context-history", f"#/contexts/{ids['audited']}", "#blocks-table tr.block-row",
+         None),
     ]
+    if only:
+        shots = [s for s in shots if s[0] in only]
     written = []
     for name, target, ready, scroll in shots:
         page.goto(f"{base}/console#/jobs")  # leave the page, so the next one renders afresh
@@ -144,11 +163,14 @@ def shoot(browser: Any, base: str, key: str, ids: dict[str, str]) -> list[Path]:
         if name == "shared-memory":
             page.click("#sm-keys .key-link >> text=plan")
             page.wait_for_selector("#sm-value")
+        if name == "context-history":
+            context_history(page, ids)
         page.wait_for_load_state("networkidle")
         if scroll:
             page.locator(scroll).evaluate("el => el.scrollIntoView()")
         path = OUT / f"{name}.png"
-        page.screenshot(path=str(path))
+        # the history, a diff and a build's blocks make one tall page: all of it
+        page.screenshot(path=str(path), full_page=name == "context-history")
         written.append(path)
     context.close()
     return written
@@ -159,21 +181,24 @@ def main() -> None:
     parser.add_argument("--base", help="a running server (default: start one)")
     parser.add_argument("--admin-key", default=os.environ.get("LOOM_ADMIN_KEY"))
     parser.add_argument("--runs", type=int, default=5, help="first-render measurements")
+    parser.add_argument("--only", default="", help="comma-separated screenshot names "
+                        "(e.g. context-history); skips the first-render measurements")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
     with (contextmanager(lambda: iter([(args.base, args.admin_key)]))() if args.base
           else own_server()) as (base, admin_key):
         tenant = new_tenant(base, admin_key)
-        ids = sample(tenant)
+        ids = sample(tenant, 200 if args.only else 10_000)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"),
                                         args=["--no-sandbox"])
             try:
-                for path in shoot(browser, base, tenant.service_key, ids):
+                only = {n for n in args.only.split(",") if n} or None
+                for path in shoot(browser, base, tenant.service_key, ids, only):
                     print(f"wrote {path.relative_to(ROOT)}")
-                times = first_render_ms(browser, base, tenant.service_key, ids["long"],
-                                        args.runs)
+                times = {} if only else first_render_ms(browser, base, tenant.service_key,
+                                                         ids["long"], args.runs)
             finally:
                 browser.close()
         for how, ms in times.items():

@@ -16,6 +16,7 @@ from typing import Any
 from arq import cron  # noqa: F401  (domains add cron jobs below)
 from arq.worker import Worker, create_worker, func
 
+from app.context.manifest_tasks import sweep_context_manifests
 from app.core.config import get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
@@ -132,6 +133,8 @@ class WorkerSettings:
         cron(recover_fact_extractions,
              second=set(range(0, 60, get_settings().compress_cron_seconds)), unique=True),
         erasure_cron(get_settings()),
+        cron(sweep_context_manifests, unique=True, run_at_startup=True,
+             second=set(range(0, 60, get_settings().context_manifests_sweep_seconds))),
     ]
     on_startup = startup
     on_shutdown = shutdown

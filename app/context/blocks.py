@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger("loom.context")
@@ -22,9 +22,15 @@ log = logging.getLogger("loom.context")
 
 @dataclass(frozen=True)
 class ContextBlock:
+    """A provider's block. `sources` (what it was made from: ids, versions, scores) and
+    `replay` (what re-renders it from those sources, `app.context.replay_blocks`) go into
+    the build's manifest (`app.context.manifest`); neither is shown to the model."""
+
     name: str
     text: str
     token_count: int
+    sources: tuple[dict[str, Any], ...] = ()
+    replay: dict[str, Any] = field(default_factory=dict)
 
 
 OpenDb = Callable[[], AbstractAsyncContextManager[Any]]

@@ -63,6 +63,7 @@ class Built:
     recalled: Recalled | None = None
     recall_query: str = ""
     recall_note: str = ""
+    recalled_rows: dict[int, StoredMessage] = field(default_factory=dict)  # for the manifest
 
     @property
     def total_tokens(self) -> int:
@@ -247,6 +248,7 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
                               min(l1_shown) if l1_shown else None, free)
         if found is not None:
             chosen, built.recall_query, recalled_rows = found
+            built.recalled_rows = recalled_rows
             built.recalled = chosen
             built.recall_note = recall_note(chosen.seqs)
             layer_tokens["recalled"] = chosen.message_tokens + count_text(built.recall_note)

@@ -86,12 +86,16 @@ def _recall_public(built: Built) -> dict[str, Any] | None:
 RENDERERS = {"anthropic": anthropic, "openai": openai, "raw": raw}
 
 
-def response(built: Built, fmt: str) -> dict[str, Any]:
-    """The context response (`app.context.schemas.ContextPublic`) as plain data."""
+def response(built: Built, fmt: str, extra: dict[str, Any] | None = None,
+             payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The context response (`app.context.schemas.ContextPublic`) as plain data; `extra`:
+    its `context_id`, `recorded` and `manifest` (`app.context.manifest_service.finish`),
+    `payload`: the format's rendering when already made."""
     view = built.view
     total = built.total_tokens
-    payload = RENDERERS[fmt](built)
+    payload = payload if payload is not None else RENDERERS[fmt](built)
     return {
+        **(extra or {}),
         "format": fmt, "system": payload["system"], "messages": payload["messages"],
         "tools": payload["tools"], "layers": payload.get("layers"),
         "tokens": built.layer_tokens, "total_tokens": total, "budget": view.budget,
@@ -108,10 +112,11 @@ def response(built: Built, fmt: str) -> dict[str, Any]:
             "decisions": list(view.decisions)}}
 
 
-def response_json(built: Built, fmt: str) -> bytes:
+def response_json(built: Built, fmt: str, extra: dict[str, Any] | None = None,
+                  payload: dict[str, Any] | None = None) -> bytes:
     """`response` as UTF-8 JSON, serialised once (orjson; the stdlib for what orjson
     refuses, such as integers over 64 bits in stored content)."""
-    data = response(built, fmt)
+    data = response(built, fmt, extra, payload)
     try:
         return orjson.dumps(data)
     except (orjson.JSONEncodeError, TypeError):

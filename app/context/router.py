@@ -23,9 +23,16 @@ async def build_context(
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
     layer, budget, usage and the compression state. With recall on (the session's
     `config.recall`, or `recall` here) the build also searches the session's swap for the
-    newest user message and places the best old turns before L1, within what is free."""
+    newest user message and places the best old turns before L1, within what is free.
+
+    Every build has a `context_id`. With the session's `config.audit` (or `record: true`)
+    its manifest is stored before the answer is sent; `raw` (or `manifest: true`) returns
+    it: every block the model reads with its layer, sources, tokens and why it is there."""
     fmt = body.format if body is not None else "anthropic"
-    built = await service.build_session_context(app_state(request.app), caller, session_id, body)
+    state = app_state(request.app)
+    built, extra, payload = await service.build_and_record(state, caller, session_id, body,
+                                                           fmt)
     # serialised once, from plain dicts (the shape of ContextPublic, which the OpenAPI
     # document shows; a test compares the two)
-    return Response(render.response_json(built, fmt), media_type="application/json")
+    return Response(render.response_json(built, fmt, extra, payload),
+                    media_type="application/json")

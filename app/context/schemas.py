@@ -1,9 +1,11 @@
 """Context API schemas."""
 
+import uuid
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from app.context.manifest_schemas import ManifestPublic
 from app.core.strict import JsonAwareDatetime, JsonFloat, JsonInt
 from app.memory.recall import DEFAULT_MAX_MESSAGES, DEFAULT_SHARE, MAX_MESSAGES, MAX_SHARE
 from app.search.query import MAX_QUERY_CHARS
@@ -36,6 +38,11 @@ class ContextRequest(BaseModel):
         "Recall for this build, instead of the session's `config.recall`."))
     facts_as_of: JsonAwareDatetime | None = Field(default=None, description=(
         "The facts block shows the facts true at this time (default: now)."))
+    record: StrictBool | None = Field(default=None, description=(
+        "Record this build's manifest (true) or not (false), instead of the session's "
+        "`config.audit`. A recorded build is listed under GET /v1/sessions/{id}/contexts."))
+    manifest: StrictBool = Field(default=False, description=(
+        "Return the build's manifest in the response (`raw` always returns it)."))
 
 
 class RecallHitPublic(BaseModel):
@@ -64,6 +71,13 @@ class CompressionState(BaseModel):
 
 
 class ContextPublic(BaseModel):
+    context_id: uuid.UUID = Field(description=(
+        "This build's id. Recorded builds (`recorded`) are read, replayed and diffed under "
+        "/v1/sessions/{id}/contexts/{context_id}."))
+    recorded: bool = Field(description=(
+        "The manifest was stored (the session's `config.audit`, or `record: true`)."))
+    manifest: ManifestPublic | None = Field(default=None, description=(
+        "What the model saw and why (`raw`, or `manifest: true`; null otherwise)."))
     format: str
     system: Any = Field(default=None, description="anthropic: system blocks (cache_control "
                                                   "on ROM and Kernel).")

@@ -2,9 +2,10 @@
 the MCP `get_context` tool."""
 
 import uuid
+from typing import Any
 
 from app.auth.caller import Caller
-from app.context import builder
+from app.context import builder, manifest_service
 from app.context.recall import SwapRecall, recall_config
 from app.context.schemas import ContextRequest
 from app.facts.block import facts_as_of
@@ -18,13 +19,35 @@ async def build_session_context(state: AppState, caller: Caller, session_id: uui
     """The built context of a session the caller may see (404 `session_not_found` else);
     render it with `app.context.render`. With recall on (the session's `config.recall`, or
     `body.recall`) the build also searches the swap for the newest user message."""
+    built, _, _ = await _build(state, caller, session_id, body, None)
+    return built
+
+
+async def build_and_record(state: AppState, caller: Caller, session_id: uuid.UUID,
+                           body: ContextRequest | None, fmt: str
+                           ) -> tuple[builder.Built, dict[str, Any], dict[str, Any] | None]:
+    """`build_session_context`, then its `context_id` and manifest
+    (`app.context.manifest_service.finish`): (built, the response's extra fields, the
+    format's payload when rendered already)."""
+    built, extra, payload = await _build(state, caller, session_id, body, fmt)
+    assert extra is not None
+    return built, extra, payload
+
+
+async def _build(state: AppState, caller: Caller, session_id: uuid.UUID,
+                 body: ContextRequest | None, fmt: str | None
+                 ) -> tuple[builder.Built, dict[str, Any] | None, dict[str, Any] | None]:
     # one round trip reads the session and its memory
     async with state.connection() as conn:
         loaded = await load(conn, caller.tenant_id, session_id, window=CONTEXT, caller=caller)
     session = loaded.session
     recall = recall_config(session.config, body.recall if body is not None else None)
     with facts_as_of(body.facts_as_of if body is not None else None):
-        return await builder.build(
+        built = await builder.build(
             state.read_sessionmaker, session, loaded, providers=state.hooks.context_blocks,
             recall=SwapRecall(state, caller.tenant_id, session_id, recall)
             if recall.enabled else None)
+    if fmt is None:
+        return built, None, None
+    extra, payload = await manifest_service.finish(state, built, body, fmt)
+    return built, extra, payload

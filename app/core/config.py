@@ -172,6 +172,16 @@ class Settings(BaseSettings):
     facts_quiet_seconds: float = Field(default=60.0, ge=0, le=86_400,
                                        alias="LOOM_FACTS_QUIET_SECONDS")
     facts_max_tokens: int = Field(default=2000, ge=64, alias="LOOM_FACTS_MAX_TOKENS")
+    # Context manifests (issue 30; app/context/manifest_tasks.py): the worker's sweep keeps
+    # the newest N recorded builds of a session (0: no count limit), none older than T days
+    # (0: no age limit), deleting at most `batch` rows a pass
+    context_manifests_keep: int = Field(default=200, ge=0, alias="LOOM_CONTEXT_MANIFESTS_KEEP")
+    context_manifests_days: float = Field(default=30.0, ge=0,
+                                          alias="LOOM_CONTEXT_MANIFESTS_DAYS")
+    context_manifests_sweep_seconds: int = Field(default=60, ge=1, le=60,
+                                                 alias="LOOM_CONTEXT_MANIFESTS_SWEEP_SECONDS")
+    context_manifests_sweep_batch: int = Field(default=10_000, ge=1,
+                                               alias="LOOM_CONTEXT_MANIFESTS_SWEEP_BATCH")
     worker_metrics_port: int | None = Field(default=None, ge=0, le=65535,
                                             alias="LOOM_WORKER_METRICS_PORT")
     worker_job_timeout_seconds: float = Field(default=300.0, gt=0,

@@ -26,7 +26,8 @@ TENANT_TABLES: tuple[str, ...] = (
     "sessions", "messages", "memory_states", "memory_snapshots", "memory_summaries",
     "compression_jobs", "idempotency_records", "search_stats", "shared_memory_entries",
     "shared_memory_ref_holders", "memory_items", "agent_profiles", "learned_versions",
-    "learned_heads", "memory_item_versions", "fact_extractions", "erasures")
+    "learned_heads", "memory_item_versions", "fact_extractions", "erasures",
+    "context_manifests")
 REFERENCE_TABLES: tuple[str, ...] = ("tenants", "api_keys")
 
 # Marks the few statements that read every tenant on purpose: background sweeps looking for

@@ -31,7 +31,8 @@ SubjectKind = Literal["user", "session", "agent"]
 SESSION_KINDS: tuple[str, ...] = (
     "references", "messages", "shared_memory_entries", "summaries", "snapshots",
     "memory_states", "search_stats", "idempotency_records", "compression_jobs",
-    "fact_extractions", "fact_versions", "facts", "queued_jobs", "sessions")
+    "fact_extractions", "context_manifests", "fact_versions", "facts", "queued_jobs",
+    "sessions")
 COUNT_KINDS: tuple[str, ...] = SESSION_KINDS
 
 # arq keeps a job under these key prefixes (arq.constants); the queue is a sorted set.

@@ -53,6 +53,9 @@ SESSION_DELETES: tuple[tuple[str, str], ...] = (
                          "AND session_id = :s RETURNING 1"),
     ("fact_extractions", "DELETE FROM fact_extractions WHERE tenant_id = :t "
                          "AND session_id = :s RETURNING 1"),
+    # what the model saw (issue 30): a manifest keeps the recall query it searched with
+    ("context_manifests", "DELETE FROM context_manifests WHERE tenant_id = :t "
+                          "AND session_id = :s RETURNING 1"),
     # facts drawn from the session, in whatever tier, with every version of them, and the
     # versions of other facts that quote it
     ("fact_versions", "DELETE FROM memory_item_versions v WHERE v.tenant_id = :t AND "

@@ -24,6 +24,7 @@ from app.facts.policy import (
     FactsConfig,
     choose_for_context,
     fit_text,
+    render_block,
 )
 from app.memory.policy import MemoryConfig
 
@@ -92,4 +93,13 @@ async def facts_provider(open_db: OpenDb, session_row: Any,
     if fitted is None:
         return None
     text, n = fitted
-    return ContextBlock(name="facts", text=text, token_count=n)
+    # what the manifest records (app.context.manifest), and what replays the block
+    by_id = {r.id: r for r in rows}
+    kept = list(chosen.lines)
+    while kept and render_block(head, [f.line for f in kept]) != text:
+        kept.pop()  # the lines fit_text dropped
+    sources = tuple({"kind": "fact", "id": str(f.id), "version": by_id[f.id].version,
+                     "score": getattr(by_id[f.id], "rank", None)} for f in kept)
+    return ContextBlock(name="facts", text=text, token_count=n, sources=sources,
+                        replay={"header": head, "limit": tokens, "share": cfg.share,
+                                "query": query})

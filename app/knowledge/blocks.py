@@ -51,14 +51,19 @@ async def knowledge_provider(open_db: OpenDb, session_row: SessionLike,
         return None
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.share))
     async with open_db() as db:
-        text = await packages.knowledge_block_text(
+        found = await packages.knowledge_block(
             db, session_row.tenant_id, task_id=cfg.task_id, project_id=cfg.project_id,
             include_global=cfg.include_global, budget=limit,
             shares=packages.shares_of(cfg.shares), head_tail=cfg.head_tail,
             max_candidates=get_settings().knowledge_max_candidates)
-    if not text:
+    if not found:
         return None
-    return ContextBlock(name="knowledge", text=text, token_count=count_text(text))
+    text, header, rows = found
+    sources = tuple({"kind": "memory_item", "id": str(r.id), "version": r.version,
+                     "tier": tier, "importance": r.importance} for tier, r in rows)
+    return ContextBlock(name="knowledge", text=text, token_count=count_text(text),
+                        sources=sources, replay={"header": header, "limit": limit,
+                                                 "share": cfg.share})
 
 
 async def learned_provider(open_db: OpenDb, session_row: SessionLike,
@@ -76,6 +81,9 @@ async def learned_provider(open_db: OpenDb, session_row: SessionLike,
     text = learned_block(row.version, row.content, limit, count_text)
     if text is None:
         return None
-    return ContextBlock(name="learned", text=text, token_count=count_text(text))
+    return ContextBlock(name="learned", text=text, token_count=count_text(text),
+                        sources=({"kind": "learned", "agent_id": session_row.agent_id,
+                                  "version": row.version},),
+                        replay={"limit": limit, "share": cfg.learned_share})
 
 

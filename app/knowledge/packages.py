@@ -138,6 +138,18 @@ async def knowledge_block_text(db: AsyncSession, tenant_id: uuid.UUID, *, task_i
     token or two more than the per-item counts, so the final text is counted and
     the lowest-priority lines dropped until it fits.
     """
+    found = await knowledge_block(db, tenant_id, task_id=task_id, project_id=project_id,
+                                  include_global=include_global, budget=budget, shares=shares,
+                                  head_tail=head_tail, max_candidates=max_candidates)
+    return found[0] if found is not None else None
+
+
+async def knowledge_block(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
+                          project_id: str | None, include_global: bool, budget: int,
+                          shares: TierShares, head_tail: int | None,
+                          max_candidates: int) -> tuple[str, str, list[tuple[str, Any]]] | None:
+    """`knowledge_block_text` with what it was made of: (text, header, [(tier, item row)] in
+    package order); the text is `block_from_rows(header, rows, budget)`."""
     scopes = tier_scopes(task_id, project_id, include_global)
     if not scopes or budget <= 0:
         return None
@@ -148,5 +160,11 @@ async def knowledge_block_text(db: AsyncSession, tenant_id: uuid.UUID, *, task_i
     built = await build(db, tenant_id, task_id=task_id, project_id=project_id,
                         include_global=include_global, budget_tokens=inner, shares=shares,
                         head_tail=head_tail, max_candidates=max_candidates)
-    lines = [item_line(r.kind, r.text, r.payload) for _, r in built.rows]
+    text = block_from_rows(header, [r for _, r in built.rows], budget)
+    return (text, header, list(built.rows)) if text else None
+
+
+def block_from_rows(header: str, rows: Sequence[Any], budget: int) -> str | None:
+    """The knowledge block's text from its items, in package order (pure)."""
+    lines = [item_line(r.kind, r.text, r.payload) for r in rows]
     return fit_lines(header, lines, budget, count_text) if lines else None

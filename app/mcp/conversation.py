@@ -141,9 +141,9 @@ async def get_context(
 ) -> CallToolResult:
     call = call_of(ctx)
     body = ContextRequest(format=format, recall=recall)
-    built = await context_service.build_session_context(call.state, call.caller, session_id,
-                                                        body)
-    return ok(render.response(built, format))
+    built, extra, payload = await context_service.build_and_record(
+        call.state, call.caller, session_id, body, format)
+    return ok(render.response(built, format, extra, payload))
 
 
 _READ = ToolAnnotations(read_only_hint=True)

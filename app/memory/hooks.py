@@ -36,6 +36,10 @@ async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
         if profile is not None and profile.facts and not (session.config or {}).get("facts"):
             # the profile's facts config is the default of the agent's new sessions
             session.config = {**(session.config or {}), "facts": profile.facts}
+        if profile is not None and profile.audit is not None \
+                and (session.config or {}).get("audit") is None:
+            # so is its audit setting (issue 30: record every context build's manifest)
+            session.config = {**(session.config or {}), "audit": profile.audit}
     text = rom_text(rom)
     tokens = count_text(text)
     budget = memory_config(session).budget

@@ -3,6 +3,7 @@
 from app.models.api_key import ApiKey
 from app.models.base import metadata
 from app.models.compression_job import CompressionJob  # noqa: F401
+from app.models.context_manifest import ContextManifest  # noqa: F401
 from app.models.erasure import Erasure  # noqa: F401
 from app.models.fact import FactExtraction, MemoryItemVersion  # noqa: F401
 from app.models.idempotency import IdempotencyRecord

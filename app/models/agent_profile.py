@@ -27,4 +27,6 @@ class AgentProfile(SQLModel, table=True):
     backend_schema: Any = Field(default=None, sa_column=sa.Column(JSONB))
     # default fact extraction config of the agent's new sessions (issue 19; null = off)
     facts: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(JSONB))
+    # default `config.audit` of the agent's new sessions (issue 30; null = off)
+    audit: bool | None = Field(default=None, sa_column=sa.Column(sa.Boolean))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

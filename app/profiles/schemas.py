@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from app.knowledge.schemas import FactsInput
 from app.memory.schemas import RomInput
@@ -14,6 +14,9 @@ class ProfileUpdate(RomInput):
 
     facts: FactsInput | None = Field(default=None, description=(
         "Default `config.facts` of the agent's new sessions (a session's own wins)."))
+    audit: StrictBool | None = Field(default=None, description=(
+        "Default `config.audit` of the agent's new sessions (a session's own wins): record "
+        "the manifest of every context build."))
 
 
 class ProfilePublic(BaseModel):
@@ -23,4 +26,5 @@ class ProfilePublic(BaseModel):
     patterns: list[Any]
     backend_schema: Any
     facts: FactsInput | None = None
+    audit: bool | None = None
     created_at: datetime

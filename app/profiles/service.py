@@ -20,7 +20,7 @@ def to_public(p: AgentProfile) -> ProfilePublic:
     return ProfilePublic(agent_id=p.agent_id, version=p.version, system_prompt=p.system_prompt,
                          patterns=p.patterns, backend_schema=p.backend_schema,
                          facts=FactsInput.model_validate(p.facts) if p.facts else None,
-                         created_at=p.created_at)
+                         audit=p.audit, created_at=p.created_at)
 
 
 async def publish(db: AsyncSession, caller: Caller, agent_id: str,
@@ -32,7 +32,8 @@ async def publish(db: AsyncSession, caller: Caller, agent_id: str,
                            version=(current.version if current else 0) + 1,
                            system_prompt=body.system_prompt, patterns=body.patterns,
                            backend_schema=body.backend_schema,
-                           facts=body.facts.model_dump() if body.facts else None)
+                           facts=body.facts.model_dump() if body.facts else None,
+                           audit=body.audit)
     try:
         async with db.begin_nested():
             await repository.add(db, profile)

@@ -61,6 +61,10 @@ class SessionConfig(BaseModel):
     facts: FactsInput | None = Field(default=None, description=(
         "Durable facts extracted from this session and shown in its context (off when "
         "null; a new session takes its agent profile's `facts`)."))
+    audit: StrictBool | None = Field(default=None, description=(
+        "Record every context build's manifest (what the model saw, and why), listed under "
+        "GET /v1/sessions/{id}/contexts. Off when null or false; a new session takes its "
+        "agent profile's `audit`."))
 
     @model_validator(mode="after")
     def _usable(self) -> "SessionConfig":

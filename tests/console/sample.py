@@ -87,3 +87,34 @@ def long_session(c: httpx.Client, messages: int = 10_000) -> str:
                 for i in range(start, min(messages, start + batch))]
         c.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs}).raise_for_status()
     return sid
+
+
+def audited_session(c: httpx.Client, turns: int = 10) -> tuple[str, list[str]]:
+    """A session with `config.audit` on whose context grows, compresses and gets promoted
+    messages and facts between builds: (session id, context ids of its recorded builds,
+    oldest first)."""
+    project = f"apollo-{uuid.uuid4().hex[:6]}"
+    for text in ("The cutover window is Sunday 02:00 UTC.",
+                 "Billing stays read-only during the migration."):
+        c.post("/v1/memory-items", json={"scope": f"project/{project}", "kind": "fact",
+                                         "text": text, "importance": 0.8}).raise_for_status()
+    resp = c.post("/v1/sessions", json={"config": {
+        **SMALL, "audit": True, "recall": {"share": 0.15},
+        "facts": {"enabled": True, "scope": f"project/{project}", "share": 0.1}}})
+    resp.raise_for_status()
+    sid = str(resp.json()["id"])
+    rng = random.Random(30)
+    built: list[str] = []
+    for n in range(turns):
+        c.post(f"/v1/sessions/{sid}/messages",
+               json={"messages": turn(rng, n)}).raise_for_status()
+        if n == 5:
+            c.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"}
+                   ).raise_for_status()
+        if n == 7:
+            c.post(f"/v1/sessions/{sid}/memory/promote", json={"seqs": [1]}).raise_for_status()
+        if n % 3 == 0 or n == turns - 1:
+            resp = c.post(f"/v1/sessions/{sid}/context", json={"format": "anthropic"})
+            resp.raise_for_status()
+            built.append(str(resp.json()["context_id"]))
+    return sid, built

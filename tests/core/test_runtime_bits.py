@@ -11,8 +11,8 @@ import pytest
 
 from app.core import heap
 from app.core.config import Settings
-from app.main import create_app
 from app.launcher.migrate import wait_for_database
+from app.main import create_app
 from tests.support.live import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +38,7 @@ def test_one_version_number() -> None:
 
 
 def test_migrate_waits_for_the_database(settings: Settings) -> None:
+    assert settings.database_url is not None
     wait_for_database(settings.database_url, 5)  # up: returns at once
     nobody = f"postgresql://loom@127.0.0.1:{free_port()}/loom"
     t0 = time.monotonic()

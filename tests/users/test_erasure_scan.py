@@ -33,6 +33,7 @@ async def census(db: Any, tid: str, user: str, sids: list[str]) -> dict[str, int
         "snapshots": "memory_snapshots", "memory_states": "memory_states",
         "search_stats": "search_stats", "idempotency_records": "idempotency_records",
         "compression_jobs": "compression_jobs", "fact_extractions": "fact_extractions",
+        "context_manifests": "context_manifests",
         "references": "shared_memory_ref_holders"}
     out = {k: await _count(db, f"SELECT count(*) FROM {t} WHERE tenant_id = :t "
                                 "AND session_id::text = ANY(:s)", **p)

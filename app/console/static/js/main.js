@@ -9,6 +9,7 @@ import {sharedPage} from "./shared.js";
 import {knowledgePage} from "./knowledge.js";
 import {jobsPage} from "./jobs.js";
 import {usersPage, userPage} from "./users.js";
+import {contextsPage} from "./contexts.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -23,6 +24,7 @@ const PAGES = {
   jobs: jobsPage,
   users: usersPage,
   user: userPage,
+  contexts: contextsPage,
 };
 
 // A page may hold streams and timers: the router aborts this when it leaves the page.

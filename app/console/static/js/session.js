@@ -249,7 +249,9 @@ function rendered(sid, signal) {
     }
     let node;
     try {
-      const ctx = await api("POST", `/v1/sessions/${sid}/context`, {body: {format}, signal});
+      // the console's own builds are not recorded in the session's context history
+      const ctx = await api("POST", `/v1/sessions/${sid}/context`,
+                            {body: {format, record: false}, signal});
       node = copyable(json(ctx), {id: "rendered-json"});
     } catch (err) {
       node = errorBox(err);
@@ -323,14 +325,16 @@ export async function sessionPage(view, {args, query, signal}) {
     // a long uncompressed backlog: it lists every L1 seq) is read once the timeline is drawn
     const [session, ctx, snapshots] = await Promise.all([
       api("GET", `/v1/sessions/${sid}`, {signal}),
-      api("POST", `/v1/sessions/${sid}/context`, {body: {format: "raw"}, signal}),
+      api("POST", `/v1/sessions/${sid}/context`, {body: {format: "raw", record: false},
+                                                  signal}),
       allSnapshots(sid, signal),
     ]);
     clear(head).append(
       h("h1", {}, "Session ", h("span", {class: "mono", id: "session-id"}, session.id)),
       h("p", {}, `agent `, h("b", {id: "session-agent"}, session.agent_id),
         ` · ${fmt(session.message_count)} messages · ${fmt(session.message_tokens)} tokens · `
-        + `last activity ${when(session.updated_at)}`),
+        + `last activity ${when(session.updated_at)} · `,
+        h("a", {href: `#/contexts/${sid}`, id: "context-history"}, "Context history")),
       Object.keys(session.metadata).length
         ? h("pre", {class: "code small"}, json(session.metadata)) : null);
     clear(layers).append(h("h2", {}, "Context layers"), layerBar(ctx));

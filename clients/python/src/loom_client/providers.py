@@ -37,6 +37,11 @@ class ContextParams(dict[str, Any]):
     def format(self) -> str:
         return self.response.format
 
+    @property
+    def context_id(self) -> str:
+        """The build's id (its manifest, when recorded: `get_context_manifest`)."""
+        return self.response.context_id
+
 
 def context_params(response: ContextResponse) -> ContextParams:
     """The SDK keyword arguments of an `anthropic` or `openai` context response."""

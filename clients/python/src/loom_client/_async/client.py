@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from loom_client._async.admin import AsyncAdminMixin
+from loom_client._async.contexts import AsyncContextsMixin
 from loom_client._async.knowledge import AsyncKnowledgeMixin
 from loom_client._async.memory import AsyncMemoryMixin
 from loom_client._async.sessions import AsyncSessionsMixin
@@ -11,7 +12,8 @@ from loom_client._async.users import AsyncUsersMixin
 
 
 class AsyncLoomClient(AsyncSessionsMixin, AsyncMemoryMixin, AsyncSharedMemoryMixin,
-                      AsyncKnowledgeMixin, AsyncUsersMixin, AsyncAdminMixin):
+                      AsyncKnowledgeMixin, AsyncUsersMixin, AsyncAdminMixin,
+                      AsyncContextsMixin):
     """Loom Memory over HTTP (asynchronous): every REST operation, typed.
 
     ```python

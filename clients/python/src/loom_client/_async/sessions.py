@@ -133,21 +133,27 @@ class AsyncSessionsMixin(AsyncBaseClient):
     async def build_context(self, session_id: str, *,
                             format: Literal["anthropic", "openai", "raw"] = "anthropic",
                             recall: RecallInput | Mapping[str, Any] | None = None,
+                            record: bool | None = None, manifest: bool | None = None,
                             options: RequestOptions | None = None) -> ContextResponse:
-        """The built context with its accounting (`raw`: every layer separately)."""
+        """The built context with its accounting (`raw`: every layer separately) and its
+        `context_id`; `record` stores its manifest (default: the session's `audit`),
+        `manifest` returns it."""
         return await self._request(
             ContextResponse, "POST", f"/v1/sessions/{segment(session_id)}/context",
-            options=options, json=_wire.body(format=format, recall=recall))
+            options=options, json=_wire.body(format=format, recall=recall, record=record,
+                                              manifest=manifest))
 
     @operation("POST", "/v1/sessions/{session_id}/context")
     async def context(self, session_id: str,
                       format: Literal["anthropic", "openai"] = "anthropic", *,
                       recall: RecallInput | Mapping[str, Any] | None = None,
+                      record: bool | None = None,
                       options: RequestOptions | None = None) -> ContextParams:
         """The context as keyword arguments of the provider SDK: `**ctx` into
         `anthropic.Anthropic().messages.create(model=..., max_tokens=..., **ctx)` or
-        `openai.OpenAI().chat.completions.create(model=..., **ctx)`; `ctx.response` holds
-        the accounting (tokens per layer, usage, recall, compression)."""
+        `openai.OpenAI().chat.completions.create(model=..., **ctx)`; `ctx.context_id` is
+        the build's id, `ctx.response` holds the accounting (tokens per layer, usage,
+        recall, compression)."""
         built = await self.build_context(session_id, format=format, recall=recall,
-                                         options=options)
+                                         record=record, options=options)
         return context_params(built)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from loom_client._sync.admin import AdminMixin
+from loom_client._sync.contexts import ContextsMixin
 from loom_client._sync.knowledge import KnowledgeMixin
 from loom_client._sync.memory import MemoryMixin
 from loom_client._sync.sessions import SessionsMixin
@@ -12,7 +13,7 @@ from loom_client._sync.users import UsersMixin
 
 
 class LoomClient(SessionsMixin, MemoryMixin, SharedMemoryMixin,
-                 KnowledgeMixin, UsersMixin, AdminMixin):
+                 KnowledgeMixin, UsersMixin, AdminMixin, ContextsMixin):
     """Loom Memory over HTTP (synchronous): every REST operation, typed.
 
     ```python

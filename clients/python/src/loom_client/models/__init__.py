@@ -10,7 +10,17 @@ from loom_client.models.auth import (
     Tenant,
     WhoAmI,
 )
-from loom_client.models.context import CompressionState, ContextResponse, Recall, RecallHit
+from loom_client.models.context import (
+    CompressionState,
+    ContextDiff,
+    ContextList,
+    ContextManifest,
+    ContextReplay,
+    ContextResponse,
+    ContextSummary,
+    Recall,
+    RecallHit,
+)
 from loom_client.models.knowledge import (
     ClearResult,
     ContextPackage,
@@ -91,7 +101,8 @@ from loom_client.models.watch import (
 __all__ = [
     "AnthropicTool", "ApiKey", "ApiKeyCreated", "ApiKeyList", "ClearResult", "Cleared",
     "ClosedEvent", "CompressResult", "CompressionJob", "CompressionState", "ContextPackage",
-    "ContextResponse", "DataReference", "DeleteEvent", "DroppedEvent", "ExtractResult",
+    "ContextDiff", "ContextList", "ContextManifest", "ContextReplay", "ContextResponse",
+    "ContextSummary", "DataReference", "DeleteEvent", "DroppedEvent", "ExtractResult",
     "FactExtraction", "HeartbeatEvent", "JobList", "JobListed",
     "Kernel", "KernelSchema", "LayerTokens", "Learned", "Memory", "MemoryItem",
     "MemoryItemHistory", "MemoryItemList", "MemoryItemVersion", "Message", "MessageIn",

@@ -56,6 +56,7 @@ class SessionConfig(RequestModel):
     recall: RecallInput | None = None
     user_recall: UserRecallInput | None = None
     knowledge: SessionKnowledgeConfig | None = None
+    audit: bool | None = None  # record every context build's manifest
 
 
 class RomInput(RequestModel):

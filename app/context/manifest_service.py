@@ -1,0 +1,159 @@
+"""Every context build gets a `context_id`; its manifest is made when asked for (`raw`,
+`manifest: true`) or recorded (`config.audit` of the session, or `record: true`).
+
+Storage (decision, issue 30): one compact row (`context_manifests`: ids, versions, hashes,
+no content) inserted on the hot paths' pool before the build's response is sent, the rows
+of concurrent builds in one statement (`GroupWriter`). Nothing to flush later, nothing lost
+on a kill -9 of the API once a client has its answer, and no second copy of the data in
+Redis; measured in bench/manifests.py. A build that is not recorded writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import orjson
+
+from app.context import manifest as manifests
+from app.context import manifest_repository as repo
+from app.context.builder import Built
+from app.context.render import RENDERERS
+from app.context.schemas import ContextRequest
+from app.core.pg import dumps
+from app.sessions.access import SessionNotFound
+from app.state import AppState
+
+
+def should_record(session_config: dict[str, Any] | None, body: ContextRequest | None) -> bool:
+    """`record` of the request when given, else the session's `config.audit`."""
+    if body is not None and body.record is not None:
+        return body.record
+    return bool((session_config or {}).get("audit"))
+
+
+def request_options(body: ContextRequest | None) -> dict[str, Any]:
+    """What of the request shapes the build (the config hash covers it)."""
+    recall = body.recall.model_dump() if body is not None and body.recall is not None else None
+    return {"recall": recall}
+
+
+def make(built: Built, body: ContextRequest | None, fmt: str, context_id: uuid.UUID,
+         rendered: dict[str, Any] | None = None, created_at: datetime | None = None,
+         formats: tuple[str, ...] = manifests.FORMATS) -> dict[str, Any]:
+    """The manifest of `built` with the SHA-256 of `formats` (the payload of `fmt`, when
+    already rendered, is reused)."""
+    sha = manifests.rendered_sha256(built, formats,
+                                    rendered={fmt: rendered} if rendered else None)
+    config = manifests.config_hash(built.loaded.session.config, request_options(body))
+    return manifests.manifest(built, context_id=str(context_id),
+                              created_at=created_at or datetime.now(UTC), fmt=fmt,
+                              sha256=sha, config_sha256=config)
+
+
+def _json(value: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return dumps(value)
+
+
+async def finish(state: AppState, built: Built, body: ContextRequest | None, fmt: str
+                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The response's `context_id`, `recorded` and `manifest` (null unless asked for), and
+    the format's payload when it was rendered here: the manifest is made only when asked
+    for or recorded, and a recorded one is committed before this returns."""
+    context_id = uuid.uuid4()
+    session = built.loaded.session
+    record = should_record(session.config, body)
+    wanted = fmt == "raw" or (body is not None and body.manifest)
+    if not (record or wanted):
+        return {"context_id": str(context_id), "recorded": False, "manifest": None}, None
+    payload = RENDERERS[fmt](built)
+    created_at = datetime.now(UTC)
+    # A recorded build hashes the bytes it answered with; the other formats are the same
+    # build rendered otherwise, hashed when the manifest is read (`app.context.replay`
+    # checks the recorded bytes first). Rendering and hashing all three here cost as much
+    # as the rest of the manifest. A manifest returned in the response has all three.
+    made = make(built, body, fmt, context_id, payload, created_at,
+                manifests.FORMATS if wanted else (fmt,))
+    if record:
+        await writer_for(state).write(state, repo.NewRow(
+            context_id, session.tenant_id, session.id, fmt, built.total_tokens,
+            built.view.budget, _json(made), created_at))
+    extra = {"context_id": str(context_id), "recorded": record,
+             "manifest": made if wanted else None}
+    return extra, payload
+
+
+class GroupWriter:
+    """Writes the manifests of concurrent builds together: a build's row joins the next
+    statement, and the build answers once that statement has committed. One process's
+    builds that finish while a write is in flight share the next one (at most `batch`
+    rows), so a busy API pays one round trip for many builds and a quiet one no wait."""
+
+    def __init__(self, batch: int = 64) -> None:
+        self.batch = batch
+        self.pending: list[tuple[repo.NewRow, asyncio.Future[None]]] = []
+        self.running = False
+
+    async def write(self, state: AppState, row: repo.NewRow) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.pending.append((row, done))
+        if not self.running:
+            self.running = True
+            asyncio.get_running_loop().create_task(self._drain(state))
+        await done
+
+    async def _drain(self, state: AppState) -> None:
+        try:
+            while self.pending:
+                batch, self.pending = self.pending[:self.batch], self.pending[self.batch:]
+                await self._write(state, batch)
+        finally:
+            self.running = False
+
+    async def _write(self, state: AppState,
+                     batch: list[tuple[repo.NewRow, asyncio.Future[None]]]) -> None:
+        try:
+            async with state.connection() as conn:
+                try:
+                    await repo.insert_many(conn, [r for r, _ in batch])
+                    results: list[BaseException | None] = [None] * len(batch)
+                except asyncpg.ForeignKeyViolationError:
+                    # a session deleted while building: the others still go in, one by one
+                    results = []
+                    for row, _ in batch:
+                        try:
+                            await repo.insert(conn, row)
+                            results.append(None)
+                        except asyncpg.ForeignKeyViolationError:
+                            results.append(SessionNotFound())
+        except asyncio.CancelledError as exc:  # shutting down: the waiting builds fail
+            self._settle(batch, [exc] * len(batch))
+            raise
+        except Exception as exc:  # every waiting build gets the error (e.g. 503)
+            results = [exc] * len(batch)
+        self._settle(batch, results)
+
+    @staticmethod
+    def _settle(batch: list[tuple[repo.NewRow, asyncio.Future[None]]],
+                results: list[BaseException | None]) -> None:
+        for (_, done), error in zip(batch, results, strict=True):
+            if done.done():
+                continue
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+
+_WRITERS: dict[int, GroupWriter] = {}
+
+
+def writer_for(state: AppState) -> GroupWriter:
+    """The group writer of one app (its pool): rows of two apps in one process never mix."""
+    return _WRITERS.setdefault(id(state.pg), GroupWriter())

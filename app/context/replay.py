@@ -1,0 +1,283 @@
+"""Replay a recorded build: re-read the sources its manifest names and render the same
+bytes again (`app.context.manifest`), or say what changed or was erased since.
+
+`load_sources` is the I/O (the memory state, the summaries, messages, facts, memory items
+and learned version the manifest names); `rebuild` is pure: it reassembles the builder's
+`Built` from them exactly as the build did (truncation, tool-call pairing, the recall note,
+stand-in summaries) and lists every source that no longer matches. A source that changed
+or was erased makes the replay a 409 naming it; the manifest holds no content, so an
+erased source is never brought back from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.context import builder
+from app.context import manifest as manifests
+from app.context.blocks import ContextBlock
+from app.context.render import RENDERERS
+from app.core.errors import Conflict
+from app.core.tokens import count_text
+from app.knowledge import repository as knowledge_repository
+from app.knowledge.facts import fit_text
+from app.knowledge.facts_block import fact_line
+from app.knowledge.packages import block_from_rows
+from app.knowledge.render import learned_block
+from app.memory import repository as memory_repository
+from app.memory.fit import View
+from app.memory.recall import Recalled
+from app.memory.state import Loaded, canonical, gap_draft, memory_config, record
+from app.memory.summariser import heuristic_summary
+from app.models.memory import MemorySummary
+
+
+class ContextChanged(Conflict):
+    code = "context_changed"
+
+
+@dataclass
+class Sources:
+    """What a manifest's sources are now."""
+
+    state: Any  # the session's MemoryState (ROM, Kernel)
+    summaries: dict[str, Any] = field(default_factory=dict)
+    messages: dict[int, Any] = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)  # facts and memory items by id
+    learned: dict[tuple[str, int], Any] = field(default_factory=dict)
+
+
+def _ranges(blocks: Sequence[Mapping[str, Any]]) -> list[int]:
+    seqs: set[int] = set()
+    for b in blocks:
+        src = b["sources"][0] if b["sources"] else {}
+        if src.get("kind") == "message":
+            seqs.add(int(src["seq"]))
+        elif src.get("kind") == "stand_in":
+            a, z = src["range"]
+            seqs.update(range(int(a), int(z) + 1))
+    return sorted(seqs)
+
+
+async def load_sources(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
+                       manifest: Mapping[str, Any]) -> Sources:
+    blocks = manifest["blocks"]
+    state = await memory_repository.get_state(db, tenant_id, session_id)
+    out = Sources(state=state)
+    summary_ids = [uuid.UUID(s["id"]) for b in blocks for s in b["sources"]
+                   if s.get("kind") == "summary"]
+    if summary_ids:
+        rows = await db.execute(sa.select(MemorySummary).where(
+            MemorySummary.tenant_id == tenant_id,  # type: ignore[arg-type]
+            MemorySummary.session_id == session_id,  # type: ignore[arg-type]
+            MemorySummary.id.in_(summary_ids)))  # type: ignore[attr-defined]
+        out.summaries = {str(r.id): r for r in rows.scalars()}
+    seqs = _ranges(blocks)
+    if seqs:
+        rows_ = await memory_repository.messages_by_seqs(db, tenant_id, session_id, seqs)
+        out.messages = {int(r.seq): r for r in rows_}
+    item_ids = [uuid.UUID(s["id"]) for b in blocks for s in b["sources"]
+                if s.get("kind") in ("fact", "memory_item")]
+    if item_ids:
+        found = await knowledge_repository.get_rows(db, tenant_id, item_ids)
+        out.items = {str(r.id): r for r in found}
+    for b in blocks:
+        for s in b["sources"]:
+            if s.get("kind") == "learned":
+                row = await knowledge_repository.get_learned_version(
+                    db, tenant_id, s["agent_id"], int(s["version"]))
+                if row is not None:
+                    out.learned[(s["agent_id"], int(s["version"]))] = row
+    return out
+
+
+# --- pure -------------------------------------------------------------------------------
+
+def _items(block: Mapping[str, Any], sources: Sources, what: str,
+           changes: list[str]) -> list[Any] | None:
+    rows = []
+    for s in block["sources"]:
+        row = sources.items.get(s["id"])
+        if row is None:
+            changes.append(f"{what} {s['id']} was erased")
+        elif int(row.version) != int(s["version"]):
+            changes.append(f"{what} {s['id']} changed (version {s['version']} -> "
+                           f"{row.version})")
+        else:
+            rows.append(row)
+    return rows if len(rows) == len(block["sources"]) else None
+
+
+def _provider_block(block: Mapping[str, Any], sources: Sources,
+                    changes: list[str]) -> ContextBlock | None:
+    name, replay = block["name"], block["replay"] or {}
+    text: str | None = None
+    if name == "facts":
+        rows = _items(block, sources, "fact", changes)
+        if rows is None:
+            return None
+        fitted = fit_text(replay["header"], [fact_line(r.text, r.valid_from) for r in rows],
+                          int(replay["limit"]), count_text)
+        text = fitted[0] if fitted else None
+    elif name == "knowledge":
+        rows = _items(block, sources, "memory item", changes)
+        if rows is None:
+            return None
+        text = block_from_rows(replay["header"], rows, int(replay["limit"]))
+    elif name == "learned":
+        s = block["sources"][0]
+        row = sources.learned.get((s["agent_id"], int(s["version"])))
+        if row is None:
+            changes.append(f"learned version {s['version']} of agent {s['agent_id']!r} was "
+                           "erased")
+            return None
+        text = learned_block(row.version, row.content, int(replay["limit"]), count_text)
+    else:
+        changes.append(f"block {name!r} cannot be replayed (no renderer for it)")
+        return None
+    if text is None:
+        changes.append(f"block {name!r} no longer renders from its sources")
+        return None
+    return ContextBlock(name=name, text=text, token_count=int(block["tokens"]),
+                        sources=tuple(block["sources"]), replay=dict(replay))
+
+
+def _summary(block: Mapping[str, Any], sources: Sources,
+             changes: list[str]) -> dict[str, Any] | None:
+    src = block["sources"][0]
+    a, z = (int(v) for v in src["range"])
+    if src["kind"] == "gap":
+        g = gap_draft(a, z)
+        return {"start_seq": a, "end_seq": z, "text": g.text, "method": g.method,
+                "token_count": g.token_count, "stand_in": True}
+    if src["kind"] == "stand_in":
+        if any(s not in sources.messages for s in range(a, z + 1)):
+            changes.append(f"messages of the stand-in for msg:{a}-{z} were erased")
+            return None
+        d = heuristic_summary([canonical(sources.messages[s]) for s in range(a, z + 1)])
+        return {"start_seq": a, "end_seq": z, "text": d.text, "method": d.method,
+                "token_count": d.token_count, "stand_in": True}
+    s = sources.summaries.get(src["id"])
+    if s is None:
+        changes.append(f"summary {src['id']} (msg:{a}-{z}) was erased")
+        return None
+    return {"start_seq": s.start_seq, "end_seq": s.end_seq, "text": s.text,
+            "method": s.method, "token_count": s.token_count, "stand_in": False}
+
+
+def rebuild(manifest: Mapping[str, Any], session_row: Any,
+            sources: Sources) -> tuple[builder.Built | None, list[str]]:
+    """The build again from `sources`, and what no longer matches (then no build)."""
+    changes: list[str] = []
+    state = sources.state
+    versions = manifest["versions"]
+    if state is None:
+        return None, ["the session's memory was erased"]
+    if manifests.rom_sha256(state.rom_text or "") != versions["rom_sha256"]:
+        changes.append("the ROM changed")
+    if manifests.kernel_sha256(state.kernel) != versions["kernel_sha256"]:
+        changes.append("the Kernel changed (tools, schemas or the large-result reference)")
+    blocks: list[ContextBlock] = []
+    summaries: list[dict[str, Any]] = []
+    promoted: list[int] = []
+    l1: list[tuple[int, int | None]] = []
+    recalled: list[int] = []
+    scores: dict[int, float] = {}
+    query = ""
+    for b in manifest["blocks"]:
+        layer = b["layer"]
+        if layer == "block":
+            made = _provider_block(b, sources, changes)
+            if made is not None:
+                blocks.append(made)
+        elif layer == "l2":
+            summary = _summary(b, sources, changes)
+            if summary is not None:
+                summaries.append(summary)
+        elif b["key"] == "recall_note":
+            query = b["sources"][0]["query"]
+        elif layer in ("promoted", "l1", "recalled"):
+            src = b["sources"][0]
+            seq = int(src["seq"])
+            if seq not in sources.messages:
+                changes.append(f"msg:{seq} was erased")
+                continue
+            if layer == "promoted":
+                promoted.append(seq)
+            elif layer == "l1":
+                l1.append((seq, b.get("truncated_to")))
+            else:
+                recalled.append(seq)
+                if src.get("score") is not None:
+                    scores[seq] = float(src["score"])
+    if changes:
+        return None, changes
+    rows = sources.messages
+    messages = []
+    for seq, cut in [*((s, None) for s in promoted), *l1]:
+        msg = canonical(rows[seq])
+        messages.append(builder.truncate(msg, int(cut)) if cut is not None else msg)
+    messages = builder._pair_tool_calls(messages)
+    chosen = None
+    note = ""
+    if recalled:
+        at = sum(1 for m in messages if m["seq"] in set(promoted))
+        messages[at:at] = [canonical(rows[s]) for s in recalled]
+        chosen = Recalled(seqs=tuple(recalled), scores=scores,
+                          message_tokens=sum(int(rows[s].token_count) for s in recalled))
+        note = builder.recall_note(chosen.seqs)
+    cfg = memory_config(session_row)
+    view = View(budget=int(manifest["budget"]), rom_tokens=state.rom_tokens,
+                kernel_tokens=state.kernel_tokens, l2=[],
+                promoted=[record(rows[s]) for s in promoted], l1=[], blocks=[])
+    loaded = Loaded(session=session_row, state=state, cfg=cfg, l1=[], l2=[], promoted=[])
+    built = builder.Built(loaded=loaded, view=view, blocks=blocks, summaries=summaries,
+                          messages=messages, layer_tokens=dict(manifest["tokens"]),
+                          recalled=chosen, recall_query=query, recall_note=note)
+    return built, []
+
+
+def render(manifest: Mapping[str, Any], built: builder.Built,
+           fmt: str) -> tuple[dict[str, Any], str]:
+    """The replayed payload of `fmt` and its SHA-256. Every format whose hash the build
+    recorded is rendered and checked first: 409 when one differs although every source
+    matched (the rendering itself changed since). A format the build did not hash is the
+    same rebuilt context rendered otherwise."""
+    done: dict[str, tuple[dict[str, Any], str]] = {}
+    for f in sorted(manifest["sha256"], key=lambda f: f != fmt):
+        payload = RENDERERS[f](built)
+        digest = manifests.sha256_hex(manifests.payload_bytes(payload))
+        if manifest["sha256"][f] != digest:
+            raise ContextChanged(
+                f"The sources are unchanged but the {f} rendering differs from the recorded "
+                "one: the server's rendering changed since this build.",
+                details={"changed": [f"the {f} rendering"],
+                         "recorded_sha256": manifest["sha256"][f], "sha256": digest})
+        done[f] = payload, digest
+    if fmt not in done:
+        payload = RENDERERS[fmt](built)
+        done[fmt] = payload, manifests.sha256_hex(manifests.payload_bytes(payload))
+    return done[fmt]
+
+
+def fill_hashes(manifest: dict[str, Any], built: builder.Built | None) -> dict[str, Any]:
+    """The manifest with the formats it did not hash at the build computed from its
+    replayed sources (`sha256_replayed`); unchanged when the sources changed."""
+    manifest.setdefault("sha256_replayed", [])
+    if built is None:
+        return manifest
+    for fmt in manifests.FORMATS:
+        if fmt not in manifest["sha256"]:
+            try:
+                _, digest = render(manifest, built, fmt)
+            except ContextChanged:
+                return manifest
+            manifest["sha256"][fmt] = digest
+            manifest["sha256_replayed"].append(fmt)
+    return manifest
