@@ -153,7 +153,7 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from
     # later), the rest of what is shown (promoted messages) one by one: so the search asks
     # the same question for every build of one turn
     before = sorted(s for s in shown if l1_from is None or s < l1_from)
-    found = await source.search(query, before, l1_from, min(50, 2 * cfg.max_messages))
+    found = await source.search(query, before, l1_from, min(50, 2 * cfg.message_cap))
     if not found:
         return None
     rows = {m.seq: m for m, _ in found}
@@ -163,7 +163,7 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from
         wanted = [s for s in neighbourhood(grouped) if s not in rows]
         rows.update({m.seq: m for m in await source.load(wanted)})
     chosen = choose(hits, [record(rows[s]) for s in sorted(rows)], shown, tokens,
-                    cfg.max_messages, recall_note_bound)
+                    cfg.message_cap, recall_note_bound, cfg.keep(loaded.cfg.budget, free))
     if not chosen.seqs:
         return None
     return chosen, query, {s: rows[s] for s in chosen.seqs}
