@@ -40,7 +40,7 @@ from app.search.bm25 import BM25Params, WindowParams
 from app.search.dates import DateSpec
 from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
-from app.search.speakers import AUTHOR_SQL
+from app.search.speakers import AUTHOR_COLON_SQL, AUTHOR_SQL
 
 # Fold a session's tail into search_stats as soon as a search sees one: the next searches
 # then read one stored row per session (a tenant search over 1,000 small sessions would
@@ -193,9 +193,8 @@ near AS MATERIALIZED (
     FROM seeds s CROSS JOIN LATERAL (
         -- the author only where the query may name one (app.search.speakers)
         SELECT m.seq, m.created_at, m.search_length,
-               CASE WHEN cardinality(CAST(:names AS text[])) > 0
-                    THEN {author} END AS author
-        FROM messages m
+               CASE WHEN cardinality(CAST(:names AS text[])) > 0 THEN {author} END AS author
+        FROM messages m CROSS JOIN LATERAL (SELECT {author_colon} AS colon) x
         WHERE m.tenant_id = :tenant_id AND m.session_id = s.session_id
           AND m.seq BETWEEN s.seq - {reach} AND s.seq + {reach}
         ORDER BY m.seq LIMIT {reach_rows}
@@ -330,7 +329,8 @@ def bm25_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
         reach=2 * windows.window, reach_rows=4 * windows.window + 1,
         span=2 * windows.window + 1,
         weight=repr(float(windows.weight)), date_boost=repr(float(windows.date_boost)),
-        speaker_boost=repr(float(windows.speaker_boost)), author=AUTHOR_SQL)
+        speaker_boost=repr(float(windows.speaker_boost)), author=AUTHOR_SQL,
+        author_colon=AUTHOR_COLON_SQL)
 
 
 def _bm25_statement(kind: str, windows: WindowParams, routed: bool) -> tuple[str, list[str]]:
