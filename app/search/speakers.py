@@ -10,20 +10,22 @@ did Nate think of the ice cream he made?"): the ranking scores a message
   convention "Caroline: Hey Mel!"; "https://" is no author), spaces trimmed,
   lower-cased. `AUTHOR_SQL` is the same rule in PostgreSQL, without a regular expression
   (one costs ~12 us a row, several milliseconds a search).
-* The authors a query names: its words and runs of two or three consecutive words
-  (`app.search.query.query_terms`), lower-cased, with a trailing "'s" dropped.
+* The authors a query names: its words (punctuation around them dropped) and runs of two
+  or three consecutive words, lower-cased, with a trailing "'s" dropped.
 """
 
 from __future__ import annotations
 
 import re
 
-from app.search.query import query_terms
+from app.search.query import MAX_TERMS, normalize_query
 
 MAX_AUTHOR_CHARS = 40
 _AFTER_COLON = (" ", "\t", "\n", "\r")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
 MAX_NAME_WORDS = 3
+MAX_QUERY_WORDS = 2 * MAX_TERMS
+_PUNCTUATION = "\"'\u2018\u2019\u201c\u201d.,;:!?()[]{}<>"
 
 # The author of message `m` in SQL, exactly `author_of`; `x.colon` is the position of the
 # first colon in the text's first MAX_AUTHOR_CHARS + 1 characters (see `AUTHOR_COLON_SQL`).
@@ -47,7 +49,11 @@ def author_of(name: str | None, text: str | None) -> str | None:
 
 def named_authors(query: object) -> list[str]:
     """The author names `query` may mention: its words and word pairs and triples."""
-    words = [_POSSESSIVE.sub("", t.lower()) for t in query_terms(query)]
+    words = []
+    for raw in normalize_query(query).split(" ")[:MAX_QUERY_WORDS]:
+        word = _POSSESSIVE.sub("", raw.strip(_PUNCTUATION).lower()).strip(_PUNCTUATION)
+        if word:
+            words.append(word)
     out: list[str] = []
     for n in range(1, MAX_NAME_WORDS + 1):
         for i in range(len(words) - n + 1):
