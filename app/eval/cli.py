@@ -37,8 +37,8 @@ DEFAULT_OUT = Path("locomo-results")
 START_TIMEOUT = 180.0
 
 
-def add_parser(sub: Any) -> None:
-    """`eval locomo` on the CLI's subcommands."""
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """`eval locomo` on the CLI's subcommands (the `locomo` parser returned)."""
     ev = sub.add_parser("eval", help="measure a server: eval locomo")
     kinds = ev.add_subparsers(dest="eval_kind", required=True)
     p = kinds.add_parser("locomo", help="LoCoMo: search recall and evidence in the context "
@@ -70,6 +70,14 @@ def add_parser(sub: Any) -> None:
                         "(default %(default)s)")
     p.add_argument("--plot", help="where to write the plot (default <out>/locomo.png)")
     p.set_defaults(fn=cmd_eval)
+    return p
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments of `eval locomo ...` alone (tests, scripts)."""
+    parser = argparse.ArgumentParser(prog="loom-memory")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["eval", "locomo", *argv])
 
 
 def _free_port() -> int:
@@ -117,18 +125,18 @@ def fresh_server(log: Any) -> Iterator[tuple[str, str]]:
         shutil.rmtree(data, ignore_errors=True)
 
 
-async def _tenant_client(url: str, key: str) -> Any:
+async def _tenant_client(url: str, key: str, transport: Any = None) -> Any:
     """A client of a service key: a fresh tenant's when `key` is an admin's."""
     from loom_client import AsyncLoomClient
 
-    async with AsyncLoomClient(url, key) as admin:
+    async with AsyncLoomClient(url, key, transport=transport) as admin:
         me = await admin.me()
         if me.role != "admin":
-            return AsyncLoomClient(url, key, timeout=120)
+            return AsyncLoomClient(url, key, timeout=120, transport=transport)
         tenant = await admin.create_tenant(
             f"locomo-eval-{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}")
         minted = await admin.create_api_key("service", tenant_id=tenant.id, name="locomo-eval")
-    return AsyncLoomClient(url, minted.secret, timeout=120)
+    return AsyncLoomClient(url, minted.secret, timeout=120, transport=transport)
 
 
 def _git_commit() -> str:
@@ -151,9 +159,10 @@ def options_of(args: argparse.Namespace) -> locomo.Options:
                           search=not args.no_search, context=not args.no_context)
 
 
-async def evaluate(url: str, key: str, args: argparse.Namespace,
-                   log: Any = print) -> dict[str, Any]:
-    """Run the harness against a server; the result with its meta (not written)."""
+async def evaluate(url: str, key: str, args: argparse.Namespace, log: Any = print,
+                   transport: Any = None) -> dict[str, Any]:
+    """Run the harness against a server (`transport`: any httpx transport, e.g. the app
+    in-process); the result with its meta (not written)."""
     path = data_file(args.data)
     only = {s.strip() for s in args.samples.split(",") if s.strip()} or None
     samples = load_samples(path, only)
@@ -163,7 +172,7 @@ async def evaluate(url: str, key: str, args: argparse.Namespace,
         samples = samples[:args.conversations]
     options = options_of(args)
     t0 = time.perf_counter()
-    async with await _tenant_client(url, key) as loom:
+    async with await _tenant_client(url, key, transport) as loom:
         result = await locomo.run(loom, samples, options, log)
     result["meta"] = {
         "when": datetime.now(UTC).isoformat(), "git_commit": _git_commit(),
