@@ -27,6 +27,7 @@ from app.memory.recall import (
     RecallHit,
     choose,
     neighbourhood,
+    tail,
 )
 from app.memory.state import GAP_KEY, Loaded, canonical, record
 from app.models.message import MessageRow
@@ -164,6 +165,12 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from
         rows.update({m.seq: m for m in await source.load(wanted)})
     chosen = choose(hits, [record(rows[s]) for s in sorted(rows)], shown, tokens,
                     cfg.message_cap, recall_note_bound, cfg.keep(loaded.cfg.budget, free))
+    room = cfg.message_cap - len(chosen.seqs)
+    if cfg.adaptive and l1_from is not None and room > 0:  # the turns just before L1
+        before_l1 = await source.load(list(range(max(1, l1_from - room), l1_from)))
+        rows.update({m.seq: m for m in before_l1})
+        chosen = tail(chosen, [record(m) for m in before_l1], shown, tokens, cfg.message_cap,
+                      recall_note_bound)
     if not chosen.seqs:
         return None
     return chosen, query, {s: rows[s] for s in chosen.seqs}

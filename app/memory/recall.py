@@ -11,8 +11,11 @@ summaries and L1, in seq order, marked as recalled. The rules:
   and the hits that score at least `AUTO_KEEP` times the best one may go on up to
   `AUTO_MAX_SHARE`. A question plainly about the past finds many such turns and gets them;
   one about the recent turns (which L1 shows, and the search leaves out) or one with a
-  single clear answer spends little. Without `max_messages` an adaptive recall takes up
-  to `MAX_MESSAGES` messages, a fixed share `DEFAULT_MAX_MESSAGES`.
+  single clear answer takes few hits. What the hits leave of the allowance goes to the
+  turns just before L1, newest first (`tail`): the recent window grows back by what the
+  past did not need, so a question about the recent turns loses nothing. Without
+  `max_messages` an adaptive recall takes up to `MAX_MESSAGES` messages, a fixed share
+  `DEFAULT_MAX_MESSAGES`.
 * A hit comes with its whole tool group (the call and every result, as
   `app.memory.policy.group_units` forms them); a group that is not complete in what was
   loaded, or that shares a message with the context, is skipped.
@@ -184,3 +187,34 @@ def choose(hits: Sequence[RecallHit], records: Sequence[MessageRecord], shown: s
     seqs = tuple(sorted(chosen))
     return Recalled(seqs=seqs, scores=scores,
                     message_tokens=sum(chosen[s].token_count for s in seqs))
+
+
+def tail(chosen: Recalled, records: Sequence[MessageRecord], shown: set[int], tokens: int,
+         max_messages: int, note_tokens: Callable[[Sequence[int]], int]) -> Recalled:
+    """`chosen` plus the newest of `records` (the turns just before L1, in seq order) that
+    still fit `tokens` (the note included) and `max_messages`, newest first, in whole tool
+    groups, passing over those chosen already; it stops at the first that does not fit,
+    is shown, or whose group is not complete in `records` (the tail stays one run, next
+    to L1)."""
+    picked = {s: None for s in chosen.seqs}
+    cost = chosen.message_tokens
+    units = group_units(sorted(records, key=lambda r: r.seq))
+    added: list[MessageRecord] = []
+    for unit in reversed(units):
+        calls = {i for r in unit for i in r.tool_use_ids}
+        results = {i for r in unit for i in r.tool_result_ids}
+        if any(r.seq in picked for r in unit):
+            continue  # recalled already as a hit (or a hit's partner)
+        if calls != results or any(r.seq in shown for r in unit):
+            break
+        extra = sum(r.token_count for r in unit)
+        seqs = sorted([*picked, *(r.seq for r in added), *(r.seq for r in unit)])
+        if (len(seqs) > max_messages
+                or cost + extra + note_tokens(seqs) > tokens):
+            break
+        added.extend(unit)
+        cost += extra
+    if not added:
+        return chosen
+    seqs = tuple(sorted([*chosen.seqs, *(r.seq for r in added)]))
+    return Recalled(seqs=seqs, scores=chosen.scores, message_tokens=cost)
