@@ -25,20 +25,18 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 import secrets
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from app.eval.locomo_data import DATA_FILE, Question, Sample, load_samples
+from app.eval.locomo_data import Question, Sample, load_samples
 from app.eval.locomo_data import data_file as find_data
 from bench.run import PG, RESULTS, ROOT, Bench
 

@@ -196,7 +196,7 @@ def tail(chosen: Recalled, records: Sequence[MessageRecord], shown: set[int], to
     groups, passing over those chosen already; it stops at the first that does not fit,
     is shown, or whose group is not complete in `records` (the tail stays one run, next
     to L1)."""
-    picked = {s: None for s in chosen.seqs}
+    picked = set(chosen.seqs)
     cost = chosen.message_tokens
     units = group_units(sorted(records, key=lambda r: r.seq))
     added: list[MessageRecord] = []
@@ -208,9 +208,8 @@ def tail(chosen: Recalled, records: Sequence[MessageRecord], shown: set[int], to
         if calls != results or any(r.seq in shown for r in unit):
             break
         extra = sum(r.token_count for r in unit)
-        seqs = sorted([*picked, *(r.seq for r in added), *(r.seq for r in unit)])
-        if (len(seqs) > max_messages
-                or cost + extra + note_tokens(seqs) > tokens):
+        trial = sorted([*picked, *(r.seq for r in added), *(r.seq for r in unit)])
+        if len(trial) > max_messages or cost + extra + note_tokens(trial) > tokens:
             break
         added.extend(unit)
         cost += extra

@@ -12,8 +12,8 @@ import pytest
 from loom_client import AsyncLoomClient
 
 from app import cli
-from app.eval import locomo, measures
 from app.eval import cli as eval_cli
+from app.eval import locomo, measures
 from app.eval.locomo_data import parse_samples
 
 DEV_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev"
