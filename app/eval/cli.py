@@ -60,6 +60,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--fast", action="store_true",
                    help=f"one conversation, budgets {locomo.FAST_BUDGETS}, the first "
                         f"{locomo.FAST_QUESTIONS} questions")
+    p.add_argument("--recall", type=json.loads, metavar="JSON",
+                   help='recall settings for the builds besides the query, e.g. '
+                        '\'{"share": 0.1, "max_messages": 10}\' (default: the server\'s '
+                        'defaults)')
     p.add_argument("--no-search", action="store_true", help="skip the search measure")
     p.add_argument("--no-context", action="store_true", help="skip the context measure")
     p.add_argument("--settle", type=float, default=10.0, metavar="S",
@@ -156,7 +160,8 @@ def options_of(args: argparse.Namespace) -> locomo.Options:
                           questions=args.questions or (locomo.FAST_QUESTIONS if args.fast
                                                        else None),
                           facts=args.facts, settle_seconds=args.settle,
-                          search=not args.no_search, context=not args.no_context)
+                          search=not args.no_search, context=not args.no_context,
+                          recall=args.recall)
 
 
 async def evaluate(url: str, key: str, args: argparse.Namespace, log: Any = print,

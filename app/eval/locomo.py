@@ -47,6 +47,7 @@ class Options:
     settle_seconds: float = 10.0  # wait for compression while it makes progress
     search: bool = True
     context: bool = True
+    recall: dict[str, Any] | None = None  # more recall settings (e.g. a fixed share)
 
 
 Log = Callable[[str], None]
@@ -170,7 +171,8 @@ async def run_sample(loom: Any, sample: Sample, options: Options, log: Log) -> d
             row["context"] = {}
             for b in budgets:
                 sid = sessions[b]
-                on, on_ms = await _timed(loom.build_context(sid, recall={"query": q.question}))
+                on, on_ms = await _timed(loom.build_context(
+                    sid, recall={**(options.recall or {}), "query": q.question}))
                 off, off_ms = await _timed(loom.build_context(sid, recall={"enabled": False}))
                 newest = len(tokens) - last_n[b]
                 row["context"][str(b)] = {
