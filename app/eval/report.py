@@ -84,11 +84,12 @@ def plot(result: dict[str, Any], path: Path) -> str | None:
     if search["questions"]:
         left.axhline(search["r@10"], color="grey", linewidth=0.8)
         left.annotate(f"search R@10 {search['r@10']:.1f}", (budgets[0], search["r@10"]),
-                      textcoords="offset points", xytext=(2, 3), fontsize=8, color="grey")
+                      textcoords="offset points", xytext=(2, -11), fontsize=8, color="grey")
     left.set(xscale="log", xlabel="context budget (tokens)",
              ylabel="evidence turns in the context (%)", ylim=(0, 100),
              title="Evidence in the built context")
     left.set_xticks(budgets, [f"{b:,}" for b in budgets])
+    left.minorticks_off()
     left.legend(loc="lower right")
     left.grid(alpha=0.3)
     for mode, style in (("recall", "o-"), ("no_recall", "s--")):
@@ -100,10 +101,13 @@ def plot(result: dict[str, Any], path: Path) -> str | None:
     if search["questions"]:
         right.axhline(search["latency_ms"]["p50"], color="grey", linewidth=0.8,
                       label="search (p50)")
+    top = max([c[m]["latency_ms"]["p95"] or 0 for _, c in context
+               for m in ("recall", "no_recall")] + [1])
     right.set(xscale="log", xlabel="context budget (tokens)", ylabel="ms (client, HTTP)",
-              title="Latency", ylim=(0, None))
+              title="Latency", ylim=(0, top * 1.6))
     right.set_xticks(budgets, [f"{b:,}" for b in budgets])
-    right.legend(fontsize=8)
+    right.minorticks_off()
+    right.legend(fontsize=8, ncol=2, loc="upper left")
     right.grid(alpha=0.3)
     meta = result["meta"]
     fig.suptitle(f"LoCoMo {', '.join(meta['samples'])} ({meta['questions']} questions)",
