@@ -221,9 +221,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.url and not args.key:
         print("--url needs --key (or $LOOM_API_KEY)", file=sys.stderr)
         return 2
-    with contextlib.ExitStack() as stack:
-        url, key = (args.url, args.key) if args.url else stack.enter_context(fresh_server(log))
-        result = asyncio.run(evaluate(url, key, args, log))
+    from loom_client.errors import LoomError
+
+    try:
+        with contextlib.ExitStack() as stack:
+            url, key = ((args.url, args.key) if args.url
+                        else stack.enter_context(fresh_server(log)))
+            result = asyncio.run(evaluate(url, key, args, log))
+    except (httpx.HTTPError, LoomError, RuntimeError, ValueError) as exc:
+        print(f"eval failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     print(report.table(result))
     for note in write(result, Path(args.out), Path(args.plot) if args.plot else None):
         log(note)

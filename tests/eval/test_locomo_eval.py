@@ -107,6 +107,10 @@ def test_bad_arguments_are_refused_before_anything_starts(capsys, tmp_path):
     assert cli.main(["eval", "locomo", "--data", str(tmp_path / "d.json"),
                      "--budgets", "100"]) == 2
     assert "256" in capsys.readouterr().err
+    # a server that does not answer: one line, no trace
+    assert cli.main(["eval", "locomo", "--data", str(tmp_path / "d.json"),
+                     "--url", "http://127.0.0.1:1", "--key", "lm_x"]) == 1
+    assert capsys.readouterr().err.startswith("eval failed: ConnectError")
 
 
 @pytest.mark.skipif(not DEV_DATA.is_dir(), reason="LoCoMo dev data not beside the repo")
