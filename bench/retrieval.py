@@ -25,23 +25,22 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 import secrets
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from app.eval.locomo_data import Question, Sample, load_samples
+from app.eval.locomo_data import data_file as find_data
 from bench.run import PG, RESULTS, ROOT, Bench
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
-DATA_FILE = "locomo10-dev.json"
 KS = (5, 10, 20)
 SEARCH_LIMIT = 20  # the API's maximum (app/search/schemas.py MAX_LIMIT)
 BATCH = 100  # messages per append request
@@ -49,106 +48,6 @@ AGENT = "locomo"
 # Large window and L1 so compression never matters here (search reads the full history
 # anyway; compression jobs that might be queued are never run: there is no worker).
 SESSION_CONFIG = {"max_context_tokens": 1_000_000, "l1_max_messages": 1000}
-
-_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
-_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+"
-                   r"(\d{4})\s*$", re.IGNORECASE)
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-     "october", "november", "december"))}
-
-
-def normalise_ids(raw: list[str]) -> list[str]:
-    """Evidence ids as `D<int>:<int>`, in order, without duplicates. Malformed forms seen in
-    the data: "D:11:26", "D30:05", two ids in one string ("D8:6; D9:17"), a bare "D"
-    (dropped)."""
-    out: list[str] = []
-    for item in raw:
-        for m in _EVIDENCE.finditer(str(item)):
-            dia = f"D{int(m[1])}:{int(m[2])}"
-            if dia not in out:
-                out.append(dia)
-    return out
-
-
-def parse_session_date(text: str) -> datetime:
-    """"1:56 pm on 8 May, 2023" -> 2023-05-08 13:56 UTC."""
-    m = _DATE.match(text)
-    if not m:
-        raise ValueError(f"unrecognised session date: {text!r}")
-    hour, minute, ampm, day, month, year = m.groups()
-    h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
-    return datetime(int(year), _MONTHS[month.lower()], int(day), h, int(minute), tzinfo=UTC)
-
-
-@dataclass
-class Turn:
-    dia_id: str
-    role: str
-    text: str
-    created_at: datetime | None
-
-
-@dataclass
-class Question:
-    index: int  # position in the sample's qa list
-    question: str
-    category: int
-    evidence: list[str]  # normalised, existing in the conversation
-    missing: list[str]  # normalised ids that are not turns of the conversation
-
-
-@dataclass
-class Sample:
-    sample_id: str
-    turns: list[Turn]
-    questions: list[Question]
-    skipped: int  # questions without any existing evidence id
-    session_id: str = ""
-    seq_to_dia: dict[int, str] = field(default_factory=dict)
-
-
-def load_samples(path: Path, only: set[str] | None) -> list[Sample]:
-    data = json.loads(path.read_text())
-    samples = []
-    for raw in data:
-        if only and raw["sample_id"] not in only:
-            continue
-        conv = raw["conversation"]
-        speaker_a = conv["speaker_a"]
-        numbers = sorted(int(k.split("_")[1]) for k in conv
-                         if re.fullmatch(r"session_\d+", k) and isinstance(conv[k], list))
-        turns: list[Turn] = []
-        for n in numbers:
-            when = conv.get(f"session_{n}_date_time")
-            start = parse_session_date(when) if when else None
-            for i, t in enumerate(conv[f"session_{n}"]):
-                ids = normalise_ids([t["dia_id"]])
-                if len(ids) != 1:
-                    raise ValueError(f"{raw['sample_id']}: bad dia_id {t['dia_id']!r}")
-                text = f"{t['speaker']}: {t['text']}"
-                if t.get("blip_caption"):
-                    text += f" {t['blip_caption']}"
-                turns.append(Turn(ids[0], "user" if t["speaker"] == speaker_a else "assistant",
-                                  text, start + timedelta(seconds=i) if start else None))
-        existing = {t.dia_id for t in turns}
-        if len(existing) != len(turns):
-            raise ValueError(f"{raw['sample_id']}: duplicate dia_ids")
-        questions, skipped = [], 0
-        for i, qa in enumerate(raw["qa"]):
-            ids = normalise_ids(qa.get("evidence") or [])
-            ev = [d for d in ids if d in existing]
-            if not ev:
-                skipped += 1
-                continue
-            questions.append(Question(i, qa["question"], int(qa["category"]), ev,
-                                      [d for d in ids if d not in existing]))
-        samples.append(Sample(raw["sample_id"], turns, questions, skipped))
-    if only and {s.sample_id for s in samples} != only:
-        missing = only - {s.sample_id for s in samples}
-        raise SystemExit(f"unknown sample(s): {', '.join(sorted(missing))}")
-    return samples
-
 
 def percentile(values: list[float], p: float) -> float:
     """Linear interpolation between closest ranks (numpy's default)."""
@@ -381,12 +280,10 @@ def parse_args() -> argparse.Namespace:
 
 
 def data_file(arg: str) -> Path:
-    path = Path(arg)
-    if path.is_dir():
-        path = path / DATA_FILE
-    if not path.is_file():
-        raise SystemExit(f"LoCoMo data not found: {path}")
-    return path
+    try:
+        return find_data(arg)
+    except FileNotFoundError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 async def run(args: argparse.Namespace, data_path: Path, samples: list[Sample]) -> None:
@@ -433,7 +330,11 @@ def main() -> None:
     args = parse_args()
     data_path = data_file(args.data)
     only = {s.strip() for s in args.samples.split(",") if s.strip()} or None
-    asyncio.run(run(args, data_path, load_samples(data_path, only)))
+    try:
+        samples = load_samples(data_path, only)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    asyncio.run(run(args, data_path, samples))
 
 
 if __name__ == "__main__":

@@ -37,13 +37,16 @@ import asyncpg
 import httpx
 
 from app.core.config import Settings
+from app.core.pg import positional
 from app.launcher.migrate import upgrade
 from app.main import create_app
 from app.search import repository
-from app.search.bm25 import BM25Params
+from app.search.bm25 import BM25Params, WindowParams
+from app.search.dates import named_dates
 from app.search.query import query_terms, tsquery_or
 from app.search.scope import SearchScope
 from app.search.service import search
+from app.search.speakers import named_authors
 from bench.search_corpus import conversation, queries
 
 PG = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -94,16 +97,16 @@ async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID
         "FROM search_stats WHERE session_id = $2", " ".join(query_terms(q)), sid)
     if not lexemes:
         return 0
-    sql = (repository._BM25_SQL.format(scope=repository._MESSAGES_IN_SCOPE["session"])
-           .replace(":tenant_id", "$1").replace(":session_id", "$2")
-           .replace(":lexemes", "$3").replace(":tsquery", "$4").replace(":n_docs", "$5")
-           .replace(":avgdl", "$6").replace(":k1", "$7").replace(":b", "$8")
-           .replace(":limit", "$9").replace(":full_rows", "$10"))
-    # As the service does without rerank: the top 10 come back whole in the same query.
-    rows = await conn.fetch(sql, tenant, sid, lexemes,
-                            repository.scope_tsquery(SearchScope(tenant, sid), lexemes),
-                            float(n_docs),
-                            total / max(n_docs, 1), 1.2, 0.75, 50, 10)
+    # The service's statement and parameters (as it runs them without rerank: the top 10
+    # whole in the same query), on one plain PostgreSQL (the unrouted session filter).
+    scope = SearchScope(tenant, sid)
+    statement = positional(repository.bm25_sql("session", WindowParams(), routed=False))
+    stats = repository.ScopeStats(int(n_docs), int(total))
+    params = repository.bm25_params(scope, list(lexemes), stats, BM25Params(), 50, 10,
+                                    dates=named_dates(q), names=named_authors(q))
+    async with conn.transaction():
+        await repository.hash_joins(conn)
+        rows = await conn.fetch(statement[0], *[params[n] for n in statement[1]])
     return len(rows)
 
 

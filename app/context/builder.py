@@ -26,6 +26,7 @@ from app.memory.recall import (
     RecallHit,
     choose,
     neighbourhood,
+    tail,
 )
 from app.memory.state import GAP_KEY, Loaded, canonical, record
 from app.models.message import StoredMessage
@@ -154,7 +155,7 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from
     # later), the rest of what is shown (promoted messages) one by one: so the search asks
     # the same question for every build of one turn
     before = sorted(s for s in shown if l1_from is None or s < l1_from)
-    found = await source.search(query, before, l1_from, min(50, 2 * cfg.max_messages))
+    found = await source.search(query, before, l1_from, min(50, 2 * cfg.message_cap))
     if not found:
         return None
     rows = {m.seq: m for m, _ in found}
@@ -164,7 +165,13 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from
         wanted = [s for s in neighbourhood(grouped) if s not in rows]
         rows.update({m.seq: m for m in await source.load(wanted)})
     chosen = choose(hits, [record(rows[s]) for s in sorted(rows)], shown, tokens,
-                    cfg.max_messages, recall_note_bound)
+                    cfg.message_cap, recall_note_bound, cfg.keep(loaded.cfg.budget, free))
+    room = cfg.message_cap - len(chosen.seqs)
+    if cfg.adaptive and l1_from is not None and room > 0:  # the turns just before L1
+        before_l1 = await source.load(list(range(max(1, l1_from - room), l1_from)))
+        rows.update({m.seq: m for m in before_l1})
+        chosen = tail(chosen, [record(m) for m in before_l1], shown, tokens, cfg.message_cap,
+                      recall_note_bound)
     if not chosen.seqs:
         return None
     return chosen, query, {s: rows[s] for s in chosen.seqs}

@@ -1,13 +1,20 @@
 """Context API schemas."""
 
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.context.manifest_schemas import ManifestPublic
 from app.core.strict import JsonAwareDatetime, JsonFloat, JsonInt
-from app.memory.recall import DEFAULT_MAX_MESSAGES, DEFAULT_SHARE, MAX_MESSAGES, MAX_SHARE
+from app.memory.recall import (
+    AUTO_BASE_SHARE,
+    AUTO_KEEP,
+    AUTO_MAX_SHARE,
+    DEFAULT_MAX_MESSAGES,
+    MAX_MESSAGES,
+    MAX_SHARE,
+)
 from app.search.query import MAX_QUERY_CHARS
 
 
@@ -21,11 +28,16 @@ class RecallInput(BaseModel):
 
     enabled: StrictBool = Field(default=True, description="false turns recall off (e.g. "
                                                           "for one request).")
-    share: JsonFloat = Field(default=DEFAULT_SHARE, gt=0, le=MAX_SHARE, description=(
-        "Most of the budget recalled messages may take (with their note)."))
-    max_messages: JsonInt = Field(default=DEFAULT_MAX_MESSAGES, ge=1, le=MAX_MESSAGES,
-                                  description="Most messages recalled, tool partners "
-                                              "included.")
+    share: Annotated[JsonFloat, Field(gt=0, le=MAX_SHARE)] | None = Field(
+        default=None, description=(
+        "Most of the budget recalled messages may take (with their note). Default (null): "
+        f"adaptive: the best hits may take {AUTO_BASE_SHARE:.0%} of the budget, and hits "
+        f"scoring at least {AUTO_KEEP:.0%} of the best one up to {AUTO_MAX_SHARE:.0%}, "
+        "within what the rest of the context leaves free."))
+    max_messages: Annotated[JsonInt, Field(ge=1, le=MAX_MESSAGES)] | None = Field(
+        default=None, description=(
+        "Most messages recalled, tool partners included. Default (null): "
+        f"{MAX_MESSAGES} with the adaptive share, {DEFAULT_MAX_MESSAGES} with a fixed one."))
     query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS, description=(
         "What to search for. Default: the text of the newest user message."))
 

@@ -114,6 +114,10 @@ class Settings(BaseSettings):
     # Messages created on a date the query names ("in May 2023") score this many times more
     # (1: off).
     search_date_boost: float = Field(default=3.0, ge=1, le=100, alias="LOOM_SEARCH_DATE_BOOST")
+    # Messages whose author the query names ("What did Nate say...": a message's `name`, or
+    # a leading "Nate:") score this many times more (1: off; app/search/speakers.py).
+    search_speaker_boost: float = Field(default=1.3, ge=1, le=100,
+                                        alias="LOOM_SEARCH_SPEAKER_BOOST")
     search_rerank_timeout_seconds: float = Field(default=10.0, gt=0,
                                                  alias="LOOM_SEARCH_RERANK_TIMEOUT_SECONDS")
     search_rerank_cache_ttl_seconds: int = Field(default=3600, ge=0,

@@ -1,4 +1,4 @@
-"""`loom-memory` command line: serve, worker, migrate, openapi, create-key.
+"""`loom-memory` command line: serve, worker, migrate, openapi, create-key, eval.
 
 `serve` supervises the worker it starts (`Supervised`: restarted with backoff when it
 exits), and `worker` itself reconnects when Redis goes away (`workers.settings.run_forever`).
@@ -372,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
                     "none (default: default)")
     ck.add_argument("--agent-id")
     ck.set_defaults(fn=cmd_create_key)
+    from app.eval.cli import add_parser as add_eval_parser
+
+    add_eval_parser(sub)
     args = parser.parse_args(argv)
     return int(args.fn(args))
 

@@ -38,8 +38,11 @@ A message is scored with the text around it:
   with IDF from the whole scope as above and avgwl = (2 * window + 1) * avgdl.
 * score(c)  = (score(c) above (0 when c holds no query lexeme) + weight * window(c))
               * (date_boost when c's created_at, in UTC, falls on a date the query names
-                 (`app.search.dates`), else 1).
-* Order: as above. window = 0, weight = 0 and no named date give exactly the plain ranking.
+                 (`app.search.dates`), else 1)
+              * (speaker_boost when the query names c's author (`app.search.speakers`),
+                 else 1).
+* Order: as above. window = 0, weight = 0 and no named date or author give exactly the
+  plain ranking.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class Doc:
     session: Hashable = None
     seq: int = 0
     created_at: datetime | None = None
+    author: str | None = None  # `app.search.speakers.author_of`
 
     def on(self, dates: Sequence[DateSpec]) -> bool:
         """Whether the message's time (UTC) falls on one of `dates`."""
@@ -155,13 +159,14 @@ def _rank_docs(docs: list[Doc], query_lexemes: Iterable[str], params: BM25Params
 @dataclass(frozen=True, slots=True)
 class WindowParams:
     """Conversation-aware ranking: `window` turns each side, the window's `weight`, how
-    many plain-BM25 `seeds` the windows are taken around, and the factor for messages of a
-    date the query names."""
+    many plain-BM25 `seeds` the windows are taken around, and the factors for messages of
+    a date the query names and for messages whose author it names."""
 
     window: int = 2
     weight: float = 2.0
     seeds: int = 50
     date_boost: float = 3.0
+    speaker_boost: float = 1.3
 
     def __post_init__(self) -> None:
         if not (0 <= self.window <= 10):
@@ -172,6 +177,8 @@ class WindowParams:
             raise ValueError("seeds must be between 1 and 1000")
         if not (math.isfinite(self.date_boost) and 1 <= self.date_boost <= 100):
             raise ValueError("date_boost must be between 1 and 100")
+        if not (math.isfinite(self.speaker_boost) and 1 <= self.speaker_boost <= 100):
+            raise ValueError("speaker_boost must be between 1 and 100")
 
 
 def rank_windowed(
@@ -181,10 +188,12 @@ def rank_windowed(
     windows: WindowParams | None = None,
     limit: int | None = None,
     dates: Sequence[DateSpec] = (),
+    names: Sequence[str] = (),
 ) -> list[tuple[Hashable, float]]:
     """The conversation-aware ranking (module docstring) of every message of the scope
-    (`docs` with their `session`, `seq` and `created_at`, documents or not) for the query's
-    lexemes and the dates it names; best first."""
+    (`docs` with their `session`, `seq`, `created_at` and `author`, documents or not) for
+    the query's lexemes, the dates it names and the authors it may name
+    (`app.search.speakers.named_authors`); best first."""
     params = params or BM25Params()
     windows = windows or WindowParams()
     docs = list(docs)
@@ -208,6 +217,7 @@ def rank_windowed(
             if near is not None and near.length > 0:
                 candidates[(near.session, near.seq)] = near
     avgwl = (2 * w + 1) * avgdl
+    named = set(names)
     scored: list[tuple[float, tuple, Hashable]] = []
     for key, c in candidates.items():
         rows = by_session[c.session]
@@ -218,6 +228,8 @@ def rank_windowed(
         score = own.get(key, 0.0) + windows.weight * window_score
         if dates and c.on(dates):
             score *= windows.date_boost
+        if c.author is not None and c.author in named:
+            score *= windows.speaker_boost
         scored.append((score, c.sort_key, c.id))
     scored.sort(key=lambda row: (-row[0], row[1]))
     if limit is not None:

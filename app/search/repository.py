@@ -40,6 +40,7 @@ from app.search.bm25 import BM25Params, WindowParams
 from app.search.dates import DateSpec
 from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
+from app.search.speakers import AUTHOR_COLON_SQL, AUTHOR_SQL
 
 # Fold a session's tail into search_stats as soon as a search sees one: the next searches
 # then read one stored row per session (a tenant search over 1,000 small sessions would
@@ -193,10 +194,13 @@ near AS MATERIALIZED (
     -- on the key whatever the statistics say); a row is a candidate when it is within
     -- {window} of some seed.
     SELECT s.session_id, nb.seq, min(nb.created_at) AS created_at,
-           min(CAST(nb.search_length AS float8)) AS dl,
+           min(CAST(nb.search_length AS float8)) AS dl, min(nb.author) AS author,
            bool_or(nb.seq BETWEEN s.seq - {window} AND s.seq + {window}) AS candidate
     FROM seeds s CROSS JOIN LATERAL (
-        SELECT m.seq, m.created_at, m.search_length FROM messages m
+        -- the author only where the query may name one (app.search.speakers)
+        SELECT m.seq, m.created_at, m.search_length,
+               CASE WHEN cardinality(CAST(:names AS text[])) > 0 THEN {author} END AS author
+        FROM messages m CROSS JOIN LATERAL (SELECT {author_colon} AS colon) x
         WHERE m.tenant_id = :tenant_id AND m.session_id = s.session_id
           AND m.seq BETWEEN s.seq - {reach} AND s.seq + {reach}
         ORDER BY m.seq LIMIT {reach_rows}
@@ -220,7 +224,7 @@ spans AS (
     GROUP BY nr.session_id, nr.seq + d.d
 ),
 scored AS (
-    SELECT c.session_id, c.seq, min(c.created_at) AS created_at,
+    SELECT c.session_id, c.seq, min(c.created_at) AS created_at, min(c.author) AS author,
            sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
                * sp.tf * (CAST(:k1 AS float8) + 1.0)
                / (sp.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
@@ -251,7 +255,10 @@ top AS (
                  WHERE (q.y IS NULL OR q.y = extract(year FROM c.created_at AT TIME ZONE 'UTC'))
                    AND (q.m IS NULL OR q.m = extract(month FROM c.created_at AT TIME ZONE 'UTC'))
                    AND (q.d IS NULL OR q.d = extract(day FROM c.created_at AT TIME ZONE 'UTC')))
-             THEN {date_boost} ELSE 1.0 END AS score
+             THEN {date_boost} ELSE 1.0 END
+           -- an author the query names (app.search.speakers)
+           * CASE WHEN c.author = ANY(CAST(:names AS text[])) THEN {speaker_boost} ELSE 1.0 END
+             AS score
     FROM scored c
     ORDER BY score DESC, c.seq DESC, c.session_id
     LIMIT :limit
@@ -327,7 +334,9 @@ def bm25_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
         scope=scope, seeds=windows.seeds, window=windows.window,
         reach=2 * windows.window, reach_rows=4 * windows.window + 1,
         span=2 * windows.window + 1,
-        weight=repr(float(windows.weight)), date_boost=repr(float(windows.date_boost)))
+        weight=repr(float(windows.weight)), date_boost=repr(float(windows.date_boost)),
+        speaker_boost=repr(float(windows.speaker_boost)), author=AUTHOR_SQL,
+        author_colon=AUTHOR_COLON_SQL)
 
 
 def _bm25_statement(kind: str, windows: WindowParams, routed: bool) -> tuple[str, list[str]]:
@@ -396,6 +405,7 @@ def bm25_params(
     exclude_seqs: Sequence[int] = (),
     dates: Sequence[DateSpec] = (),
     exclude_from: int | None = None,
+    names: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The ranking statement's parameters by name (`bm25_sql`; see `bm25_top`)."""
     distinct = sorted(set(lexemes))
@@ -416,6 +426,7 @@ def bm25_params(
         "date_y": [d.year for d in dates],
         "date_m": [d.month for d in dates],
         "date_d": [d.day for d in dates],
+        "names": list(names),
     }
 
 
@@ -434,6 +445,7 @@ async def bm25_top(
     dates: Sequence[DateSpec] = (),
     exclude_from: int | None = None,
     routed: bool = True,
+    names: Sequence[str] = (),
 ) -> list[Hit]:
     """The `limit` best messages of the scope for the OR of `lexemes` in the
     conversation-aware ranking (`windows`), best first; the first `full_rows` carry the
@@ -441,14 +453,15 @@ async def bm25_top(
     results' `created_at`; windows and statistics still read the whole scope. A session
     search may leave out `exclude_seqs` and every seq from `exclude_from` on (neither
     seeds nor results; windows still read them). Messages of one of `dates` (the query's,
-    `app.search.dates`) score `windows.date_boost` times more."""
+    `app.search.dates`) score `windows.date_boost` times more, messages whose author is
+    one of `names` (`app.search.speakers`) `windows.speaker_boost` times more."""
     if not lexemes or stats.n_docs == 0:
         return []
     statement = _bm25_statement(scope.kind, windows or WindowParams(), routed)
     await hash_joins(conn)
     rows = await conn.fetch(statement[0], *_args(statement, bm25_params(
         scope, lexemes, stats, params, limit, full_rows, after, before, exclude_seqs, dates,
-        exclude_from)))
+        exclude_from, names)))
     return [Hit(r["session_id"], int(r["seq"]), float(r["score"]), r["role"], r["preview"],
                 _result_row(r) if r["full"] else None) for r in rows]
 

@@ -36,6 +36,7 @@ from app.search.rerank import (
     parse_scores,
 )
 from app.search.scope import SearchScope
+from app.search.speakers import named_authors
 
 log = logging.getLogger("loom.search")
 
@@ -166,6 +167,7 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
     if ranking == "message":
         windows = replace(windows, window=0, weight=0.0)
     dates = named_dates(normalize_query(query)) if windows.date_boost != 1 else []
+    names = named_authors(query) if windows.speaker_boost != 1 else []
     reranking = rerank and llm is not None
     async with conn.transaction():
         routed = await repository.custom_plans(conn, scope)
@@ -178,7 +180,8 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
                                          full_rows=0 if reranking else limit,
                                          windows=windows, after=after, before=before,
                                          exclude_seqs=exclude_seqs, dates=dates,
-                                         exclude_from=exclude_from, routed=routed)
+                                         exclude_from=exclude_from, routed=routed,
+                                         names=names)
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits), dates=dates)
     if not hits:
         return outcome

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.memory.policy import MessageRecord
-from app.memory.recall import RecallConfig, RecallHit, choose, group_of, neighbourhood
+from app.memory.recall import RecallConfig, RecallHit, choose, group_of, neighbourhood, tail
 
 
 def rec(seq, tokens=10, calls=(), results=(), role="assistant"):
@@ -115,3 +115,30 @@ def test_the_note_bound_is_never_below_the_note(seqs):
 
     seqs = sorted(seqs)
     assert count_text(recall_note(seqs)) <= recall_note_bound(seqs)
+
+
+def test_the_adaptive_default_keeps_strong_hits_past_the_base_share():
+    cfg = RecallConfig(enabled=True)
+    assert cfg.adaptive and cfg.message_cap == 50 and cfg.tokens(10_000, 9_000) == 5_000
+    assert cfg.keep(10_000, 9_000) == (1_000, 0.3)
+    assert RecallConfig(enabled=True, share=0.2).keep(10_000, 9_000) is None
+    assert RecallConfig(enabled=True, share=0.2).message_cap == 10
+    records = [rec(s, tokens=10) for s in range(1, 7)]
+    hits = [RecallHit(1, 10.0), RecallHit(2, 9.0), RecallHit(3, 2.0), RecallHit(4, 5.0)]
+    # the first 25 tokens take any hit; past them only hits scoring >= 30% of the best
+    assert choose(hits, records, set(), 100, 50, no_note, keep=(25, 0.3)).seqs == (1, 2, 4)
+    assert choose(hits, records, set(), 100, 50, no_note).seqs == (1, 2, 3, 4)
+
+
+def test_the_tail_fills_what_is_left_with_the_turns_just_before_l1():
+    chosen = choose([RecallHit(2, 1.0)], [rec(2)], set(), 100, 50, no_note)
+    before_l1 = [rec(7), rec(8, calls=("a",)), rec(9, results=("a",)), rec(10)]
+    grown = tail(chosen, before_l1, set(), 45, 50, no_note)
+    assert grown.seqs == (2, 8, 9, 10) and grown.message_tokens == 40
+    assert grown.scores == {2: 1.0}
+    # a message shown already (promoted) or an incomplete group ends the tail
+    assert tail(chosen, before_l1, {9}, 100, 50, no_note).seqs == (2, 10)
+    assert tail(chosen, before_l1[:2], set(), 100, 50, no_note).seqs == (2,)
+    # hits are passed over, the message cap holds
+    chosen = choose([RecallHit(10, 1.0)], before_l1, set(), 100, 50, no_note)
+    assert tail(chosen, before_l1, set(), 100, 3, no_note).seqs == (8, 9, 10)

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from app.main import create_app
 from app.search.bm25 import Doc, WindowParams, rank, rank_windowed
 from app.search.dates import named_dates
+from app.search.speakers import author_of, named_authors
 from bench.search_corpus import conversation, queries
 from tests.search.support import append
 from tests.support.api import new_session
@@ -29,24 +30,25 @@ QUERIES = queries(10, seed=3) + ["database index optimization", "python asyncio"
 
 async def corpus_docs(db, tenant_id: str, session_ids: list[str]) -> list[Doc]:
     rows = await db.execute(sa.text("""
-        SELECT m.session_id, m.seq, m.created_at, u.lexeme, u.positions
+        SELECT m.session_id, m.seq, m.created_at, m.name, m.text, u.lexeme, u.positions
         FROM messages m LEFT JOIN LATERAL unnest(m.search_vector) u ON true
         WHERE m.tenant_id = :tid AND m.session_id = ANY(CAST(:sids AS uuid[]))
     """), {"tid": uuid.UUID(tenant_id), "sids": [uuid.UUID(s) for s in session_ids]})
     lexemes: dict[tuple[str, int], dict[str, list[int]]] = defaultdict(dict)
-    times = {}
-    for sid, seq, created_at, lexeme, positions in rows:
+    times, authors = {}, {}
+    for sid, seq, created_at, name, text, lexeme, positions in rows:
         doc = lexemes[(str(sid), seq)]
         times[(str(sid), seq)] = created_at
+        authors[(str(sid), seq)] = author_of(name, text)
         if lexeme is not None:
             doc[lexeme] = list(positions or [])
     return [Doc(id=key, lexemes=lx, sort_key=(-key[1], key[0]), session=key[0], seq=key[1],
-                created_at=times[key]) for key, lx in lexemes.items()]
+                created_at=times[key], author=authors[key]) for key, lx in lexemes.items()]
 
 
 def windowed(docs: list[Doc], lexemes: list[str], query: str = "") -> list:
     return rank_windowed(docs, lexemes, windows=WindowParams(window=2, weight=2.0), limit=10,
-                         dates=named_dates(query))
+                         dates=named_dates(query), names=named_authors(query))
 
 
 def plain(docs: list[Doc], lexemes: list[str], query: str = "") -> list:
@@ -165,3 +167,28 @@ async def test_dates_the_query_names_match_the_reference(client, tenant, db):
     data = (await client.post(f"/v1/sessions/{sid}/search", json={
         "query": "kafka lag in March 2023", "rerank": False})).json()
     assert data["query_dates"] == [{"year": 2023, "month": 3, "day": None}]
+
+
+async def test_authors_the_query_names_match_the_reference(client, tenant, db):
+    """A transcript ("Name: text", or the message's `name`): the messages of the author a
+    query names score more, in SQL as in the reference."""
+    sid = await new_session(client)
+    speakers = ["Caroline", "Melanie", "Jon Snow"]
+    texts = [t for _, t in conversation(150, seed=12)]
+    messages = [{"role": "user" if i % 2 == 0 else "assistant",
+                 "content": f"{speakers[i % 3]}: {t}"} for i, t in enumerate(texts)]
+    messages += [{"role": "user", "name": "Gina", "content": t}
+                 for _, t in conversation(20, seed=13)]
+    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": messages})
+    assert resp.status_code == 201, resp.text
+    named = [f"what did {who} say about {q}" for q in queries(4, seed=14)
+             for who in ("Caroline", "Melanie's", "jon snow", "Gina", "nobody")]
+    await check(client, db, tenant.id, [sid], f"/v1/sessions/{sid}/search", {}, queries=named)
+    # the same words, one message by the named author: it comes first
+    await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
+        {"role": "user", "content": "Melanie: the zeppelin tickets are booked"},
+        {"role": "user", "content": "Caroline: the zeppelin tickets are booked"}]})
+    for who, seq in (("Caroline", 172), ("Melanie", 171)):
+        data = (await client.post(f"/v1/sessions/{sid}/search", json={
+            "query": f"When did {who} book zeppelin tickets?", "rerank": False})).json()
+        assert data["results"][0]["seq"] == seq

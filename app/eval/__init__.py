@@ -1,0 +1,3 @@
+"""Evaluation harnesses that measure a running server through its Python client
+(`loom-memory eval ...`): `app.eval.locomo` (LoCoMo: search recall and the evidence in the
+built context at a token budget)."""
