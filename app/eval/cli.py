@@ -101,8 +101,8 @@ def fresh_server(log: Any) -> Iterator[tuple[str, str]]:
     url = f"http://127.0.0.1:{port}"
     out = (data / "serve.out").open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "serve",
-                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], env=env, stdout=out,
-                            stderr=subprocess.STDOUT)
+                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                            env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         log(f"starting a fresh server on {url} (data in {data})")
         deadline = time.monotonic() + START_TIMEOUT

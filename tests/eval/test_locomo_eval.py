@@ -11,10 +11,10 @@ import httpx
 import pytest
 from loom_client import AsyncLoomClient
 
-from app.launcher import cli
 from app.eval import cli as eval_cli
 from app.eval import locomo, measures
 from app.eval.locomo_data import parse_samples
+from app.launcher import cli
 
 DEV_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev"
 FILLER = ["we compared lunch menus for the offsite", "the printer jammed again today",
