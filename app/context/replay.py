@@ -25,9 +25,9 @@ from app.context.blocks import ContextBlock
 from app.context.render import RENDERERS
 from app.core.errors import Conflict
 from app.core.tokens import count_text
+from app.facts.block import fact_line
+from app.facts.policy import fit_text
 from app.knowledge import repository as knowledge_repository
-from app.knowledge.facts import fit_text
-from app.knowledge.facts_block import fact_line
 from app.knowledge.packages import block_from_rows
 from app.knowledge.render import learned_block
 from app.memory import repository as memory_repository
