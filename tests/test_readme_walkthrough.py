@@ -108,7 +108,7 @@ def test_readme_walkthrough_runs(server: tuple[str, str], tmp_path: Path) -> Non
     # sessions and messages
     assert '"replayed":false' in out and '"next_cursor":null' in out
     # both context formats; the first two turns are summarised out of L1
-    assert '{"format":"anthropic"' in out and "covers msg:1-2" in out
+    assert '"format":"anthropic"' in out and "covers msg:1-2" in out
     assert "{'role': 'system', 'content': '## Earlier conversation" in out
     # conversation ranking finds the answer (seq 4) with no query word; plain BM25 doesn't
     conversation = next(ln for ln in lines if ln.startswith("[(2, "))

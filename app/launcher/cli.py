@@ -74,7 +74,7 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     settings = get_settings()
     try:
         if settings.database_url and settings.migrate_wait_seconds > 0:
-            from app.migrate import wait_for_database
+            from app.launcher.migrate import wait_for_database
 
             wait_for_database(settings.database_url, settings.migrate_wait_seconds)
         with _database_url(settings, existing=False) as url:

@@ -161,8 +161,8 @@ async def test_a_thousand_recorded_builds_replay_to_the_same_bytes(app, tenant, 
         # (a raw build returns its manifest, so it hashed every format)
         assert list(row.manifest["sha256"]) == ([fmt] if fmt != "raw" else
                                                 ["raw", "openai", "anthropic"])
-        _, digest = replay.render(row.manifest, built, fmt)
+        _, digest = replay.render(row.manifest, again, fmt)
         assert digest == row.manifest["sha256"][fmt]
         # and the other formats of the same rebuilt context
         for other in FORMATS:
-            replay.render(row.manifest, built, other)
+            replay.render(row.manifest, again, other)

@@ -13,7 +13,8 @@ from loom_client._sync.users import UsersMixin
 
 
 class LoomClient(SessionsMixin, MemoryMixin, SharedMemoryMixin,
-                 KnowledgeMixin, UsersMixin, AdminMixin, ContextsMixin):
+                 KnowledgeMixin, UsersMixin, AdminMixin,
+                 ContextsMixin):
     """Loom Memory over HTTP (synchronous): every REST operation, typed.
 
     ```python
