@@ -24,9 +24,13 @@ def _url() -> str:
 
 
 def do_run_migrations(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata,
-                      compare_type=True, include_name=partitions.include_name,
-                      include_object=partitions.include_object)
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        compare_type=True,
+        include_name=partitions.include_name,
+        include_object=partitions.include_object,
+    )
     with context.begin_transaction():
         context.run_migrations()
 

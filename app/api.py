@@ -29,11 +29,24 @@ from app.tools.router import router as tools_router
 from app.users.router import router as users_router
 
 PREFIX = "/v1"
-ROUTERS: tuple[APIRouter, ...] = (context_router, messages_router, shared_memory_router,
-                                  search_router, sessions_router, memory_router, auth_router,
-                                  profiles_router, knowledge_router, facts_router,
-                                  tools_router, jobs_router, users_router, erasure_router,
-                                  portability_router, manifests_router)
+ROUTERS: tuple[APIRouter, ...] = (
+    context_router,
+    messages_router,
+    shared_memory_router,
+    search_router,
+    sessions_router,
+    memory_router,
+    auth_router,
+    profiles_router,
+    knowledge_router,
+    facts_router,
+    tools_router,
+    jobs_router,
+    users_router,
+    erasure_router,
+    portability_router,
+    manifests_router,
+)
 
 # the API docs' sections, in reading order
 TAGS: list[dict[str, str]] = [
@@ -41,17 +54,26 @@ TAGS: list[dict[str, str]] = [
     {"name": "sessions", "description": "Conversations of one agent each."},
     {"name": "messages", "description": "Append to a session and read its full history."},
     {"name": "profiles", "description": "Agent profiles: the ROM new sessions freeze."},
-    {"name": "memory", "description": "A session's segmented memory: L1/L2, compression, "
-     "promotion, the Kernel."},
+    {
+        "name": "memory",
+        "description": "A session's segmented memory: L1/L2, compression, promotion, the Kernel.",
+    },
     {"name": "context", "description": "The ready-to-send context, never over budget."},
-    {"name": "knowledge", "description": "Task / project / global memory items, context "
-     "packages, learned layers."},
-    {"name": "shared-memory", "description": "Shared data in namespaces, including "
-     "agent-private memory; data references."},
+    {
+        "name": "knowledge",
+        "description": "Task / project / global memory items, context packages, learned layers.",
+    },
+    {
+        "name": "shared-memory",
+        "description": "Shared data in namespaces, including "
+        "agent-private memory; data references.",
+    },
     {"name": "search", "description": "Search the swap: a session, an agent or the tenant."},
     {"name": "tools", "description": "Built-in tools an agent loop can offer its model."},
-    {"name": "jobs", "description": "Background jobs (compression, fact extraction), the "
-     "queue and the worker."},
+    {
+        "name": "jobs",
+        "description": "Background jobs (compression, fact extraction), the queue and the worker.",
+    },
     {"name": "health", "description": "Liveness, readiness and metrics."},
 ]
 

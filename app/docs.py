@@ -32,12 +32,17 @@ ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
 def install(app: FastAPI) -> None:
     """Serve /docs and /redoc (assets under /docs-assets) and complete the OpenAPI document."""
     if app.docs_url or app.redoc_url:
-        raise RuntimeError("build the app with docs_url=None, redoc_url=None: "
-                           "app.docs serves the docs pages")
+        raise RuntimeError(
+            "build the app with docs_url=None, redoc_url=None: app.docs serves the docs pages"
+        )
     openapi_url = app.openapi_url or "/openapi.json"
 
-    routes = [(api.PREFIX + route.path_format, route) for router in api.ROUTERS
-              for route in router.routes if isinstance(route, APIRoute)]
+    routes = [
+        (api.PREFIX + route.path_format, route)
+        for router in api.ROUTERS
+        for route in router.routes
+        if isinstance(route, APIRoute)
+    ]
 
     def openapi() -> dict[str, Any]:
         doc = FastAPI.openapi(app)  # cached by FastAPI until the routes change
@@ -54,16 +59,21 @@ def install(app: FastAPI) -> None:
         # behind a proxy that strips a path prefix, every URL the page loads keeps it
         root = request.scope.get("root_path", "")
         return get_swagger_ui_html(
-            openapi_url=root + openapi_url, title=f"{app.title} - Swagger UI",
+            openapi_url=root + openapi_url,
+            title=f"{app.title} - Swagger UI",
             swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
             swagger_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
-            swagger_ui_parameters=app.swagger_ui_parameters)
+            swagger_ui_parameters=app.swagger_ui_parameters,
+        )
 
     @app.get(REDOC_URL, include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "")
         return get_redoc_html(
-            openapi_url=root + openapi_url, title=f"{app.title} - ReDoc",
+            openapi_url=root + openapi_url,
+            title=f"{app.title} - ReDoc",
             redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png", with_google_fonts=False)
+            redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
+            with_google_fonts=False,
+        )

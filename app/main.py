@@ -65,12 +65,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if not settings.database_url or not settings.redis_url:
-            raise RuntimeError("DATABASE_URL and REDIS_URL must be set "
-                               "(`loom-memory serve` without them starts embedded stores)")
+            raise RuntimeError(
+                "DATABASE_URL and REDIS_URL must be set "
+                "(`loom-memory serve` without them starts embedded stores)"
+            )
         # the hot paths hold the asyncpg pool (LOOM_DB_POOL_SIZE); the SQLAlchemy engine
         # serves the other routes with half as many (and half again at peaks)
-        engine = create_engine(settings.database_url, max(1, settings.db_pool_size // 2),
-                               settings)
+        engine = create_engine(settings.database_url, max(1, settings.db_pool_size // 2), settings)
         pool = await pg.create_pool(settings.database_url, settings)
         redis = create_redis(settings.redis_url)
         try:
@@ -82,18 +83,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sessionmaker = create_sessionmaker(engine)
         queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
         shared_memory = SharedMemoryRuntime(
-            redis, cache_bytes=settings.shared_memory_cache_bytes,
-            watch_queue=settings.shared_memory_watch_queue)
+            redis,
+            cache_bytes=settings.shared_memory_cache_bytes,
+            watch_queue=settings.shared_memory_watch_queue,
+        )
 
         def connection() -> AbstractAsyncContextManager[asyncpg.Connection]:
             return pg.connection(pool, settings.db_pool_timeout_seconds)
 
         state = AppState(
-            settings=settings, engine=engine, sessionmaker=sessionmaker,
-            read_sessionmaker=create_read_sessionmaker(engine), pg=pool, redis=redis,
-            queue=queue, key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
-            shared_memory=shared_memory, llm=llm,
-            hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker, connection))
+            settings=settings,
+            engine=engine,
+            sessionmaker=sessionmaker,
+            read_sessionmaker=create_read_sessionmaker(engine),
+            pg=pool,
+            redis=redis,
+            queue=queue,
+            key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
+            shared_memory=shared_memory,
+            llm=llm,
+            hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
+        )
         erasure_caches.install(state.shared_memory)
         app.state.loom = state
         gauges = PoolGauges(state)
@@ -111,12 +121,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     if thresholds is not None:
                         heap.untune(thresholds)
         finally:
-            for name, close in (("pool gauges", gauges.stop),
-                                ("shared memory", state.shared_memory.stop),
-                                ("key cache", state.key_cache.stop),
-                                ("queue", state.queue.close), ("redis", redis.aclose),
-                                ("llm", getattr(llm, "aclose", None)),
-                                ("database", engine.dispose), ("pool", partial(pg.close, pool))):
+            for name, close in (
+                ("pool gauges", gauges.stop),
+                ("shared memory", state.shared_memory.stop),
+                ("key cache", state.key_cache.stop),
+                ("queue", state.queue.close),
+                ("redis", redis.aclose),
+                ("llm", getattr(llm, "aclose", None)),
+                ("database", engine.dispose),
+                ("pool", partial(pg.close, pool)),
+            ):
                 if close is None:
                     continue
                 try:
@@ -125,9 +139,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     log.exception("closing the %s failed", name)
             del app.state.loom
 
-    app = FastAPI(title="Loom Memory", version=VERSION, description=DESCRIPTION,
-                  openapi_tags=api.TAGS, docs_url=None, redoc_url=None,  # app.docs
-                  lifespan=lifespan, generate_unique_id_function=_operation_id)
+    app = FastAPI(
+        title="Loom Memory",
+        version=VERSION,
+        description=DESCRIPTION,
+        openapi_tags=api.TAGS,
+        docs_url=None,
+        redoc_url=None,  # app.docs
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
     install_error_handlers(app)
     app.include_router(health_router)
     api.include(app)

@@ -20,42 +20,95 @@ MAX_DEPTH = 8
 
 # by field name (exact, then suffix), for strings without a format, enum or example
 _STRINGS = {
-    "role": "user", "agent_id": "research-assistant", "name": "research-assistant",
-    "text": "The otter swam upstream to the old mill.", "content": "Where did the otter go?",
-    "query": "where did the otter go", "method": "llm", "status": "succeeded",
-    "key": "notes/otters", "namespace": "global", "secret": "lm_5b0c1f...", "prefix": "lm_5b0c",
-    "next_cursor": "eyJhZnRlcl9zZXEiOjUwfQ", "cursor": "eyJhZnRlcl9zZXEiOjUwfQ",
-    "kind": "compression", "trigger": "usage", "format": "anthropic", "scope": "session",
-    "title": "Otters", "description": "What the team knows about otters.", "version": "0.1.0",
-    "code": "session_not_found", "message": "No such session.", "tool_use_id": "toolu_01",
-    "last_error": "", "etag": '"3"', "summary": "The user asked about otters.",
-    "content_type": "application/json", "checksum": "sha256:2c26b46b68ffc68f",
+    "role": "user",
+    "agent_id": "research-assistant",
+    "name": "research-assistant",
+    "text": "The otter swam upstream to the old mill.",
+    "content": "Where did the otter go?",
+    "query": "where did the otter go",
+    "method": "llm",
+    "status": "succeeded",
+    "key": "notes/otters",
+    "namespace": "global",
+    "secret": "lm_5b0c1f...",
+    "prefix": "lm_5b0c",
+    "next_cursor": "eyJhZnRlcl9zZXEiOjUwfQ",
+    "cursor": "eyJhZnRlcl9zZXEiOjUwfQ",
+    "kind": "compression",
+    "trigger": "usage",
+    "format": "anthropic",
+    "scope": "session",
+    "title": "Otters",
+    "description": "What the team knows about otters.",
+    "version": "0.1.0",
+    "code": "session_not_found",
+    "message": "No such session.",
+    "tool_use_id": "toolu_01",
+    "last_error": "",
+    "etag": '"3"',
+    "summary": "The user asked about otters.",
+    "content_type": "application/json",
+    "checksum": "sha256:2c26b46b68ffc68f",
 }
-_SUFFIXES = (("_at", TIME), ("agent_id", "research-assistant"), ("_id", UUID),
-             ("_text", "The user asked about otters."), ("_name", "research-assistant"), ("_url", "https://example.com/loom"))
+_SUFFIXES = (
+    ("_at", TIME),
+    ("agent_id", "research-assistant"),
+    ("_id", UUID),
+    ("_text", "The user asked about otters."),
+    ("_name", "research-assistant"),
+    ("_url", "https://example.com/loom"),
+)
 # free-form objects (and untyped fields) by name
 _OBJECTS: dict[str, Any] = {
     "messages": {"role": "user", "content": "Where did the otter go?"},
-    "tool": {"name": "recall_messages", "description": "Read messages of this "
-             "conversation by seq.", "input_schema": {"type": "object"}},
+    "tool": {
+        "name": "recall_messages",
+        "description": "Read messages of this conversation by seq.",
+        "input_schema": {"type": "object"},
+    },
     "message": {"role": "user", "content": "Where did the otter go?"},
     "system": [{"type": "text", "text": "You are a research assistant."}],
-    "tools": {"name": "recall_messages", "description": "Read messages of this "
-              "conversation by seq.", "input_schema": {"type": "object"}},
-    "metadata": {"source": "chat"}, "value": {"species": "otter", "count": 2},
-    "input": {"query": "otters"}, "config": {"max_context_tokens": 8000},
+    "tools": {
+        "name": "recall_messages",
+        "description": "Read messages of this conversation by seq.",
+        "input_schema": {"type": "object"},
+    },
+    "metadata": {"source": "chat"},
+    "value": {"species": "otter", "count": 2},
+    "input": {"query": "otters"},
+    "config": {"max_context_tokens": 8000},
 }
-_INTEGERS = (("seq", 42), ("token", 128), ("count", 3), ("limit", 50), ("budget", 8000),
-             ("bytes", 2048), ("size", 2048), ("version", 3), ("attempts", 1), ("runs", 1))
-_FORMATS = {"uuid": UUID, "date-time": TIME, "date": "2026-11-25", "uri": "https://example.com",
-            "email": "ops@example.com", "binary": "<bytes>"}
-_METRICS = ("# HELP http_requests_total Total number of requests by method, status and "
-            "handler.\n# TYPE http_requests_total counter\n"
-            'http_requests_total{handler="/healthz",method="GET",status="200"} 3.0\n')
-_NON_JSON = {"text/plain": "The otter swam upstream to the old mill.",
-             "text/event-stream": 'event: put\nid: 3\ndata: {"key": "notes/otters", '
-             '"version": 3}\n\n',
-             "application/octet-stream": "<bytes>", "*/*": "<the stored bytes>"}
+_INTEGERS = (
+    ("seq", 42),
+    ("token", 128),
+    ("count", 3),
+    ("limit", 50),
+    ("budget", 8000),
+    ("bytes", 2048),
+    ("size", 2048),
+    ("version", 3),
+    ("attempts", 1),
+    ("runs", 1),
+)
+_FORMATS = {
+    "uuid": UUID,
+    "date-time": TIME,
+    "date": "2026-11-25",
+    "uri": "https://example.com",
+    "email": "ops@example.com",
+    "binary": "<bytes>",
+}
+_METRICS = (
+    "# HELP http_requests_total Total number of requests by method, status and "
+    "handler.\n# TYPE http_requests_total counter\n"
+    'http_requests_total{handler="/healthz",method="GET",status="200"} 3.0\n'
+)
+_NON_JSON = {
+    "text/plain": "The otter swam upstream to the old mill.",
+    "text/event-stream": 'event: put\nid: 3\ndata: {"key": "notes/otters", "version": 3}\n\n',
+    "application/octet-stream": "<bytes>",
+    "*/*": "<the stored bytes>",
+}
 
 
 def complete(doc: dict[str, Any]) -> dict[str, Any]:
@@ -88,8 +141,7 @@ def _resolve(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def example(schema: dict[str, Any], schemas: dict[str, Any], name: str = "",
-            depth: int = 0) -> Any:
+def example(schema: dict[str, Any], schemas: dict[str, Any], name: str = "", depth: int = 0) -> Any:
     """A value that fits `schema` (its `$ref`s resolved in `schemas`), for a field `name`."""
     schema = _resolve(schema, schemas)
     if "example" in schema:
@@ -123,8 +175,10 @@ def example(schema: dict[str, Any], schemas: dict[str, Any], name: str = "",
     if kind == "object" or "properties" in schema:
         if depth >= MAX_DEPTH:
             return {}
-        out = {prop: example(sub, schemas, prop, depth + 1)
-               for prop, sub in schema.get("properties", {}).items()}
+        out = {
+            prop: example(sub, schemas, prop, depth + 1)
+            for prop, sub in schema.get("properties", {}).items()
+        }
         extra = schema.get("additionalProperties")
         if not out and isinstance(extra, dict) and extra:
             out = {"key": example(extra, schemas, "", depth + 1)}

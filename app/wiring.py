@@ -44,19 +44,32 @@ from app.users import recall as user_recall
 Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
 
 
-def assemble(settings: Settings, shared_memory: SharedMemoryRuntime, queue: Queue,
-             sessionmaker: async_sessionmaker[AsyncSession], connection: Connect) -> Hooks:
+def assemble(
+    settings: Settings,
+    shared_memory: SharedMemoryRuntime,
+    queue: Queue,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    connection: Connect,
+) -> Hooks:
     """The hooks of the app whose stores these are (`app.main`'s lifespan)."""
     before: tuple[BeforeAppend, ...] = (offload.offloader(shared_memory, settings),)
     after: tuple[AfterAppend, ...] = (offload.hold_references, memory_hooks.track_large_results)
     return Hooks(
         session_created=(memory_hooks.freeze_rom,),
-        append=AppendHooks(before=before, after=after,
-                           on_pressure=all_of(
-                               jobs_hooks.compression_trigger(
-                                   queue, settings.compress_busy_usage,
-                                   pool_recorder(connection)),
-                               extraction_trigger(queue, sessionmaker, settings))),
-        context_blocks=(facts_block.facts_provider, user_recall.provider(connection, settings),
-                        knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider),
+        append=AppendHooks(
+            before=before,
+            after=after,
+            on_pressure=all_of(
+                jobs_hooks.compression_trigger(
+                    queue, settings.compress_busy_usage, pool_recorder(connection)
+                ),
+                extraction_trigger(queue, sessionmaker, settings),
+            ),
+        ),
+        context_blocks=(
+            facts_block.facts_provider,
+            user_recall.provider(connection, settings),
+            knowledge_blocks.knowledge_provider,
+            knowledge_blocks.learned_provider,
+        ),
     )

@@ -38,17 +38,27 @@ from tests.fakes.llm_server import FakeLLMServer
 PG = "postgresql://postgres@127.0.0.1:5432"
 RESULTS = Path(__file__).parent / "results"
 CITIES = "Lisbon Porto Madrid Paris Berlin Rome Oslo Vienna Prague Dublin".split()
-CHATTER = ["Can you summarise the report?", "What is the weather like?",
-           "Thanks, that helps.", "Please draft a reply to the team.",
-           "How long will the migration take?", "Let's continue tomorrow."]
+CHATTER = [
+    "Can you summarise the report?",
+    "What is the weather like?",
+    "Thanks, that helps.",
+    "Please draft a reply to the team.",
+    "How long will the migration take?",
+    "Let's continue tomorrow.",
+]
 
 
 def rules(n_topics: int) -> list[Rule]:
     out = []
     for t in range(n_topics):
         for city in CITIES:
-            out.append(Rule(f"friend {t} moved to {city}", f"Friend {t} of the user lives "
-                            f"in {city}.", f"friend{t}"))
+            out.append(
+                Rule(
+                    f"friend {t} moved to {city}",
+                    f"Friend {t} of the user lives in {city}.",
+                    f"friend{t}",
+                )
+            )
     return out
 
 
@@ -56,23 +66,37 @@ def conversation(n: int, rng: random.Random, n_topics: int) -> list[dict[str, An
     msgs = []
     for i in range(n // 2):
         if rng.random() < 0.2:
-            text = (f"By the way, my friend {rng.randrange(n_topics)} moved to "
-                    f"{rng.choice(CITIES)} recently.")
+            text = (
+                f"By the way, my friend {rng.randrange(n_topics)} moved to "
+                f"{rng.choice(CITIES)} recently."
+            )
         else:
             text = rng.choice(CHATTER) + " " + " ".join(rng.choice(CHATTER) for _ in range(3))
         minute = i % 60
-        msgs.append({"role": "user", "content": text,
-                     "created_at": f"2026-03-{1 + i // 60 % 28:02d}T10:{minute:02d}:00Z"})
-        msgs.append({"role": "assistant", "content": "Understood. " + rng.choice(CHATTER),
-                     "created_at": f"2026-03-{1 + i // 60 % 28:02d}T10:{minute:02d}:30Z"})
+        msgs.append(
+            {
+                "role": "user",
+                "content": text,
+                "created_at": f"2026-03-{1 + i // 60 % 28:02d}T10:{minute:02d}:00Z",
+            }
+        )
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": "Understood. " + rng.choice(CHATTER),
+                "created_at": f"2026-03-{1 + i // 60 % 28:02d}T10:{minute:02d}:30Z",
+            }
+        )
     return msgs
 
 
 def request_tokens(body: dict[str, Any]) -> int:
     """cl100k tokens of what the model reads: system, messages, tool definitions."""
     parts = [str(body.get("system", ""))]
-    parts += [m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
-              for m in body.get("messages", [])]
+    parts += [
+        m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+        for m in body.get("messages", [])
+    ]
     parts += [json.dumps(t) for t in body.get("tools", [])]
     return sum(count_text(p) for p in parts)
 
@@ -83,38 +107,65 @@ async def run(n_messages: int, cap: int, fake: FakeLLMServer, db_url: str) -> di
     fake.reset()
     fake.respond_with_tools(model)
     admin_key = "lm_bench_" + secrets.token_urlsafe(16)
-    settings = Settings(DATABASE_URL=db_url, REDIS_URL="redis://127.0.0.1:6379/0",
-                        LOOM_ADMIN_KEY=admin_key,
-                        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}")
-    settings = settings.model_copy(update={
-        "llm_provider": "anthropic", "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
-        "anthropic_base_url": fake.base_url, "llm_max_retries": 0,
-        "facts_input_tokens": cap, "facts_wait_seconds": 600.0})
+    settings = Settings(
+        DATABASE_URL=db_url,
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        LOOM_ADMIN_KEY=admin_key,
+        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
+    )
+    settings = settings.model_copy(
+        update={
+            "llm_provider": "anthropic",
+            "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
+            "anthropic_base_url": fake.base_url,
+            "llm_max_retries": 0,
+            "facts_input_tokens": cap,
+            "facts_wait_seconds": 600.0,
+        }
+    )
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         t = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=t, base_url="http://b", timeout=600,
-                                     headers={"Authorization": f"Bearer {admin_key}"}) as a:
-            tid = (await a.post("/v1/tenants", json={"name": f"facts-{uuid.uuid4().hex[:6]}"})
-                   ).json()["id"]
-            key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
-                   ).json()["secret"]
-        async with httpx.AsyncClient(transport=t, base_url="http://b", timeout=600, headers={
-                "Authorization": f"Bearer {key}", "X-Agent-Id": "bench"}) as c:
-            sid = (await c.post("/v1/sessions", json={"config": {
-                "l1_max_messages": 1000, "facts": {"enabled": True}}})).json()["id"]
+        async with httpx.AsyncClient(
+            transport=t,
+            base_url="http://b",
+            timeout=600,
+            headers={"Authorization": f"Bearer {admin_key}"},
+        ) as a:
+            tid = (
+                await a.post("/v1/tenants", json={"name": f"facts-{uuid.uuid4().hex[:6]}"})
+            ).json()["id"]
+            key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})).json()[
+                "secret"
+            ]
+        async with httpx.AsyncClient(
+            transport=t,
+            base_url="http://b",
+            timeout=600,
+            headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
+        ) as c:
+            sid = (
+                await c.post(
+                    "/v1/sessions",
+                    json={"config": {"l1_max_messages": 1000, "facts": {"enabled": True}}},
+                )
+            ).json()["id"]
             msgs = conversation(n_messages, random.Random(7), n_topics)
             for i in range(0, len(msgs), 200):
-                r = await c.post(f"/v1/sessions/{sid}/messages",
-                                 json={"messages": msgs[i:i + 200]})
+                r = await c.post(
+                    f"/v1/sessions/{sid}/messages", json={"messages": msgs[i : i + 200]}
+                )
                 assert r.status_code == 201, r.text
             started = time.perf_counter()
             r = await c.post(f"/v1/sessions/{sid}/memory/extract", params={"wait": "true"})
             took = time.perf_counter() - started
             assert r.status_code == 200, r.text
             result = r.json()["result"]
-            valid = (await c.post("/v1/memory-items/query", json={
-                "filters": {"kind": "fact"}, "limit": 500})).json()["items"]
+            valid = (
+                await c.post(
+                    "/v1/memory-items/query", json={"filters": {"kind": "fact"}, "limit": 500}
+                )
+            ).json()["items"]
     reqs = fake.requests_for("anthropic")
     steps: dict[str, dict[str, int]] = {}
     for q in reqs:
@@ -126,14 +177,26 @@ async def run(n_messages: int, cap: int, fake: FakeLLMServer, db_url: str) -> di
     calls = len(reqs)
     in_tokens = sum(s["input_tokens"] for s in steps.values())
     per = 1000 / n_messages
-    return {"messages": n_messages, "input_cap_tokens": cap, "batches": result["batches"],
-            "llm_calls": calls, "input_tokens": in_tokens, "output_tokens": output_tokens,
-            "per_1000_messages": {"llm_calls": round(calls * per, 1),
-                                  "input_tokens": round(in_tokens * per),
-                                  "output_tokens": round(output_tokens * per)},
-            "steps": steps, "added": result["added"], "invalidated": result["invalidated"],
-            "updated": result["updated"], "unchanged": result["unchanged"],
-            "valid_facts": len(valid), "seconds_with_fake_llm": round(took, 2)}
+    return {
+        "messages": n_messages,
+        "input_cap_tokens": cap,
+        "batches": result["batches"],
+        "llm_calls": calls,
+        "input_tokens": in_tokens,
+        "output_tokens": output_tokens,
+        "per_1000_messages": {
+            "llm_calls": round(calls * per, 1),
+            "input_tokens": round(in_tokens * per),
+            "output_tokens": round(output_tokens * per),
+        },
+        "steps": steps,
+        "added": result["added"],
+        "invalidated": result["invalidated"],
+        "updated": result["updated"],
+        "unchanged": result["unchanged"],
+        "valid_facts": len(valid),
+        "seconds_with_fake_llm": round(took, 2),
+    }
 
 
 async def main() -> None:
@@ -157,14 +220,18 @@ async def main() -> None:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await conn.close()
     print(f"\nfact extraction, {args.messages} messages (fake model, cl100k token counts)")
-    print(f"{'input cap':>9} {'batches':>7} {'calls':>6} {'in tok':>8} {'out tok':>8} "
-          f"{'calls/1k':>8} {'in/1k':>8} {'out/1k':>8} {'facts':>5} {'add/inv/none':>12}")
+    print(
+        f"{'input cap':>9} {'batches':>7} {'calls':>6} {'in tok':>8} {'out tok':>8} "
+        f"{'calls/1k':>8} {'in/1k':>8} {'out/1k':>8} {'facts':>5} {'add/inv/none':>12}"
+    )
     for r in rows:
         p = r["per_1000_messages"]
-        print(f"{r['input_cap_tokens']:>9} {r['batches']:>7} {r['llm_calls']:>6} "
-              f"{r['input_tokens']:>8} {r['output_tokens']:>8} {p['llm_calls']:>8} "
-              f"{p['input_tokens']:>8} {p['output_tokens']:>8} {r['valid_facts']:>5} "
-              f"{r['added']:>4}/{r['invalidated']}/{r['unchanged']}")
+        print(
+            f"{r['input_cap_tokens']:>9} {r['batches']:>7} {r['llm_calls']:>6} "
+            f"{r['input_tokens']:>8} {r['output_tokens']:>8} {p['llm_calls']:>8} "
+            f"{p['input_tokens']:>8} {p['output_tokens']:>8} {r['valid_facts']:>5} "
+            f"{r['added']:>4}/{r['invalidated']}/{r['unchanged']}"
+        )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "facts.json").write_text(json.dumps({"facts": rows}, indent=2) + "\n")
     print(f"wrote {RESULTS / 'facts.json'}")

@@ -56,13 +56,21 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
     fake.reset()
     fake.respond_with_tools(model)
     admin_key = "lm_bench_" + secrets.token_urlsafe(16)
-    settings = Settings(DATABASE_URL=db_url, REDIS_URL="redis://127.0.0.1:6379/0",
-                        LOOM_ADMIN_KEY=admin_key,
-                        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}")
-    settings = settings.model_copy(update={
-        "llm_provider": "anthropic", "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
-        "anthropic_base_url": fake.base_url, "llm_max_retries": 0,
-        "facts_every_messages": EVERY})
+    settings = Settings(
+        DATABASE_URL=db_url,
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        LOOM_ADMIN_KEY=admin_key,
+        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
+    )
+    settings = settings.model_copy(
+        update={
+            "llm_provider": "anthropic",
+            "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
+            "anthropic_base_url": fake.base_url,
+            "llm_max_retries": 0,
+            "facts_every_messages": EVERY,
+        }
+    )
     app = create_app(settings)
     runs = 0
     async with app.router.lifespan_context(app):
@@ -70,29 +78,40 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
         deps = Deps(state.sessionmaker, state.llm, settings)
         compress_ctx = {"sessionmaker": state.sessionmaker, "settings": settings, "llm": None}
         t = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=t, base_url="http://b", timeout=600,
-                                     headers={"Authorization": f"Bearer {admin_key}"}) as a:
-            tid = (await a.post("/v1/tenants", json={"name": f"facts-{uuid.uuid4().hex[:6]}"})
-                   ).json()["id"]
-            key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
-                   ).json()["secret"]
-        async with httpx.AsyncClient(transport=t, base_url="http://b", timeout=600, headers={
-                "Authorization": f"Bearer {key}", "X-Agent-Id": "bench"}) as c:
-            sid = (await c.post("/v1/sessions", json={"config": {
-                "facts": {"enabled": True}}})).json()["id"]
+        async with httpx.AsyncClient(
+            transport=t,
+            base_url="http://b",
+            timeout=600,
+            headers={"Authorization": f"Bearer {admin_key}"},
+        ) as a:
+            tid = (
+                await a.post("/v1/tenants", json={"name": f"facts-{uuid.uuid4().hex[:6]}"})
+            ).json()["id"]
+            key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})).json()[
+                "secret"
+            ]
+        async with httpx.AsyncClient(
+            transport=t,
+            base_url="http://b",
+            timeout=600,
+            headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
+        ) as c:
+            sid = (
+                await c.post("/v1/sessions", json={"config": {"facts": {"enabled": True}}})
+            ).json()["id"]
             tenant, session = uuid.UUID(tid), uuid.UUID(sid)
             msgs = conversation(n_messages, random.Random(7), n_topics)
             for i in range(0, len(msgs), 2):
-                r = await c.post(f"/v1/sessions/{sid}/messages",
-                                 json={"messages": msgs[i:i + 2]})
+                r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs[i : i + 2]})
                 assert r.status_code == 201, r.text
                 async with state.sessionmaker() as db:
                     info = await facts_repo.session_facts(db, tenant, session)
                     await db.rollback()
                 assert info is not None
                 if mode == "before":
-                    await run_compression(compress_ctx, tenant, session, force=False,
-                                          llm_fallback=True)
+                    await run_compression(
+                        compress_ctx, tenant, session, force=False, llm_fallback=True
+                    )
                     async with state.sessionmaker() as db:
                         info = await facts_repo.session_facts(db, tenant, session)
                         await db.rollback()
@@ -111,8 +130,11 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
                 info = await facts_repo.session_facts(db, tenant, session)
                 await db.rollback()
             assert info is not None
-            valid = (await c.post("/v1/memory-items/query", json={
-                "filters": {"kind": "fact"}, "limit": 500})).json()["items"]
+            valid = (
+                await c.post(
+                    "/v1/memory-items/query", json={"filters": {"kind": "fact"}, "limit": 500}
+                )
+            ).json()["items"]
     reqs = fake.requests_for("anthropic")
     steps: dict[str, dict[str, int]] = {}
     for q in reqs:
@@ -122,13 +144,22 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
     output_tokens = sum(count_text(json.dumps(model(q))) for q in reqs)  # replayed answers
     in_tokens = sum(s["input_tokens"] for s in steps.values())
     per = 1000 / n_messages
-    return {"mode": mode, "messages": n_messages, "runs": runs,
-            "messages_read": info.watermark, "llm_calls": len(reqs),
-            "input_tokens": in_tokens, "output_tokens": output_tokens,
-            "per_1000_messages": {"llm_calls": round(len(reqs) * per, 1),
-                                  "input_tokens": round(in_tokens * per),
-                                  "output_tokens": round(output_tokens * per)},
-            "steps": steps, "valid_facts": len(valid)}
+    return {
+        "mode": mode,
+        "messages": n_messages,
+        "runs": runs,
+        "messages_read": info.watermark,
+        "llm_calls": len(reqs),
+        "input_tokens": in_tokens,
+        "output_tokens": output_tokens,
+        "per_1000_messages": {
+            "llm_calls": round(len(reqs) * per, 1),
+            "input_tokens": round(in_tokens * per),
+            "output_tokens": round(output_tokens * per),
+        },
+        "steps": steps,
+        "valid_facts": len(valid),
+    }
 
 
 async def main() -> None:
@@ -151,18 +182,23 @@ async def main() -> None:
         conn = await asyncpg.connect(f"{PG}/postgres")
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await conn.close()
-    print("| trigger | runs | messages read | LLM calls / 1,000 msgs | input tokens / 1,000 "
-          "| output tokens / 1,000 | valid facts |")
+    print(
+        "| trigger | runs | messages read | LLM calls / 1,000 msgs | input tokens / 1,000 "
+        "| output tokens / 1,000 | valid facts |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         p = r["per_1000_messages"]
-        print(f"| {r['mode']} | {r['runs']} | {r['messages_read']} | {p['llm_calls']} | "
-              f"{p['input_tokens']:,} | {p['output_tokens']:,} | {r['valid_facts']} |")
+        print(
+            f"| {r['mode']} | {r['runs']} | {r['messages_read']} | {p['llm_calls']} | "
+            f"{p['input_tokens']:,} | {p['output_tokens']:,} | {r['valid_facts']} |"
+        )
     ratio = rows[1]["llm_calls"] / max(1, rows[0]["llm_calls"])
     print(f"\ncalls after / before: {ratio:.2f}")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "facts_trigger.json").write_text(json.dumps(
-        {"rows": rows, "calls_ratio": round(ratio, 2)}, indent=2) + "\n")
+    (RESULTS / "facts_trigger.json").write_text(
+        json.dumps({"rows": rows, "calls_ratio": round(ratio, 2)}, indent=2) + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -64,12 +64,20 @@ def _text(content: Any) -> str:
 async def read_session(session_id: uuid.UUID, request: Request) -> Response:
     """A session row and its last 10 messages (the spec's reference floor)."""
     async with request.app.state.pool.acquire() as conn:
-        s = await conn.fetchrow("select id, agent_id, config, last_seq from sessions "
-                                "where id = $1", session_id)
-        msgs = await conn.fetch("select seq, role, content, token_count from messages "
-                                "where session_id = $1 order by seq desc limit 10", session_id)
-    body = {"id": str(s["id"]), "agent_id": s["agent_id"], "config": s["config"],
-            "messages": [dict(m) for m in reversed(msgs)]}
+        s = await conn.fetchrow(
+            "select id, agent_id, config, last_seq from sessions where id = $1", session_id
+        )
+        msgs = await conn.fetch(
+            "select seq, role, content, token_count from messages "
+            "where session_id = $1 order by seq desc limit 10",
+            session_id,
+        )
+    body = {
+        "id": str(s["id"]),
+        "agent_id": s["agent_id"],
+        "config": s["config"],
+        "messages": [dict(m) for m in reversed(msgs)],
+    }
     return Response(json.dumps(body, default=str), media_type="application/json")
 
 
@@ -80,29 +88,41 @@ async def append(session_id: uuid.UUID, request: Request) -> Response:
     async with request.app.state.pool.acquire() as conn, conn.transaction():
         last, tenant, cfg = await conn.fetchrow(_NEXT_SEQ, session_id, len(msgs))
         first = last - len(msgs) + 1
-        rows = [(session_id, first + i, tenant, m["role"], json.dumps(m["content"]),
-                 _text(m["content"]), 10, cfg) for i, m in enumerate(msgs)]
+        rows = [
+            (
+                session_id,
+                first + i,
+                tenant,
+                m["role"],
+                json.dumps(m["content"]),
+                _text(m["content"]),
+                10,
+                cfg,
+            )
+            for i, m in enumerate(msgs)
+        ]
         if len(rows) == 1:
             await conn.execute(_INSERT, *rows[0])
         else:
             await conn.executemany(_INSERT, rows)
-    return Response(json.dumps({"last_seq": last}), media_type="application/json",
-                    status_code=201)
+    return Response(json.dumps({"last_seq": last}), media_type="application/json", status_code=201)
 
 
 # --- search: the two statements a search runs (app/search/repository.py), raw ------------
 _SQL_CACHE: dict[str, tuple[str, list[str]]] = {}
 
 
-def _search_sql(kind: str, window: int, weight: float, routed: bool
-                ) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
+def _search_sql(
+    kind: str, window: int, weight: float, routed: bool
+) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
     from app.core.pg import positional
     from app.search import repository as repo
     from app.search.bm25 import WindowParams
 
     if kind not in _SQL_CACHE:
-        _SQL_CACHE[kind] = positional(repo._STATS_SQL.format(
-            sessions=repo._SESSIONS_IN_SCOPE[kind]))
+        _SQL_CACHE[kind] = positional(
+            repo._STATS_SQL.format(sessions=repo._SESSIONS_IN_SCOPE[kind])
+        )
     return _SQL_CACHE[kind], repo._bm25_statement(kind, WindowParams(window, weight), routed)
 
 
@@ -120,22 +140,27 @@ async def search(request: Request) -> Response:
 
     b = await request.json()
     kind = b["scope"]
-    p: dict[str, Any] = {"tenant_id": uuid.UUID(b["tenant_id"]),
-                         "session_id": uuid.UUID(b["session_id"]) if b.get("session_id")
-                         else None, "agent_id": b.get("agent_id"), "refresh_rows": 1,
-                         "text": b["query"]}
+    p: dict[str, Any] = {
+        "tenant_id": uuid.UUID(b["tenant_id"]),
+        "session_id": uuid.UUID(b["session_id"]) if b.get("session_id") else None,
+        "agent_id": b.get("agent_id"),
+        "refresh_rows": 1,
+        "text": b["query"],
+    }
     scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
     async with request.app.state.pool.acquire() as conn, conn.transaction():
         routed = await repo.custom_plans(conn, scope)
         (stats_sql, stats_names), (bm_sql, bm_names) = _search_sql(
-            kind, int(b.get("window", 2)), float(b.get("weight", 2.0)), routed)
+            kind, int(b.get("window", 2)), float(b.get("weight", 2.0)), routed
+        )
         n_docs, total, lexemes = await conn.fetchrow(stats_sql, *[p[n] for n in stats_names])
         lexemes = sorted(set(lexemes or []))
         rows = []
         if lexemes and n_docs:
             await repo.hash_joins(conn)
-            bp = repo.bm25_params(scope, lexemes, repo.ScopeStats(n_docs, total),
-                                  BM25Params(), 50, 10)
+            bp = repo.bm25_params(
+                scope, lexemes, repo.ScopeStats(n_docs, total), BM25Params(), 50, 10
+            )
             rows = await conn.fetch(bm_sql, *[bp[n] for n in bm_names])
     body = {"results": [dict(r) for r in rows[:10]], "candidates": len(rows)}
     return Response(json.dumps(body, default=str), media_type="application/json")

@@ -38,14 +38,18 @@ def main(paths: list[str]) -> None:
     for path in paths:
         doc = json.loads(Path(path).read_text())
         meta = doc.get("meta", {})
-        print(f"\n{Path(path).name}  commit {meta.get('git_commit') or '?'}  "
-              f"{meta.get('label', '')}  load {meta.get('loadavg_start', '')}")
+        print(
+            f"\n{Path(path).name}  commit {meta.get('git_commit') or '?'}  "
+            f"{meta.get('label', '')}  load {meta.get('loadavg_start', '')}"
+        )
         for label, (a, f, r) in ratios(doc).items():
             goal = next(g for g in GOALS if g[0] == label)
             ok = r >= goal[4] if goal[5] else r <= goal[4]
             sign = ">=" if goal[5] else "<="
-            print(f"  {label:<18} {a:>9.2f} vs floor {f:>9.2f} = {r:5.2f}x  "
-                  f"(goal {sign} {goal[4]:g}x) {'ok' if ok else 'MISS'}")
+            print(
+                f"  {label:<18} {a:>9.2f} vs floor {f:>9.2f} = {r:5.2f}x  "
+                f"(goal {sign} {goal[4]:g}x) {'ok' if ok else 'MISS'}"
+            )
             seen[label].append(r)
     print("\nranges over the files:")
     for label, values in seen.items():

@@ -45,37 +45,58 @@ async def main(rounds: int) -> None:
     try:
         await asyncio.to_thread(_migrate, url)
         admin = "lm_" + secrets.token_urlsafe(32)
-        app = create_app(Settings(DATABASE_URL=url, REDIS_URL=REDIS, LOOM_ADMIN_KEY=admin,
-                                  LOOM_QUEUE_NAME=f"loom:inproc:{name}"))
+        app = create_app(
+            Settings(
+                DATABASE_URL=url,
+                REDIS_URL=REDIS,
+                LOOM_ADMIN_KEY=admin,
+                LOOM_QUEUE_NAME=f"loom:inproc:{name}",
+            )
+        )
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
                 h = {"Authorization": f"Bearer {admin}"}
                 tenant = (await c.post("/v1/tenants", json={"name": name}, headers=h)).json()
-                key = (await c.post("/v1/api-keys", headers=h, json={
-                    "tenant_id": tenant["id"], "role": "agent", "agent_id": "a"})).json()
+                key = (
+                    await c.post(
+                        "/v1/api-keys",
+                        headers=h,
+                        json={"tenant_id": tenant["id"], "role": "agent", "agent_id": "a"},
+                    )
+                ).json()
                 c.headers["Authorization"] = f"Bearer {key['secret']}"
                 sid = (await c.post("/v1/sessions", json={})).json()["id"]
                 words = " ".join(["lorem ipsum dolor sit amet"] * 30)
                 for i in range(25):
-                    await c.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-                        {"role": "user", "content": f"q{i} {words}"},
-                        {"role": "assistant", "content": f"a{i} {words}"}]})
+                    await c.post(
+                        f"/v1/sessions/{sid}/messages",
+                        json={
+                            "messages": [
+                                {"role": "user", "content": f"q{i} {words}"},
+                                {"role": "assistant", "content": f"a{i} {words}"},
+                            ]
+                        },
+                    )
                 times: dict[str, list[tuple[float, float]]] = {"context": [], "append": []}
                 for i in range(rounds):
                     t, cpu = time.perf_counter(), time.process_time()
                     r = await c.post(f"/v1/sessions/{sid}/context", json={})
-                    times["context"].append((time.perf_counter() - t,
-                                             time.process_time() - cpu))
+                    times["context"].append((time.perf_counter() - t, time.process_time() - cpu))
                     assert r.status_code == 200, r.text
                     t, cpu = time.perf_counter(), time.process_time()
-                    r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-                        {"role": "user" if i % 2 else "assistant", "content": f"m{i}"}]})
-                    times["append"].append((time.perf_counter() - t,
-                                            time.process_time() - cpu))
+                    r = await c.post(
+                        f"/v1/sessions/{sid}/messages",
+                        json={
+                            "messages": [
+                                {"role": "user" if i % 2 else "assistant", "content": f"m{i}"}
+                            ]
+                        },
+                    )
+                    times["append"].append((time.perf_counter() - t, time.process_time() - cpu))
                     assert r.status_code == 201, r.text
         for op, pairs in times.items():
-            pairs = pairs[rounds // 10:]  # warm-up left out
+            pairs = pairs[rounds // 10 :]  # warm-up left out
             wall = statistics.median(p[0] for p in pairs) * 1e3
             cpu = statistics.mean(p[1] for p in pairs) * 1e3
             print(f"{op}: cpu mean {cpu:.3f} ms, wall p50 {wall:.2f} ms")

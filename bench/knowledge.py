@@ -35,12 +35,24 @@ WORDS = "cache index schema deploy retry token budget latency queue worker shard
 
 def _rows(tenant_id: uuid.UUID, kind: str, sid: str, n: int, rng: random.Random) -> list[dict]:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    return [{"id": uuid.uuid4(), "tenant_id": tenant_id, "scope_kind": kind, "scope_id": sid,
-             "kind": rng.choice(["decision", "convention", "failure", "pattern"]),
-             "source": "bench", "tags": rng.sample(WORDS, 2), "importance": rng.random(),
-             "text": " ".join(rng.choices(WORDS, k=rng.randint(5, 60))), "payload": None,
-             "token_cost": rng.randint(8, 70), "created_at": t0 + timedelta(seconds=i),
-             "updated_at": t0} for i in range(n)]
+    return [
+        {
+            "id": uuid.uuid4(),
+            "tenant_id": tenant_id,
+            "scope_kind": kind,
+            "scope_id": sid,
+            "kind": rng.choice(["decision", "convention", "failure", "pattern"]),
+            "source": "bench",
+            "tags": rng.sample(WORDS, 2),
+            "importance": rng.random(),
+            "text": " ".join(rng.choices(WORDS, k=rng.randint(5, 60))),
+            "payload": None,
+            "token_cost": rng.randint(8, 70),
+            "created_at": t0 + timedelta(seconds=i),
+            "updated_at": t0,
+        }
+        for i in range(n)
+    ]
 
 
 async def _time(n: int, fn) -> dict[str, float]:
@@ -52,8 +64,11 @@ async def _time(n: int, fn) -> dict[str, float]:
         await fn()
         samples.append((time.perf_counter() - t) * 1000)
     samples.sort()
-    return {"p50_ms": statistics.median(samples), "p99_ms": samples[int(len(samples) * 0.99) - 1],
-            "n": n}
+    return {
+        "p50_ms": statistics.median(samples),
+        "p99_ms": samples[int(len(samples) * 0.99) - 1],
+        "n": n,
+    }
 
 
 async def main(n: int) -> dict:
@@ -65,49 +80,75 @@ async def main(n: int) -> dict:
     try:
         await asyncio.to_thread(upgrade, url)
         admin = "lm_bench_" + secrets.token_urlsafe(16)
-        app = create_app(Settings(DATABASE_URL=url, REDIS_URL="redis://127.0.0.1:6379/0",
-                                  LOOM_ADMIN_KEY=admin))
+        app = create_app(
+            Settings(DATABASE_URL=url, REDIS_URL="redis://127.0.0.1:6379/0", LOOM_ADMIN_KEY=admin)
+        )
         async with app.router.lifespan_context(app):
             tr = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=tr, base_url="http://b",
-                                         headers={"Authorization": f"Bearer {admin}"}) as a:
+            async with httpx.AsyncClient(
+                transport=tr, base_url="http://b", headers={"Authorization": f"Bearer {admin}"}
+            ) as a:
                 tid = (await a.post("/v1/tenants", json={"name": "bench"})).json()["id"]
-                key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"}
-                                    )).json()["secret"]
+                key = (
+                    await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
+                ).json()["secret"]
             rng = random.Random(1)
-            rows = (_rows(uuid.UUID(tid), "project", "p1", 1000, rng)
-                    + _rows(uuid.UUID(tid), "global", "", 300, rng)
-                    + _rows(uuid.UUID(tid), "task", "t1", 50, rng))
+            rows = (
+                _rows(uuid.UUID(tid), "project", "p1", 1000, rng)
+                + _rows(uuid.UUID(tid), "global", "", 300, rng)
+                + _rows(uuid.UUID(tid), "task", "t1", 50, rng)
+            )
             async with app.state.loom.sessionmaker() as db:
                 await db.execute(sa.insert(MemoryItem.__table__), rows)
                 await db.commit()
-            async with httpx.AsyncClient(transport=tr, base_url="http://b",
-                                         headers={"Authorization": f"Bearer {key}"}) as c:
+            async with httpx.AsyncClient(
+                transport=tr, base_url="http://b", headers={"Authorization": f"Bearer {key}"}
+            ) as c:
+
                 async def query():
-                    r = await c.post("/v1/memory-items/query", json={
-                        "filters": {"scope": "project/p1", "tags": ["cache", "retry"],
-                                    "importance": {"$gte": 0.5}},
-                        "order_by": "importance", "limit": 20})
+                    r = await c.post(
+                        "/v1/memory-items/query",
+                        json={
+                            "filters": {
+                                "scope": "project/p1",
+                                "tags": ["cache", "retry"],
+                                "importance": {"$gte": 0.5},
+                            },
+                            "order_by": "importance",
+                            "limit": 20,
+                        },
+                    )
                     assert r.status_code == 200
 
                 async def package():
-                    r = await c.post("/v1/context-packages", json={
-                        "task_id": "t1", "project_id": "p1", "budget_tokens": 4000})
+                    r = await c.post(
+                        "/v1/context-packages",
+                        json={"task_id": "t1", "project_id": "p1", "budget_tokens": 4000},
+                    )
                     assert r.status_code == 200
 
                 async def create():
-                    r = await c.post("/v1/memory-items", json={
-                        "scope": "project/p1", "kind": "note", "text": "bench item",
-                        "importance": 0.99})
+                    r = await c.post(
+                        "/v1/memory-items",
+                        json={
+                            "scope": "project/p1",
+                            "kind": "note",
+                            "text": "bench item",
+                            "importance": 0.99,
+                        },
+                    )
                     assert r.status_code == 201
 
                 async def floor():
                     r = await c.get("/v1/memory-items/" + str(rows[0]["id"]))
                     assert r.status_code in (200, 404)
 
-                return {"get_item_floor": await _time(n, floor), "query": await _time(n, query),
-                        "context_package": await _time(n, package),
-                        "create_with_eviction_check": await _time(n, create)}
+                return {
+                    "get_item_floor": await _time(n, floor),
+                    "query": await _time(n, query),
+                    "context_package": await _time(n, package),
+                    "create_with_eviction_check": await _time(n, create),
+                }
     finally:
         conn = await asyncpg.connect(f"{PG}/postgres")
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

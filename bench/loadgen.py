@@ -31,17 +31,23 @@ class Result:
         return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
     def summary(self) -> dict[str, Any]:
-        return {"requests": self.requests, "errors": self.errors,
-                "seconds": round(self.seconds, 3), "rps": round(self.rps, 1),
-                "p50_ms": round(self.pct(50), 3), "p99_ms": round(self.pct(99), 3),
-                "mean_ms": round(statistics.fmean(self.latencies_ms), 3)
-                if self.latencies_ms else None}
+        return {
+            "requests": self.requests,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+            "rps": round(self.rps, 1),
+            "p50_ms": round(self.pct(50), 3),
+            "p99_ms": round(self.pct(99), 3),
+            "mean_ms": round(statistics.fmean(self.latencies_ms), 3) if self.latencies_ms else None,
+        }
 
 
-def build_request(method: str, path: str, host: str, headers: dict[str, str],
-                  body: Any = None) -> bytes:
-    payload = b"" if body is None else (body if isinstance(body, bytes)
-                                        else json.dumps(body).encode())
+def build_request(
+    method: str, path: str, host: str, headers: dict[str, str], body: Any = None
+) -> bytes:
+    payload = (
+        b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    )
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", "Connection: keep-alive"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body is not None:
@@ -75,10 +81,17 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return status, await reader.readexactly(length) if length else b""
 
 
-async def run(host: str, port: int, make_request: Callable[[int], bytes], *, clients: int,
-              total: int | None = None, duration: float | None = None,
-              ok: Callable[[int], bool] = lambda s: 200 <= s < 300,
-              warmup: int = 0) -> Result:
+async def run(
+    host: str,
+    port: int,
+    make_request: Callable[[int], bytes],
+    *,
+    clients: int,
+    total: int | None = None,
+    duration: float | None = None,
+    ok: Callable[[int], bool] = lambda s: 200 <= s < 300,
+    warmup: int = 0,
+) -> Result:
     """Send requests from `clients` connections until `total` are done or `duration` passes."""
     latencies: list[float] = []
     errors = 0
@@ -122,9 +135,17 @@ async def run(host: str, port: int, make_request: Callable[[int], bytes], *, cli
     return Result(len(latencies), errors, time.perf_counter() - start, latencies)
 
 
-async def measure(host: str, port: int, reqs: list, *, clients: int, seconds: float,
-                  counter: bool = False, mark_header: str | None = None,
-                  seed: int = 1):
+async def measure(
+    host: str,
+    port: int,
+    reqs: list,
+    *,
+    clients: int,
+    seconds: float,
+    counter: bool = False,
+    mark_header: str | None = None,
+    seed: int = 1,
+):
     """The fallback when wrk is missing: the same contract as `bench.wrk.run` (random
     request of `reqs` per request, or a new `<path><client>-<n>` per request in counter
     mode), from this process. It competes with the server for the CPU, so its figures are
@@ -153,8 +174,16 @@ async def measure(host: str, port: int, reqs: list, *, clients: int, seconds: fl
         return 200 <= status < 300
 
     res = await run(host, port, make, clients=clients, duration=seconds, ok=ok)
-    return Measured(tool="asyncio-loadgen", clients=clients, requests=res.requests,
-                    seconds=res.seconds, errors=res.errors, p50_ms=res.pct(50),
-                    p90_ms=res.pct(90), p99_ms=res.pct(99),
-                    mean_ms=statistics.fmean(res.latencies_ms) if res.latencies_ms else 0.0,
-                    max_ms=max(res.latencies_ms, default=0.0), statuses=statuses)
+    return Measured(
+        tool="asyncio-loadgen",
+        clients=clients,
+        requests=res.requests,
+        seconds=res.seconds,
+        errors=res.errors,
+        p50_ms=res.pct(50),
+        p90_ms=res.pct(90),
+        p99_ms=res.pct(99),
+        mean_ms=statistics.fmean(res.latencies_ms) if res.latencies_ms else 0.0,
+        max_ms=max(res.latencies_ms, default=0.0),
+        statuses=statuses,
+    )

@@ -66,9 +66,13 @@ async def backend_pids(url: str) -> list[int]:
     """The PostgreSQL backends serving the API (its pools' connections)."""
     conn = await asyncpg.connect(url)
     try:
-        return [r[0] for r in await conn.fetch(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND application_name = 'loom-memory'")]
+        return [
+            r[0]
+            for r in await conn.fetch(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'loom-memory'"
+            )
+        ]
     finally:
         await conn.close()
 
@@ -90,34 +94,71 @@ async def main(args: argparse.Namespace) -> None:
     await asyncio.to_thread(upgrade, url.replace("postgresql://", "postgresql+asyncpg://"))
     admin = "lm_bench_" + secrets.token_urlsafe(24)
     env = {k: v for k, v in os.environ.items() if k not in _STRIP_ENV}
-    env.update(DATABASE_URL=url, REDIS_URL=REDIS, LOOM_ADMIN_KEY=admin,
-               LOOM_RUN_WORKER="false", LOOM_MIGRATE_ON_START="false",
-               LOOM_LOG_LEVEL="warning", LOOM_DB_POOL_SIZE="20",
-               LOOM_QUEUE_NAME=f"bench:{name}")
+    env.update(
+        DATABASE_URL=url,
+        REDIS_URL=REDIS,
+        LOOM_ADMIN_KEY=admin,
+        LOOM_RUN_WORKER="false",
+        LOOM_MIGRATE_ON_START="false",
+        LOOM_LOG_LEVEL="warning",
+        LOOM_DB_POOL_SIZE="20",
+        LOOM_QUEUE_NAME=f"bench:{name}",
+    )
     port = free_port()
     procs: list[subprocess.Popen[bytes]] = []
-    out: dict[str, Any] = {"meta": {"when": datetime.now(UTC).isoformat(), "cpus": os.cpu_count(),
-                                    "load_generator": wrk.version(), "sessions": args.sessions,
-                                    "rounds": args.rounds, "seconds": args.seconds,
-                                    "loadavg_start": os.getloadavg()}}
+    out: dict[str, Any] = {
+        "meta": {
+            "when": datetime.now(UTC).isoformat(),
+            "cpus": os.cpu_count(),
+            "load_generator": wrk.version(),
+            "sessions": args.sessions,
+            "rounds": args.rounds,
+            "seconds": args.seconds,
+            "loadavg_start": os.getloadavg(),
+        }
+    }
     try:
-        api = subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "serve", "--no-worker",
-                                "--port", str(port), "--workers", "1"], env=env, cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        api = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "app.launcher.cli",
+                "serve",
+                "--no-worker",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(api)
         wait_up(f"http://127.0.0.1:{port}/healthz", api)
-        worker = subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "worker"], env=env,
-                                  cwd=ROOT, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "app.launcher.cli", "worker"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(worker)
         base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(base_url=base, timeout=60) as http:
             h = {"Authorization": f"Bearer {admin}"}
             t = (await http.post("/v1/tenants", json={"name": "bench"}, headers=h)).json()
-            key = (await http.post("/v1/api-keys", headers=h, json={
-                "tenant_id": t["id"], "role": "service"})).json()["secret"]
-            hdrs = {"Authorization": f"Bearer {key}", "X-Agent-Id": "bench-agent",
-                    "Content-Type": "application/json"}
+            key = (
+                await http.post(
+                    "/v1/api-keys", headers=h, json={"tenant_id": t["id"], "role": "service"}
+                )
+            ).json()["secret"]
+            hdrs = {
+                "Authorization": f"Bearer {key}",
+                "X-Agent-Id": "bench-agent",
+                "Content-Type": "application/json",
+            }
             sets: dict[str, list[str]] = {"off": [], "on": []}
             rng = random.Random(30)
             for _ in range(args.sessions):
@@ -127,8 +168,9 @@ async def main(args: argparse.Namespace) -> None:
                     r = await http.post("/v1/sessions", json=body, headers=hdrs)
                     r.raise_for_status()
                     sid = r.json()["id"]
-                    r = await http.post(f"/v1/sessions/{sid}/messages", headers=hdrs,
-                                        json={"messages": msgs})
+                    r = await http.post(
+                        f"/v1/sessions/{sid}/messages", headers=hdrs, json={"messages": msgs}
+                    )
                     r.raise_for_status()
                     sets[mode].append(sid)
             log(f"loaded {args.sessions} x 2 sessions of 50 messages")
@@ -140,8 +182,10 @@ async def main(args: argparse.Namespace) -> None:
         await conn.close()
 
         body = json.dumps({"format": "anthropic"}).encode()
-        reqs = {mode: [Req("POST", f"/v1/sessions/{s}/context", hdrs, body) for s in sids]
-                for mode, sids in sets.items()}
+        reqs = {
+            mode: [Req("POST", f"/v1/sessions/{s}/context", hdrs, body) for s in sids]
+            for mode, sids in sets.items()
+        }
         runs: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
         for i in range(args.rounds):
             for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
@@ -157,21 +201,28 @@ async def main(args: argparse.Namespace) -> None:
                 app_cpu = (cpu_seconds(app_pids) - cpu0[0]) * 1000 / n
                 pg_cpu = (cpu_seconds(pg_pids) - cpu0[1]) * 1000 / n
                 cpu = app_cpu + pg_cpu
-                runs[mode].append({**m.summary(), "cpu_ms_per_request": round(cpu, 3),
-                                   "api_cpu_ms_per_request": round(app_cpu, 3),
-                                   "pg_cpu_ms_per_request": round(pg_cpu, 3)})
-                log(f"round {i + 1} audit {mode}: {m.rps:,.0f} req/s, p50 {m.p50_ms:.1f} ms, "
+                runs[mode].append(
+                    {
+                        **m.summary(),
+                        "cpu_ms_per_request": round(cpu, 3),
+                        "api_cpu_ms_per_request": round(app_cpu, 3),
+                        "pg_cpu_ms_per_request": round(pg_cpu, 3),
+                    }
+                )
+                log(
+                    f"round {i + 1} audit {mode}: {m.rps:,.0f} req/s, p50 {m.p50_ms:.1f} ms, "
                     f"p99 {m.p99_ms:.1f} ms, errors {m.errors}, CPU {cpu:.2f} ms/request "
-                    f"(API {app_cpu:.2f}, PostgreSQL {pg_cpu:.2f})")
+                    f"(API {app_cpu:.2f}, PostgreSQL {pg_cpu:.2f})"
+                )
         one: dict[str, Any] = {}
         for mode in ("off", "on"):
             await wrk.run(base, reqs[mode], clients=1, seconds=1)
-            one[mode] = (await wrk.run(base, reqs[mode], clients=1,
-                                       seconds=args.seconds)).summary()
+            one[mode] = (await wrk.run(base, reqs[mode], clients=1, seconds=args.seconds)).summary()
         conn = await asyncpg.connect(url)
         rows = await conn.fetchval("SELECT count(*) FROM context_manifests")
         size = await conn.fetchval(
-            "SELECT avg(pg_column_size(manifest))::int FROM context_manifests")
+            "SELECT avg(pg_column_size(manifest))::int FROM context_manifests"
+        )
         await conn.close()
     finally:
         for p in procs:
@@ -189,34 +240,47 @@ async def main(args: argparse.Namespace) -> None:
     med = {mode: statistics.median(r["rps"] for r in runs[mode]) for mode in runs}
     p99 = {mode: statistics.median(r["p99_ms"] for r in runs[mode]) for mode in runs}
     ratio = med["on"] / med["off"]
-    cpu = {mode: statistics.median(r["cpu_ms_per_request"] for r in runs[mode])
-           for mode in runs}
+    cpu = {mode: statistics.median(r["cpu_ms_per_request"] for r in runs[mode]) for mode in runs}
     out["runs_32c"] = runs
     out["one_client"] = one
     out["rows_recorded"] = rows
     out["avg_manifest_bytes"] = size
-    out["summary"] = {"rps_32c_off": med["off"], "rps_32c_on": med["on"],
-                      "on_over_off": round(ratio, 3), "p99_ms_32c_off": p99["off"],
-                      "p99_ms_32c_on": p99["on"], "p50_ms_1c_off": one["off"]["p50_ms"],
-                      "p50_ms_1c_on": one["on"]["p50_ms"],
-                      "cpu_ms_per_request_off": cpu["off"], "cpu_ms_per_request_on": cpu["on"],
-                      "cpu_on_over_off": round(cpu["on"] / cpu["off"], 3),
-                      "target": "audit on >= 0.90 x off at 32 clients", "ok": ratio >= 0.9}
+    out["summary"] = {
+        "rps_32c_off": med["off"],
+        "rps_32c_on": med["on"],
+        "on_over_off": round(ratio, 3),
+        "p99_ms_32c_off": p99["off"],
+        "p99_ms_32c_on": p99["on"],
+        "p50_ms_1c_off": one["off"]["p50_ms"],
+        "p50_ms_1c_on": one["on"]["p50_ms"],
+        "cpu_ms_per_request_off": cpu["off"],
+        "cpu_ms_per_request_on": cpu["on"],
+        "cpu_on_over_off": round(cpu["on"] / cpu["off"], 3),
+        "target": "audit on >= 0.90 x off at 32 clients",
+        "ok": ratio >= 0.9,
+    }
     out["meta"]["loadavg_end"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "manifests.json").write_text(json.dumps(out, indent=2) + "\n")
     s = out["summary"]
     print(f"\ncontext build, 50-message sessions, one API process, wrk ({wrk.version()})")
     print(f"{'':28}{'audit off':>12}{'audit on':>12}{'on/off':>9}")
-    print(f"{'32 clients, req/s (median)':28}{s['rps_32c_off']:>12,.0f}"
-          f"{s['rps_32c_on']:>12,.0f}{s['on_over_off']:>9.3f}")
-    print(f"{'32 clients, p99 ms (median)':28}{s['p99_ms_32c_off']:>12.1f}"
-          f"{s['p99_ms_32c_on']:>12.1f}")
+    print(
+        f"{'32 clients, req/s (median)':28}{s['rps_32c_off']:>12,.0f}"
+        f"{s['rps_32c_on']:>12,.0f}{s['on_over_off']:>9.3f}"
+    )
+    print(
+        f"{'32 clients, p99 ms (median)':28}{s['p99_ms_32c_off']:>12.1f}{s['p99_ms_32c_on']:>12.1f}"
+    )
     print(f"{'1 client, p50 ms':28}{s['p50_ms_1c_off']:>12.2f}{s['p50_ms_1c_on']:>12.2f}")
-    print(f"{'CPU ms/request (API + PG)':28}{s['cpu_ms_per_request_off']:>12.3f}"
-          f"{s['cpu_ms_per_request_on']:>12.3f}{s['cpu_on_over_off']:>9.3f}")
-    print(f"target: {s['target']}: {'ok' if s['ok'] else 'MISS'}; {rows:,} manifests recorded "
-          f"(avg {size} bytes stored)")
+    print(
+        f"{'CPU ms/request (API + PG)':28}{s['cpu_ms_per_request_off']:>12.3f}"
+        f"{s['cpu_ms_per_request_on']:>12.3f}{s['cpu_on_over_off']:>9.3f}"
+    )
+    print(
+        f"target: {s['target']}: {'ok' if s['ok'] else 'MISS'}; {rows:,} manifests recorded "
+        f"(avg {size} bytes stored)"
+    )
 
 
 async def drain(queue: str, limit: float = 600) -> None:

@@ -28,15 +28,16 @@ import time
 import timeit
 from typing import Any
 
-WORDS = ("the otter swam upstream past the old mill and the café near bridge 17 where "
-         "naïve herons über alles wait for 2024 fish").split()
+WORDS = (
+    "the otter swam upstream past the old mill and the café near bridge 17 where "
+    "naïve herons über alles wait for 2024 fish"
+).split()
 
 
 def best(fn: Any, number: int) -> float:
     # CPU time of this process, not wall time: on a busy machine a process waiting for a
     # core would count the wait
-    return min(timeit.repeat(fn, number=number, repeat=5, timer=time.process_time)
-               ) / number * 1e6
+    return min(timeit.repeat(fn, number=number, repeat=5, timer=time.process_time)) / number * 1e6
 
 
 def healthz(multiprocess: bool) -> dict[str, float]:
@@ -45,18 +46,29 @@ def healthz(multiprocess: bool) -> dict[str, float]:
     from app.core.config import Settings
     from app.main import create_app
 
-    app = create_app(Settings(DATABASE_URL="postgresql://x@127.0.0.1:1/x",
-                              REDIS_URL="redis://127.0.0.1:1/0"))
+    app = create_app(
+        Settings(DATABASE_URL="postgresql://x@127.0.0.1:1/x", REDIS_URL="redis://127.0.0.1:1/0")
+    )
     bare = FastAPI()
 
     @bare.get("/healthz")
     async def ok() -> dict[str, str]:
         return {"status": "ok"}
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "GET", "scheme": "http", "path": "/healthz", "raw_path": b"/healthz",
-             "query_string": b"", "root_path": "", "headers": [(b"host", b"t")],
-             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/healthz",
+        "raw_path": b"/healthz",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"t")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
@@ -82,9 +94,12 @@ def counting() -> float:
     from app.messages.canonical import CanonicalMessage
 
     rnd = random.Random(3)
-    batch = [CanonicalMessage("user" if i % 2 else "assistant",
-                              " ".join(rnd.choice(WORDS) for _ in range(150)))
-             for i in range(20)]
+    batch = [
+        CanonicalMessage(
+            "user" if i % 2 else "assistant", " ".join(rnd.choice(WORDS) for _ in range(150))
+        )
+        for i in range(20)
+    ]
     if hasattr(service, "_texts_and_counts"):
         return best(lambda: service._texts_and_counts(batch), 20)
     return best(lambda: ([m.token_count() for m in batch], [m.text for m in batch]), 20)
@@ -94,9 +109,18 @@ def decoding() -> tuple[float, int]:
     from app.core import pg
 
     rnd = random.Random(1)
-    doc = [{"seq": i, "role": "user", "content": " ".join(rnd.choice(WORDS) for _ in range(150)),
-            "tool_calls": None, "token_count": 200, "metadata": {},
-            "created_at": "2026-11-25T21:48:07.123456+00:00"} for i in range(62)]
+    doc = [
+        {
+            "seq": i,
+            "role": "user",
+            "content": " ".join(rnd.choice(WORDS) for _ in range(150)),
+            "tool_calls": None,
+            "token_count": 200,
+            "metadata": {},
+            "created_at": "2026-11-25T21:48:07.123456+00:00",
+        }
+        for i in range(62)
+    ]
     raw = json.dumps(doc, ensure_ascii=False).encode()
     binary = "JSONB_VERSION" in dir(pg)  # the tree reads json in binary: bytes go straight in
     fn = (lambda: pg.loads(raw)) if binary else (lambda: pg.loads(raw.decode()))
@@ -114,10 +138,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:  # a fresh interpreter reads the variable
         import subprocess
 
-        code = ("import json, bench.micro as m; print(json.dumps(m.healthz(True)))")
+        code = "import json, bench.micro as m; print(json.dumps(m.healthz(True)))"
         env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": d}
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True, cwd=os.getcwd())
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.getcwd(),
+        )
         results["healthz_stack_multiprocess"] = json.loads(out.stdout.strip().splitlines()[-1])
     print(json.dumps(results, indent=1))
 

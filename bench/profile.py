@@ -46,8 +46,12 @@ def frames(folded: Path) -> tuple[collections.Counter[str], collections.Counter[
             continue
         n = int(count)
         total += n
-        names = [f.split(" (")[0] + " (" + f.split(" (")[-1].split(":")[0].rsplit("/", 1)[-1]
-                 + ")" if " (" in f else f for f in stack.split(";")]
+        names = [
+            f.split(" (")[0] + " (" + f.split(" (")[-1].split(":")[0].rsplit("/", 1)[-1] + ")"
+            if " (" in f
+            else f
+            for f in stack.split(";")
+        ]
         own[names[-1]] += n
         for name in set(names):
             incl[name] += n
@@ -76,46 +80,81 @@ async def profile(b: Bench, op: str, seconds: int, top: int, size: int | None) -
     elif op == "append20":
         reqs = b.append_reqs("/v1/sessions", b.headers(), 20)
     else:
-        await b.api("PUT", "/v1/shared-memory/global/bench-hot", b.key,
-                    {"value": {"hello": "world", "n": 42}})
-        reqs = [wrk.Req("GET", "/v1/shared-memory/global/bench-hot",
-                        b.headers(ctype=None))]
+        await b.api(
+            "PUT",
+            "/v1/shared-memory/global/bench-hot",
+            b.key,
+            {"value": {"hello": "world", "n": 42}},
+        )
+        reqs = [wrk.Req("GET", "/v1/shared-memory/global/bench-hot", b.headers(ctype=None))]
     clients = 1 if op == "shared" else 32
     await wrk.run(f"http://127.0.0.1:{b.api_port}", reqs, clients=clients, seconds=1)
     out = b.logdir / f"{op}.folded"
     spy = subprocess.Popen(  # noqa: ASYNC220 - runs beside wrk, waited for after it
-        [py_spy(), "record", "--pid", str(b.api_proc_pid), "--duration", str(seconds),
-         "--rate", "500", "--format", "raw", "--output", str(out), "--nonblocking"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    m = await wrk.run(f"http://127.0.0.1:{b.api_port}", reqs, clients=clients,
-                      seconds=seconds)
+        [
+            py_spy(),
+            "record",
+            "--pid",
+            str(b.api_proc_pid),
+            "--duration",
+            str(seconds),
+            "--rate",
+            "500",
+            "--format",
+            "raw",
+            "--output",
+            str(out),
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    m = await wrk.run(f"http://127.0.0.1:{b.api_port}", reqs, clients=clients, seconds=seconds)
     spy.wait(timeout=seconds + 30)
-    print(f"\n{op}: {m.rps:,.0f} req/s, p50 {m.p50_ms:.2f} ms at {clients} clients "
-          f"(under py-spy), errors {m.errors}")
+    print(
+        f"\n{op}: {m.rps:,.0f} req/s, p50 {m.p50_ms:.2f} ms at {clients} clients "
+        f"(under py-spy), errors {m.errors}"
+    )
     report(op, out, top)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="context,append",
-                        help=f"comma-separated operations: {','.join(OPS)}")
+    parser.add_argument(
+        "--only", default="context,append", help=f"comma-separated operations: {','.join(OPS)}"
+    )
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--top", type=int, default=30)
-    parser.add_argument("--full", action="store_true",
-                        help="load the full data set of bench.run (1,000 sessions and the "
-                        "10,000- and 100,000-message sessions) instead of --quick's")
-    parser.add_argument("--session-size", type=int, choices=(50, 10_000, 100_000),
-                        help="context: build one long session's context instead of random "
-                        "50-message sessions")
-    parser.add_argument("--keep-db", action="store_true",
-                        help="keep the loaded database (its URL and key are printed)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="load the full data set of bench.run (1,000 sessions and the "
+        "10,000- and 100,000-message sessions) instead of --quick's",
+    )
+    parser.add_argument(
+        "--session-size",
+        type=int,
+        choices=(50, 10_000, 100_000),
+        help="context: build one long session's context instead of random 50-message sessions",
+    )
+    parser.add_argument(
+        "--keep-db",
+        action="store_true",
+        help="keep the loaded database (its URL and key are printed)",
+    )
     args = parser.parse_args()
     if shutil.which("py-spy") is None and not (Path(sys.executable).parent / "py-spy").exists():
         raise SystemExit("py-spy is not installed (pip install py-spy)")
     ops = [o.strip() for o in args.only.split(",") if o.strip()]
-    run_args = argparse.Namespace(quick=not args.full, seconds=args.seconds, no_wrk=False,
-                                  only="context", label="profile", no_latest=True,
-                                  million=False)
+    run_args = argparse.Namespace(
+        quick=not args.full,
+        seconds=args.seconds,
+        no_wrk=False,
+        only="context",
+        label="profile",
+        no_latest=True,
+        million=False,
+    )
     b = Bench(run_args)
     b.db_url = await b.create_db()
     try:
@@ -123,16 +162,19 @@ async def main() -> None:
         b.api_proc_pid = b.api_proc.pid  # serve --workers 1 runs the API in-process
         import httpx
 
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.api_port}",
-                                     timeout=60) as b.client:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{b.api_port}", timeout=60
+        ) as b.client:
             await b.load()
             for op in ops:
                 await profile(b, op, args.seconds, args.top, args.session_size)
     finally:
         b.stop_servers()
         if args.keep_db:
-            print(f"kept database: {b.db_url} (service key {b.key}, sessions "
-                  f"{b.sessions[0]} ...)", file=sys.stderr)
+            print(
+                f"kept database: {b.db_url} (service key {b.key}, sessions {b.sessions[0]} ...)",
+                file=sys.stderr,
+            )
         else:
             await b.drop_db()
         print(f"folded stacks: {b.logdir}", file=sys.stderr)

@@ -40,17 +40,24 @@ SIZE = 10_000
 
 def summary(ms: list[float]) -> dict[str, float]:
     xs = sorted(ms)
-    return {"p50_ms": round(statistics.median(xs), 2),
-            "p95_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.95))], 2),
-            "mean_ms": round(statistics.fmean(xs), 2), "n": len(xs)}
+    return {
+        "p50_ms": round(statistics.median(xs), 2),
+        "p95_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.95))], 2),
+        "mean_ms": round(statistics.fmean(xs), 2),
+        "n": len(xs),
+    }
 
 
 async def load(loom: Any, config: dict[str, Any], texts: list[str]) -> str:
     sid = (await loom.create_session(agent_id="recall-bench", config=config)).id
     for start in range(0, len(texts), 500):
-        await loom.append_messages(sid, [
-            {"role": "user" if (start + i) % 2 == 0 else "assistant", "content": t}
-            for i, t in enumerate(texts[start:start + 500])])
+        await loom.append_messages(
+            sid,
+            [
+                {"role": "user" if (start + i) % 2 == 0 else "assistant", "content": t}
+                for i, t in enumerate(texts[start : start + 500])
+            ],
+        )
     return sid
 
 
@@ -81,11 +88,17 @@ async def measure(url: str, key: str, n_queries: int) -> dict[str, Any]:
                 samples[name].append((time.perf_counter() - t) * 1000)
                 if name == "build_recall":
                     recalled.append(len(out.recall.seqs) if out.recall else 0)
-    return {"when": datetime.now(UTC).isoformat(timespec="seconds"), "server": url,
-            "session_messages": SIZE, "queries": n_queries, "settled": settled,
-            "load_seconds": round(load_s, 1), "loadavg_after": os.getloadavg(),
-            "recalled_messages_mean": round(statistics.fmean(recalled), 1),
-            "results": {k: summary(v) for k, v in samples.items()}}
+    return {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "server": url,
+        "session_messages": SIZE,
+        "queries": n_queries,
+        "settled": settled,
+        "load_seconds": round(load_s, 1),
+        "loadavg_after": os.getloadavg(),
+        "recalled_messages_mean": round(statistics.fmean(recalled), 1),
+        "results": {k: summary(v) for k, v in samples.items()},
+    }
 
 
 def main() -> None:
@@ -95,12 +108,13 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     args = ap.parse_args()
     with contextlib.ExitStack() as stack:
-        url, key = ((args.url, args.key) if args.url
-                    else stack.enter_context(fresh_server(print)))
+        url, key = (args.url, args.key) if args.url else stack.enter_context(fresh_server(print))
         res = asyncio.run(measure(url, key, args.queries))
-    print(f"recall bench: {SIZE:,} messages, {res['queries']} queries, "
-          f"load average {res['loadavg_after'][0]:.1f}; recalled "
-          f"{res['recalled_messages_mean']} messages a build")
+    print(
+        f"recall bench: {SIZE:,} messages, {res['queries']} queries, "
+        f"load average {res['loadavg_after'][0]:.1f}; recalled "
+        f"{res['recalled_messages_mean']} messages a build"
+    )
     for name, r in res["results"].items():
         print(f"{name:18} p50 {r['p50_ms']:7.2f} ms   p95 {r['p95_ms']:7.2f} ms")
     RESULTS.mkdir(parents=True, exist_ok=True)

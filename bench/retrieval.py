@@ -49,6 +49,7 @@ AGENT = "locomo"
 # anyway; compression jobs that might be queued are never run: there is no worker).
 SESSION_CONFIG = {"max_context_tokens": 1_000_000, "l1_max_messages": 1000}
 
+
 def percentile(values: list[float], p: float) -> float:
     """Linear interpolation between closest ranks (numpy's default)."""
     if not values:
@@ -94,32 +95,41 @@ class Retrieval(Bench):
         r = await client.post("/v1/tenants", json={"name": "locomo"}, headers=admin)
         r.raise_for_status()
         self.tenant_id = r.json()["id"]
-        r = await client.post("/v1/api-keys", json={"tenant_id": self.tenant_id,
-                                                    "role": "service"}, headers=admin)
+        r = await client.post(
+            "/v1/api-keys", json={"tenant_id": self.tenant_id, "role": "service"}, headers=admin
+        )
         r.raise_for_status()
         self.key = r.json()["secret"]
 
     async def ingest(self, client: httpx.AsyncClient, sample: Sample) -> None:
-        r = await client.post("/v1/sessions", headers=self.auth(), json={
-            "agent_id": AGENT, "config": SESSION_CONFIG,
-            "metadata": {"locomo_sample": sample.sample_id}})
+        r = await client.post(
+            "/v1/sessions",
+            headers=self.auth(),
+            json={
+                "agent_id": AGENT,
+                "config": SESSION_CONFIG,
+                "metadata": {"locomo_sample": sample.sample_id},
+            },
+        )
         if r.status_code >= 300:
             raise RuntimeError(f"create session: {r.status_code} {r.text[:500]}")
         sample.session_id = r.json()["id"]
         seq = 0
         for start in range(0, len(sample.turns), BATCH):
-            batch = sample.turns[start:start + BATCH]
+            batch = sample.turns[start : start + BATCH]
             msgs = []
             for t in batch:
                 m: dict[str, Any] = {"role": t.role, "content": t.text}
                 if self.args.dates and t.created_at:  # never sent without --dates
                     m["created_at"] = t.created_at.isoformat()
                 msgs.append(m)
-            r = await client.post(f"/v1/sessions/{sample.session_id}/messages",
-                                  headers=self.auth(), json={"messages": msgs})
+            r = await client.post(
+                f"/v1/sessions/{sample.session_id}/messages",
+                headers=self.auth(),
+                json={"messages": msgs},
+            )
             if r.status_code >= 300:
-                raise RuntimeError(f"append to {sample.sample_id}: {r.status_code} "
-                                   f"{r.text[:500]}")
+                raise RuntimeError(f"append to {sample.sample_id}: {r.status_code} {r.text[:500]}")
             body = r.json()
             got = [m["seq"] for m in body["messages"]]
             want = list(range(seq + 1, seq + 1 + len(batch)))
@@ -129,8 +139,9 @@ class Retrieval(Bench):
                 sample.seq_to_dia[s] = t.dia_id
             seq = body["last_seq"]
 
-    async def search_all(self, client: httpx.AsyncClient,
-                         samples: list[Sample]) -> list[dict[str, Any]]:
+    async def search_all(
+        self, client: httpx.AsyncClient, samples: list[Sample]
+    ) -> list[dict[str, Any]]:
         sem = asyncio.Semaphore(self.args.concurrency)
         jobs = [(s, q) for s in samples for q in s.questions]
         done = 0
@@ -140,61 +151,87 @@ class Retrieval(Bench):
             body = {"query": q.question, "limit": SEARCH_LIMIT, "rerank": False} | self.extra
             async with sem:
                 t0 = time.perf_counter()
-                r = await client.post(f"/v1/sessions/{sample.session_id}/search",
-                                      headers=self.auth(), json=body)
+                r = await client.post(
+                    f"/v1/sessions/{sample.session_id}/search", headers=self.auth(), json=body
+                )
                 ms = (time.perf_counter() - t0) * 1000
             if r.status_code != 200:
-                raise RuntimeError(f"search {sample.sample_id} #{q.index}: {r.status_code} "
-                                   f"{r.text[:500]}")
-            top = [sample.seq_to_dia.get(h["seq"], f"seq{h['seq']}")
-                   for h in r.json()["results"]]
+                raise RuntimeError(
+                    f"search {sample.sample_id} #{q.index}: {r.status_code} {r.text[:500]}"
+                )
+            top = [sample.seq_to_dia.get(h["seq"], f"seq{h['seq']}") for h in r.json()["results"]]
             done += 1
             if done % 200 == 0:
                 self.log(f"searched {done}/{len(jobs)}")
             ranks = {d: (top.index(d) + 1 if d in top else None) for d in q.evidence}
-            return {"sample_id": sample.sample_id, "qa_index": q.index,
-                    "question": q.question, "category": q.category, "evidence": q.evidence,
-                    "evidence_missing": q.missing, "top10": top[:10],
-                    "evidence_ranks": ranks,
-                    **{f"r@{k}": recall(top, q.evidence, k) for k in KS},
-                    "latency_ms": round(ms, 2)}
+            return {
+                "sample_id": sample.sample_id,
+                "qa_index": q.index,
+                "question": q.question,
+                "category": q.category,
+                "evidence": q.evidence,
+                "evidence_missing": q.missing,
+                "top10": top[:10],
+                "evidence_ranks": ranks,
+                **{f"r@{k}": recall(top, q.evidence, k) for k in KS},
+                "latency_ms": round(ms, 2),
+            }
 
         # one warm-up search per session (not counted): first-search statistics fold and
         # cold caches would otherwise land in the latency figures
         for s in samples:
             if s.questions:
-                await client.post(f"/v1/sessions/{s.session_id}/search", headers=self.auth(),
-                                  json={"query": s.questions[0].question, "limit": SEARCH_LIMIT,
-                                        "rerank": False} | self.extra)
+                await client.post(
+                    f"/v1/sessions/{s.session_id}/search",
+                    headers=self.auth(),
+                    json={"query": s.questions[0].question, "limit": SEARCH_LIMIT, "rerank": False}
+                    | self.extra,
+                )
         return list(await asyncio.gather(*(one(s, q) for s, q in jobs)))
 
     def run_meta(self, data_path: Path, samples: list[Sample]) -> dict[str, Any]:
         def git(*a: str) -> str:
-            r = subprocess.run(["git", "--no-optional-locks", *a], cwd=ROOT,
-                               capture_output=True, text=True, check=False)
+            r = subprocess.run(
+                ["git", "--no-optional-locks", *a],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             return r.stdout.strip()
 
-        return {"when": datetime.now(UTC).isoformat(), "label": self.args.label,
-                "git_commit": git("rev-parse", "HEAD"),
-                "git_dirty_files": len(git("status", "--porcelain", "--", "app",
-                                           "workers").splitlines()),
-                # the server inherits the environment: search settings it was started with
-                "server_search_env": search_env(),
-                "data": str(data_path),
-                "data_sha256": hashlib.sha256(data_path.read_bytes()).hexdigest(),
-                "samples": [s.sample_id for s in samples],
-                "messages": sum(len(s.turns) for s in samples),
-                "questions_skipped_no_evidence": sum(s.skipped for s in samples),
-                "options": {"dates": self.args.dates, "concurrency": self.args.concurrency,
-                            "extra_body": self.extra, "limit": SEARCH_LIMIT, "rerank": False,
-                            "session_config": SESSION_CONFIG, "batch": BATCH,
-                            "keep_db": self.args.keep_db,
-                            "database": self.db if self.args.keep_db else None},
-                "cpus": os.cpu_count(), "loadavg_start": self.load_start,
-                "loadavg_end": os.getloadavg(),
-                "ingest_seconds": round(self.ingest_seconds, 1),
-                "search_seconds": round(self.search_seconds, 1),
-                "wall_seconds": round(time.time() - self.t_start, 1)}
+        return {
+            "when": datetime.now(UTC).isoformat(),
+            "label": self.args.label,
+            "git_commit": git("rev-parse", "HEAD"),
+            "git_dirty_files": len(
+                git("status", "--porcelain", "--", "app", "workers").splitlines()
+            ),
+            # the server inherits the environment: search settings it was started with
+            "server_search_env": search_env(),
+            "data": str(data_path),
+            "data_sha256": hashlib.sha256(data_path.read_bytes()).hexdigest(),
+            "samples": [s.sample_id for s in samples],
+            "messages": sum(len(s.turns) for s in samples),
+            "questions_skipped_no_evidence": sum(s.skipped for s in samples),
+            "options": {
+                "dates": self.args.dates,
+                "concurrency": self.args.concurrency,
+                "extra_body": self.extra,
+                "limit": SEARCH_LIMIT,
+                "rerank": False,
+                "session_config": SESSION_CONFIG,
+                "batch": BATCH,
+                "keep_db": self.args.keep_db,
+                "database": self.db if self.args.keep_db else None,
+            },
+            "cpus": os.cpu_count(),
+            "loadavg_start": self.load_start,
+            "loadavg_end": os.getloadavg(),
+            "ingest_seconds": round(self.ingest_seconds, 1),
+            "search_seconds": round(self.search_seconds, 1),
+            "wall_seconds": round(time.time() - self.t_start, 1),
+        }
 
 
 def search_env() -> dict[str, str]:
@@ -206,36 +243,49 @@ def search_env() -> dict[str, str]:
 def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def block(rs: list[dict[str, Any]]) -> dict[str, Any]:
         n = len(rs)
-        return {"questions": n, **{f"r@{k}": round(100 * sum(r[f"r@{k}"] for r in rs) / n, 2)
-                                    if n else None for k in KS}}
+        return {
+            "questions": n,
+            **{
+                f"r@{k}": round(100 * sum(r[f"r@{k}"] for r in rs) / n, 2) if n else None
+                for k in KS
+            },
+        }
 
     lat = [r["latency_ms"] for r in rows]
-    return {"all": block(rows),
-            "by_category": {str(c): block([r for r in rows if r["category"] == c])
-                            for c in sorted({r["category"] for r in rows})},
-            "by_sample": {s: block([r for r in rows if r["sample_id"] == s])
-                          for s in dict.fromkeys(r["sample_id"] for r in rows)},
-            "latency_ms": {"p50": round(percentile(lat, 50), 2),
-                           "p90": round(percentile(lat, 90), 2),
-                           "mean": round(sum(lat) / len(lat), 2) if lat else None,
-                           "max": round(max(lat), 2) if lat else None,
-                           "searches": len(lat)}}
+    return {
+        "all": block(rows),
+        "by_category": {
+            str(c): block([r for r in rows if r["category"] == c])
+            for c in sorted({r["category"] for r in rows})
+        },
+        "by_sample": {
+            s: block([r for r in rows if r["sample_id"] == s])
+            for s in dict.fromkeys(r["sample_id"] for r in rows)
+        },
+        "latency_ms": {
+            "p50": round(percentile(lat, 50), 2),
+            "p90": round(percentile(lat, 90), 2),
+            "mean": round(sum(lat) / len(lat), 2) if lat else None,
+            "max": round(max(lat), 2) if lat else None,
+            "searches": len(lat),
+        },
+    }
 
 
 def table(meta: dict[str, Any], figs: dict[str, Any]) -> str:
     opts = meta["options"]
-    head = (f"LoCoMo retrieval (dev half: {', '.join(meta['samples'])}) - "
-            f"{meta['when'][:19]}Z, commit {meta['git_commit'][:10]}"
-            f"{', --dates' if opts['dates'] else ''}"
-            f"{', extra ' + json.dumps(opts['extra_body']) if opts['extra_body'] else ''}"
-            + "".join(f", {k}={v}" for k, v in meta["server_search_env"].items())
-            + f"{', ' + meta['label'] if meta['label'] else ''}")
-    lines = [head, "", f"{'':14}{'questions':>10}{'R@5':>8}{'R@10':>8}{'R@20':>8}",
-             "-" * 48]
+    head = (
+        f"LoCoMo retrieval (dev half: {', '.join(meta['samples'])}) - "
+        f"{meta['when'][:19]}Z, commit {meta['git_commit'][:10]}"
+        f"{', --dates' if opts['dates'] else ''}"
+        f"{', extra ' + json.dumps(opts['extra_body']) if opts['extra_body'] else ''}"
+        + "".join(f", {k}={v}" for k, v in meta["server_search_env"].items())
+        + f"{', ' + meta['label'] if meta['label'] else ''}"
+    )
+    lines = [head, "", f"{'':14}{'questions':>10}{'R@5':>8}{'R@10':>8}{'R@20':>8}", "-" * 48]
 
     def row(name: str, b: dict[str, Any]) -> str:
-        return (f"{name:14}{b['questions']:>10}"
-                + "".join(f"{b[f'r@{k}']:>8.1f}" for k in KS))
+        return f"{name:14}{b['questions']:>10}" + "".join(f"{b[f'r@{k}']:>8.1f}" for k in KS)
 
     for c, b in figs["by_category"].items():
         lines.append(row(f"category {c}", b))
@@ -245,34 +295,53 @@ def table(meta: dict[str, Any], figs: dict[str, Any]) -> str:
     for s, b in figs["by_sample"].items():
         lines.append(row(s, b))
     lat = figs["latency_ms"]
-    lines += ["", f"search latency (client, {opts['concurrency']} concurrent, "
-              f"{lat['searches']} searches): p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms",
-              f"{meta['messages']:,} messages ingested in {meta['ingest_seconds']} s; "
-              f"{meta['questions_skipped_no_evidence']} questions without existing evidence "
-              f"skipped; load average {meta['loadavg_start'][0]:.1f} -> "
-              f"{meta['loadavg_end'][0]:.1f}"]
+    lines += [
+        "",
+        f"search latency (client, {opts['concurrency']} concurrent, "
+        f"{lat['searches']} searches): p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms",
+        f"{meta['messages']:,} messages ingested in {meta['ingest_seconds']} s; "
+        f"{meta['questions_skipped_no_evidence']} questions without existing evidence "
+        f"skipped; load average {meta['loadavg_start'][0]:.1f} -> "
+        f"{meta['loadavg_end'][0]:.1f}",
+    ]
     return "\n".join(lines)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA),
-                        help=f"LoCoMo directory or JSON file (default {DEFAULT_DATA}, i.e. "
-                        "../shared/data/locomo-dev from the repo root)")
-    parser.add_argument("--samples", default="",
-                        help="comma-separated sample ids (default: all, e.g. conv-26,conv-30)")
-    parser.add_argument("--dates", action="store_true",
-                        help="send each message's created_at: its session's date_time plus "
-                        "one second per turn")
-    parser.add_argument("--concurrency", type=int, default=4,
-                        help="concurrent search requests (default 4)")
-    parser.add_argument("--extra-body", default="",
-                        help="JSON object merged into every search request body")
+    parser.add_argument(
+        "--data",
+        default=str(DEFAULT_DATA),
+        help=f"LoCoMo directory or JSON file (default {DEFAULT_DATA}, i.e. "
+        "../shared/data/locomo-dev from the repo root)",
+    )
+    parser.add_argument(
+        "--samples",
+        default="",
+        help="comma-separated sample ids (default: all, e.g. conv-26,conv-30)",
+    )
+    parser.add_argument(
+        "--dates",
+        action="store_true",
+        help="send each message's created_at: its session's date_time plus one second per turn",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="concurrent search requests (default 4)"
+    )
+    parser.add_argument(
+        "--extra-body", default="", help="JSON object merged into every search request body"
+    )
     parser.add_argument("--label", default="", help="free text stored with the results")
-    parser.add_argument("--keep-db", action="store_true",
-                        help="do not drop the database at the end (its name is printed)")
-    parser.add_argument("--no-latest", action="store_true",
-                        help="write only the timestamped JSON, not retrieval-latest.json")
+    parser.add_argument(
+        "--keep-db",
+        action="store_true",
+        help="do not drop the database at the end (its name is printed)",
+    )
+    parser.add_argument(
+        "--no-latest",
+        action="store_true",
+        help="write only the timestamped JSON, not retrieval-latest.json",
+    )
     args = parser.parse_args()
     if args.concurrency < 1:
         raise SystemExit("--concurrency must be at least 1")
@@ -292,14 +361,14 @@ async def run(args: argparse.Namespace, data_path: Path, samples: list[Sample]) 
     try:
         _, port = b.start_api()
         limits = httpx.Limits(max_connections=max(args.concurrency, 4))
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120,
-                                     limits=limits) as client:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
+        ) as client:
             await b.setup_tenant(client)
             t0 = time.perf_counter()
             for s in samples:
                 await b.ingest(client, s)
-                b.log(f"ingested {s.sample_id}: {len(s.turns)} turns, "
-                      f"{len(s.questions)} questions")
+                b.log(f"ingested {s.sample_id}: {len(s.turns)} turns, {len(s.questions)} questions")
             b.ingest_seconds = time.perf_counter() - t0
             t0 = time.perf_counter()
             rows = await b.search_all(client, samples)

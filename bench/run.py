@@ -53,14 +53,24 @@ LONG_AGENT = "bench-long"
 SEARCH_AGENT = AGENTS[1]
 # Environment the servers must not inherit: the bench measures the server without an LLM
 # (summaries are heuristic, search is BM25), and with its own database and queue.
-_STRIP_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
-              "LOOM_LLM_PROVIDER", "LOOM_OPENAI_BASE_URL", "LOOM_OPENAI_MODEL",
-              "LOOM_OPENAI_API_KEY", "LOOM_RERANK_MODEL", "LOOM_DATA_DIR")
-WORDS = ("database index query latency cache memory agent session summary token budget "
-         "context swap search rerank planner tool result schema migration deploy review "
-         "customer invoice refund shipping warehouse forecast report dashboard metric alert "
-         "incident rollback release branch test coverage python postgres redis worker queue "
-         "retry backoff timeout network packet route gateway proxy cluster replica shard").split()
+_STRIP_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "LOOM_LLM_PROVIDER",
+    "LOOM_OPENAI_BASE_URL",
+    "LOOM_OPENAI_MODEL",
+    "LOOM_OPENAI_API_KEY",
+    "LOOM_RERANK_MODEL",
+    "LOOM_DATA_DIR",
+)
+WORDS = (
+    "database index query latency cache memory agent session summary token budget "
+    "context swap search rerank planner tool result schema migration deploy review "
+    "customer invoice refund shipping warehouse forecast report dashboard metric alert "
+    "incident rollback release branch test coverage python postgres redis worker queue "
+    "retry backoff timeout network packet route gateway proxy cluster replica shard"
+).split()
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -76,16 +86,36 @@ def conversation(rng: random.Random, n: int, start: int = 0) -> list[dict[str, A
         out.append({"role": "user", "content": search_corpus.message_text(rng, "user")})
         if i % 5 == 4 and len(out) + 2 < n:
             tid = f"tu_{i}_{rng.randrange(1 << 30)}"
-            out.append({"role": "assistant", "content": [
-                {"type": "text", "text": sentence(rng, 6)},
-                {"type": "tool_use", "id": tid, "name": "lookup",
-                 "input": {"q": sentence(rng, 4)}}]})
-            out.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tid,
-                 "content": sentence(rng, rng.randint(20, 80))}]})
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": sentence(rng, 6)},
+                        {
+                            "type": "tool_use",
+                            "id": tid,
+                            "name": "lookup",
+                            "input": {"q": sentence(rng, 4)},
+                        },
+                    ],
+                }
+            )
+            out.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": tid,
+                            "content": sentence(rng, rng.randint(20, 80)),
+                        }
+                    ],
+                }
+            )
         if len(out) < n:
-            out.append({"role": "assistant",
-                        "content": search_corpus.message_text(rng, "assistant")})
+            out.append(
+                {"role": "assistant", "content": search_corpus.message_text(rng, "assistant")}
+            )
         i += 1
     return out[:n]
 
@@ -156,8 +186,13 @@ def cmdline(pid: int) -> str:
 
 
 def serve_supports_workers() -> bool:
-    out = subprocess.run([sys.executable, "-m", "app.launcher.cli", "serve", "--help"], cwd=ROOT,
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "app.launcher.cli", "serve", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return "--workers" in out.stdout
 
 
@@ -206,13 +241,17 @@ class Bench:
         self.tool = wrk.version() if self.use_wrk else "asyncio loadgen (bench/loadgen.py)"
         if not self.use_wrk:
             why = "--no-wrk" if args.no_wrk else "wrk not found on PATH"
-            self.note(f"load generator: {self.tool}, because {why}; it shares the CPU with "
-                      "the server, so throughput figures are low")
+            self.note(
+                f"load generator: {self.tool}, because {why}; it shares the CPU with "
+                "the server, so throughput figures are low"
+            )
         self.groups = {g.strip() for g in args.only.split(",") if g.strip()}
         unknown = self.groups - set(GROUPS)
         if unknown:
-            raise SystemExit(f"unknown --only group(s): {', '.join(sorted(unknown))}; "
-                             f"groups: {', '.join(GROUPS)}")
+            raise SystemExit(
+                f"unknown --only group(s): {', '.join(sorted(unknown))}; "
+                f"groups: {', '.join(GROUPS)}"
+            )
         self.plans: list[str] = []
         self.logdir = Path(tempfile.mkdtemp(prefix=f"{self.db}-logs-"))
         self.t_start = time.time()
@@ -231,50 +270,90 @@ class Bench:
         self.figures.append(f)
         return f
 
-    def fig_min_ratio(self, key: str, label: str, value: float, unit: str, floor: float,
-                      at_least: float) -> None:
+    def fig_min_ratio(
+        self, key: str, label: str, value: float, unit: str, floor: float, at_least: float
+    ) -> None:
         r = ratio(value, floor)
-        self.fig(key, label, value, unit, floor=floor, ratio=r,
-                 target=f">= {at_least:g}x floor", ok=r >= at_least)
+        self.fig(
+            key,
+            label,
+            value,
+            unit,
+            floor=floor,
+            ratio=r,
+            target=f">= {at_least:g}x floor",
+            ok=r >= at_least,
+        )
 
-    def fig_max_ratio(self, key: str, label: str, value: float, unit: str, floor: float,
-                      at_most: float) -> None:
+    def fig_max_ratio(
+        self, key: str, label: str, value: float, unit: str, floor: float, at_most: float
+    ) -> None:
         r = ratio(value, floor)
-        self.fig(key, label, value, unit, floor=floor, ratio=r,
-                 target=f"<= {at_most:g}x floor", ok=r <= at_most)
+        self.fig(
+            key,
+            label,
+            value,
+            unit,
+            floor=floor,
+            ratio=r,
+            target=f"<= {at_most:g}x floor",
+            ok=r <= at_most,
+        )
 
-    def headers(self, agent: str = AGENTS[0], ctype: str | None = "application/json"
-                ) -> dict[str, str]:
+    def headers(
+        self, agent: str = AGENTS[0], ctype: str | None = "application/json"
+    ) -> dict[str, str]:
         h = {"Authorization": f"Bearer {self.key}", "X-Agent-Id": agent}
         if ctype:
             h["Content-Type"] = ctype
         return h
 
-    async def measure(self, name: str, port: int, reqs: list[Req], *, clients: int,
-                      seconds: float | None = None, counter: bool = False,
-                      mark_header: str | None = None, warmup: bool = True) -> Measured:
+    async def measure(
+        self,
+        name: str,
+        port: int,
+        reqs: list[Req],
+        *,
+        clients: int,
+        seconds: float | None = None,
+        counter: bool = False,
+        mark_header: str | None = None,
+        warmup: bool = True,
+    ) -> Measured:
         seconds = seconds or self.seconds
-        self.log(f"measuring {name} ({clients} client{'s' if clients > 1 else ''}, "
-                 f"{seconds:g} s)")
+        self.log(f"measuring {name} ({clients} client{'s' if clients > 1 else ''}, {seconds:g} s)")
         base = f"http://127.0.0.1:{port}"
 
         async def once(rs: list[Req], secs: float, mark: str | None) -> Measured:
             if self.use_wrk:
-                return await wrk.run(base, rs, clients=clients, seconds=int(secs),
-                                     counter=counter, mark_header=mark)
-            return await loadgen.measure("127.0.0.1", port, rs, clients=clients,
-                                         seconds=secs, counter=counter, mark_header=mark)
+                return await wrk.run(
+                    base, rs, clients=clients, seconds=int(secs), counter=counter, mark_header=mark
+                )
+            return await loadgen.measure(
+                "127.0.0.1",
+                port,
+                rs,
+                clients=clients,
+                seconds=secs,
+                counter=counter,
+                mark_header=mark,
+            )
 
         if warmup:
-            warm = ([Req(r.method, r.path + "warm-", r.headers, r.body) for r in reqs]
-                    if counter else reqs)
+            warm = (
+                [Req(r.method, r.path + "warm-", r.headers, r.body) for r in reqs]
+                if counter
+                else reqs
+            )
             await once(warm, 1, None)
         m = await once(reqs, seconds, mark_header)
         self.results[name] = m.summary()
         if m.errors:
             bad = {k: v for k, v in m.statuses.items() if not k.startswith("2")}
-            self.note(f"{name}: errors in {m.requests} responses: non-2xx {bad or 0}, "
-                      f"socket errors {m.socket_errors or 0}")
+            self.note(
+                f"{name}: errors in {m.requests} responses: non-2xx {bad or 0}, "
+                f"socket errors {m.socket_errors or 0}"
+            )
         return m
 
     # --- setup -----------------------------------------------------------------------
@@ -295,10 +374,17 @@ class Bench:
 
     def server_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in _STRIP_ENV}
-        env.update(DATABASE_URL=self.db_url, REDIS_URL=REDIS, LOOM_ADMIN_KEY=self.admin_key,
-                   LOOM_RUN_WORKER="false", LOOM_MIGRATE_ON_START="false",
-                   LOOM_LOG_LEVEL="warning", LOOM_DB_POOL_SIZE="20",
-                   LOOM_QUEUE_NAME=self.queue_name, BENCH_FLOOR_DSN=self.db_url)
+        env.update(
+            DATABASE_URL=self.db_url,
+            REDIS_URL=REDIS,
+            LOOM_ADMIN_KEY=self.admin_key,
+            LOOM_RUN_WORKER="false",
+            LOOM_MIGRATE_ON_START="false",
+            LOOM_LOG_LEVEL="warning",
+            LOOM_DB_POOL_SIZE="20",
+            LOOM_QUEUE_NAME=self.queue_name,
+            BENCH_FLOOR_DSN=self.db_url,
+        )
         return env
 
     def log_to(self, name: str) -> dict[str, Any]:
@@ -308,12 +394,18 @@ class Bench:
 
     def start_api(self, workers: int | None = None) -> tuple[subprocess.Popen, int]:
         port = free_port()
-        argv = [sys.executable, "-m", "app.launcher.cli", "serve", "--no-worker", "--port",
-                str(port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "app.launcher.cli",
+            "serve",
+            "--no-worker",
+            "--port",
+            str(port),
+        ]
         if serve_supports_workers():  # one process unless asked (serve defaults to per core)
             argv += ["--workers", str(workers or 1)]
-        proc = subprocess.Popen(argv, env=self.server_env(), cwd=ROOT,
-                                **self.log_to(f"api-{port}"))
+        proc = subprocess.Popen(argv, env=self.server_env(), cwd=ROOT, **self.log_to(f"api-{port}"))
         self.procs.append(proc)
         wait_up(f"http://127.0.0.1:{port}/healthz", proc)
         if workers and workers > 1:
@@ -333,12 +425,28 @@ class Bench:
         self.floor_port = free_port()
         py = sys.executable
         self.floor_proc = subprocess.Popen(
-            [py, "-m", "uvicorn", "bench.floor_app:app", "--port", str(self.floor_port),
-             "--log-level", "warning", "--no-access-log"],
-            env=self.server_env(), cwd=ROOT, **self.log_to("floor"))
+            [
+                py,
+                "-m",
+                "uvicorn",
+                "bench.floor_app:app",
+                "--port",
+                str(self.floor_port),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
+            env=self.server_env(),
+            cwd=ROOT,
+            **self.log_to("floor"),
+        )
         self.procs.append(self.floor_proc)
-        self.worker = subprocess.Popen([py, "-m", "app.launcher.cli", "worker"],
-                                       env=self.server_env(), cwd=ROOT, **self.log_to("worker"))
+        self.worker = subprocess.Popen(
+            [py, "-m", "app.launcher.cli", "worker"],
+            env=self.server_env(),
+            cwd=ROOT,
+            **self.log_to("worker"),
+        )
         self.procs.append(self.worker)
         wait_up(f"http://127.0.0.1:{self.floor_port}/docs", self.floor_proc)
 
@@ -362,8 +470,14 @@ class Bench:
             except subprocess.TimeoutExpired:
                 p.kill()
 
-    async def api(self, method: str, path: str, key: str, body: Any = None,
-                  headers: dict[str, str] | None = None) -> httpx.Response:
+    async def api(
+        self,
+        method: str,
+        path: str,
+        key: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
         h = {"Authorization": f"Bearer {key}", **(headers or {})}
         return await self.client.request(method, path, json=body, headers=h)
 
@@ -375,8 +489,11 @@ class Bench:
     async def load(self) -> None:
         t = (await self.api("POST", "/v1/tenants", self.admin_key, {"name": "bench"})).json()
         self.tenant_id = t["id"]
-        key = (await self.api("POST", "/v1/api-keys", self.admin_key,
-                              {"tenant_id": t["id"], "role": "service"})).json()
+        key = (
+            await self.api(
+                "POST", "/v1/api-keys", self.admin_key, {"tenant_id": t["id"], "role": "service"}
+            )
+        ).json()
         self.key = key["secret"]
         # No statistics while loading (autovacuum could analyze mid-load, depending on
         # timing): the search figure right after the load then sees what a bulk import
@@ -390,13 +507,20 @@ class Bench:
         for i in range(n_sessions):
             self.sessions.append(await self.new_session(AGENTS[i % len(AGENTS)]))
         self.log(f"created {n_sessions} sessions")
-        bodies = [json.dumps({"messages": conversation(self.rng, 50)}).encode()
-                  for _ in self.sessions]
+        bodies = [
+            json.dumps({"messages": conversation(self.rng, 50)}).encode() for _ in self.sessions
+        ]
         host = f"127.0.0.1:{self.api_port}"
         hdrs = self.headers()
-        res = await loadgen.run("127.0.0.1", self.api_port, lambda n: loadgen.build_request(
-            "POST", f"/v1/sessions/{self.sessions[n]}/messages", host, hdrs, bodies[n]),
-            clients=8, total=len(self.sessions))
+        res = await loadgen.run(
+            "127.0.0.1",
+            self.api_port,
+            lambda n: loadgen.build_request(
+                "POST", f"/v1/sessions/{self.sessions[n]}/messages", host, hdrs, bodies[n]
+            ),
+            clients=8,
+            total=len(self.sessions),
+        )
         assert res.errors == 0, "loading failed"
         self.big: dict[int, str] = {}
         sizes = [50, 10_000] + ([] if self.args.quick else [100_000])
@@ -408,11 +532,15 @@ class Bench:
                 n = min(500, size - done)
                 batches.append(json.dumps({"messages": conversation(self.rng, n, done)}).encode())
                 done += n
-            res = await loadgen.run("127.0.0.1", self.api_port,
-                                    lambda n, sid=sid, b=batches: loadgen.build_request(
-                                        "POST", f"/v1/sessions/{sid}/messages", host,
-                                        hdrs, b[n]),
-                                    clients=1, total=len(batches))
+            res = await loadgen.run(
+                "127.0.0.1",
+                self.api_port,
+                lambda n, sid=sid, b=batches: loadgen.build_request(
+                    "POST", f"/v1/sessions/{sid}/messages", host, hdrs, b[n]
+                ),
+                clients=1,
+                total=len(batches),
+            )
             assert res.errors == 0, "loading a long session failed"
             self.big[size] = sid
             self.log(f"loaded a session of {size:,} messages")
@@ -420,22 +548,30 @@ class Bench:
         self.stop(self.worker)
         conn = await asyncpg.connect(self.db_url)
         if "search" in self.groups:
-            m = await self.measure("search_session_1c_fresh", self.api_port,
-                                   self.search_reqs("session"), clients=1)
+            m = await self.measure(
+                "search_session_1c_fresh", self.api_port, self.search_reqs("session"), clients=1
+            )
             never = await conn.fetchval(
                 "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL "
-                "FROM pg_stat_user_tables WHERE relname = 'messages'")
-            self.fig("search_session_1c_p50_fresh",
-                     "search, 10,000-msg session, right after the load (no ANALYZE yet)",
-                     m.p50_ms, "ms", target="<= 15 ms", ok=m.p50_ms <= 15,
-                     note=f"p99 {m.p99_ms:.1f} ms; messages "
-                          f"{'never analyzed' if never else 'analyzed (!)'}")
+                "FROM pg_stat_user_tables WHERE relname = 'messages'"
+            )
+            self.fig(
+                "search_session_1c_p50_fresh",
+                "search, 10,000-msg session, right after the load (no ANALYZE yet)",
+                m.p50_ms,
+                "ms",
+                target="<= 15 ms",
+                ok=m.p50_ms <= 15,
+                note=f"p99 {m.p99_ms:.1f} ms; messages "
+                f"{'never analyzed' if never else 'analyzed (!)'}",
+            )
         await conn.execute("ALTER TABLE messages RESET (autovacuum_enabled)")
         # as autovacuum would on a live database: plans need statistics of the loaded data
         # (and the GIN pending list flushed, the visibility map set)
         await conn.execute("VACUUM (ANALYZE)")
         self.tenant_messages = await conn.fetchval(
-            "SELECT count(*) FROM messages WHERE tenant_id = $1", t["id"])
+            "SELECT count(*) FROM messages WHERE tenant_id = $1", t["id"]
+        )
         await conn.close()
         self.results["load_seconds"] = round(time.perf_counter() - t0, 1)
         self.results["sessions"] = n_sessions
@@ -484,19 +620,30 @@ class Bench:
         measurement sends, so no request repeats one the recall cache holds)."""
         targets = [sid] if sid else self.sessions
         if recall == "cold":
-            return [Req("POST", f"/v1/sessions/{targets[i % len(targets)]}/context",
-                        self.headers(), json.dumps({"format": "anthropic", "recall": {
-                            "share": 0.1, "query": q}}).encode())
-                    for i, q in enumerate(search_corpus.message_text(rng, "user")
-                                          for rng in [random.Random(7)] for _ in range(12_000))]
-        body = json.dumps({"format": "anthropic",
-                           **({"recall": {"share": 0.1}} if recall else {})}).encode()
-        return [Req("POST", f"/v1/sessions/{s}/context", self.headers(), body)
-                for s in targets]
+            return [
+                Req(
+                    "POST",
+                    f"/v1/sessions/{targets[i % len(targets)]}/context",
+                    self.headers(),
+                    json.dumps(
+                        {"format": "anthropic", "recall": {"share": 0.1, "query": q}}
+                    ).encode(),
+                )
+                for i, q in enumerate(
+                    search_corpus.message_text(rng, "user")
+                    for rng in [random.Random(7)]
+                    for _ in range(12_000)
+                )
+            ]
+        body = json.dumps(
+            {"format": "anthropic", **({"recall": {"share": 0.1}} if recall else {})}
+        ).encode()
+        return [Req("POST", f"/v1/sessions/{s}/context", self.headers(), body) for s in targets]
 
     async def g_context(self) -> None:
-        probe = await self.api("POST", f"/v1/sessions/{self.sessions[0]}/context", self.key,
-                               {"format": "anthropic"})
+        probe = await self.api(
+            "POST", f"/v1/sessions/{self.sessions[0]}/context", self.key, {"format": "anthropic"}
+        )
         if probe.status_code != 200:
             self.note(f"context group skipped: probe answered {probe.status_code}")
             return
@@ -508,88 +655,169 @@ class Bench:
             what = "random 50-msg sessions" if sid is None else f"one {size:,}-msg session"
             # issue 29's goals: <= 1.5x the floor's p50 at 1 client, >= 0.7x its
             # throughput and <= 3x its p99 at 32 clients
-            self.fig_max_ratio(f"context_{size}_1c_p50", f"context build, {what}, 1c p50",
-                               c1.p50_ms, "ms", f1.p50_ms, 1.5)
-            self.fig_min_ratio(f"context_{size}_32c_rps", f"context build, {what}, 32c",
-                               c32.rps, "req/s", f32.rps, 0.7)
-            self.fig_max_ratio(f"context_{size}_32c_p99", f"context build, {what}, 32c p99",
-                               c32.p99_ms, "ms", f32.p99_ms, 3)
+            self.fig_max_ratio(
+                f"context_{size}_1c_p50",
+                f"context build, {what}, 1c p50",
+                c1.p50_ms,
+                "ms",
+                f1.p50_ms,
+                1.5,
+            )
+            self.fig_min_ratio(
+                f"context_{size}_32c_rps",
+                f"context build, {what}, 32c",
+                c32.rps,
+                "req/s",
+                f32.rps,
+                0.7,
+            )
+            self.fig_max_ratio(
+                f"context_{size}_32c_p99",
+                f"context build, {what}, 32c p99",
+                c32.p99_ms,
+                "ms",
+                f32.p99_ms,
+                3,
+            )
             if size in (50, 10_000):
                 # Automatic recall: one search of the session's swap per build (cold), or
                 # per turn (warm: the builds of one turn share it)
                 for kind in ("cold", "warm"):
-                    r1 = await self.measure(f"context_recall_{kind}_{size}_1c", self.api_port,
-                                            self.context_reqs(sid, recall=kind), clients=1)
-                    self.fig(f"context_recall_{kind}_{size}_1c_p50",
-                             f"context build with recall ({kind}), {what}, 1c p50",
-                             r1.p50_ms, "ms", note=f"recall off {c1.p50_ms:.2f} ms: "
-                                                   f"+{r1.p50_ms - c1.p50_ms:.2f} ms")
+                    r1 = await self.measure(
+                        f"context_recall_{kind}_{size}_1c",
+                        self.api_port,
+                        self.context_reqs(sid, recall=kind),
+                        clients=1,
+                    )
+                    self.fig(
+                        f"context_recall_{kind}_{size}_1c_p50",
+                        f"context build with recall ({kind}), {what}, 1c p50",
+                        r1.p50_ms,
+                        "ms",
+                        note=f"recall off {c1.p50_ms:.2f} ms: +{r1.p50_ms - c1.p50_ms:.2f} ms",
+                    )
 
     def append_reqs(self, base: str, headers: dict[str, str], batch: int) -> list[Req]:
         rnd = random.Random(5 + batch)
         if batch == 1:
-            bodies = [json.dumps({"messages": [{"role": "user", "content": sentence(rnd, 20)}]}
-                                 ).encode() for _ in range(50)]
+            bodies = [
+                json.dumps({"messages": [{"role": "user", "content": sentence(rnd, 20)}]}).encode()
+                for _ in range(50)
+            ]
         else:
-            bodies = [json.dumps({"messages": conversation(rnd, batch)}).encode()
-                      for _ in range(5)]
-        return [Req("POST", f"{base}/{s}/messages", headers, bodies[i % len(bodies)])
-                for i, s in enumerate(self.sessions)]
+            bodies = [json.dumps({"messages": conversation(rnd, batch)}).encode() for _ in range(5)]
+        return [
+            Req("POST", f"{base}/{s}/messages", headers, bodies[i % len(bodies)])
+            for i, s in enumerate(self.sessions)
+        ]
 
     async def g_append(self) -> None:
         api_h = self.headers()
         floor_h = {"Content-Type": "application/json"}
-        a1 = await self.measure("append_1_32c", self.api_port,
-                                self.append_reqs("/v1/sessions", api_h, 1), clients=32)
-        fa1 = await self.measure("floor_append_1_32c", self.floor_port,
-                                 self.append_reqs("/floor/sessions", floor_h, 1), clients=32)
-        self.fig_min_ratio("append_1_32c_rps", "append 1 message, 32c", a1.rps, "req/s",
-                           fa1.rps, 0.6)
-        a20 = await self.measure("append_20_32c", self.api_port,
-                                 self.append_reqs("/v1/sessions", api_h, 20), clients=32)
-        fa20 = await self.measure("floor_append_20_32c", self.floor_port,
-                                  self.append_reqs("/floor/sessions", floor_h, 20), clients=32)
+        a1 = await self.measure(
+            "append_1_32c", self.api_port, self.append_reqs("/v1/sessions", api_h, 1), clients=32
+        )
+        fa1 = await self.measure(
+            "floor_append_1_32c",
+            self.floor_port,
+            self.append_reqs("/floor/sessions", floor_h, 1),
+            clients=32,
+        )
+        self.fig_min_ratio(
+            "append_1_32c_rps", "append 1 message, 32c", a1.rps, "req/s", fa1.rps, 0.6
+        )
+        a20 = await self.measure(
+            "append_20_32c", self.api_port, self.append_reqs("/v1/sessions", api_h, 20), clients=32
+        )
+        fa20 = await self.measure(
+            "floor_append_20_32c",
+            self.floor_port,
+            self.append_reqs("/floor/sessions", floor_h, 20),
+            clients=32,
+        )
         v = a20.rps * 20
-        self.fig("append_20_32c_msgs", "append batches of 20, 32c", v, "msg/s",
-                 floor=fa20.rps * 20, ratio=ratio(v, fa20.rps * 20),
-                 target=">= 10,000 msg/s", ok=v >= 10_000)
+        self.fig(
+            "append_20_32c_msgs",
+            "append batches of 20, 32c",
+            v,
+            "msg/s",
+            floor=fa20.rps * 20,
+            ratio=ratio(v, fa20.rps * 20),
+            target=">= 10,000 msg/s",
+            ok=v >= 10_000,
+        )
 
-    def search_reqs(self, scope: str, floor: bool = False, n: int = 500,
-                    plain: bool = False, ranking: str = "conversation") -> list[Req]:
+    def search_reqs(
+        self,
+        scope: str,
+        floor: bool = False,
+        n: int = 500,
+        plain: bool = False,
+        ranking: str = "conversation",
+    ) -> list[Req]:
         """The API's search requests (rerank off) over 500 corpus queries, or the floor's
         (`POST /floor/search`: the same SQL statements on raw asyncpg; `plain`: without the
         conversation window, i.e. plain BM25)."""
         qs = search_corpus.queries(n)
-        target: dict[str, Any] = ({"session_id": self.big[10_000]} if scope == "session"
-                                  else {"agent_id": SEARCH_AGENT} if scope == "agent" else {})
+        target: dict[str, Any] = (
+            {"session_id": self.big[10_000]}
+            if scope == "session"
+            else {"agent_id": SEARCH_AGENT}
+            if scope == "agent"
+            else {}
+        )
         if floor:
-            return [Req("POST", "/floor/search", {"Content-Type": "application/json"},
-                        json.dumps({"tenant_id": self.tenant_id, "scope": scope, "query": q,
-                                    **({"window": 0, "weight": 0.0} if plain else {}),
-                                    **target}).encode()) for q in qs]
+            return [
+                Req(
+                    "POST",
+                    "/floor/search",
+                    {"Content-Type": "application/json"},
+                    json.dumps(
+                        {
+                            "tenant_id": self.tenant_id,
+                            "scope": scope,
+                            "query": q,
+                            **({"window": 0, "weight": 0.0} if plain else {}),
+                            **target,
+                        }
+                    ).encode(),
+                )
+                for q in qs
+            ]
         if scope == "session":
             path = f"/v1/sessions/{self.big[10_000]}/search"
             bodies = [{"query": q, "rerank": False, "ranking": ranking} for q in qs]
         else:
             path = "/v1/search"
-            bodies = [{"query": q, "scope": scope, "rerank": False, "ranking": ranking,
-                       **target} for q in qs]
+            bodies = [
+                {"query": q, "scope": scope, "rerank": False, "ranking": ranking, **target}
+                for q in qs
+            ]
         return [Req("POST", path, self.headers(), json.dumps(b).encode()) for b in bodies]
 
     async def search_figures(self, suffix: str, tenant_target: bool) -> None:
         n = f"{self.tenant_messages:,}"
-        labels = {"session": f"search, 10,000-msg session, 1c p50 (tenant {n} msgs)",
-                  "agent": f"search, agent scope ({self.agent_messages:,} msgs), 1c p50",
-                  "tenant": f"search, tenant scope ({n} msgs), 1c p50"}
+        labels = {
+            "session": f"search, 10,000-msg session, 1c p50 (tenant {n} msgs)",
+            "agent": f"search, agent scope ({self.agent_messages:,} msgs), 1c p50",
+            "tenant": f"search, tenant scope ({n} msgs), 1c p50",
+        }
         for scope, label in labels.items():
-            m = await self.measure(f"search_{scope}_1c{suffix}", self.api_port,
-                                   self.search_reqs(scope), clients=1)
-            f = await self.measure(f"floor_search_{scope}_1c{suffix}", self.floor_port,
-                                   self.search_reqs(scope, floor=True), clients=1)
+            m = await self.measure(
+                f"search_{scope}_1c{suffix}", self.api_port, self.search_reqs(scope), clients=1
+            )
+            f = await self.measure(
+                f"floor_search_{scope}_1c{suffix}",
+                self.floor_port,
+                self.search_reqs(scope, floor=True),
+                clients=1,
+            )
             floor = f.p50_ms if f.requests and not f.errors else None
-            kw: dict[str, Any] = {"floor": floor,
-                                  "ratio": ratio(m.p50_ms, floor) if floor else None,
-                                  "note": f"p99 {m.p99_ms:.1f} ms"}
+            kw: dict[str, Any] = {
+                "floor": floor,
+                "ratio": ratio(m.p50_ms, floor) if floor else None,
+                "note": f"p99 {m.p99_ms:.1f} ms",
+            }
             if scope == "session":
                 kw.update(target="<= 15 ms", ok=m.p50_ms <= 15)
             elif scope == "tenant" and tenant_target:
@@ -598,68 +826,119 @@ class Bench:
                 kw["note"] += "; target applies at 1M (--million)"
             self.fig(f"search_{scope}_1c_p50{suffix}", label, m.p50_ms, "ms", **kw)
             if scope == "session":
-                pm = await self.measure(f"search_plain_{scope}_1c{suffix}", self.api_port,
-                                        self.search_reqs(scope, ranking="message"), clients=1)
-                self.fig(f"search_plain_{scope}_1c_p50{suffix}",
-                         "plain BM25 search (ranking=message), 10,000-msg session, 1c p50",
-                         pm.p50_ms, "ms", target="<= 10 ms", ok=pm.p50_ms <= 10,
-                         note=f"p99 {pm.p99_ms:.1f} ms")
+                pm = await self.measure(
+                    f"search_plain_{scope}_1c{suffix}",
+                    self.api_port,
+                    self.search_reqs(scope, ranking="message"),
+                    clients=1,
+                )
+                self.fig(
+                    f"search_plain_{scope}_1c_p50{suffix}",
+                    "plain BM25 search (ranking=message), 10,000-msg session, 1c p50",
+                    pm.p50_ms,
+                    "ms",
+                    target="<= 10 ms",
+                    ok=pm.p50_ms <= 10,
+                    note=f"p99 {pm.p99_ms:.1f} ms",
+                )
             if scope == "session" and floor:
                 # What the conversation window costs: the same statements without it.
-                p = await self.measure(f"floor_search_plain_{scope}_1c{suffix}",
-                                       self.floor_port,
-                                       self.search_reqs(scope, floor=True, plain=True),
-                                       clients=1)
+                p = await self.measure(
+                    f"floor_search_plain_{scope}_1c{suffix}",
+                    self.floor_port,
+                    self.search_reqs(scope, floor=True, plain=True),
+                    clients=1,
+                )
                 cost = floor - p.p50_ms
-                self.fig(f"search_window_cost_{scope}{suffix}",
-                         "conversation window's cost over plain BM25 (floor SQL, 1c p50)",
-                         cost, "ms", target="<= +5 ms", ok=cost <= 5,
-                         note=f"plain {p.p50_ms:.1f} ms, windowed {floor:.1f} ms")
+                self.fig(
+                    f"search_window_cost_{scope}{suffix}",
+                    "conversation window's cost over plain BM25 (floor SQL, 1c p50)",
+                    cost,
+                    "ms",
+                    target="<= +5 ms",
+                    ok=cost <= 5,
+                    note=f"plain {p.p50_ms:.1f} ms, windowed {floor:.1f} ms",
+                )
 
     async def count_agent_messages(self) -> None:
         conn = await asyncpg.connect(self.db_url)
         self.agent_messages = await conn.fetchval(
             "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "WHERE s.agent_id = $1", SEARCH_AGENT)
+            "WHERE s.agent_id = $1",
+            SEARCH_AGENT,
+        )
         self.tenant_messages = await conn.fetchval(
-            "SELECT count(*) FROM messages WHERE tenant_id = $1", self.tenant_id)
+            "SELECT count(*) FROM messages WHERE tenant_id = $1", self.tenant_id
+        )
         await conn.close()
 
     async def g_search(self) -> None:
-        probe = await self.api("POST", f"/v1/sessions/{self.big[10_000]}/search", self.key,
-                               {"query": "database latency", "rerank": False})
+        probe = await self.api(
+            "POST",
+            f"/v1/sessions/{self.big[10_000]}/search",
+            self.key,
+            {"query": "database latency", "rerank": False},
+        )
         if probe.status_code != 200:
             self.note(f"search group skipped: probe answered {probe.status_code}")
             return
         await self.count_agent_messages()
         await self.search_figures("", tenant_target=False)
-        await self.explain_plans(f"loaded size ({self.tenant_messages:,} messages in the "
-                                 "tenant)")
+        await self.explain_plans(f"loaded size ({self.tenant_messages:,} messages in the tenant)")
 
     async def g_shared(self) -> None:
-        probe = await self.api("PUT", "/v1/shared-memory/global/bench-hot", self.key,
-                               {"value": {"hello": "world", "n": 42}})
+        probe = await self.api(
+            "PUT",
+            "/v1/shared-memory/global/bench-hot",
+            self.key,
+            {"value": {"hello": "world", "n": 42}},
+        )
         if probe.status_code not in (200, 201):
             self.note(f"shared group skipped: probe answered {probe.status_code}")
             return
         await self.api("GET", "/v1/shared-memory/global/bench-hot", self.key)  # into the tier
         hot = [Req("GET", "/v1/shared-memory/global/bench-hot", self.headers(ctype=None))]
-        h1 = await self.measure("shared_hot_read_1c", self.api_port, hot, clients=1,
-                                mark_header="X-Loom-Storage-Location")
+        h1 = await self.measure(
+            "shared_hot_read_1c",
+            self.api_port,
+            hot,
+            clients=1,
+            mark_header="X-Loom-Storage-Location",
+        )
         where = h1.header_values
         memory = where.get("memory", 0)
-        self.fig("shared_hot_read_1c_p50", "shared memory hot read (memory tier), 1c p50",
-                 h1.p50_ms, "ms", target="<= 0.5 ms", ok=h1.p50_ms <= 0.5,
-                 note=f"served from memory: {memory}/{h1.requests}" if where
-                 else "storage tier not recorded by the fallback load generator")
+        self.fig(
+            "shared_hot_read_1c_p50",
+            "shared memory hot read (memory tier), 1c p50",
+            h1.p50_ms,
+            "ms",
+            target="<= 0.5 ms",
+            ok=h1.p50_ms <= 0.5,
+            note=f"served from memory: {memory}/{h1.requests}"
+            if where
+            else "storage tier not recorded by the fallback load generator",
+        )
         mb = os.urandom(512 * 1024).hex().encode()  # 1 MiB of text
-        write = [Req("PUT", "/v1/shared-memory/global/bench-mb-",
-                     self.headers(ctype="application/octet-stream"), mb)]
-        w1 = await self.measure("shared_write_1mb_1c", self.api_port, write, clients=1,
-                                counter=True)
-        self.fig("shared_write_1mb_1c_p50", "shared memory 1 MiB write (new key), 1c p50",
-                 w1.p50_ms, "ms", target="<= 20 ms", ok=w1.p50_ms <= 20,
-                 note=f"p99 {w1.p99_ms:.1f} ms")
+        write = [
+            Req(
+                "PUT",
+                "/v1/shared-memory/global/bench-mb-",
+                self.headers(ctype="application/octet-stream"),
+                mb,
+            )
+        ]
+        w1 = await self.measure(
+            "shared_write_1mb_1c", self.api_port, write, clients=1, counter=True
+        )
+        self.fig(
+            "shared_write_1mb_1c_p50",
+            "shared memory 1 MiB write (new key), 1c p50",
+            w1.p50_ms,
+            "ms",
+            target="<= 20 ms",
+            ok=w1.p50_ms <= 20,
+            note=f"p99 {w1.p99_ms:.1f} ms",
+        )
 
     def record_rss(self, label: str, proc: subprocess.Popen) -> None:
         rows = []
@@ -669,16 +948,26 @@ class Bench:
                 rows.append({"pid": pid, "cmd": cmdline(pid)[:120], "rss_mib": round(mb, 1)})
         self.results[f"rss_{label}"] = rows
         for i, r in enumerate(rows):
-            role = ("resource tracker" if "resource_tracker" in r["cmd"]
-                    else "worker process" if "spawn_main" in r["cmd"] or i > 0
-                    else "main process")
-            self.fig(f"rss_{label}_{i}", f"RSS after the load: {label} ({role}, pid {r['pid']})",
-                     r["rss_mib"], "MiB")
+            role = (
+                "resource tracker"
+                if "resource_tracker" in r["cmd"]
+                else "worker process"
+                if "spawn_main" in r["cmd"] or i > 0
+                else "main process"
+            )
+            self.fig(
+                f"rss_{label}_{i}",
+                f"RSS after the load: {label} ({role}, pid {r['pid']})",
+                r["rss_mib"],
+                "MiB",
+            )
 
     async def g_workers(self) -> None:
         if not serve_supports_workers():
-            self.note("--workers 2 skipped: `loom-memory serve` has no --workers option yet "
-                      "(the harness runs it as soon as `serve --help` lists it)")
+            self.note(
+                "--workers 2 skipped: `loom-memory serve` has no --workers option yet "
+                "(the harness runs it as soon as `serve --help` lists it)"
+            )
             self.results["workers_2"] = "skipped: serve has no --workers"
             return
         ctx, app1 = self.context_reqs(None), self.append_reqs("/v1/sessions", self.headers(), 1)
@@ -692,12 +981,21 @@ class Bench:
             self.record_rss("api --workers 2", proc)
         finally:
             self.stop(proc)
-        for key, label, one, two in (("context_50", "context build, 50 msgs", one_c, two_c),
-                                     ("append_1", "append 1 message", one_a, two_a)):
+        for key, label, one, two in (
+            ("context_50", "context build, 50 msgs", one_c, two_c),
+            ("append_1", "append 1 message", one_a, two_a),
+        ):
             r = ratio(two.rps, one.rps)
-            self.fig(f"workers2_{key}_32c_rps", f"{label}, 32c, --workers 2 (floor: 1 worker)",
-                     two.rps, "req/s", floor=one.rps, ratio=r, target="> 1x 1 worker",
-                     ok=r > 1)
+            self.fig(
+                f"workers2_{key}_32c_rps",
+                f"{label}, 32c, --workers 2 (floor: 1 worker)",
+                two.rps,
+                "req/s",
+                floor=one.rps,
+                ratio=r,
+                target="> 1x 1 worker",
+                ok=r > 1,
+            )
 
     # --- the million ------------------------------------------------------------------
     async def bulk_load(self, total: int) -> None:
@@ -710,8 +1008,9 @@ class Bench:
         from app.core.tokens import count_message
 
         conn = await asyncpg.connect(self.db_url)
-        have = await conn.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1",
-                                   self.tenant_id)
+        have = await conn.fetchval(
+            "SELECT count(*) FROM messages WHERE tenant_id = $1", self.tenant_id
+        )
         need = total - have
         if need <= 0:
             await conn.close()
@@ -721,10 +1020,13 @@ class Bench:
         t0 = time.perf_counter()
         self.log(f"bulk loading {need:,} messages in {n_sessions} sessions of {per}")
         sids = [await self.new_session(AGENTS[i % len(AGENTS)]) for i in range(n_sessions)]
-        cfg = await conn.fetchval("SELECT text_search_config FROM tenants WHERE id = $1",
-                                  self.tenant_id)
-        await conn.execute("CREATE TEMP TABLE bench_stage (session_id uuid, seq bigint, "
-                           "role text, content text, text text, token_count int)")
+        cfg = await conn.fetchval(
+            "SELECT text_search_config FROM tenants WHERE id = $1", self.tenant_id
+        )
+        await conn.execute(
+            "CREATE TEMP TABLE bench_stage (session_id uuid, seq bigint, "
+            "role text, content text, text text, token_count int)"
+        )
         rng = random.Random(99)
 
         def make(chunk: list[str], left: int) -> list[tuple]:
@@ -733,15 +1035,16 @@ class Bench:
                 for seq in range(1, min(per, left) + 1):
                     role = "user" if seq % 2 else "assistant"
                     text = search_corpus.message_text(rng, role)
-                    rows.append((sid, seq, role, json.dumps(text), text,
-                                 count_message(role, text, None)))
+                    rows.append(
+                        (sid, seq, role, json.dumps(text), text, count_message(role, text, None))
+                    )
                 left -= min(per, left)
             return rows
 
         import uuid as _uuid
 
         chunk_n = 20
-        chunks = [sids[i:i + chunk_n] for i in range(0, len(sids), chunk_n)]
+        chunks = [sids[i : i + chunk_n] for i in range(0, len(sids), chunk_n)]
         left = need
         pending = asyncio.create_task(asyncio.to_thread(make, chunks[0], left))
         for i in range(len(chunks)):
@@ -752,14 +1055,18 @@ class Bench:
             rows = [(_uuid.UUID(r[0]), *r[1:]) for r in rows]
             async with conn.transaction():
                 await conn.copy_records_to_table("bench_stage", records=rows)
-                await conn.execute("""
+                await conn.execute(
+                    """
                     INSERT INTO messages (session_id, seq, tenant_id, role, content,
                         tool_calls, tool_use_id, is_error, name, text, token_count, metadata,
                         created_at, search_vector)
                     SELECT session_id, seq, $1, role, content::jsonb, NULL, NULL, false, NULL,
                            text, token_count, '{}'::jsonb, now(),
                            to_tsvector($2::regconfig, text)
-                    FROM bench_stage""", _uuid.UUID(self.tenant_id), cfg)
+                    FROM bench_stage""",
+                    _uuid.UUID(self.tenant_id),
+                    cfg,
+                )
                 await conn.execute("""
                     UPDATE sessions s SET last_seq = x.last, message_tokens =
                         s.message_tokens + x.tokens, updated_at = now()
@@ -780,8 +1087,7 @@ class Bench:
         self.results["million_tenant_messages"] = self.tenant_messages
         self.log(f"tenant now holds {self.tenant_messages:,} messages")
         await self.search_figures("_million", tenant_target=True)
-        await self.explain_plans(f"--million ({self.tenant_messages:,} messages in the "
-                                 "tenant)")
+        await self.explain_plans(f"--million ({self.tenant_messages:,} messages in the tenant)")
 
     # --- EXPLAIN ----------------------------------------------------------------------
     async def explain_plans(self, title: str) -> None:
@@ -813,19 +1119,21 @@ class Bench:
             "agent": SearchScope(tid, agent_id=SEARCH_AGENT),
             "tenant": SearchScope(tid),
         }
-        engine = create_async_engine(self.db_url.replace("postgresql://",
-                                                         "postgresql+asyncpg://"))
-        out = [f"## {title}", "",
-               f"Query: `{query}` (terms `{text}`), limit {MAX_CANDIDATES}, full rows 10; "
-               "each statement run once before its EXPLAIN (warm cache), in a transaction "
-               "that is rolled back.", ""]
+        engine = create_async_engine(self.db_url.replace("postgresql://", "postgresql+asyncpg://"))
+        out = [
+            f"## {title}",
+            "",
+            f"Query: `{query}` (terms `{text}`), limit {MAX_CANDIDATES}, full rows 10; "
+            "each statement run once before its EXPLAIN (warm cache), in a transaction "
+            "that is rolled back.",
+            "",
+        ]
         try:
             for kind, scope in scopes.items():
                 async with engine.connect() as conn:
                     tx = await conn.begin()
                     stats_sql = repo._STATS_SQL.format(sessions=repo._SESSIONS_IN_SCOPE[kind])
-                    sp = {**scope.params(), "refresh_rows": repo.STATS_REFRESH_ROWS,
-                          "text": text}
+                    sp = {**scope.params(), "refresh_rows": repo.STATS_REFRESH_ROWS, "text": text}
                     n_docs, total, lexemes = (await conn.execute(sa.text(stats_sql), sp)).one()
                     lexemes = sorted(set(lexemes or []))
                     stats = repo.ScopeStats(int(n_docs), int(total))
@@ -843,19 +1151,28 @@ class Bench:
                     plan_stats = (await conn.execute(sa.text(ex + stats_sql), sp)).scalars().all()
                     plan_bm = (await conn.execute(sa.text(ex + bm_sql), bp)).scalars().all()
                     await tx.rollback()
-                out += [f"### {kind} scope: statistics (`_STATS_SQL`)", "", "```",
-                        *plan_stats, "```", "",
-                        f"### {kind} scope: conversation-aware BM25 top {MAX_CANDIDATES} "
-                        "(`_BM25_SQL`, window 2, weight 2)", "",
-                        "```", *plan_bm, "```", ""]
+                out += [
+                    f"### {kind} scope: statistics (`_STATS_SQL`)",
+                    "",
+                    "```",
+                    *plan_stats,
+                    "```",
+                    "",
+                    f"### {kind} scope: conversation-aware BM25 top {MAX_CANDIDATES} "
+                    "(`_BM25_SQL`, window 2, weight 2)",
+                    "",
+                    "```",
+                    *plan_bm,
+                    "```",
+                    "",
+                ]
         finally:
             await engine.dispose()
         self.plans.append("\n".join(out))
 
     # --- run ---------------------------------------------------------------------------
     async def run(self) -> None:
-        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.api_port}",
-                                        timeout=120)
+        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.api_port}", timeout=120)
         try:
             await self.load()
             for group in ("context", "search", "shared", "append"):
@@ -872,81 +1189,127 @@ class Bench:
 
     def meta(self) -> dict[str, Any]:
         def git(*a: str) -> str:
-            r = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True,
-                               check=False)
+            r = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False)
             return r.stdout.strip()
 
-        return {"when": datetime.now(UTC).isoformat(), "cpus": os.cpu_count(),
-                "quick": self.args.quick, "label": self.args.label,
-                "groups": sorted(self.groups), "million": self.args.million,
-                "seconds_per_measurement": self.seconds, "load_generator": self.tool,
-                "git_commit": git("rev-parse", "HEAD"),
-                "git_dirty_files": len(git("status", "--porcelain", "--", "app",
-                                           "workers").splitlines()),
-                "loadavg_start": self.load_start, "loadavg_end": os.getloadavg(),
-                "wall_seconds": round(time.time() - self.t_start, 1)}
+        return {
+            "when": datetime.now(UTC).isoformat(),
+            "cpus": os.cpu_count(),
+            "quick": self.args.quick,
+            "label": self.args.label,
+            "groups": sorted(self.groups),
+            "million": self.args.million,
+            "seconds_per_measurement": self.seconds,
+            "load_generator": self.tool,
+            "git_commit": git("rev-parse", "HEAD"),
+            "git_dirty_files": len(
+                git("status", "--porcelain", "--", "app", "workers").splitlines()
+            ),
+            "loadavg_start": self.load_start,
+            "loadavg_end": os.getloadavg(),
+            "wall_seconds": round(time.time() - self.t_start, 1),
+        }
 
     def report(self) -> None:
         cols = ("figure", "value", "floor", "ratio", "target", "")
         # RSS lines last
         self.figures.sort(key=lambda f: f.key.startswith("rss_"))
-        rows = [(f.label, fmt(f.value, f.unit), fmt(f.floor, f.unit),
-                 "-" if f.ratio is None or math.isnan(f.ratio) else f"{f.ratio:.2f}x",
-                 f.target or "-", f.verdict() + (f"  ({f.note})" if f.note else ""))
-                for f in self.figures]
+        rows = [
+            (
+                f.label,
+                fmt(f.value, f.unit),
+                fmt(f.floor, f.unit),
+                "-" if f.ratio is None or math.isnan(f.ratio) else f"{f.ratio:.2f}x",
+                f.target or "-",
+                f.verdict() + (f"  ({f.note})" if f.note else ""),
+            )
+            for f in self.figures
+        ]
         widths = [max(len(str(r[i])) for r in [cols, *rows]) + 2 for i in range(5)]
         meta = self.meta()
         print()
-        print(f"Loom Memory bench - {meta['when'][:19]}Z, load: {self.tool}, "
-              f"{self.seconds} s per figure{', QUICK' if self.args.quick else ''}"
-              f"{', ' + self.args.label if self.args.label else ''}")
+        print(
+            f"Loom Memory bench - {meta['when'][:19]}Z, load: {self.tool}, "
+            f"{self.seconds} s per figure{', QUICK' if self.args.quick else ''}"
+            f"{', ' + self.args.label if self.args.label else ''}"
+        )
         print("".join(c.ljust(w) for c, w in zip(cols, widths, strict=False)) + cols[5])
         print("-" * (sum(widths) + 12))
         for r in rows:
             print("".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)) + r[5])
         misses = [f.label for f in self.figures if f.ok is False]
-        print(f"\n{len([f for f in self.figures if f.ok])} ok, {len(misses)} MISS"
-              + (": " + "; ".join(misses) if misses else ""))
+        print(
+            f"\n{len([f for f in self.figures if f.ok])} ok, {len(misses)} MISS"
+            + (": " + "; ".join(misses) if misses else "")
+        )
         for n in self.notes:
             print(f"note: {n}")
-        out = {"meta": meta, "notes": self.notes,
-               "figures": [asdict(f) | {"verdict": f.verdict()} for f in self.figures],
-               "results": self.results, "table": [list(r) for r in rows]}
+        out = {
+            "meta": meta,
+            "notes": self.notes,
+            "figures": [asdict(f) | {"verdict": f.verdict()} for f in self.figures],
+            "results": self.results,
+            "table": [list(r) for r in rows],
+        }
         RESULTS.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         names = [f"bench-{stamp}.json"] + ([] if self.args.no_latest else ["latest.json"])
         for name in names:
             (RESULTS / name).write_text(json.dumps(out, indent=2) + "\n")
         if self.plans:
-            head = (f"# Search plans (EXPLAIN ANALYZE, BUFFERS)\n\nWritten by "
-                    f"`python -m bench.run` at {meta['when'][:19]}Z"
-                    f"{' (--quick)' if self.args.quick else ''}"
-                    f"{' - ' + self.args.label if self.args.label else ''}, "
-                    f"commit {meta['git_commit'][:10]}. See bench/README.md.\n\n")
+            head = (
+                f"# Search plans (EXPLAIN ANALYZE, BUFFERS)\n\nWritten by "
+                f"`python -m bench.run` at {meta['when'][:19]}Z"
+                f"{' (--quick)' if self.args.quick else ''}"
+                f"{' - ' + self.args.label if self.args.label else ''}, "
+                f"commit {meta['git_commit'][:10]}. See bench/README.md.\n\n"
+            )
             (RESULTS / "search_plans.md").write_text(head + "\n".join(self.plans))
-        print(f"\nwrote bench/results/{names[-1]}"
-              + (" and bench/results/search_plans.md" if self.plans else ""))
+        print(
+            f"\nwrote bench/results/{names[-1]}"
+            + (" and bench/results/search_plans.md" if self.plans else "")
+        )
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="100 sessions, no 100,000-message session, 2 s per figure")
-    parser.add_argument("--only", default=",".join(GROUPS),
-                        help=f"comma-separated groups (default all: {','.join(GROUPS)})")
-    parser.add_argument("--seconds", type=int, default=None,
-                        help="seconds per measurement (default 10, --quick 2); each is "
-                        "preceded by a 1 s warm-up")
-    parser.add_argument("--million", action="store_true",
-                        help="then bulk-load the tenant to --million-size messages and "
-                        "measure search there (tenant scope target: p50 <= 50 ms)")
-    parser.add_argument("--million-size", type=int, default=1_000_000,
-                        help="messages in the tenant for --million (default 1,000,000)")
-    parser.add_argument("--no-wrk", action="store_true",
-                        help="use the asyncio load generator even if wrk is installed")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="100 sessions, no 100,000-message session, 2 s per figure",
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(GROUPS),
+        help=f"comma-separated groups (default all: {','.join(GROUPS)})",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=int,
+        default=None,
+        help="seconds per measurement (default 10, --quick 2); each is preceded by a 1 s warm-up",
+    )
+    parser.add_argument(
+        "--million",
+        action="store_true",
+        help="then bulk-load the tenant to --million-size messages and "
+        "measure search there (tenant scope target: p50 <= 50 ms)",
+    )
+    parser.add_argument(
+        "--million-size",
+        type=int,
+        default=1_000_000,
+        help="messages in the tenant for --million (default 1,000,000)",
+    )
+    parser.add_argument(
+        "--no-wrk",
+        action="store_true",
+        help="use the asyncio load generator even if wrk is installed",
+    )
     parser.add_argument("--label", default="", help="free text stored with the results")
-    parser.add_argument("--no-latest", action="store_true",
-                        help="write only the timestamped JSON, not latest.json")
+    parser.add_argument(
+        "--no-latest", action="store_true", help="write only the timestamped JSON, not latest.json"
+    )
     args = parser.parse_args()
     b = Bench(args)
     b.db_url = await b.create_db()

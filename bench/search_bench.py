@@ -56,13 +56,17 @@ BIG = 10_000
 
 def summarise(samples: list[float]) -> dict[str, float]:
     xs = sorted(samples)
-    return {"p50_ms": round(statistics.median(xs), 3),
-            "p99_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.99))], 3),
-            "mean_ms": round(statistics.fmean(xs), 3), "n": len(xs)}
+    return {
+        "p50_ms": round(statistics.median(xs), 3),
+        "p99_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.99))], 3),
+        "mean_ms": round(statistics.fmean(xs), 3),
+        "n": len(xs),
+    }
 
 
-async def timed_interleaved(qs: list[str], ops: dict[str, Any],
-                            warmup: int = 20) -> dict[str, dict[str, float]]:
+async def timed_interleaved(
+    qs: list[str], ops: dict[str, Any], warmup: int = 20
+) -> dict[str, dict[str, float]]:
     """Each query runs every operation in turn, so a load spike from other processes on
     the machine hits all operations alike and the ratios stay meaningful."""
     for q in qs[:warmup]:
@@ -80,21 +84,25 @@ async def timed_interleaved(qs: list[str], ops: dict[str, Any],
 async def load(client: httpx.AsyncClient, agent: str, texts: list[str], batch: int) -> str:
     sid = (await client.post("/v1/sessions", json={"agent_id": agent})).json()["id"]
     for start in range(0, len(texts), batch):
-        msgs = [{"role": "user" if (start + i) % 2 == 0 else "assistant", "content": t}
-                for i, t in enumerate(texts[start:start + batch])]
+        msgs = [
+            {"role": "user" if (start + i) % 2 == 0 else "assistant", "content": t}
+            for i, t in enumerate(texts[start : start + batch])
+        ]
         r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
         assert r.status_code == 201, r.text
     return sid
 
 
-async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID,
-                     q: str) -> int:
+async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID, q: str) -> int:
     """The floor: the search's SQL statements, prepared, on a bare asyncpg connection."""
     lexemes, n_docs, total = await conn.fetchrow(
         "SELECT (SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') "
         "FROM unnest(to_tsvector('english'::regconfig, $1))), "
         "coalesce(sum(doc_count), 0), coalesce(sum(total_length), 0) "
-        "FROM search_stats WHERE session_id = $2", " ".join(query_terms(q)), sid)
+        "FROM search_stats WHERE session_id = $2",
+        " ".join(query_terms(q)),
+        sid,
+    )
     if not lexemes:
         return 0
     # The service's statement and parameters (as it runs them without rerank: the top 10
@@ -102,8 +110,16 @@ async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID
     scope = SearchScope(tenant, sid)
     statement = positional(repository.bm25_sql("session", WindowParams(), routed=False))
     stats = repository.ScopeStats(int(n_docs), int(total))
-    params = repository.bm25_params(scope, list(lexemes), stats, BM25Params(), 50, 10,
-                                    dates=named_dates(q), names=named_authors(q))
+    params = repository.bm25_params(
+        scope,
+        list(lexemes),
+        stats,
+        BM25Params(),
+        50,
+        10,
+        dates=named_dates(q),
+        names=named_authors(q),
+    )
     async with conn.transaction():
         await repository.hash_joins(conn)
         rows = await conn.fetch(statement[0], *[params[n] for n in statement[1]])
@@ -120,42 +136,64 @@ async def main(n_queries: int, background: int, keep: bool = False) -> dict[str,
     try:
         await asyncio.to_thread(upgrade, url)
         admin = "lm_bench_" + secrets.token_urlsafe(16)
-        app = create_app(Settings(DATABASE_URL=url, REDIS_URL=REDIS, LOOM_ADMIN_KEY=admin,
-                                  LOOM_LLM_PROVIDER="none", LOOM_RUN_WORKER=False,
-                                  LOOM_QUEUE_NAME=f"loom:bench:{name}"))
+        app = create_app(
+            Settings(
+                DATABASE_URL=url,
+                REDIS_URL=REDIS,
+                LOOM_ADMIN_KEY=admin,
+                LOOM_LLM_PROVIDER="none",
+                LOOM_RUN_WORKER=False,
+                LOOM_QUEUE_NAME=f"loom:bench:{name}",
+            )
+        )
         async with app.router.lifespan_context(app):
             tr = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=tr, base_url="http://b", timeout=120,
-                                         headers={"Authorization": f"Bearer {admin}"}) as a:
+            async with httpx.AsyncClient(
+                transport=tr,
+                base_url="http://b",
+                timeout=120,
+                headers={"Authorization": f"Bearer {admin}"},
+            ) as a:
                 tid = (await a.post("/v1/tenants", json={"name": "bench"})).json()["id"]
-                key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"}
-                                    )).json()["secret"]
-            async with httpx.AsyncClient(transport=tr, base_url="http://b", timeout=120,
-                                         headers={"Authorization": f"Bearer {key}"}) as c:
+                key = (
+                    await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
+                ).json()["secret"]
+            async with httpx.AsyncClient(
+                transport=tr,
+                base_url="http://b",
+                timeout=120,
+                headers={"Authorization": f"Bearer {key}"},
+            ) as c:
                 t0 = time.perf_counter()
                 big = await load(c, "bench-agent", [t for _, t in conversation(BIG, seed=7)], 500)
                 for i in range(background):
-                    await load(c, "background-agent",
-                               [t for _, t in conversation(50, seed=1000 + i)], 50)
+                    await load(
+                        c, "background-agent", [t for _, t in conversation(50, seed=1000 + i)], 50
+                    )
                 load_s = time.perf_counter() - t0
                 raw = await asyncpg.connect(url.replace("+asyncpg", ""))
                 await raw.execute("VACUUM ANALYZE messages")
                 qs = queries(n_queries, seed=11)
 
                 async def http_session(q: str) -> None:
-                    r = await c.post(f"/v1/sessions/{big}/search",
-                                     json={"query": q, "rerank": False, "limit": 10})
+                    r = await c.post(
+                        f"/v1/sessions/{big}/search",
+                        json={"query": q, "rerank": False, "limit": 10},
+                    )
                     assert r.status_code == 200, r.text
 
                 async def http_tenant(q: str) -> None:
-                    r = await c.post("/v1/search", json={"query": q, "scope": "tenant",
-                                                         "rerank": False, "limit": 10})
+                    r = await c.post(
+                        "/v1/search",
+                        json={"query": q, "scope": "tenant", "rerank": False, "limit": 10},
+                    )
                     assert r.status_code == 200, r.text
 
                 async def floor(_: str) -> None:
                     # Same stack, one indexed read of 10 messages (the spec's floor shape).
-                    r = await c.get(f"/v1/sessions/{big}/messages",
-                                    params={"after_seq": BIG - 10, "limit": 10})
+                    r = await c.get(
+                        f"/v1/sessions/{big}/messages", params={"after_seq": BIG - 10, "limit": 10}
+                    )
                     assert r.status_code == 200
 
                 scope = SearchScope(tenant_id=uuid.UUID(tid), session_id=uuid.UUID(big))
@@ -169,36 +207,50 @@ async def main(n_queries: int, background: int, keep: bool = False) -> dict[str,
                 async def raw_floor(q: str) -> None:
                     await raw_search(raw, uuid.UUID(tid), uuid.UUID(big), q)
 
-                results = await timed_interleaved(qs, {
-                    "session_bm25_http": http_session,
-                    "session_bm25_sql": service_only,
-                    "session_bm25_raw": raw_floor,
-                    "tenant_bm25_http": http_tenant,
-                    "http_floor_read_10": floor,
-                })
+                results = await timed_interleaved(
+                    qs,
+                    {
+                        "session_bm25_http": http_session,
+                        "session_bm25_sql": service_only,
+                        "session_bm25_raw": raw_floor,
+                        "tenant_bm25_http": http_tenant,
+                        "http_floor_read_10": floor,
+                    },
+                )
                 # Matching documents per query (before the top-50 cut), for context.
                 match_counts = []
                 for q in qs:
                     lx = await raw.fetchval(
                         "SELECT coalesce(array_agg(lexeme), '{}') "
                         "FROM unnest(to_tsvector('english'::regconfig, $1))",
-                        " ".join(query_terms(q)))
-                    match_counts.append(await raw.fetchval(
-                        "SELECT count(*) FROM messages WHERE session_id = $1 "
-                        "AND search_vector @@ $2::tsquery", uuid.UUID(big), tsquery_or(lx))
-                        if lx else 0)
+                        " ".join(query_terms(q)),
+                    )
+                    match_counts.append(
+                        await raw.fetchval(
+                            "SELECT count(*) FROM messages WHERE session_id = $1 "
+                            "AND search_vector @@ $2::tsquery",
+                            uuid.UUID(big),
+                            tsquery_or(lx),
+                        )
+                        if lx
+                        else 0
+                    )
                 await raw.close()
                 return {
                     "when": datetime.now(UTC).isoformat(timespec="seconds"),
                     "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                    "corpus": {"session_messages": BIG, "background_sessions": background,
-                               "background_messages": background * 50,
-                               "load_seconds": round(load_s, 1), "queries": n_queries,
-                               "loadavg_1min_after": round(os.getloadavg()[0], 2),
-                               "bm25": {"k1": BM25Params().k1, "b": BM25Params().b},
-                               "matching_docs_p50": statistics.median(match_counts),
-                               "matching_docs_max": max(match_counts),
-                               "candidates_mean": round(statistics.fmean(hits), 1)},
+                    "corpus": {
+                        "session_messages": BIG,
+                        "background_sessions": background,
+                        "background_messages": background * 50,
+                        "load_seconds": round(load_s, 1),
+                        "queries": n_queries,
+                        "loadavg_1min_after": round(os.getloadavg()[0], 2),
+                        "bm25": {"k1": BM25Params().k1, "b": BM25Params().b},
+                        "matching_docs_p50": statistics.median(match_counts),
+                        "matching_docs_max": max(match_counts),
+                        "candidates_mean": round(statistics.fmean(hits), 1),
+                    },
                     "results": results,
                 }
     finally:
@@ -215,13 +267,17 @@ def report(res: dict[str, Any]) -> None:
     raw = r["session_bm25_raw"]["p50_ms"]
     floor = r["http_floor_read_10"]["p50_ms"]
     c = res["corpus"]
-    print(f"search bench: 1 session x {c['session_messages']} messages + "
-          f"{c['background_sessions']} x 50 background; {c['queries']} queries; matching docs "
-          f"p50 {c['matching_docs_p50']}, max {c['matching_docs_max']}")
+    print(
+        f"search bench: 1 session x {c['session_messages']} messages + "
+        f"{c['background_sessions']} x 50 background; {c['queries']} queries; matching docs "
+        f"p50 {c['matching_docs_p50']}, max {c['matching_docs_max']}"
+    )
     print(f"{'operation':26} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'x raw':>7} {'x http':>7}")
     for k, v in r.items():
-        print(f"{k:26} {v['p50_ms']:8.2f} {v['p99_ms']:8.2f} {v['mean_ms']:8.2f} "
-              f"{v['p50_ms'] / raw:7.2f} {v['p50_ms'] / floor:7.2f}")
+        print(
+            f"{k:26} {v['p50_ms']:8.2f} {v['p99_ms']:8.2f} {v['mean_ms']:8.2f} "
+            f"{v['p50_ms'] / raw:7.2f} {v['p50_ms'] / floor:7.2f}"
+        )
     ok = r["session_bm25_http"]["p50_ms"] <= 10.0
     print(f"target BM25 p50 <= 10 ms on a 10,000-message session: {'MET' if ok else 'MISSED'}")
 

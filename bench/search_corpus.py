@@ -48,8 +48,16 @@ COMMON = (
 _SYL = "ka lo mi ra ten vo zu pe shi an dor bel cri fan gus hol jin mar nev ost".split()
 TAIL = [a + b + c for a in _SYL for b in _SYL for c in ("", "n", "ta", "ric")]
 STOP = "the a an and or of to in on for with is are was be it this that we you i can".split()
-USER_OPENERS = ["How do I", "Why does", "Can you explain", "What is the best way to",
-                "I am seeing", "Is it possible to", "Could you check", "Help me with"]
+USER_OPENERS = [
+    "How do I",
+    "Why does",
+    "Can you explain",
+    "What is the best way to",
+    "I am seeing",
+    "Is it possible to",
+    "Could you check",
+    "Help me with",
+]
 
 
 _WEIGHTS: dict[int, list[float]] = {}
@@ -76,9 +84,16 @@ def _sentence(rng: random.Random, topic: list[str], n_words: int) -> str:
         elif roll < 0.95:
             words.append(rng.choice(TAIL))
         else:
-            words.append(rng.choice([f"v{rng.randint(1, 9)}.{rng.randint(0, 20)}",
-                                     str(rng.randint(1, 5000)), f"err_{rng.randint(100, 999)}",
-                                     f"{_zipf_pick(rng, topic)}_{_zipf_pick(rng, COMMON)}()"]))
+            words.append(
+                rng.choice(
+                    [
+                        f"v{rng.randint(1, 9)}.{rng.randint(0, 20)}",
+                        str(rng.randint(1, 5000)),
+                        f"err_{rng.randint(100, 999)}",
+                        f"{_zipf_pick(rng, topic)}_{_zipf_pick(rng, COMMON)}()",
+                    ]
+                )
+            )
     text = " ".join(words)
     return text[0].upper() + text[1:] + rng.choice([".", ".", "?", "!"])
 
@@ -88,16 +103,21 @@ def message_text(rng: random.Random, role: str) -> str:
     topic = TOPICS[rng.choice(list(TOPICS))]
     if role == "user":
         lead = rng.choice(USER_OPENERS)
-        return lead + " " + " ".join(
-            _sentence(rng, topic, rng.randint(5, 18)) for _ in range(rng.randint(1, 2)))
+        return (
+            lead
+            + " "
+            + " ".join(_sentence(rng, topic, rng.randint(5, 18)) for _ in range(rng.randint(1, 2)))
+        )
     return " ".join(_sentence(rng, topic, rng.randint(8, 30)) for _ in range(rng.randint(2, 8)))
 
 
 def conversation(n: int, seed: int = 7) -> list[tuple[str, str]]:
     """n (role, text) pairs alternating user/assistant."""
     rng = random.Random(seed)
-    return [(role, message_text(rng, role))
-            for role in ("user" if i % 2 == 0 else "assistant" for i in range(n))]
+    return [
+        (role, message_text(rng, role))
+        for role in ("user" if i % 2 == 0 else "assistant" for i in range(n))
+    ]
 
 
 def queries(n: int, seed: int = 11) -> list[str]:

@@ -45,8 +45,11 @@ async def _time(n: int, fn, warm: int = 10) -> dict[str, float]:
         await fn()
         samples.append((time.perf_counter() - t) * 1000)
     samples.sort()
-    return {"p50_ms": statistics.median(samples),
-            "p99_ms": samples[max(0, int(len(samples) * 0.99) - 1)], "n": n}
+    return {
+        "p50_ms": statistics.median(samples),
+        "p99_ms": samples[max(0, int(len(samples) * 0.99) - 1)],
+        "n": n,
+    }
 
 
 def _add_floors(app, payload_1mb: bytes) -> None:
@@ -54,21 +57,33 @@ def _add_floors(app, payload_1mb: bytes) -> None:
         return Response(b'{"value":"x"}', media_type="application/json")
 
     async def floor_select(caller: CallerDep, db: DbDep) -> Response:
-        v = await db.scalar(sa.text(
-            "select value from shared_memory_entries where tenant_id=:t and namespace='global' "
-            "and scope_id='' and storage_key='hot'"), {"t": caller.tenant_id})
+        v = await db.scalar(
+            sa.text(
+                "select value from shared_memory_entries where tenant_id=:t and namespace='global' "
+                "and scope_id='' and storage_key='hot'"
+            ),
+            {"t": caller.tenant_id},
+        )
         return Response(v, media_type="application/json")
 
     async def floor_upsert(caller: CallerDep, db: DbDep) -> Response:
-        await db.execute(sa.text(
-            "insert into shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key,"
-            " ref_id, value, content_type, sha256, compressed, size_bytes, stored_bytes, version)"
-            " values (:id, :t, 'global', '', 'floor', :r, :v, 'application/octet-stream', '',"
-            " false, :n, :n, nextval('shared_memory_version_seq')) on conflict on constraint "
-            "uq_shared_memory_entries_address do update set value = excluded.value, "
-            "version = excluded.version"),
-            {"id": uuid.uuid4(), "t": caller.tenant_id, "r": "ref_floor" + secrets.token_hex(4),
-             "v": payload_1mb, "n": len(payload_1mb)})
+        await db.execute(
+            sa.text(
+                "insert into shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key,"
+                " ref_id, value, content_type, sha256, compressed, size_bytes, stored_bytes, version)"
+                " values (:id, :t, 'global', '', 'floor', :r, :v, 'application/octet-stream', '',"
+                " false, :n, :n, nextval('shared_memory_version_seq')) on conflict on constraint "
+                "uq_shared_memory_entries_address do update set value = excluded.value, "
+                "version = excluded.version"
+            ),
+            {
+                "id": uuid.uuid4(),
+                "t": caller.tenant_id,
+                "r": "ref_floor" + secrets.token_hex(4),
+                "v": payload_1mb,
+                "n": len(payload_1mb),
+            },
+        )
         return Response(status_code=204)
 
     app.add_api_route("/bench/floor-auth", floor_auth, methods=["GET"])
@@ -90,42 +105,58 @@ async def main(n: int) -> dict:
     try:
         await asyncio.to_thread(upgrade, url)
         admin = "lm_bench_" + secrets.token_urlsafe(16)
-        app = create_app(Settings(DATABASE_URL=url, REDIS_URL="redis://127.0.0.1:6379/0",
-                                  LOOM_ADMIN_KEY=admin,
-                                  LOOM_QUEUE_NAME=f"loom:bench:{os.getpid()}"))
+        app = create_app(
+            Settings(
+                DATABASE_URL=url,
+                REDIS_URL="redis://127.0.0.1:6379/0",
+                LOOM_ADMIN_KEY=admin,
+                LOOM_QUEUE_NAME=f"loom:bench:{os.getpid()}",
+            )
+        )
         _add_floors(app, mb)
         async with app.router.lifespan_context(app):
             tr = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=tr, base_url="http://b",
-                                         headers={"Authorization": f"Bearer {admin}"}) as a:
+            async with httpx.AsyncClient(
+                transport=tr, base_url="http://b", headers={"Authorization": f"Bearer {admin}"}
+            ) as a:
                 tid = (await a.post("/v1/tenants", json={"name": "bench"})).json()["id"]
-                key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"}
-                                    )).json()["secret"]
-            async with httpx.AsyncClient(transport=tr, base_url="http://b", headers={
-                    "Authorization": f"Bearer {key}", "X-Agent-Id": "bench"}) as c:
+                key = (
+                    await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
+                ).json()["secret"]
+            async with httpx.AsyncClient(
+                transport=tr,
+                base_url="http://b",
+                headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
+            ) as c:
                 r = await c.put(f"{SM}/global/hot", json={"value": {"party": ["x"] * 100}})
                 assert r.status_code == 201, r.text
                 tier = app.state.loom.shared_memory.tier
 
                 async def hot_read():
                     r = await c.get(f"{SM}/global/hot")
-                    assert r.status_code == 200 and r.headers["x-loom-storage-location"] == \
-                        "memory"
+                    assert r.status_code == 200 and r.headers["x-loom-storage-location"] == "memory"
 
                 async def durable_read():
                     tier.clear()
                     r = await c.get(f"{SM}/global/hot")
-                    assert r.status_code == 200 and r.headers["x-loom-storage-location"] == \
-                        "postgres"
+                    assert (
+                        r.status_code == 200 and r.headers["x-loom-storage-location"] == "postgres"
+                    )
 
                 async def write_1mb():
-                    r = await c.put(f"{SM}/global/big", content=mb,
-                                    headers={"Content-Type": "application/json-seq"})
+                    r = await c.put(
+                        f"{SM}/global/big",
+                        content=mb,
+                        headers={"Content-Type": "application/json-seq"},
+                    )
                     assert r.status_code in (200, 201) and not r.json()["compressed"]
 
                 async def write_1_5mb_gzip():
-                    r = await c.put(f"{SM}/global/bigger", content=mb_and_half,
-                                    headers={"Content-Type": "application/json-seq"})
+                    r = await c.put(
+                        f"{SM}/global/bigger",
+                        content=mb_and_half,
+                        headers={"Content-Type": "application/json-seq"},
+                    )
                     assert r.status_code in (200, 201) and r.json()["compressed"]
 
                 async def hot_read_1mb():
@@ -163,10 +194,13 @@ async def main(n: int) -> dict:
                 res["write_1mb"] = await _time(max(50, n // 5), write_1mb)
                 res["write_1_5mb_gzip"] = await _time(max(50, n // 5), write_1_5mb_gzip)
                 res["hot_read_1mb"] = await _time(max(50, n // 5), hot_read_1mb)
-                floors = {"hot_read_1kb": "floor_auth_only", "durable_read_1kb":
-                          "floor_auth_select", "write_1mb": "floor_auth_upsert_1mb",
-                          "write_1_5mb_gzip": "floor_auth_upsert_1mb",
-                          "hot_read_1mb": "floor_auth_only"}
+                floors = {
+                    "hot_read_1kb": "floor_auth_only",
+                    "durable_read_1kb": "floor_auth_select",
+                    "write_1mb": "floor_auth_upsert_1mb",
+                    "write_1_5mb_gzip": "floor_auth_upsert_1mb",
+                    "hot_read_1mb": "floor_auth_only",
+                }
                 for k, f in floors.items():
                     res[k]["floor"] = f
                     res[k]["x_floor"] = res[k]["p50_ms"] / res[f]["p50_ms"]

@@ -79,13 +79,22 @@ class Measured:
         return self.requests / self.seconds if self.seconds else 0.0
 
     def summary(self) -> dict[str, Any]:
-        return {"tool": self.tool, "clients": self.clients, "requests": self.requests,
-                "seconds": round(self.seconds, 3), "rps": round(self.rps, 1),
-                "errors": self.errors, "p50_ms": round(self.p50_ms, 3),
-                "p90_ms": round(self.p90_ms, 3), "p99_ms": round(self.p99_ms, 3),
-                "mean_ms": round(self.mean_ms, 3), "max_ms": round(self.max_ms, 3),
-                "statuses": self.statuses, "socket_errors": self.socket_errors,
-                **({"header_values": self.header_values} if self.header_values else {})}
+        return {
+            "tool": self.tool,
+            "clients": self.clients,
+            "requests": self.requests,
+            "seconds": round(self.seconds, 3),
+            "rps": round(self.rps, 1),
+            "errors": self.errors,
+            "p50_ms": round(self.p50_ms, 3),
+            "p90_ms": round(self.p90_ms, 3),
+            "p99_ms": round(self.p99_ms, 3),
+            "mean_ms": round(self.mean_ms, 3),
+            "max_ms": round(self.max_ms, 3),
+            "statuses": self.statuses,
+            "socket_errors": self.socket_errors,
+            **({"header_values": self.header_values} if self.header_values else {}),
+        }
 
 
 def lua_str(data: str | bytes) -> str:
@@ -199,8 +208,9 @@ end
 """
 
 
-def script(reqs: list[Req], *, counter: bool = False, mark_header: str | None = None,
-           seed: int = 1) -> str:
+def script(
+    reqs: list[Req], *, counter: bool = False, mark_header: str | None = None, seed: int = 1
+) -> str:
     """The Lua script for these requests (all share the first one's method and headers)."""
     if not reqs:
         raise ValueError("no requests")
@@ -218,16 +228,23 @@ def script(reqs: list[Req], *, counter: bool = False, mark_header: str | None = 
         bodies = bodies[:1]
     if not counter and len(set(paths)) == 1:
         paths = paths[:1]
-    data = "\n".join([
-        f"local method = {lua_str(method)}",
-        "local headers = {" + ", ".join(f"[{lua_str(k)}] = {lua_str(v)}"
-                                        for k, v in headers.items()) + "}",
-        _lua_list("paths", [lua_str(p) for p in paths]),
-        _lua_list("bodies", [lua_str(b) for b in bodies]),
-    ])
-    return _TEMPLATE % {"data": data, "counter": "true" if counter else "false",
-                        "mark": lua_str(mark_header) if mark_header else "nil",
-                        "seed": seed, "mark_prefix": MARK}
+    data = "\n".join(
+        [
+            f"local method = {lua_str(method)}",
+            "local headers = {"
+            + ", ".join(f"[{lua_str(k)}] = {lua_str(v)}" for k, v in headers.items())
+            + "}",
+            _lua_list("paths", [lua_str(p) for p in paths]),
+            _lua_list("bodies", [lua_str(b) for b in bodies]),
+        ]
+    )
+    return _TEMPLATE % {
+        "data": data,
+        "counter": "true" if counter else "false",
+        "mark": lua_str(mark_header) if mark_header else "nil",
+        "seed": seed,
+        "mark_prefix": MARK,
+    }
 
 
 def parse(stdout: str, clients: int) -> Measured:
@@ -235,22 +252,37 @@ def parse(stdout: str, clients: int) -> Measured:
     line = next((ln for ln in stdout.splitlines() if ln.startswith(MARK)), None)
     if line is None:
         raise RuntimeError(f"wrk printed no result:\n{stdout[-2000:]}")
-    d = json.loads(line[len(MARK):])
+    d = json.loads(line[len(MARK) :])
     sock = {k: d[k] for k in ("connect", "read", "write", "timeout") if d[k]}
     return Measured(
-        tool="wrk", clients=clients, requests=d["requests"],
+        tool="wrk",
+        clients=clients,
+        requests=d["requests"],
         seconds=d["duration_us"] / 1e6,
         errors=d["non2xx"] + sum(sock.values()),
-        p50_ms=d["p50_us"] / 1000, p90_ms=d["p90_us"] / 1000, p99_ms=d["p99_us"] / 1000,
-        mean_ms=d["mean_us"] / 1000, max_ms=d["max_us"] / 1000,
-        statuses=dict(sorted(d["codes"].items())), socket_errors=sock,
-        header_values=d["marks"])
+        p50_ms=d["p50_us"] / 1000,
+        p90_ms=d["p90_us"] / 1000,
+        p99_ms=d["p99_us"] / 1000,
+        mean_ms=d["mean_us"] / 1000,
+        max_ms=d["max_us"] / 1000,
+        statuses=dict(sorted(d["codes"].items())),
+        socket_errors=sock,
+        header_values=d["marks"],
+    )
 
 
-async def run(base_url: str, reqs: list[Req], *, clients: int, seconds: int,
-              threads: int | None = None, counter: bool = False,
-              mark_header: str | None = None, timeout_s: int = 30,
-              seed: int | None = None) -> Measured:
+async def run(
+    base_url: str,
+    reqs: list[Req],
+    *,
+    clients: int,
+    seconds: int,
+    threads: int | None = None,
+    counter: bool = False,
+    mark_header: str | None = None,
+    timeout_s: int = 30,
+    seed: int | None = None,
+) -> Measured:
     """Run wrk against `base_url` for `seconds` with `clients` connections."""
     path = binary()
     if path is None:
@@ -261,9 +293,18 @@ async def run(base_url: str, reqs: list[Req], *, clients: int, seconds: int,
         lua = Path(tmp) / "bench.lua"
         lua.write_text(script(reqs, counter=counter, mark_header=mark_header, seed=seed))
         proc = await asyncio.create_subprocess_exec(
-            path, f"-t{threads}", f"-c{clients}", f"-d{max(1, int(seconds))}s",
-            f"--timeout={timeout_s}s", "--latency", "-s", str(lua), base_url,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            path,
+            f"-t{threads}",
+            f"-c{clients}",
+            f"-d{max(1, int(seconds))}s",
+            f"--timeout={timeout_s}s",
+            "--latency",
+            "-s",
+            str(lua),
+            base_url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await proc.communicate()
     if proc.returncode != 0:
         raise RuntimeError(f"wrk failed ({proc.returncode}): {err.decode()[-2000:]}")

@@ -32,8 +32,9 @@ from tests.support.databases import dsn_of, fresh_database, url_of
 # The one Hypothesis profile of the suite: reproducible (derandomized), no deadline (the
 # machine is shared), the failing example printed. A test that needs more examples says so
 # with its own @settings(max_examples=...). `--hypothesis-profile default` runs randomized.
-hsettings.register_profile("loom", max_examples=200, derandomize=True, deadline=None,
-                           print_blob=True)
+hsettings.register_profile(
+    "loom", max_examples=200, derandomize=True, deadline=None, print_blob=True
+)
 hsettings.load_profile("loom")
 
 pytest_plugins: list[str] = []
@@ -62,16 +63,21 @@ def test_database(worker_id: str = "master") -> Iterator[str]:
         yield url
         if PARTITIONS:
             bad = asyncio.run(tenant_audit.violations(dsn_of(name), recorder))
-            assert not bad, ("statements that do not name their tenant (they read every "
-                             "partition):\n\n" + "\n\n".join(bad))
+            assert not bad, (
+                "statements that do not name their tenant (they read every "
+                "partition):\n\n" + "\n\n".join(bad)
+            )
 
 
 @pytest.fixture(scope="session")
 def settings(test_database: str) -> Settings:
-    return Settings(DATABASE_URL=test_database, REDIS_URL=REDIS_TEST_URL,
-                    LOOM_ADMIN_KEY=SecretStr(ADMIN_KEY),
-                    LOOM_QUEUE_NAME=f"loom:test:{uuid.uuid4().hex[:12]}",
-                    LOOM_DATA_DIR=Path("/tmp/loom-test-data"))
+    return Settings(
+        DATABASE_URL=test_database,
+        REDIS_URL=REDIS_TEST_URL,
+        LOOM_ADMIN_KEY=SecretStr(ADMIN_KEY),
+        LOOM_QUEUE_NAME=f"loom:test:{uuid.uuid4().hex[:12]}",
+        LOOM_DATA_DIR=Path("/tmp/loom-test-data"),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -110,8 +116,12 @@ class TenantHandle:
         self._clients.append(c)
         return c
 
-    async def new_client(self, role: str = "agent", agent_id: str | None = "agent-1",
-                         headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+    async def new_client(
+        self,
+        role: str = "agent",
+        agent_id: str | None = "agent-1",
+        headers: dict[str, str] | None = None,
+    ) -> httpx.AsyncClient:
         key = await self.create_key(role, agent_id if role == "agent" else None)
         hdrs = dict(headers or {})
         if role != "agent" and agent_id:
@@ -147,8 +157,11 @@ async def _test_engine(settings: Settings) -> AsyncIterator[Any]:
     from sqlalchemy.ext.asyncio import create_async_engine
 
     assert settings.database_url
-    engine = create_async_engine(settings.database_url, pool_size=2, connect_args={
-        "server_settings": {"application_name": "loom-tests"}})
+    engine = create_async_engine(
+        settings.database_url,
+        pool_size=2,
+        connect_args={"server_settings": {"application_name": "loom-tests"}},
+    )
     yield engine
     await engine.dispose()
 

@@ -164,11 +164,19 @@ def test_the_api_healthchecks_work(settings):
     with live_api(settings) as base:
         port = base.rsplit(":", 1)[1]
         for code in (image_code, compose_code):
-            subprocess.run([sys.executable, "-c", code], env={"LOOM_PORT": port},
-                           check=True, timeout=30)
+            subprocess.run(
+                [sys.executable, "-c", code], env={"LOOM_PORT": port}, check=True, timeout=30
+            )
     for code in (image_code, compose_code):  # and fail with the API gone
-        assert subprocess.run([sys.executable, "-c", code], env={"LOOM_PORT": port},
-                              capture_output=True, timeout=30).returncode != 0
+        assert (
+            subprocess.run(
+                [sys.executable, "-c", code],
+                env={"LOOM_PORT": port},
+                capture_output=True,
+                timeout=30,
+            ).returncode
+            != 0
+        )
 
 
 @pytest.mark.slow
@@ -178,8 +186,12 @@ def test_the_worker_healthcheck_reads_its_metrics_port():
     code = _healthcheck_code(SERVICES["worker"]["healthcheck"]["test"])
     port = str(free_port())
     env = {"LOOM_WORKER_METRICS_PORT": port}
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          timeout=30).returncode != 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, timeout=30
+        ).returncode
+        != 0
+    )
     server, thread = start_http_server(int(port), addr="127.0.0.1")
     try:
         subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=30)

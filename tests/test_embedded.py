@@ -30,8 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "LOOM_ADMIN_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "LOOM_ADMIN_KEY")
+    }
     env["LOOM_DATA_DIR"] = str(data_dir)
     return env
 
@@ -42,8 +45,12 @@ class Serve:
     def __init__(self, data_dir: Path, port: int) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port)],
-            env=_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            cwd=ROOT)
+            env=_env(data_dir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+        )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -59,7 +66,7 @@ class Serve:
         while time.monotonic() < deadline:
             for i, line in enumerate(self.lines):
                 if line.startswith("  stop"):
-                    return self.lines[:i + 1]
+                    return self.lines[: i + 1]
             if self.proc.poll() is not None:
                 break
             time.sleep(0.1)
@@ -82,9 +89,14 @@ class Serve:
 
 
 def _create_key(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.launcher.cli", "create-key", *args],
-                          env=_env(data_dir), cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "app.launcher.cli", "create-key", *args],
+        env=_env(data_dir),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _processes_using(data_dir: Path) -> list[str]:
@@ -136,26 +148,42 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
 
         admin = {"Authorization": f"Bearer {secret}"}
         tenant = httpx.post(f"{base}/v1/tenants", json={"name": "e2e"}, headers=admin).json()
-        key = httpx.post(f"{base}/v1/api-keys", json={"tenant_id": tenant["id"],
-                                                      "role": "service"}, headers=admin).json()
+        key = httpx.post(
+            f"{base}/v1/api-keys",
+            json={"tenant_id": tenant["id"], "role": "service"},
+            headers=admin,
+        ).json()
         h = {"Authorization": f"Bearer {key['secret']}", "X-Agent-Id": "bot"}
         sid = httpx.post(f"{base}/v1/sessions", json={}, headers=h).json()["id"]
-        r = httpx.post(f"{base}/v1/sessions/{sid}/messages", headers=h, json={"messages": [
-            {"role": "user", "content": "hello embedded"},
-            {"role": "assistant", "content": "hi"}]})
+        r = httpx.post(
+            f"{base}/v1/sessions/{sid}/messages",
+            headers=h,
+            json={
+                "messages": [
+                    {"role": "user", "content": "hello embedded"},
+                    {"role": "assistant", "content": "hi"},
+                ]
+            },
+        )
         assert r.status_code == 201, r.text
         got = httpx.get(f"{base}/v1/sessions/{sid}/messages", headers=h).json()
         assert [m["content"] for m in got["items"]] == ["hello embedded", "hi"]
         assert httpx.get(f"{base}/docs").status_code == 200
 
         # a second serve on the same data directory refuses in one line, starting nothing
-        second = subprocess.run([sys.executable, "-m", "app.launcher.cli", "serve", "--port",
-                                 str(free_port())], env=_env(data_dir), cwd=ROOT,
-                                capture_output=True, text=True, timeout=60)
+        second = subprocess.run(
+            [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(free_port())],
+            env=_env(data_dir),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert second.returncode == 1
         assert second.stdout == "" and second.stderr.count("\n") == 1
-        assert second.stderr.startswith(f"another loom-memory serve (pid {serve.proc.pid}) "
-                                        f"is using {data_dir}")
+        assert second.stderr.startswith(
+            f"another loom-memory serve (pid {serve.proc.pid}) is using {data_dir}"
+        )
 
         # create-key joins the PostgreSQL of the running serve, and leaves it running
         made = _create_key(data_dir, "--role", "service", "--tenant-name", "e2e")
@@ -182,9 +210,14 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
     assert _processes_using(data_dir) == []
 
     # so does migrate (without DATABASE_URL it migrates the embedded database)
-    migrated = subprocess.run([sys.executable, "-m", "app.launcher.cli", "migrate"],
-                              env=_env(data_dir), cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+    migrated = subprocess.run(
+        [sys.executable, "-m", "app.launcher.cli", "migrate"],
+        env=_env(data_dir),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert migrated.returncode == 0, migrated.stderr
     assert migrated.stdout.strip() == f"embedded database in {data_dir} is at the latest schema"
     assert _processes_using(data_dir) == []
@@ -212,14 +245,19 @@ def test_a_busy_port_fails_in_one_line_and_starts_nothing(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        out = subprocess.run([sys.executable, "-m", "app.launcher.cli", "serve", "--port",
-                              str(port)], env=_env(data_dir), cwd=ROOT, capture_output=True,
-                             text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port)],
+            env=_env(data_dir),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert out.returncode != 0
     assert out.stdout == ""
     assert out.stderr.splitlines() == [
-        f"port {port} is in use: stop the other process or choose another with "
-        "--port / LOOM_PORT"]
+        f"port {port} is in use: stop the other process or choose another with --port / LOOM_PORT"
+    ]
     assert not data_dir.exists() and _processes_using(data_dir) == []
 
 
@@ -229,7 +267,8 @@ def test_create_key_without_an_embedded_database_says_where_it_looked(tmp_path):
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.splitlines() == [
         f"DATABASE_URL is not set and {data_dir} holds no embedded database: run "
-        "`loom-memory serve` there once, or set LOOM_DATA_DIR or DATABASE_URL"]
+        "`loom-memory serve` there once, or set LOOM_DATA_DIR or DATABASE_URL"
+    ]
     assert not (data_dir / "pg").exists()
 
 

@@ -25,16 +25,23 @@ CLIENT_SRC = ROOT / "clients" / "python" / "src"
 
 
 def _run(script: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("LOOM_KEY", "LOOM_ADMIN_KEY", "LOOM_URL")}
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("LOOM_KEY", "LOOM_ADMIN_KEY", "LOOM_URL")
+    }
     path = os.pathsep.join(p for p in (str(CLIENT_SRC), base.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, f"examples/{script}"],
-                          env={**base, "PYTHONPATH": path, **env}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, f"examples/{script}"],
+        env={**base, "PYTHONPATH": path, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-@pytest.mark.parametrize(("script", "variable"), [("agent_loop.py", "LOOM_KEY"),
-                                                  ("dnd_party.py", "LOOM_ADMIN_KEY")])
+@pytest.mark.parametrize(
+    ("script", "variable"), [("agent_loop.py", "LOOM_KEY"), ("dnd_party.py", "LOOM_ADMIN_KEY")]
+)
 def test_without_a_key_the_example_says_what_to_set(script, variable):
     out = _run(script)
     assert out.returncode == 2
@@ -42,8 +49,9 @@ def test_without_a_key_the_example_says_what_to_set(script, variable):
     assert out.stderr.startswith(f"Set {variable} to")
 
 
-@pytest.mark.parametrize(("script", "variable"), [("agent_loop.py", "LOOM_KEY"),
-                                                  ("dnd_party.py", "LOOM_ADMIN_KEY")])
+@pytest.mark.parametrize(
+    ("script", "variable"), [("agent_loop.py", "LOOM_KEY"), ("dnd_party.py", "LOOM_ADMIN_KEY")]
+)
 def test_without_a_server_the_example_says_so(script, variable):
     url = f"http://127.0.0.1:{free_port()}"
     out = _run(script, **{variable: "lm_x", "LOOM_URL": url})
@@ -58,8 +66,12 @@ def test_without_a_server_the_example_says_so(script, variable):
 @pytest.fixture(scope="module")
 def server(settings: Settings) -> Iterator[str]:
     """The API with its worker (compression runs, as under ./scripts/serve), no LLM."""
-    with live_api(settings, worker=True, LOOM_LLM_PROVIDER="none",
-                  LOOM_QUEUE_NAME=f"loom:test:examples:{uuid.uuid4().hex[:12]}") as base:
+    with live_api(
+        settings,
+        worker=True,
+        LOOM_LLM_PROVIDER="none",
+        LOOM_QUEUE_NAME=f"loom:test:examples:{uuid.uuid4().hex[:12]}",
+    ) as base:
         yield base
 
 
@@ -67,8 +79,9 @@ def server(settings: Settings) -> Iterator[str]:
 def admin(server: str, settings: Settings) -> Iterator[httpx.Client]:
     assert settings.admin_key is not None
     key = settings.admin_key.get_secret_value()
-    with httpx.Client(base_url=server, timeout=30,
-                      headers={"Authorization": f"Bearer {key}"}) as client:
+    with httpx.Client(
+        base_url=server, timeout=30, headers={"Authorization": f"Bearer {key}"}
+    ) as client:
         yield client
 
 
@@ -79,8 +92,9 @@ def _key(admin: httpx.Client, tenant_id: str, role: str, agent_id: str | None = 
     return str(resp.json()["secret"])
 
 
-@pytest.mark.parametrize(("script", "variable"), [("agent_loop.py", "LOOM_KEY"),
-                                                  ("dnd_party.py", "LOOM_ADMIN_KEY")])
+@pytest.mark.parametrize(
+    ("script", "variable"), [("agent_loop.py", "LOOM_KEY"), ("dnd_party.py", "LOOM_ADMIN_KEY")]
+)
 def test_with_a_wrong_key_the_example_says_what_to_set(server: str, script, variable):
     out = _run(script, **{variable: "lm_not_a_key", "LOOM_URL": server})
     assert out.returncode == 2
@@ -107,8 +121,10 @@ def test_agent_loop_runs_against_a_live_server(server: str, admin: httpx.Client)
     assert out.returncode == 0, out.stderr
     turns = [line for line in out.stdout.splitlines() if line.startswith("turn ")]
     assert [line.split(":")[0] for line in turns] == [f"turn {n}" for n in range(15)]
-    budget = re.compile(r"^turn \d+: (\d+)/1800 tokens \(usage [\d.]+\) layers=\{.*\} "
-                        r"pending=(True|False)$")
+    budget = re.compile(
+        r"^turn \d+: (\d+)/1800 tokens \(usage [\d.]+\) layers=\{.*\} "
+        r"pending=(True|False)$"
+    )
     matches = [budget.match(line) for line in turns]
     assert all(matches), turns
     assert all(int(m[1]) <= 1800 for m in matches if m)
@@ -117,14 +133,21 @@ def test_agent_loop_runs_against_a_live_server(server: str, admin: httpx.Client)
     assert done, out.stdout
 
     # what it stored, read back over REST with the same key
-    with httpx.Client(base_url=server, timeout=30,
-                      headers={"Authorization": f"Bearer {key}"}) as rest:
+    with httpx.Client(
+        base_url=server, timeout=30, headers={"Authorization": f"Bearer {key}"}
+    ) as rest:
         sessions = rest.get("/v1/sessions").json()["items"]
         assert [(s["id"], s["agent_id"], s["message_count"]) for s in sessions] == [
-            (done[1], "example-agent", 75)]
+            (done[1], "example-agent", 75)
+        ]
         first = rest.get(f"/v1/sessions/{done[1]}/messages", params={"limit": 5}).json()
         assert [m["role"] for m in first["items"]] == [
-            "user", "assistant", "tool", "tool", "assistant"]
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "assistant",
+        ]
         assert "question 0: tell me about segmented memory" in str(first["items"][0]["content"])
         tools = rest.get(f"/v1/sessions/{done[1]}/kernel").json()["tools"]
         assert [t["name"] for t in tools] == ["lookup"]
@@ -133,35 +156,36 @@ def test_agent_loop_runs_against_a_live_server(server: str, admin: httpx.Client)
 
 
 def test_dnd_party_runs_against_a_live_server(server: str, admin: httpx.Client, settings):
-    out = _run("dnd_party.py", LOOM_URL=server,
-               LOOM_ADMIN_KEY=settings.admin_key.get_secret_value())
+    out = _run(
+        "dnd_party.py", LOOM_URL=server, LOOM_ADMIN_KEY=settings.admin_key.get_secret_value()
+    )
 
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     head = re.fullmatch(r"tenant dnd-\w+ \((\S+)\), adventure (lost-mine-\w+)", lines[0])
     assert head, lines[0]
     tenant_id, adventure = head[1], head[2]
-    assert "luna      reads its own sheet: 'Name: Luna, Race: Human, Class: Rogue'; " \
-           "its agent keys: ['character_sheet']" in lines
+    assert (
+        "luna      reads its own sheet: 'Name: Luna, Race: Human, Class: Rogue'; "
+        "its agent keys: ['character_sheet']" in lines
+    )
     assert sum("reads its own sheet" in line for line in lines) == 5
     assert "eldrin asking for 'agent:luna:character_sheet' -> 404 entry_not_found" in lines
     party = next(line for line in lines if line.startswith("dm sees the party"))
     seen = re.fullmatch(r"dm sees the party \(version (\d+)\): \[(.*)\]", party)
     assert seen, party
-    assert sorted(seen[2].split(", ")) == ["'eldrin'", "'luna'", "'pip'", "'sable'",
-                                           "'thorgrim'"]
+    assert sorted(seen[2].split(", ")) == ["'eldrin'", "'luna'", "'pip'", "'sable'", "'thorgrim'"]
     assert "dm's own character_sheet -> 404 entry_not_found (the DM has none)" in lines
 
     # what it stored, read back over REST by a new key of luna's
     luna = _key(admin, tenant_id, "agent", "luna")
-    with httpx.Client(base_url=server, timeout=30,
-                      headers={"Authorization": f"Bearer {luna}"}) as rest:
+    with httpx.Client(
+        base_url=server, timeout=30, headers={"Authorization": f"Bearer {luna}"}
+    ) as rest:
         sheet = rest.get("/v1/shared-memory/agent/character_sheet").json()
         assert sheet["value"] == "Name: Luna, Race: Human, Class: Rogue"
         assert sheet["writer_agent_id"] == "luna"
-        stored = rest.get("/v1/shared-memory/workflow/party",
-                          params={"scope_id": adventure}).json()
+        stored = rest.get("/v1/shared-memory/workflow/party", params={"scope_id": adventure}).json()
         assert stored["version"] == int(seen[1])  # the last join's write
-        assert sorted(stored["value"]["members"]) == ["eldrin", "luna", "pip", "sable",
-                                                      "thorgrim"]
+        assert sorted(stored["value"]["members"]) == ["eldrin", "luna", "pip", "sable", "thorgrim"]
         assert stored["writer_agent_id"] in seen[2]  # the last player to join

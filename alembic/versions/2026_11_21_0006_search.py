@@ -32,10 +32,15 @@ $$
 
 def upgrade() -> None:
     op.execute(LENGTH_FUNCTION)
-    op.add_column("messages", sa.Column(
-        "search_length", sa.Integer(),
-        sa.Computed("coalesce(loom_tsvector_length(search_vector), 0)", persisted=True),
-        nullable=False))
+    op.add_column(
+        "messages",
+        sa.Column(
+            "search_length",
+            sa.Integer(),
+            sa.Computed("coalesce(loom_tsvector_length(search_vector), 0)", persisted=True),
+            nullable=False,
+        ),
+    )
     op.create_table(
         "search_stats",
         sa.Column("session_id", sa.Uuid(), nullable=False),
@@ -43,14 +48,24 @@ def upgrade() -> None:
         sa.Column("doc_count", sa.BigInteger(), nullable=False),
         sa.Column("total_length", sa.BigInteger(), nullable=False),
         sa.Column("through_seq", sa.BigInteger(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
-        sa.ForeignKeyConstraint(["session_id"], ["sessions.id"],
-                                name=op.f("fk_search_stats_session_id_sessions"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"],
-                                name=op.f("fk_search_stats_tenant_id_tenants"),
-                                ondelete="CASCADE"),
+        sa.Column(
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.ForeignKeyConstraint(
+            ["session_id"],
+            ["sessions.id"],
+            name=op.f("fk_search_stats_session_id_sessions"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name=op.f("fk_search_stats_tenant_id_tenants"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("session_id", name=op.f("pk_search_stats")),
     )
     op.create_index(op.f("ix_search_stats_tenant_id"), "search_stats", ["tenant_id"])

@@ -30,8 +30,12 @@ def upgrade() -> None:
         sa.Column("ref_id", sa.String(length=32), nullable=False),
         sa.Column("value", sa.LargeBinary(), nullable=False),
         sa.Column("content_type", sa.String(length=255), nullable=False),
-        sa.Column("metadata", postgresql.JSONB(astext_type=sa.Text()),
-                  server_default=sa.text("'{}'::jsonb"), nullable=False),
+        sa.Column(
+            "metadata",
+            postgresql.JSONB(astext_type=sa.Text()),
+            server_default=sa.text("'{}'::jsonb"),
+            nullable=False,
+        ),
         sa.Column("sha256", sa.String(length=64), nullable=False),
         sa.Column("compressed", sa.Boolean(), nullable=False),
         sa.Column("size_bytes", sa.BigInteger(), nullable=False),
@@ -39,51 +43,97 @@ def upgrade() -> None:
         sa.Column("version", sa.BigInteger(), nullable=False),
         sa.Column("writer_agent_id", sa.String(length=200), nullable=True),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
-        sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"],
-                                name=op.f("fk_shared_memory_entries_tenant_id_tenants"),
-                                ondelete="CASCADE"),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.Column(
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name=op.f("fk_shared_memory_entries_tenant_id_tenants"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_shared_memory_entries")),
         sa.UniqueConstraint("ref_id", name=op.f("uq_shared_memory_entries_ref_id")),
-        sa.UniqueConstraint("tenant_id", "namespace", "scope_id", "storage_key",
-                            name="uq_shared_memory_entries_address"),
+        sa.UniqueConstraint(
+            "tenant_id",
+            "namespace",
+            "scope_id",
+            "storage_key",
+            name="uq_shared_memory_entries_address",
+        ),
     )
     # Values live in a TOAST-ed bytea; skip pglz on top of our own gzip (and on small values).
     op.execute("ALTER TABLE shared_memory_entries ALTER COLUMN value SET STORAGE EXTERNAL")
-    op.create_index(op.f("ix_shared_memory_entries_tenant_id"), "shared_memory_entries",
-                    ["tenant_id"], unique=False)
-    op.create_index("ix_shared_memory_entries_expires_at", "shared_memory_entries",
-                    ["expires_at"], unique=False,
-                    postgresql_where=sa.text("expires_at IS NOT NULL"))
+    op.create_index(
+        op.f("ix_shared_memory_entries_tenant_id"),
+        "shared_memory_entries",
+        ["tenant_id"],
+        unique=False,
+    )
+    op.create_index(
+        "ix_shared_memory_entries_expires_at",
+        "shared_memory_entries",
+        ["expires_at"],
+        unique=False,
+        postgresql_where=sa.text("expires_at IS NOT NULL"),
+    )
     op.create_table(
         "shared_memory_ref_holders",
         sa.Column("entry_id", sa.Uuid(), nullable=False),
         sa.Column("session_id", sa.Uuid(), nullable=False),
         sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("tenant_id", sa.Uuid(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
         sa.ForeignKeyConstraint(
-            ["entry_id"], ["shared_memory_entries.id"],
+            ["entry_id"],
+            ["shared_memory_entries.id"],
             name=op.f("fk_shared_memory_ref_holders_entry_id_shared_memory_entries"),
-            ondelete="CASCADE"),
+            ondelete="CASCADE",
+        ),
         sa.ForeignKeyConstraint(
-            ["session_id", "seq"], ["messages.session_id", "messages.seq"],
-            name="fk_shared_memory_ref_holders_message", ondelete="CASCADE",
-            deferrable=True, initially="DEFERRED"),
-        sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"],
-                                name=op.f("fk_shared_memory_ref_holders_tenant_id_tenants"),
-                                ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("entry_id", "session_id", "seq",
-                                name=op.f("pk_shared_memory_ref_holders")),
+            ["session_id", "seq"],
+            ["messages.session_id", "messages.seq"],
+            name="fk_shared_memory_ref_holders_message",
+            ondelete="CASCADE",
+            deferrable=True,
+            initially="DEFERRED",
+        ),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name=op.f("fk_shared_memory_ref_holders_tenant_id_tenants"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint(
+            "entry_id", "session_id", "seq", name=op.f("pk_shared_memory_ref_holders")
+        ),
     )
-    op.create_index("ix_shared_memory_ref_holders_message", "shared_memory_ref_holders",
-                    ["session_id", "seq"], unique=False)
-    op.create_index(op.f("ix_shared_memory_ref_holders_tenant_id"), "shared_memory_ref_holders",
-                    ["tenant_id"], unique=False)
+    op.create_index(
+        "ix_shared_memory_ref_holders_message",
+        "shared_memory_ref_holders",
+        ["session_id", "seq"],
+        unique=False,
+    )
+    op.create_index(
+        op.f("ix_shared_memory_ref_holders_tenant_id"),
+        "shared_memory_ref_holders",
+        ["tenant_id"],
+        unique=False,
+    )
 
 
 def downgrade() -> None:

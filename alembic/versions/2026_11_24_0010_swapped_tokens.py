@@ -20,8 +20,10 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.add_column("memory_states", sa.Column("swapped_tokens", sa.BigInteger(), nullable=False,
-                                             server_default="0"))
+    op.add_column(
+        "memory_states",
+        sa.Column("swapped_tokens", sa.BigInteger(), nullable=False, server_default="0"),
+    )
     op.execute("""
         UPDATE memory_states m SET swapped_tokens = coalesce(
             (SELECT sum(x.token_count) FROM messages x

@@ -32,6 +32,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.create_index("ix_messages_search_vector", "messages", ["search_vector"], unique=False,
-                    postgresql_using="gin")
+    op.create_index(
+        "ix_messages_search_vector",
+        "messages",
+        ["search_vector"],
+        unique=False,
+        postgresql_using="gin",
+    )
     op.drop_index("ix_messages_search_scoped", table_name="messages")

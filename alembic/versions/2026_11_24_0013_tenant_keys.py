@@ -51,8 +51,15 @@ _UNIQUES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("shared_memory_entries", "uq_shared_memory_entries_ref_id", ("ref_id",)),
 )
 
-_SESSION_CHILDREN = ("messages", "memory_states", "memory_snapshots", "memory_summaries",
-                     "compression_jobs", "idempotency_records", "search_stats")
+_SESSION_CHILDREN = (
+    "messages",
+    "memory_states",
+    "memory_snapshots",
+    "memory_summaries",
+    "compression_jobs",
+    "idempotency_records",
+    "search_stats",
+)
 
 
 def _fk(table: str) -> str:
@@ -61,32 +68,55 @@ def _fk(table: str) -> str:
 
 # (table, name, old definition, new definition) of the foreign keys between tenant tables
 _FKS: tuple[tuple[str, str, str, str], ...] = (
-    *((t, _fk(t),
-       "FOREIGN KEY (session_id) REFERENCES sessions (id) ON DELETE CASCADE",
-       "FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id) "
-       "ON DELETE CASCADE") for t in _SESSION_CHILDREN),
-    ("memory_summaries", "fk_memory_summaries_snapshot_id_memory_snapshots",
-     "FOREIGN KEY (snapshot_id) REFERENCES memory_snapshots (id) ON DELETE SET NULL",
-     # PostgreSQL 15: only snapshot_id is nulled, tenant_id stays
-     "FOREIGN KEY (tenant_id, snapshot_id) REFERENCES memory_snapshots (tenant_id, id) "
-     "ON DELETE SET NULL (snapshot_id)"),
-    ("shared_memory_ref_holders", "fk_shared_memory_ref_holders_entry_id_shared_memory_entries",
-     "FOREIGN KEY (entry_id) REFERENCES shared_memory_entries (id) ON DELETE CASCADE",
-     "FOREIGN KEY (tenant_id, entry_id) REFERENCES shared_memory_entries (tenant_id, id) "
-     "ON DELETE CASCADE"),
-    ("shared_memory_ref_holders", "fk_shared_memory_ref_holders_message",
-     "FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE "
-     "DEFERRABLE INITIALLY DEFERRED",
-     "FOREIGN KEY (tenant_id, session_id, seq) REFERENCES messages (tenant_id, session_id, seq) "
-     "ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED"),
+    *(
+        (
+            t,
+            _fk(t),
+            "FOREIGN KEY (session_id) REFERENCES sessions (id) ON DELETE CASCADE",
+            "FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id) "
+            "ON DELETE CASCADE",
+        )
+        for t in _SESSION_CHILDREN
+    ),
+    (
+        "memory_summaries",
+        "fk_memory_summaries_snapshot_id_memory_snapshots",
+        "FOREIGN KEY (snapshot_id) REFERENCES memory_snapshots (id) ON DELETE SET NULL",
+        # PostgreSQL 15: only snapshot_id is nulled, tenant_id stays
+        "FOREIGN KEY (tenant_id, snapshot_id) REFERENCES memory_snapshots (tenant_id, id) "
+        "ON DELETE SET NULL (snapshot_id)",
+    ),
+    (
+        "shared_memory_ref_holders",
+        "fk_shared_memory_ref_holders_entry_id_shared_memory_entries",
+        "FOREIGN KEY (entry_id) REFERENCES shared_memory_entries (id) ON DELETE CASCADE",
+        "FOREIGN KEY (tenant_id, entry_id) REFERENCES shared_memory_entries (tenant_id, id) "
+        "ON DELETE CASCADE",
+    ),
+    (
+        "shared_memory_ref_holders",
+        "fk_shared_memory_ref_holders_message",
+        "FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE "
+        "DEFERRABLE INITIALLY DEFERRED",
+        "FOREIGN KEY (tenant_id, session_id, seq) REFERENCES messages (tenant_id, session_id, seq) "
+        "ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED",
+    ),
 )
 
 # (name, table, old columns, new columns) of the indexes that now lead with tenant_id
 _INDEXES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("ix_memory_summaries_snapshot_id", "memory_summaries", ("snapshot_id",),
-     ("tenant_id", "snapshot_id")),
-    ("ix_shared_memory_ref_holders_message", "shared_memory_ref_holders", ("session_id", "seq"),
-     ("tenant_id", "session_id", "seq")),
+    (
+        "ix_memory_summaries_snapshot_id",
+        "memory_summaries",
+        ("snapshot_id",),
+        ("tenant_id", "snapshot_id"),
+    ),
+    (
+        "ix_shared_memory_ref_holders_message",
+        "shared_memory_ref_holders",
+        ("session_id", "seq"),
+        ("tenant_id", "session_id", "seq"),
+    ),
 )
 
 
@@ -126,4 +156,3 @@ def downgrade() -> None:
     for table in _PKS:
         op.create_index(f"ix_{table}_tenant_id", table, ["tenant_id"])
     _rekey(new=False)
-

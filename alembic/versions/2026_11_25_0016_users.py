@@ -98,20 +98,36 @@ _TRIGGERS = (
 def upgrade() -> None:
     op.add_column("sessions", sa.Column("user_id", sa.String(length=200)))
     op.add_column("sessions", sa.Column("erasure_id", sa.Uuid()))
-    op.create_index("ix_sessions_tenant_user_created", "sessions",
-                    ["tenant_id", "user_id", "created_at"],
-                    postgresql_where=sa.text("user_id IS NOT NULL"))
-    op.create_index("ix_sessions_tenant_erasure", "sessions", ["tenant_id", "erasure_id"],
-                    postgresql_where=sa.text("erasure_id IS NOT NULL"))
+    op.create_index(
+        "ix_sessions_tenant_user_created",
+        "sessions",
+        ["tenant_id", "user_id", "created_at"],
+        postgresql_where=sa.text("user_id IS NOT NULL"),
+    )
+    op.create_index(
+        "ix_sessions_tenant_erasure",
+        "sessions",
+        ["tenant_id", "erasure_id"],
+        postgresql_where=sa.text("erasure_id IS NOT NULL"),
+    )
     op.drop_constraint(op.f("ck_memory_items_scope_kind"), "memory_items", type_="check")
-    op.create_check_constraint(op.f("ck_memory_items_scope_kind"), "memory_items",
-                               "scope_kind IN ('task', 'project', 'global', 'agent', 'user')")
-    op.create_index("ix_memory_items_source_session", "memory_items",
-                    ["tenant_id", "source_session_id"],
-                    postgresql_where=sa.text("source_session_id IS NOT NULL"))
-    op.create_index("ix_memory_item_versions_source_session", "memory_item_versions",
-                    ["tenant_id", "source_session_id"],
-                    postgresql_where=sa.text("source_session_id IS NOT NULL"))
+    op.create_check_constraint(
+        op.f("ck_memory_items_scope_kind"),
+        "memory_items",
+        "scope_kind IN ('task', 'project', 'global', 'agent', 'user')",
+    )
+    op.create_index(
+        "ix_memory_items_source_session",
+        "memory_items",
+        ["tenant_id", "source_session_id"],
+        postgresql_where=sa.text("source_session_id IS NOT NULL"),
+    )
+    op.create_index(
+        "ix_memory_item_versions_source_session",
+        "memory_item_versions",
+        ["tenant_id", "source_session_id"],
+        postgresql_where=sa.text("source_session_id IS NOT NULL"),
+    )
     op.create_table(
         "erasures",
         sa.Column("tenant_id", sa.Uuid(), nullable=False),
@@ -122,25 +138,45 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("requested_by", sa.Uuid()),
         sa.Column("requested_role", sa.String(length=16), nullable=False),
-        sa.Column("counts", postgresql.JSONB(astext_type=sa.Text()),
-                  server_default=sa.text("'{}'::jsonb"), nullable=False),
-        sa.Column("started_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
+        sa.Column(
+            "counts",
+            postgresql.JSONB(astext_type=sa.Text()),
+            server_default=sa.text("'{}'::jsonb"),
+            nullable=False,
+        ),
+        sa.Column(
+            "started_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
         sa.Column("finished_at", sa.DateTime(timezone=True)),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
+        sa.Column(
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
         sa.CheckConstraint("kind IN ('user', 'session', 'agent')", name=op.f("ck_erasures_kind")),
-        sa.CheckConstraint("status IN ('running', 'completed')",
-                           name=op.f("ck_erasures_status")),
-        sa.CheckConstraint("status = 'running' OR subject IS NULL",
-                           name=op.f("ck_erasures_no_subject_kept")),
-        sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"],
-                                name=op.f("fk_erasures_tenant_id_tenants"), ondelete="CASCADE"),
+        sa.CheckConstraint("status IN ('running', 'completed')", name=op.f("ck_erasures_status")),
+        sa.CheckConstraint(
+            "status = 'running' OR subject IS NULL", name=op.f("ck_erasures_no_subject_kept")
+        ),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name=op.f("fk_erasures_tenant_id_tenants"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("tenant_id", "id", name=op.f("pk_erasures")),
     )
     op.create_index("ix_erasures_tenant_hash", "erasures", ["tenant_id", "subject_hash"])
-    op.create_index("ix_erasures_running", "erasures", ["tenant_id", "kind", "subject"],
-                    postgresql_where=sa.text("status = 'running'"))
+    op.create_index(
+        "ix_erasures_running",
+        "erasures",
+        ["tenant_id", "kind", "subject"],
+        postgresql_where=sa.text("status = 'running'"),
+    )
     op.create_index("ix_erasures_status_updated", "erasures", ["status", "updated_at"])
     count = partitions.partition_count(op.get_bind(), "sessions")
     if count:
@@ -148,16 +184,23 @@ def upgrade() -> None:
     # a reference holder goes with its session, not through a key per message: deleting a
     # big session paid one trigger per message (6x the delete itself); messages are never
     # deleted one by one
-    op.drop_constraint("fk_shared_memory_ref_holders_message", "shared_memory_ref_holders",
-                       type_="foreignkey")
-    op.create_foreign_key("fk_shared_memory_ref_holders_session_id_sessions",
-                          "shared_memory_ref_holders", "sessions",
-                          ["tenant_id", "session_id"], ["tenant_id", "id"], ondelete="CASCADE")
+    op.drop_constraint(
+        "fk_shared_memory_ref_holders_message", "shared_memory_ref_holders", type_="foreignkey"
+    )
+    op.create_foreign_key(
+        "fk_shared_memory_ref_holders_session_id_sessions",
+        "shared_memory_ref_holders",
+        "sessions",
+        ["tenant_id", "session_id"],
+        ["tenant_id", "id"],
+        ondelete="CASCADE",
+    )
     for statement in _GUARD.split("\n\n"):
         op.execute(statement)
     for table, fn, events in _TRIGGERS:
-        op.execute(f"CREATE TRIGGER {fn} BEFORE {events} ON {table} "
-                   f"FOR EACH ROW EXECUTE FUNCTION {fn}()")
+        op.execute(
+            f"CREATE TRIGGER {fn} BEFORE {events} ON {table} FOR EACH ROW EXECUTE FUNCTION {fn}()"
+        )
 
 
 def downgrade() -> None:
@@ -167,21 +210,35 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS loom_subject_erasing(uuid, text, text)")
     op.execute("DROP FUNCTION IF EXISTS loom_session_erased(uuid, uuid)")
     op.drop_table("erasures")
-    op.drop_constraint("fk_shared_memory_ref_holders_session_id_sessions",
-                       "shared_memory_ref_holders", type_="foreignkey")
-    op.execute("DELETE FROM shared_memory_ref_holders h WHERE NOT EXISTS (SELECT 1 FROM "
-               "messages m WHERE m.tenant_id = h.tenant_id AND m.session_id = h.session_id "
-               "AND m.seq = h.seq)")
-    op.create_foreign_key("fk_shared_memory_ref_holders_message", "shared_memory_ref_holders",
-                          "messages", ["tenant_id", "session_id", "seq"],
-                          ["tenant_id", "session_id", "seq"], ondelete="CASCADE",
-                          deferrable=True, initially="DEFERRED")
+    op.drop_constraint(
+        "fk_shared_memory_ref_holders_session_id_sessions",
+        "shared_memory_ref_holders",
+        type_="foreignkey",
+    )
+    op.execute(
+        "DELETE FROM shared_memory_ref_holders h WHERE NOT EXISTS (SELECT 1 FROM "
+        "messages m WHERE m.tenant_id = h.tenant_id AND m.session_id = h.session_id "
+        "AND m.seq = h.seq)"
+    )
+    op.create_foreign_key(
+        "fk_shared_memory_ref_holders_message",
+        "shared_memory_ref_holders",
+        "messages",
+        ["tenant_id", "session_id", "seq"],
+        ["tenant_id", "session_id", "seq"],
+        ondelete="CASCADE",
+        deferrable=True,
+        initially="DEFERRED",
+    )
     op.drop_index("ix_memory_items_source_session", table_name="memory_items")
     op.drop_index("ix_memory_item_versions_source_session", table_name="memory_item_versions")
     op.execute("DELETE FROM memory_items WHERE scope_kind = 'user'")
     op.drop_constraint(op.f("ck_memory_items_scope_kind"), "memory_items", type_="check")
-    op.create_check_constraint(op.f("ck_memory_items_scope_kind"), "memory_items",
-                               "scope_kind IN ('task', 'project', 'global', 'agent')")
+    op.create_check_constraint(
+        op.f("ck_memory_items_scope_kind"),
+        "memory_items",
+        "scope_kind IN ('task', 'project', 'global', 'agent')",
+    )
     op.drop_index("ix_sessions_tenant_erasure", table_name="sessions")
     op.drop_index("ix_sessions_tenant_user_created", table_name="sessions")
     op.drop_column("sessions", "erasure_id")

@@ -30,18 +30,31 @@ def upgrade() -> None:
         sa.Column("total_tokens", sa.Integer(), nullable=False),
         sa.Column("budget", sa.Integer(), nullable=False),
         sa.Column("manifest", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
-                  nullable=False),
-        sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"],
-                                name=op.f("fk_context_manifests_tenant_id_tenants"),
-                                ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["tenant_id", "session_id"], ["sessions.tenant_id", "sessions.id"],
-                                name="fk_context_manifests_session_id_sessions",
-                                ondelete="CASCADE"),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name=op.f("fk_context_manifests_tenant_id_tenants"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["tenant_id", "session_id"],
+            ["sessions.tenant_id", "sessions.id"],
+            name="fk_context_manifests_session_id_sessions",
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("tenant_id", "id", name=op.f("pk_context_manifests")),
     )
-    op.create_index("ix_context_manifests_session_created", "context_manifests",
-                    ["tenant_id", "session_id", "created_at", "id"])
+    op.create_index(
+        "ix_context_manifests_session_created",
+        "context_manifests",
+        ["tenant_id", "session_id", "created_at", "id"],
+    )
     op.create_index("ix_context_manifests_created", "context_manifests", ["created_at"])
     op.add_column("agent_profiles", sa.Column("audit", sa.Boolean()))
     # partitioned like the rest of the tenant-owned tables (migration 0013)

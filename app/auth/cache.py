@@ -88,8 +88,7 @@ class KeyCache:
                 delay = 0.5
                 while True:
                     # short waits: the client's socket timeout must not end the subscription
-                    message = await pubsub.get_message(ignore_subscribe_messages=True,
-                                                       timeout=1.0)
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                     if message and message.get("type") == "message":
                         data = message["data"]
                         self.drop(data.decode() if isinstance(data, bytes) else str(data))

@@ -32,8 +32,9 @@ class Caller:
     def require_agent(self) -> str:
         """The agent this call acts as; service keys must name one with X-Agent-Id."""
         if not self.agent_id:
-            raise BadRequest("This operation acts as an agent: send X-Agent-Id.",
-                             code="agent_required")
+            raise BadRequest(
+                "This operation acts as an agent: send X-Agent-Id.", code="agent_required"
+            )
         return self.agent_id
 
     def require_role(self, *roles: str) -> None:
@@ -58,9 +59,11 @@ class InvalidAgentId(BadRequest):
     code = "invalid_agent_id"
 
     def __init__(self, where: str) -> None:
-        super().__init__(f"{where} is not a valid agent id: 1-200 characters, letters, digits "
-                         "and _ . : @ -, starting with a letter or digit.",
-                         details=[{"loc": where.split("."), "pattern": AGENT_ID_PATTERN}])
+        super().__init__(
+            f"{where} is not a valid agent id: 1-200 characters, letters, digits "
+            "and _ . : @ -, starting with a letter or digit.",
+            details=[{"loc": where.split("."), "pattern": AGENT_ID_PATTERN}],
+        )
 
 
 def check_agent_id(value: str, where: str) -> str:

@@ -39,8 +39,10 @@ async def get_principal(request: Request, creds: Credentials) -> Principal:
 
 async def _principal(request: Request, creds: HTTPAuthorizationCredentials | None) -> Principal:
     if creds is None or not creds.credentials:
-        raise Unauthorized("Send an API key as `Authorization: Bearer <key>`.",
-                           headers={"WWW-Authenticate": "Bearer"})
+        raise Unauthorized(
+            "Send an API key as `Authorization: Bearer <key>`.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     secret = creds.credentials
     state = app_state(request.app)
     settings: Settings = state.settings
@@ -57,18 +59,22 @@ async def _principal(request: Request, creds: HTTPAuthorizationCredentials | Non
             async with state.connection() as conn:
                 key = await repository.key_by_hash(conn, key_hash)
             if key is None or key["revoked"]:
-                raise Unauthorized("The API key is not valid.",
-                                   headers={"WWW-Authenticate": "Bearer"})
+                raise Unauthorized(
+                    "The API key is not valid.", headers={"WWW-Authenticate": "Bearer"}
+                )
             principal = Principal(key["role"], key["tenant_id"], key["agent_id"], key["id"])
             if cache is not None:
                 cache.put(key_hash, principal)
     if settings.rate_limit_per_second > 0:
         ident = str(principal.key_id or "bootstrap-admin")
-        wait = await take_token(state.redis, ident, settings.rate_limit_per_second,
-                                settings.rate_limit_burst)
+        wait = await take_token(
+            state.redis, ident, settings.rate_limit_per_second, settings.rate_limit_burst
+        )
         if wait is not None:
-            raise TooManyRequests("Rate limit exceeded for this key.",
-                                  headers={"Retry-After": str(max(1, math.ceil(wait)))})
+            raise TooManyRequests(
+                "Rate limit exceeded for this key.",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+            )
     return principal
 
 
@@ -139,11 +145,16 @@ async def get_caller(request: Request, creds: Credentials) -> Caller:
                 raise NotFound("No such tenant.")
             tenant_id = named
         if tenant_id is None:
-            raise BadRequest("Admin keys name the tenant to act in with X-Tenant-Id.",
-                             code="tenant_required")
+            raise BadRequest(
+                "Admin keys name the tenant to act in with X-Tenant-Id.", code="tenant_required"
+            )
     assert tenant_id is not None
-    return Caller(tenant_id=tenant_id, role=principal.role, agent_id=agent,  # type: ignore[arg-type]
-                  key_id=principal.key_id)
+    return Caller(
+        tenant_id=tenant_id,
+        role=principal.role,  # type: ignore[arg-type]
+        agent_id=agent,
+        key_id=principal.key_id,
+    )
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

@@ -27,16 +27,28 @@ AGENT = "AgentId"
 TENANT = "TenantId"
 
 SCHEMES: dict[str, dict[str, Any]] = {
-    AGENT: {"type": "apiKey", "in": "header", "name": "X-Agent-Id", "description": (
-        "The agent a service or admin key acts as (an agent key may only name its own "
-        "agent: another is 403 `agent_mismatch`). Operations that act as an agent (creating "
-        "a session, agent memory, searching `scope=agent`) need it with a service key (400 "
-        "`agent_required`). 1-200 characters: letters, digits and `_ . : @ -`, starting "
-        f"with a letter or digit (`{AGENT_ID_PATTERN}`; else 400 `invalid_agent_id`).")},
-    TENANT: {"type": "apiKey", "in": "header", "name": "X-Tenant-Id", "description": (
-        "Admin keys: the id of the tenant to act in (400 `tenant_required` without it where "
-        "a tenant is needed, 400 `invalid_tenant_id` if it is not a UUID, 404 for an unknown "
-        "tenant). Other keys act in their own tenant and need not send it.")},
+    AGENT: {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Agent-Id",
+        "description": (
+            "The agent a service or admin key acts as (an agent key may only name its own "
+            "agent: another is 403 `agent_mismatch`). Operations that act as an agent (creating "
+            "a session, agent memory, searching `scope=agent`) need it with a service key (400 "
+            "`agent_required`). 1-200 characters: letters, digits and `_ . : @ -`, starting "
+            f"with a letter or digit (`{AGENT_ID_PATTERN}`; else 400 `invalid_agent_id`)."
+        ),
+    },
+    TENANT: {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Tenant-Id",
+        "description": (
+            "Admin keys: the id of the tenant to act in (400 `tenant_required` without it where "
+            "a tenant is needed, 400 `invalid_tenant_id` if it is not a UUID, 404 for an unknown "
+            "tenant). Other keys act in their own tenant and need not send it."
+        ),
+    },
 }
 
 # the dependency -> the schemes of the headers it reads
@@ -57,7 +69,9 @@ def declare(doc: dict[str, Any], routes: Iterable[tuple[str, APIRoute]]) -> None
             continue
         security: list[dict[str, list[str]]] = [
             {BEARER: [], **{scheme: [] for scheme in combo}}
-            for n in range(len(read) + 1) for combo in combinations(read, n)]
+            for n in range(len(read) + 1)
+            for combo in combinations(read, n)
+        ]
         for method in route.methods or ():
             doc["paths"][path][method.lower()]["security"] = security
 
@@ -65,8 +79,7 @@ def declare(doc: dict[str, Any], routes: Iterable[tuple[str, APIRoute]]) -> None
 def headers_read(route: APIRoute) -> list[str]:
     """The schemes of the acting headers the route's dependencies read, in SCHEMES order."""
     calls = {d.call for d in _dependants(route.dependant) if d.call is not None}
-    return [scheme for scheme in SCHEMES
-            if any(scheme in READERS.get(call, ()) for call in calls)]
+    return [scheme for scheme in SCHEMES if any(scheme in READERS.get(call, ()) for call in calls)]
 
 
 def _dependants(dependant: Dependant) -> Iterator[Dependant]:

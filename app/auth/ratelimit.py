@@ -38,8 +38,7 @@ async def take_token(redis: aioredis.Redis, key_id: str, rate: float, burst: int
         # redis-py annotates eval for its sync and async clients at once (`Awaitable[str] |
         # str`); on redis.asyncio it is always awaitable and this script answers a list.
         # The arguments go as text, as redis-py would encode the numbers anyway.
-        reply = redis.eval(_BUCKET, 1, f"loom:rl:{key_id}", str(rate), str(burst),
-                           str(time.time()))
+        reply = redis.eval(_BUCKET, 1, f"loom:rl:{key_id}", str(rate), str(burst), str(time.time()))
         allowed, wait = await cast(Awaitable[list[Any]], reply)
     except Exception as exc:
         log.warning("rate limiter unavailable (%s); allowing", type(exc).__name__)

@@ -49,8 +49,14 @@ async def add_key(db: AsyncSession, key: ApiKey) -> ApiKey:
     return key
 
 
-async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, *, after: uuid.UUID | None,
-                    limit: int, role: str | None = None) -> list[ApiKey]:
+async def list_keys(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    after: uuid.UUID | None,
+    limit: int,
+    role: str | None = None,
+) -> list[ApiKey]:
     q = sa.select(ApiKey).where(col(ApiKey.tenant_id) == tenant_id)
     if role:
         q = q.where(col(ApiKey.role) == role)
@@ -61,8 +67,9 @@ async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, *, after: uuid.UUID 
 
 
 async def get_key(db: AsyncSession, tenant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey | None:
-    result = await db.execute(sa.select(ApiKey).where(col(ApiKey.tenant_id) == tenant_id,
-                                                      col(ApiKey.id) == key_id))
+    result = await db.execute(
+        sa.select(ApiKey).where(col(ApiKey.tenant_id) == tenant_id, col(ApiKey.id) == key_id)
+    )
     return result.scalar_one_or_none()
 
 

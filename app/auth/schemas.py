@@ -21,18 +21,24 @@ class TenantPublic(BaseModel):
 
 class ApiKeyCreate(BaseModel):
     # agent_id: required for role agent, absent (or null) for the other roles.
-    model_config = ConfigDict(json_schema_extra={
-        "if": {"properties": {"role": {"const": "agent"}}, "required": ["role"]},
-        "then": {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
-        "else": {"properties": {"agent_id": {"type": "null"}}},
-    })
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"role": {"const": "agent"}}, "required": ["role"]},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
+            "else": {"properties": {"agent_id": {"type": "null"}}},
+        }
+    )
 
     tenant_id: uuid.UUID | None = Field(
-        default=None, description="Tenant of the key; defaults to the caller's tenant.")
+        default=None, description="Tenant of the key; defaults to the caller's tenant."
+    )
     role: Literal["admin", "service", "agent"]
-    agent_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN,
-                                 description="Required for role agent (the key acts only as it); "
-                                             "refused for the other roles.")
+    agent_id: str | None = Field(
+        default=None,
+        pattern=AGENT_ID_PATTERN,
+        description="Required for role agent (the key acts only as it); "
+        "refused for the other roles.",
+    )
     name: str = Field(default="", max_length=200)
 
     @model_validator(mode="after")
@@ -68,10 +74,12 @@ class WhoAmI(BaseModel):
     """The key behind a request: what the caller may do and as whom."""
 
     role: Literal["admin", "service", "agent"]
-    tenant_id: str | None = Field(description="The key's tenant, or the one an admin key "
-                                  "names with X-Tenant-Id; null for the bootstrap admin key "
-                                  "without the header.")
-    agent_id: str | None = Field(description="An agent key's agent, or the X-Agent-Id a "
-                                 "service or admin key sent.")
-    key_id: str | None = Field(description="null for the bootstrap admin key "
-                               "(LOOM_ADMIN_KEY).")
+    tenant_id: str | None = Field(
+        description="The key's tenant, or the one an admin key "
+        "names with X-Tenant-Id; null for the bootstrap admin key "
+        "without the header."
+    )
+    agent_id: str | None = Field(
+        description="An agent key's agent, or the X-Agent-Id a service or admin key sent."
+    )
+    key_id: str | None = Field(description="null for the bootstrap admin key (LOOM_ADMIN_KEY).")

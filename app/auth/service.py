@@ -14,8 +14,11 @@ from app.models import ApiKey, Tenant
 
 
 def _tenant_exists(existing: Tenant) -> Conflict:
-    return Conflict(f"A tenant named {existing.name!r} exists; tenant names are unique.",
-                    code="tenant_exists", details={"tenant_id": str(existing.id)})
+    return Conflict(
+        f"A tenant named {existing.name!r} exists; tenant names are unique.",
+        code="tenant_exists",
+        details={"tenant_id": str(existing.id)},
+    )
 
 
 async def create_tenant(db: AsyncSession, body: TenantCreate) -> Tenant:
@@ -24,8 +27,12 @@ async def create_tenant(db: AsyncSession, body: TenantCreate) -> Tenant:
     if existing is not None:
         raise _tenant_exists(existing)
     tenant_id = uuid.uuid4()
-    tenant = Tenant(id=tenant_id, tenant_id=tenant_id, name=body.name,
-                    text_search_config=body.text_search_config)
+    tenant = Tenant(
+        id=tenant_id,
+        tenant_id=tenant_id,
+        name=body.name,
+        text_search_config=body.text_search_config,
+    )
     try:
         async with db.begin_nested():
             return await repository.add_tenant(db, tenant)
@@ -36,8 +43,14 @@ async def create_tenant(db: AsyncSession, body: TenantCreate) -> Tenant:
         raise _tenant_exists(existing) from exc
 
 
-async def create_cli_key(db: AsyncSession, *, role: str, tenant_id: uuid.UUID | None,
-                         tenant_name: str, agent_id: str | None) -> tuple[Tenant, bool, str]:
+async def create_cli_key(
+    db: AsyncSession,
+    *,
+    role: str,
+    tenant_id: uuid.UUID | None,
+    tenant_name: str,
+    agent_id: str | None,
+) -> tuple[Tenant, bool, str]:
     """`loom-memory create-key`: a key for the tenant with this id, else for the tenant with
     this name (created when there is none). Returns (tenant, tenant created now, secret)."""
     created = False
@@ -51,9 +64,17 @@ async def create_cli_key(db: AsyncSession, *, role: str, tenant_id: uuid.UUID | 
             tenant = await create_tenant(db, TenantCreate(name=tenant_name))
             created = True
     secret = generate_key()
-    await repository.add_key(db, ApiKey(tenant_id=tenant.id, role=role, agent_id=agent_id,
-                                        name="cli", key_hash=hash_key(secret),
-                                        prefix=display_prefix(secret)))
+    await repository.add_key(
+        db,
+        ApiKey(
+            tenant_id=tenant.id,
+            role=role,
+            agent_id=agent_id,
+            name="cli",
+            key_hash=hash_key(secret),
+            prefix=display_prefix(secret),
+        ),
+    )
     return tenant, created, secret
 
 
@@ -72,8 +93,9 @@ def _target_tenant(principal: Principal, requested: uuid.UUID | None) -> uuid.UU
     return principal.tenant_id
 
 
-async def create_key(db: AsyncSession, principal: Principal,
-                     body: ApiKeyCreate) -> tuple[ApiKey, str]:
+async def create_key(
+    db: AsyncSession, principal: Principal, body: ApiKeyCreate
+) -> tuple[ApiKey, str]:
     """Create a key and return it with its secret (which is never stored or shown again).
 
     Decision: service keys may mint `agent` keys for their own tenant, so an agent runtime
@@ -85,21 +107,34 @@ async def create_key(db: AsyncSession, principal: Principal,
     if await repository.get_tenant(db, tenant_id) is None:
         raise NotFound("No such tenant.")
     secret = generate_key()
-    key = ApiKey(tenant_id=tenant_id, name=body.name, role=body.role, agent_id=body.agent_id,
-                 key_hash=hash_key(secret), prefix=display_prefix(secret))
+    key = ApiKey(
+        tenant_id=tenant_id,
+        name=body.name,
+        role=body.role,
+        agent_id=body.agent_id,
+        key_hash=hash_key(secret),
+        prefix=display_prefix(secret),
+    )
     await repository.add_key(db, key)
     return key, secret
 
 
-async def list_keys(db: AsyncSession, principal: Principal, tenant_id: uuid.UUID | None, *,
-                    after: uuid.UUID | None, limit: int) -> list[ApiKey]:
+async def list_keys(
+    db: AsyncSession,
+    principal: Principal,
+    tenant_id: uuid.UUID | None,
+    *,
+    after: uuid.UUID | None,
+    limit: int,
+) -> list[ApiKey]:
     target = _target_tenant(principal, tenant_id)
     role = "agent" if principal.role == "service" else None
     return await repository.list_keys(db, target, after=after, limit=limit, role=role)
 
 
-async def revoke_key(db: AsyncSession, principal: Principal, tenant_id: uuid.UUID | None,
-                     key_id: uuid.UUID) -> ApiKey:
+async def revoke_key(
+    db: AsyncSession, principal: Principal, tenant_id: uuid.UUID | None, key_id: uuid.UUID
+) -> ApiKey:
     target = _target_tenant(principal, tenant_id)
     key = await repository.get_key(db, target, key_id)
     if key is None or (principal.role == "service" and key.role != "agent"):

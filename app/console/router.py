@@ -18,8 +18,10 @@ CONSOLE_URL = "/console"
 STATIC_URL = CONSOLE_URL + "/static"
 STATIC_DIR = Path(__file__).parent / "static"
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -42,8 +44,11 @@ class _ConsoleFiles(StaticFiles):
 def _shell(root: str) -> str:
     # the page's URLs are absolute (base-uri 'none' rules out <base>), so they carry the
     # root path a proxy may have stripped
-    return (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace(
-        "{{root}}", html.escape(root, quote=True))
+    return (
+        (STATIC_DIR / "index.html")
+        .read_text(encoding="utf-8")
+        .replace("{{root}}", html.escape(root, quote=True))
+    )
 
 
 def install(app: FastAPI) -> None:

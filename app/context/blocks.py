@@ -37,8 +37,9 @@ OpenDb = Callable[[], AbstractAsyncContextManager[Any]]
 BlockProvider = Callable[[OpenDb, Any, int], Awaitable[ContextBlock | None]]
 
 
-async def collect(open_db: OpenDb, session_row: Any, budget_tokens: int,
-                  providers: Sequence[BlockProvider]) -> list[ContextBlock]:
+async def collect(
+    open_db: OpenDb, session_row: Any, budget_tokens: int, providers: Sequence[BlockProvider]
+) -> list[ContextBlock]:
     """Blocks for one build; each provider sees the tokens the earlier ones left."""
     out: list[ContextBlock] = []
     left = budget_tokens

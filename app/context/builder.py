@@ -42,8 +42,9 @@ class RecallSource(Protocol):
 
     config: RecallConfig
 
-    async def search(self, query: str, exclude: list[int], exclude_from: int | None,
-                     limit: int) -> list[tuple[StoredMessage, float]]:
+    async def search(
+        self, query: str, exclude: list[int], exclude_from: int | None, limit: int
+    ) -> list[tuple[StoredMessage, float]]:
         """The best messages of the session for `query`, not in `exclude` and older than
         `exclude_from` (when given), with scores."""
         ...
@@ -114,9 +115,11 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def recall_note(seqs: Sequence[int]) -> str:
     """The system text that says which messages are recalled."""
     listed = ", ".join(f"msg:{s}" for s in seqs)
-    return ("## Recalled from earlier in this conversation\n"
-            f"These older messages were found in this conversation's history for the newest "
-            f"message and are shown before the recent ones: {listed}.")
+    return (
+        "## Recalled from earlier in this conversation\n"
+        f"These older messages were found in this conversation's history for the newest "
+        f"message and are shown before the recent ones: {listed}."
+    )
 
 
 @functools.cache
@@ -140,8 +143,9 @@ def newest_user_text(rows: Sequence[StoredMessage]) -> str:
     return ""
 
 
-async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from: int | None,
-                  free: int) -> tuple[Recalled, str, dict[int, StoredMessage]] | None:
+async def _recall(
+    source: RecallSource, loaded: Loaded, shown: set[int], l1_from: int | None, free: int
+) -> tuple[Recalled, str, dict[int, StoredMessage]] | None:
     """Recall within `free` tokens (`app.memory.recall`): what was chosen, the query and
     the chosen rows; None when there is no room, no query or nothing to recall."""
     cfg = source.config
@@ -164,22 +168,40 @@ async def _recall(source: RecallSource, loaded: Loaded, shown: set[int], l1_from
     if grouped:  # tool groups come whole: read what is around the hits that have tools
         wanted = [s for s in neighbourhood(grouped) if s not in rows]
         rows.update({m.seq: m for m in await source.load(wanted)})
-    chosen = choose(hits, [record(rows[s]) for s in sorted(rows)], shown, tokens,
-                    cfg.message_cap, recall_note_bound, cfg.keep(loaded.cfg.budget, free))
+    chosen = choose(
+        hits,
+        [record(rows[s]) for s in sorted(rows)],
+        shown,
+        tokens,
+        cfg.message_cap,
+        recall_note_bound,
+        cfg.keep(loaded.cfg.budget, free),
+    )
     room = cfg.message_cap - len(chosen.seqs)
     if cfg.adaptive and l1_from is not None and room > 0:  # the turns just before L1
         before_l1 = await source.load(list(range(max(1, l1_from - room), l1_from)))
         rows.update({m.seq: m for m in before_l1})
-        chosen = tail(chosen, [record(m) for m in before_l1], shown, tokens, cfg.message_cap,
-                      recall_note_bound)
+        chosen = tail(
+            chosen,
+            [record(m) for m in before_l1],
+            shown,
+            tokens,
+            cfg.message_cap,
+            recall_note_bound,
+        )
     if not chosen.seqs:
         return None
     return chosen, query, {s: rows[s] for s in chosen.seqs}
 
 
-async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded: Loaded, *,
-                providers: Sequence[block_registry.BlockProvider],
-                recall: RecallSource | None = None) -> Built:
+async def build(
+    open_db: block_registry.OpenDb,
+    session_row: SessionRow,
+    loaded: Loaded,
+    *,
+    providers: Sequence[block_registry.BlockProvider],
+    recall: RecallSource | None = None,
+) -> Built:
     """Everything a context response needs, within the session's budget, from what
     `app.memory.state.load` read. `open_db` opens a database session for
     the block providers that need one (see `app.context.blocks`); `recall`, when given
@@ -187,17 +209,20 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:
-        raise OverBudget(f"ROM and Kernel alone ({fixed} tokens) exceed the budget "
-                         f"({cfg.budget}); raise max_context_tokens or shrink the Kernel.")
-    first = fit(loaded.layers, cfg, loaded.stand_in_tokens,
-                overhead_tokens=FORMAT_OVERHEAD_TOKENS)
+        raise OverBudget(
+            f"ROM and Kernel alone ({fixed} tokens) exceed the budget "
+            f"({cfg.budget}); raise max_context_tokens or shrink the Kernel."
+        )
+    first = fit(loaded.layers, cfg, loaded.stand_in_tokens, overhead_tokens=FORMAT_OVERHEAD_TOKENS)
     free = cfg.budget - first.total_tokens
-    extra = (await block_registry.collect(open_db, session_row, free, providers)
-             if free > 0 and providers else [])
+    extra = (
+        await block_registry.collect(open_db, session_row, free, providers)
+        if free > 0 and providers
+        else []
+    )
     layers, view = loaded.layers, first
     if extra:  # fit again with the blocks (without any, the first fit is the view)
-        layers = replace(layers, blocks=tuple(BlockRecord(b.name, b.token_count)
-                                              for b in extra))
+        layers = replace(layers, blocks=tuple(BlockRecord(b.name, b.token_count) for b in extra))
         view = fit(layers, cfg, loaded.stand_in_tokens, overhead_tokens=FORMAT_OVERHEAD_TOKENS)
     kept_blocks = [b for b in extra if b.name not in set(view.dropped_blocks)]
 
@@ -205,21 +230,41 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
     summaries: list[dict[str, Any]] = []
     for rec in view.l2:
         if rec.stand_in:
-            draft = loaded.stand_in([r for r in layers.l1
-                                     if rec.start_seq <= r.seq <= rec.end_seq])
-            summaries.append({"start_seq": rec.start_seq, "end_seq": rec.end_seq,
-                              "text": draft.text, "method": draft.method,
-                              "token_count": draft.token_count, "stand_in": True})
+            draft = loaded.stand_in([r for r in layers.l1 if rec.start_seq <= r.seq <= rec.end_seq])
+            summaries.append(
+                {
+                    "start_seq": rec.start_seq,
+                    "end_seq": rec.end_seq,
+                    "text": draft.text,
+                    "method": draft.method,
+                    "token_count": draft.token_count,
+                    "stand_in": True,
+                }
+            )
         elif rec.key == GAP_KEY and loaded.gap is not None:
             g = loaded.gap
-            summaries.append({"start_seq": g.start_seq, "end_seq": g.end_seq, "text": g.text,
-                              "method": g.method, "token_count": g.token_count,
-                              "stand_in": True})
+            summaries.append(
+                {
+                    "start_seq": g.start_seq,
+                    "end_seq": g.end_seq,
+                    "text": g.text,
+                    "method": g.method,
+                    "token_count": g.token_count,
+                    "stand_in": True,
+                }
+            )
         else:
             s = stored[str(rec.key)]
-            summaries.append({"start_seq": s.start_seq, "end_seq": s.end_seq, "text": s.text,
-                              "method": s.method, "token_count": s.token_count,
-                              "stand_in": False})
+            summaries.append(
+                {
+                    "start_seq": s.start_seq,
+                    "end_seq": s.end_seq,
+                    "text": s.text,
+                    "method": s.method,
+                    "token_count": s.token_count,
+                    "stand_in": False,
+                }
+            )
 
     rows = {m.seq: m for m in [*loaded.promoted, *loaded.l1]}
     messages: list[dict[str, Any]] = []
@@ -246,13 +291,20 @@ async def build(open_db: block_registry.OpenDb, session_row: SessionRow, loaded:
         "l1": sum(tokens_of(m) for m in messages if m["seq"] not in promoted_seqs),
         "overhead": FORMAT_OVERHEAD_TOKENS,
     }
-    built = Built(loaded=loaded, view=view, blocks=kept_blocks, summaries=summaries,
-                  messages=messages, layer_tokens=layer_tokens)
+    built = Built(
+        loaded=loaded,
+        view=view,
+        blocks=kept_blocks,
+        summaries=summaries,
+        messages=messages,
+        layer_tokens=layer_tokens,
+    )
     if recall is not None and recall.config.enabled:
         free = cfg.budget - sum(layer_tokens.values())
         l1_shown = [m["seq"] for m in messages if m["seq"] not in promoted_seqs]
-        found = await _recall(recall, loaded, {m["seq"] for m in messages},
-                              min(l1_shown) if l1_shown else None, free)
+        found = await _recall(
+            recall, loaded, {m["seq"] for m in messages}, min(l1_shown) if l1_shown else None, free
+        )
         if found is not None:
             chosen, built.recall_query, recalled_rows = found
             built.recalled_rows = recalled_rows

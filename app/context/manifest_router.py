@@ -31,8 +31,10 @@ class ContextNotFound(NotFound):
     code = "context_not_found"
 
     def __init__(self) -> None:
-        super().__init__("No such recorded context build in this session (builds are "
-                         "recorded with the session's config.audit or record: true).")
+        super().__init__(
+            "No such recorded context build in this session (builds are "
+            "recorded with the session's config.audit or record: true)."
+        )
 
 
 async def _load(db: DbDep, session: Session, context_id: uuid.UUID) -> repo.ManifestRow:
@@ -44,17 +46,30 @@ async def _load(db: DbDep, session: Session, context_id: uuid.UUID) -> repo.Mani
 
 def _summary(r: repo.ManifestRow) -> ContextSummaryPublic:
     m = r.manifest
-    return ContextSummaryPublic(context_id=r.id, created_at=r.created_at, format=r.format,
-                                budget=r.budget, total_tokens=r.total_tokens,
-                                usage=float(m["usage"]), tokens=m["tokens"],
-                                blocks=len(m["blocks"]), sha256=m["sha256"])
+    return ContextSummaryPublic(
+        context_id=r.id,
+        created_at=r.created_at,
+        format=r.format,
+        budget=r.budget,
+        total_tokens=r.total_tokens,
+        usage=float(m["usage"]),
+        tokens=m["tokens"],
+        blocks=len(m["blocks"]),
+        sha256=m["sha256"],
+    )
 
 
-@router.get("/sessions/{session_id}/contexts", response_model=ContextList,
-            summary="List a session's recorded context builds")
-async def list_contexts(session: SessionDep, db: DbDep,
-                        limit: Annotated[int, Query(ge=1, le=100)] = 20,
-                        cursor: CursorQuery = None) -> ContextList:
+@router.get(
+    "/sessions/{session_id}/contexts",
+    response_model=ContextList,
+    summary="List a session's recorded context builds",
+)
+async def list_contexts(
+    session: SessionDep,
+    db: DbDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: CursorQuery = None,
+) -> ContextList:
     """Recorded builds, newest first: tokens per layer, usage, hashes."""
     data = decode_cursor(cursor, {"t": str, "i": str})
     before = None
@@ -63,16 +78,21 @@ async def list_contexts(session: SessionDep, db: DbDep,
             before = (datetime.fromisoformat(data["t"]), uuid.UUID(data["i"]))
         except ValueError as exc:
             raise invalid_cursor() from exc
-    rows = await repo.page(db, session.tenant_id, session.id, before=before,
-                           limit=fetch_limit(limit))
+    rows = await repo.page(
+        db, session.tenant_id, session.id, before=before, limit=fetch_limit(limit)
+    )
     shown, nxt = page(rows, limit, lambda r: {"t": r.created_at.isoformat(), "i": str(r.id)})
     return ContextList(items=[_summary(r) for r in shown], next_cursor=nxt)
 
 
-@router.get("/sessions/{session_id}/contexts/{context_id}", response_model=ManifestPublic,
-            summary="Get a recorded build's manifest")
-async def get_context_manifest(session: SessionDep, db: DbDep,
-                               context_id: uuid.UUID) -> dict[str, Any]:
+@router.get(
+    "/sessions/{session_id}/contexts/{context_id}",
+    response_model=ManifestPublic,
+    summary="Get a recorded build's manifest",
+)
+async def get_context_manifest(
+    session: SessionDep, db: DbDep, context_id: uuid.UUID
+) -> dict[str, Any]:
     """Every block the model read, in order, with its layer, sources, tokens,
     cache_control and why it is there; what was dropped or shrunk; budget, usage,
     tokenizer, versions, config hash and the SHA-256 of the rendered bytes per format."""
@@ -84,11 +104,17 @@ async def get_context_manifest(session: SessionDep, db: DbDep,
     return replay.fill_hashes(manifest, built)
 
 
-@router.post("/sessions/{session_id}/contexts/{context_id}/replay",
-             response_model=ReplayPublic, summary="Replay a recorded build")
-async def replay_context(session: SessionDep, db: DbDep, context_id: uuid.UUID,
-                         format: Literal["anthropic", "openai", "raw"] | None = None,
-                         ) -> ReplayPublic:
+@router.post(
+    "/sessions/{session_id}/contexts/{context_id}/replay",
+    response_model=ReplayPublic,
+    summary="Replay a recorded build",
+)
+async def replay_context(
+    session: SessionDep,
+    db: DbDep,
+    context_id: uuid.UUID,
+    format: Literal["anthropic", "openai", "raw"] | None = None,
+) -> ReplayPublic:
     """Re-render the build from the sources its manifest names: the same bytes (the
     recorded SHA-256), or 409 `context_changed` naming every source that changed or was
     erased since (`details.changed`). `format`: the build's own by default."""
@@ -99,17 +125,28 @@ async def replay_context(session: SessionDep, db: DbDep, context_id: uuid.UUID,
     if built is None:
         raise replay.ContextChanged(
             "This build cannot be replayed: " + "; ".join(changes) + ".",
-            details={"changed": changes})
+            details={"changed": changes},
+        )
     payload, digest = replay.render(row.manifest, built, fmt)
-    return ReplayPublic(context_id=row.id, format=fmt, sha256=digest,
-                        system=payload.get("system"), messages=payload["messages"],
-                        tools=payload["tools"], layers=payload.get("layers"))
+    return ReplayPublic(
+        context_id=row.id,
+        format=fmt,
+        sha256=digest,
+        system=payload.get("system"),
+        messages=payload["messages"],
+        tools=payload["tools"],
+        layers=payload.get("layers"),
+    )
 
 
-@router.get("/sessions/{session_id}/contexts/{context_id}/diff/{other_id}",
-            response_model=ContextDiffPublic, summary="Diff two recorded builds")
-async def diff_contexts(session: SessionDep, db: DbDep, context_id: uuid.UUID,
-                        other_id: uuid.UUID) -> ContextDiffPublic:
+@router.get(
+    "/sessions/{session_id}/contexts/{context_id}/diff/{other_id}",
+    response_model=ContextDiffPublic,
+    summary="Diff two recorded builds",
+)
+async def diff_contexts(
+    session: SessionDep, db: DbDep, context_id: uuid.UUID, other_id: uuid.UUID
+) -> ContextDiffPublic:
     """Blocks added, removed and changed from build `context_id` (a) to `other_id` (b),
     with token deltas (b - a)."""
     a = await _load(db, session, context_id)

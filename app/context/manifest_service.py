@@ -41,17 +41,27 @@ def request_options(body: ContextRequest | None) -> dict[str, Any]:
     return {"recall": recall}
 
 
-def make(built: Built, body: ContextRequest | None, fmt: str, context_id: uuid.UUID,
-         rendered: dict[str, Any] | None = None, created_at: datetime | None = None,
-         formats: tuple[str, ...] = manifests.FORMATS) -> dict[str, Any]:
+def make(
+    built: Built,
+    body: ContextRequest | None,
+    fmt: str,
+    context_id: uuid.UUID,
+    rendered: dict[str, Any] | None = None,
+    created_at: datetime | None = None,
+    formats: tuple[str, ...] = manifests.FORMATS,
+) -> dict[str, Any]:
     """The manifest of `built` with the SHA-256 of `formats` (the payload of `fmt`, when
     already rendered, is reused)."""
-    sha = manifests.rendered_sha256(built, formats,
-                                    rendered={fmt: rendered} if rendered else None)
+    sha = manifests.rendered_sha256(built, formats, rendered={fmt: rendered} if rendered else None)
     config = manifests.config_hash(built.loaded.session.config, request_options(body))
-    return manifests.manifest(built, context_id=str(context_id),
-                              created_at=created_at or datetime.now(UTC), fmt=fmt,
-                              sha256=sha, config_sha256=config)
+    return manifests.manifest(
+        built,
+        context_id=str(context_id),
+        created_at=created_at or datetime.now(UTC),
+        fmt=fmt,
+        sha256=sha,
+        config_sha256=config,
+    )
 
 
 def _json(value: dict[str, Any]) -> str:
@@ -61,8 +71,9 @@ def _json(value: dict[str, Any]) -> str:
         return dumps(value)
 
 
-async def finish(state: AppState, built: Built, body: ContextRequest | None, fmt: str
-                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+async def finish(
+    state: AppState, built: Built, body: ContextRequest | None, fmt: str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The response's `context_id`, `recorded` and `manifest` (null unless asked for), and
     the format's payload when it was rendered here: the manifest is made only when asked
     for or recorded, and a recorded one is committed before this returns."""
@@ -78,14 +89,28 @@ async def finish(state: AppState, built: Built, body: ContextRequest | None, fmt
     # build rendered otherwise, hashed when the manifest is read (`app.context.replay`
     # checks the recorded bytes first). Rendering and hashing all three here cost as much
     # as the rest of the manifest. A manifest returned in the response has all three.
-    made = make(built, body, fmt, context_id, payload, created_at,
-                manifests.FORMATS if wanted else (fmt,))
+    made = make(
+        built, body, fmt, context_id, payload, created_at, manifests.FORMATS if wanted else (fmt,)
+    )
     if record:
-        await writer_for(state).write(state, repo.NewRow(
-            context_id, session.tenant_id, session.id, fmt, built.total_tokens,
-            built.view.budget, _json(made), created_at))
-    extra = {"context_id": str(context_id), "recorded": record,
-             "manifest": made if wanted else None}
+        await writer_for(state).write(
+            state,
+            repo.NewRow(
+                context_id,
+                session.tenant_id,
+                session.id,
+                fmt,
+                built.total_tokens,
+                built.view.budget,
+                _json(made),
+                created_at,
+            ),
+        )
+    extra = {
+        "context_id": str(context_id),
+        "recorded": record,
+        "manifest": made if wanted else None,
+    }
     return extra, payload
 
 
@@ -111,13 +136,14 @@ class GroupWriter:
     async def _drain(self, state: AppState) -> None:
         try:
             while self.pending:
-                batch, self.pending = self.pending[:self.batch], self.pending[self.batch:]
+                batch, self.pending = self.pending[: self.batch], self.pending[self.batch :]
                 await self._write(state, batch)
         finally:
             self.running = False
 
-    async def _write(self, state: AppState,
-                     batch: list[tuple[repo.NewRow, asyncio.Future[None]]]) -> None:
+    async def _write(
+        self, state: AppState, batch: list[tuple[repo.NewRow, asyncio.Future[None]]]
+    ) -> None:
         try:
             async with state.connection() as conn:
                 try:
@@ -140,8 +166,9 @@ class GroupWriter:
         self._settle(batch, results)
 
     @staticmethod
-    def _settle(batch: list[tuple[repo.NewRow, asyncio.Future[None]]],
-                results: list[BaseException | None]) -> None:
+    def _settle(
+        batch: list[tuple[repo.NewRow, asyncio.Future[None]]], results: list[BaseException | None]
+    ) -> None:
         for (_, done), error in zip(batch, results, strict=True):
             if done.done():
                 continue

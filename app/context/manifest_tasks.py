@@ -18,8 +18,12 @@ async def sweep_context_manifests(ctx: dict[str, Any]) -> dict[str, int]:
     days = settings.context_manifests_days
     cutoff = datetime.now(UTC) - timedelta(days=days) if days > 0 else None
     async with ctx["sessionmaker"]() as db:
-        counts = await repo.sweep(db, keep=settings.context_manifests_keep, older_than=cutoff,
-                                  batch=settings.context_manifests_sweep_batch)
+        counts = await repo.sweep(
+            db,
+            keep=settings.context_manifests_keep,
+            older_than=cutoff,
+            batch=settings.context_manifests_sweep_batch,
+        )
         await db.commit()
     if any(counts.values()):
         log.info("context manifests swept: %s", counts)

@@ -59,8 +59,6 @@ _CACHE = _RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
 _LOADED = _RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)  # the hits' tool groups
 
 
-
-
 @dataclass
 class SwapRecall:
     """`app.context.builder.RecallSource` over one session of the caller's tenant."""
@@ -70,8 +68,9 @@ class SwapRecall:
     session_id: uuid.UUID
     config: RecallConfig
 
-    async def search(self, query: str, exclude: list[int], exclude_from: int | None,
-                     limit: int) -> list[tuple[Any, float]]:
+    async def search(
+        self, query: str, exclude: list[int], exclude_from: int | None, limit: int
+    ) -> list[tuple[Any, float]]:
         key = (self.tenant_id, self.session_id, query, tuple(exclude), exclude_from, limit)
         cached = _CACHE.get(key)
         if cached is not None:
@@ -79,9 +78,15 @@ class SwapRecall:
         scope = SearchScope(tenant_id=self.tenant_id, session_id=self.session_id)
         async with self.state.connection() as conn:
             outcome = await search_service.search(
-                conn, scope, query, limit=limit, rerank=False,
-                options=options_for(self.state.settings), exclude_seqs=exclude,
-                exclude_from=exclude_from)
+                conn,
+                scope,
+                query,
+                limit=limit,
+                rerank=False,
+                options=options_for(self.state.settings),
+                exclude_seqs=exclude,
+                exclude_from=exclude_from,
+            )
         found = [(h.message, h.bm25_score) for h in outcome.hits]
         _CACHE.put(key, found)
         return found
@@ -97,7 +102,8 @@ class SwapRecall:
             return cached
         async with self.state.connection() as conn:
             rows = await search_repository.load_messages(
-                conn, self.tenant_id, [(self.session_id, s) for s in seqs])
+                conn, self.tenant_id, [(self.session_id, s) for s in seqs]
+            )
         loaded = [rows[k] for k in sorted(rows, key=lambda k: k[1])]
         _LOADED.put(key, loaded)
         return loaded

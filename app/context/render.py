@@ -39,16 +39,23 @@ def anthropic(built: Built) -> dict[str, Any]:
             block["cache_control"] = CACHE
         system.append(block)
     system += [{"type": "text", "text": t} for t in system_in_history if t]
-    return {"system": system, "messages": messages,
-            "tools": (built.loaded.state.kernel or {}).get("tools") or []}
+    return {
+        "system": system,
+        "messages": messages,
+        "tools": (built.loaded.state.kernel or {}).get("tools") or [],
+    }
 
 
 def openai(built: Built) -> dict[str, Any]:
     system = "\n\n".join(text for _, text, _ in _texts(built))
     messages = ([{"role": "system", "content": system}] if system else []) + to_openai(
-        built.messages)
-    return {"system": None, "messages": messages,
-            "tools": openai_tools((built.loaded.state.kernel or {}).get("tools") or [])}
+        built.messages
+    )
+    return {
+        "system": None,
+        "messages": messages,
+        "tools": openai_tools((built.loaded.state.kernel or {}).get("tools") or []),
+    }
 
 
 def raw(built: Built) -> dict[str, Any]:
@@ -56,20 +63,34 @@ def raw(built: Built) -> dict[str, Any]:
     promoted = {r.seq for r in built.view.promoted}
     recalled = set(built.recalled.seqs) if built.recalled else set()
     msgs = _public_messages(built)
-    return {"system": None, "messages": [], "tools": (state.kernel or {}).get("tools") or [],
-            "layers": {
-                "rom": {"text": state.rom_text, "source": state.rom},
-                "kernel": {"text": kernel_text(state.kernel or {}), **(state.kernel or {})},
-                "blocks": [{"name": b.name, "text": b.text, "token_count": b.token_count}
-                           for b in built.blocks],
-                "facts": next(({"text": b.text, "token_count": b.token_count}
-                               for b in built.blocks if b.name == "facts"), None),
-                "l2": built.summaries,
-                "promoted": [m for m in msgs if m["seq"] in promoted],
-                "recalled": {"note": built.recall_note, **(_recall_public(built) or {}),
-                             "messages": [m for m in msgs if m["seq"] in recalled]},
-                "l1": [m for m in msgs if m["seq"] not in promoted | recalled],
-            }}
+    return {
+        "system": None,
+        "messages": [],
+        "tools": (state.kernel or {}).get("tools") or [],
+        "layers": {
+            "rom": {"text": state.rom_text, "source": state.rom},
+            "kernel": {"text": kernel_text(state.kernel or {}), **(state.kernel or {})},
+            "blocks": [
+                {"name": b.name, "text": b.text, "token_count": b.token_count} for b in built.blocks
+            ],
+            "facts": next(
+                (
+                    {"text": b.text, "token_count": b.token_count}
+                    for b in built.blocks
+                    if b.name == "facts"
+                ),
+                None,
+            ),
+            "l2": built.summaries,
+            "promoted": [m for m in msgs if m["seq"] in promoted],
+            "recalled": {
+                "note": built.recall_note,
+                **(_recall_public(built) or {}),
+                "messages": [m for m in msgs if m["seq"] in recalled],
+            },
+            "l1": [m for m in msgs if m["seq"] not in promoted | recalled],
+        },
+    }
 
 
 def _recall_public(built: Built) -> dict[str, Any] | None:
@@ -78,16 +99,25 @@ def _recall_public(built: Built) -> dict[str, Any] | None:
     if chosen is None:
         return None
     scores = chosen.scores or {}
-    return {"query": built.recall_query, "seqs": list(chosen.seqs),
-            "hits": [{"seq": s, "score": v}
-                     for s, v in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]}
+    return {
+        "query": built.recall_query,
+        "seqs": list(chosen.seqs),
+        "hits": [
+            {"seq": s, "score": v}
+            for s, v in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+    }
 
 
 RENDERERS = {"anthropic": anthropic, "openai": openai, "raw": raw}
 
 
-def response(built: Built, fmt: str, extra: dict[str, Any] | None = None,
-             payload: dict[str, Any] | None = None) -> dict[str, Any]:
+def response(
+    built: Built,
+    fmt: str,
+    extra: dict[str, Any] | None = None,
+    payload: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The context response (`app.context.schemas.ContextPublic`) as plain data; `extra`:
     its `context_id`, `recorded` and `manifest` (`app.context.manifest_service.finish`),
     `payload`: the format's rendering when already made."""
@@ -96,10 +126,16 @@ def response(built: Built, fmt: str, extra: dict[str, Any] | None = None,
     payload = payload if payload is not None else RENDERERS[fmt](built)
     return {
         **(extra or {}),
-        "format": fmt, "system": payload["system"], "messages": payload["messages"],
-        "tools": payload["tools"], "layers": payload.get("layers"),
-        "tokens": built.layer_tokens, "total_tokens": total, "budget": view.budget,
-        "usage": round(total / view.budget, 6), "l1_seqs": [m.seq for m in view.l1],
+        "format": fmt,
+        "system": payload["system"],
+        "messages": payload["messages"],
+        "tools": payload["tools"],
+        "layers": payload.get("layers"),
+        "tokens": built.layer_tokens,
+        "total_tokens": total,
+        "budget": view.budget,
+        "usage": round(total / view.budget, 6),
+        "l1_seqs": [m.seq for m in view.l1],
         "recall": _recall_public(built),
         "compression": {
             "pending": view.plan is not None,
@@ -108,12 +144,19 @@ def response(built: Built, fmt: str, extra: dict[str, Any] | None = None,
             "dropped_summaries": len([s for s in view.dropped_l2 if not s.stand_in]),
             "dropped_promoted": list(view.dropped_promoted),
             "dropped_blocks": list(view.dropped_blocks),
-            "omitted_seqs": list(view.dropped_l1), "truncated_seqs": sorted(view.truncated),
-            "decisions": list(view.decisions)}}
+            "omitted_seqs": list(view.dropped_l1),
+            "truncated_seqs": sorted(view.truncated),
+            "decisions": list(view.decisions),
+        },
+    }
 
 
-def response_json(built: Built, fmt: str, extra: dict[str, Any] | None = None,
-                  payload: dict[str, Any] | None = None) -> bytes:
+def response_json(
+    built: Built,
+    fmt: str,
+    extra: dict[str, Any] | None = None,
+    payload: dict[str, Any] | None = None,
+) -> bytes:
     """`response` as UTF-8 JSON, serialised once (orjson; the stdlib for what orjson
     refuses, such as integers over 64 bits in stored content)."""
     data = response(built, fmt, extra, payload)

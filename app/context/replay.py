@@ -65,25 +65,34 @@ def _ranges(blocks: Sequence[Mapping[str, Any]]) -> list[int]:
     return sorted(seqs)
 
 
-async def load_sources(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                       manifest: Mapping[str, Any]) -> Sources:
+async def load_sources(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, manifest: Mapping[str, Any]
+) -> Sources:
     blocks = manifest["blocks"]
     state = await memory_repository.get_state(db, tenant_id, session_id)
     out = Sources(state=state)
-    summary_ids = [uuid.UUID(s["id"]) for b in blocks for s in b["sources"]
-                   if s.get("kind") == "summary"]
+    summary_ids = [
+        uuid.UUID(s["id"]) for b in blocks for s in b["sources"] if s.get("kind") == "summary"
+    ]
     if summary_ids:
-        rows = await db.execute(sa.select(MemorySummary).where(
-            MemorySummary.tenant_id == tenant_id,  # type: ignore[arg-type]
-            MemorySummary.session_id == session_id,  # type: ignore[arg-type]
-            MemorySummary.id.in_(summary_ids)))  # type: ignore[attr-defined]
+        rows = await db.execute(
+            sa.select(MemorySummary).where(
+                MemorySummary.tenant_id == tenant_id,  # type: ignore[arg-type]
+                MemorySummary.session_id == session_id,  # type: ignore[arg-type]
+                MemorySummary.id.in_(summary_ids),  # type: ignore[attr-defined]
+            )
+        )
         out.summaries = {str(r.id): r for r in rows.scalars()}
     seqs = _ranges(blocks)
     if seqs:
         rows_ = await memory_repository.messages_by_seqs(db, tenant_id, session_id, seqs)
         out.messages = {int(r.seq): r for r in rows_}
-    item_ids = [uuid.UUID(s["id"]) for b in blocks for s in b["sources"]
-                if s.get("kind") in ("fact", "memory_item")]
+    item_ids = [
+        uuid.UUID(s["id"])
+        for b in blocks
+        for s in b["sources"]
+        if s.get("kind") in ("fact", "memory_item")
+    ]
     if item_ids:
         found = await knowledge_repository.get_rows(db, tenant_id, item_ids)
         out.items = {str(r.id): r for r in found}
@@ -91,7 +100,8 @@ async def load_sources(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
         for s in b["sources"]:
             if s.get("kind") == "learned":
                 row = await knowledge_repository.get_learned_version(
-                    db, tenant_id, s["agent_id"], int(s["version"]))
+                    db, tenant_id, s["agent_id"], int(s["version"])
+                )
                 if row is not None:
                     out.learned[(s["agent_id"], int(s["version"]))] = row
     return out
@@ -99,31 +109,37 @@ async def load_sources(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.
 
 # --- pure -------------------------------------------------------------------------------
 
-def _items(block: Mapping[str, Any], sources: Sources, what: str,
-           changes: list[str]) -> list[Any] | None:
+
+def _items(
+    block: Mapping[str, Any], sources: Sources, what: str, changes: list[str]
+) -> list[Any] | None:
     rows = []
     for s in block["sources"]:
         row = sources.items.get(s["id"])
         if row is None:
             changes.append(f"{what} {s['id']} was erased")
         elif int(row.version) != int(s["version"]):
-            changes.append(f"{what} {s['id']} changed (version {s['version']} -> "
-                           f"{row.version})")
+            changes.append(f"{what} {s['id']} changed (version {s['version']} -> {row.version})")
         else:
             rows.append(row)
     return rows if len(rows) == len(block["sources"]) else None
 
 
-def _provider_block(block: Mapping[str, Any], sources: Sources,
-                    changes: list[str]) -> ContextBlock | None:
+def _provider_block(
+    block: Mapping[str, Any], sources: Sources, changes: list[str]
+) -> ContextBlock | None:
     name, replay = block["name"], block["replay"] or {}
     text: str | None = None
     if name == "facts":
         rows = _items(block, sources, "fact", changes)
         if rows is None:
             return None
-        fitted = fit_text(replay["header"], [fact_line(r.text, r.valid_from) for r in rows],
-                          int(replay["limit"]), count_text)
+        fitted = fit_text(
+            replay["header"],
+            [fact_line(r.text, r.valid_from) for r in rows],
+            int(replay["limit"]),
+            count_text,
+        )
         text = fitted[0] if fitted else None
     elif name == "knowledge":
         rows = _items(block, sources, "memory item", changes)
@@ -134,8 +150,7 @@ def _provider_block(block: Mapping[str, Any], sources: Sources,
         s = block["sources"][0]
         row = sources.learned.get((s["agent_id"], int(s["version"])))
         if row is None:
-            changes.append(f"learned version {s['version']} of agent {s['agent_id']!r} was "
-                           "erased")
+            changes.append(f"learned version {s['version']} of agent {s['agent_id']!r} was erased")
             return None
         text = learned_block(row.version, row.content, int(replay["limit"]), count_text)
     else:
@@ -144,35 +159,60 @@ def _provider_block(block: Mapping[str, Any], sources: Sources,
     if text is None:
         changes.append(f"block {name!r} no longer renders from its sources")
         return None
-    return ContextBlock(name=name, text=text, token_count=int(block["tokens"]),
-                        sources=tuple(block["sources"]), replay=dict(replay))
+    return ContextBlock(
+        name=name,
+        text=text,
+        token_count=int(block["tokens"]),
+        sources=tuple(block["sources"]),
+        replay=dict(replay),
+    )
 
 
-def _summary(block: Mapping[str, Any], sources: Sources,
-             changes: list[str]) -> dict[str, Any] | None:
+def _summary(
+    block: Mapping[str, Any], sources: Sources, changes: list[str]
+) -> dict[str, Any] | None:
     src = block["sources"][0]
     a, z = (int(v) for v in src["range"])
     if src["kind"] == "gap":
         g = gap_draft(a, z)
-        return {"start_seq": a, "end_seq": z, "text": g.text, "method": g.method,
-                "token_count": g.token_count, "stand_in": True}
+        return {
+            "start_seq": a,
+            "end_seq": z,
+            "text": g.text,
+            "method": g.method,
+            "token_count": g.token_count,
+            "stand_in": True,
+        }
     if src["kind"] == "stand_in":
         if any(s not in sources.messages for s in range(a, z + 1)):
             changes.append(f"messages of the stand-in for msg:{a}-{z} were erased")
             return None
         d = heuristic_summary([canonical(sources.messages[s]) for s in range(a, z + 1)])
-        return {"start_seq": a, "end_seq": z, "text": d.text, "method": d.method,
-                "token_count": d.token_count, "stand_in": True}
+        return {
+            "start_seq": a,
+            "end_seq": z,
+            "text": d.text,
+            "method": d.method,
+            "token_count": d.token_count,
+            "stand_in": True,
+        }
     s = sources.summaries.get(src["id"])
     if s is None:
         changes.append(f"summary {src['id']} (msg:{a}-{z}) was erased")
         return None
-    return {"start_seq": s.start_seq, "end_seq": s.end_seq, "text": s.text,
-            "method": s.method, "token_count": s.token_count, "stand_in": False}
+    return {
+        "start_seq": s.start_seq,
+        "end_seq": s.end_seq,
+        "text": s.text,
+        "method": s.method,
+        "token_count": s.token_count,
+        "stand_in": False,
+    }
 
 
-def rebuild(manifest: Mapping[str, Any], session_row: Any,
-            sources: Sources) -> tuple[builder.Built | None, list[str]]:
+def rebuild(
+    manifest: Mapping[str, Any], session_row: Any, sources: Sources
+) -> tuple[builder.Built | None, list[str]]:
     """The build again from `sources`, and what no longer matches (then no build)."""
     changes: list[str] = []
     state = sources.state
@@ -229,22 +269,40 @@ def rebuild(manifest: Mapping[str, Any], session_row: Any,
     if recalled:
         at = sum(1 for m in messages if m["seq"] in set(promoted))
         messages[at:at] = [canonical(rows[s]) for s in recalled]
-        chosen = Recalled(seqs=tuple(recalled), scores=scores,
-                          message_tokens=sum(int(rows[s].token_count) for s in recalled))
+        chosen = Recalled(
+            seqs=tuple(recalled),
+            scores=scores,
+            message_tokens=sum(int(rows[s].token_count) for s in recalled),
+        )
         note = builder.recall_note(chosen.seqs)
     cfg = memory_config(session_row)
-    view = View(budget=int(manifest["budget"]), rom_tokens=state.rom_tokens,
-                kernel_tokens=state.kernel_tokens, l2=[],
-                promoted=[record(rows[s]) for s in promoted], l1=[], blocks=[])
+    view = View(
+        budget=int(manifest["budget"]),
+        rom_tokens=state.rom_tokens,
+        kernel_tokens=state.kernel_tokens,
+        l2=[],
+        promoted=[record(rows[s]) for s in promoted],
+        l1=[],
+        blocks=[],
+    )
     loaded = Loaded(session=session_row, state=state, cfg=cfg, l1=[], l2=[], promoted=[])
-    built = builder.Built(loaded=loaded, view=view, blocks=blocks, summaries=summaries,
-                          messages=messages, layer_tokens=dict(manifest["tokens"]),
-                          recalled=chosen, recall_query=query, recall_note=note)
+    built = builder.Built(
+        loaded=loaded,
+        view=view,
+        blocks=blocks,
+        summaries=summaries,
+        messages=messages,
+        layer_tokens=dict(manifest["tokens"]),
+        recalled=chosen,
+        recall_query=query,
+        recall_note=note,
+    )
     return built, []
 
 
-def render(manifest: Mapping[str, Any], built: builder.Built,
-           fmt: str) -> tuple[dict[str, Any], str]:
+def render(
+    manifest: Mapping[str, Any], built: builder.Built, fmt: str
+) -> tuple[dict[str, Any], str]:
     """The replayed payload of `fmt` and its SHA-256. Every format whose hash the build
     recorded is rendered and checked first: 409 when one differs although every source
     matched (the rendering itself changed since). A format the build did not hash is the
@@ -257,8 +315,12 @@ def render(manifest: Mapping[str, Any], built: builder.Built,
             raise ContextChanged(
                 f"The sources are unchanged but the {f} rendering differs from the recorded "
                 "one: the server's rendering changed since this build.",
-                details={"changed": [f"the {f} rendering"],
-                         "recorded_sha256": manifest["sha256"][f], "sha256": digest})
+                details={
+                    "changed": [f"the {f} rendering"],
+                    "recorded_sha256": manifest["sha256"][f],
+                    "sha256": digest,
+                },
+            )
         done[f] = payload, digest
     if fmt not in done:
         payload = RENDERERS[fmt](built)

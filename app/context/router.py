@@ -14,10 +14,15 @@ from app.state import app_state
 router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 
 
-@router.post("/sessions/{session_id}/context", response_model=ContextPublic,
-             summary="Build the ready-to-send context")
+@router.post(
+    "/sessions/{session_id}/context",
+    response_model=ContextPublic,
+    summary="Build the ready-to-send context",
+)
 async def build_context(
-    session_id: uuid.UUID, caller: CallerDep, request: Request,
+    session_id: uuid.UUID,
+    caller: CallerDep,
+    request: Request,
     body: Annotated[ContextRequest | None, Body(openapi_examples=examples.BUILD)] = None,
 ) -> Response:
     """Build the context in ``anthropic``, ``openai`` or ``raw`` format, with tokens per
@@ -30,9 +35,7 @@ async def build_context(
     it: every block the model reads with its layer, sources, tokens and why it is there."""
     fmt = body.format if body is not None else "anthropic"
     state = app_state(request.app)
-    built, extra, payload = await service.build_and_record(state, caller, session_id, body,
-                                                           fmt)
+    built, extra, payload = await service.build_and_record(state, caller, session_id, body, fmt)
     # serialised once, from plain dicts (the shape of ContextPublic, which the OpenAPI
     # document shows; a test compares the two)
-    return Response(render.response_json(built, fmt, extra, payload),
-                    media_type="application/json")
+    return Response(render.response_json(built, fmt, extra, payload), media_type="application/json")

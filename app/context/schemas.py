@@ -26,35 +26,55 @@ class RecallInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: StrictBool = Field(default=True, description="false turns recall off (e.g. "
-                                                          "for one request).")
+    enabled: StrictBool = Field(
+        default=True, description="false turns recall off (e.g. for one request)."
+    )
     share: Annotated[JsonFloat, Field(gt=0, le=MAX_SHARE)] | None = Field(
-        default=None, description=(
-        "Most of the budget recalled messages may take (with their note). Default (null): "
-        f"adaptive: the best hits may take {AUTO_BASE_SHARE:.0%} of the budget, and hits "
-        f"scoring at least {AUTO_KEEP:.0%} of the best one up to {AUTO_MAX_SHARE:.0%}, "
-        "within what the rest of the context leaves free."))
+        default=None,
+        description=(
+            "Most of the budget recalled messages may take (with their note). Default (null): "
+            f"adaptive: the best hits may take {AUTO_BASE_SHARE:.0%} of the budget, and hits "
+            f"scoring at least {AUTO_KEEP:.0%} of the best one up to {AUTO_MAX_SHARE:.0%}, "
+            "within what the rest of the context leaves free."
+        ),
+    )
     max_messages: Annotated[JsonInt, Field(ge=1, le=MAX_MESSAGES)] | None = Field(
-        default=None, description=(
-        "Most messages recalled, tool partners included. Default (null): "
-        f"{MAX_MESSAGES} with the adaptive share, {DEFAULT_MAX_MESSAGES} with a fixed one."))
-    query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS, description=(
-        "What to search for. Default: the text of the newest user message."))
+        default=None,
+        description=(
+            "Most messages recalled, tool partners included. Default (null): "
+            f"{MAX_MESSAGES} with the adaptive share, {DEFAULT_MAX_MESSAGES} with a fixed one."
+        ),
+    )
+    query: str | None = Field(
+        default=None,
+        max_length=MAX_QUERY_CHARS,
+        description=("What to search for. Default: the text of the newest user message."),
+    )
 
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal["anthropic", "openai", "raw"] = "anthropic"
-    recall: RecallInput | None = Field(default=None, description=(
-        "Recall for this build, instead of the session's `config.recall`."))
-    facts_as_of: JsonAwareDatetime | None = Field(default=None, description=(
-        "The facts block shows the facts true at this time (default: now)."))
-    record: StrictBool | None = Field(default=None, description=(
-        "Record this build's manifest (true) or not (false), instead of the session's "
-        "`config.audit`. A recorded build is listed under GET /v1/sessions/{id}/contexts."))
-    manifest: StrictBool = Field(default=False, description=(
-        "Return the build's manifest in the response (`raw` always returns it)."))
+    recall: RecallInput | None = Field(
+        default=None,
+        description=("Recall for this build, instead of the session's `config.recall`."),
+    )
+    facts_as_of: JsonAwareDatetime | None = Field(
+        default=None,
+        description=("The facts block shows the facts true at this time (default: now)."),
+    )
+    record: StrictBool | None = Field(
+        default=None,
+        description=(
+            "Record this build's manifest (true) or not (false), instead of the session's "
+            "`config.audit`. A recorded build is listed under GET /v1/sessions/{id}/contexts."
+        ),
+    )
+    manifest: StrictBool = Field(
+        default=False,
+        description=("Return the build's manifest in the response (`raw` always returns it)."),
+    )
 
 
 class RecallHitPublic(BaseModel):
@@ -64,8 +84,9 @@ class RecallHitPublic(BaseModel):
 
 class RecallPublic(BaseModel):
     query: str = Field(description="The text that was searched.")
-    seqs: list[int] = Field(description="Every recalled message, tool partners included, in "
-                                        "the order they appear.")
+    seqs: list[int] = Field(
+        description="Every recalled message, tool partners included, in the order they appear."
+    )
     hits: list[RecallHitPublic] = Field(description="The search hits recalled, best first.")
 
 
@@ -73,7 +94,8 @@ class CompressionState(BaseModel):
     pending: bool = Field(description="A compression round is due but not yet stored.")
     triggers: list[str]
     stand_in_ranges: list[list[int]] = Field(
-        description="[start_seq, end_seq] shown with a heuristic stand-in summary.")
+        description="[start_seq, end_seq] shown with a heuristic stand-in summary."
+    )
     dropped_summaries: int = Field(description="Stored L2 summaries left out to fit.")
     dropped_promoted: list[int]
     dropped_blocks: list[str]
@@ -83,16 +105,23 @@ class CompressionState(BaseModel):
 
 
 class ContextPublic(BaseModel):
-    context_id: uuid.UUID = Field(description=(
-        "This build's id. Recorded builds (`recorded`) are read, replayed and diffed under "
-        "/v1/sessions/{id}/contexts/{context_id}."))
-    recorded: bool = Field(description=(
-        "The manifest was stored (the session's `config.audit`, or `record: true`)."))
-    manifest: ManifestPublic | None = Field(default=None, description=(
-        "What the model saw and why (`raw`, or `manifest: true`; null otherwise)."))
+    context_id: uuid.UUID = Field(
+        description=(
+            "This build's id. Recorded builds (`recorded`) are read, replayed and diffed under "
+            "/v1/sessions/{id}/contexts/{context_id}."
+        )
+    )
+    recorded: bool = Field(
+        description=("The manifest was stored (the session's `config.audit`, or `record: true`).")
+    )
+    manifest: ManifestPublic | None = Field(
+        default=None,
+        description=("What the model saw and why (`raw`, or `manifest: true`; null otherwise)."),
+    )
     format: str
-    system: Any = Field(default=None, description="anthropic: system blocks (cache_control "
-                                                  "on ROM and Kernel).")
+    system: Any = Field(
+        default=None, description="anthropic: system blocks (cache_control on ROM and Kernel)."
+    )
     messages: list[dict[str, Any]] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
     layers: dict[str, Any] | None = Field(default=None, description="raw: every layer.")
@@ -101,7 +130,10 @@ class ContextPublic(BaseModel):
     budget: int
     usage: float = Field(description="total_tokens / budget (never above 1).")
     l1_seqs: list[int]
-    recall: RecallPublic | None = Field(default=None, description=(
-        "What automatic recall searched and placed (null when recall is off or found "
-        "no room)."))
+    recall: RecallPublic | None = Field(
+        default=None,
+        description=(
+            "What automatic recall searched and placed (null when recall is off or found no room)."
+        ),
+    )
     compression: CompressionState

@@ -14,8 +14,9 @@ from app.memory.state import load
 from app.state import AppState
 
 
-async def build_session_context(state: AppState, caller: Caller, session_id: uuid.UUID,
-                                body: ContextRequest | None) -> builder.Built:
+async def build_session_context(
+    state: AppState, caller: Caller, session_id: uuid.UUID, body: ContextRequest | None
+) -> builder.Built:
     """The built context of a session the caller may see (404 `session_not_found` else);
     render it with `app.context.render`. With recall on (the session's `config.recall`, or
     `body.recall`) the build also searches the swap for the newest user message."""
@@ -23,9 +24,9 @@ async def build_session_context(state: AppState, caller: Caller, session_id: uui
     return built
 
 
-async def build_and_record(state: AppState, caller: Caller, session_id: uuid.UUID,
-                           body: ContextRequest | None, fmt: str
-                           ) -> tuple[builder.Built, dict[str, Any], dict[str, Any] | None]:
+async def build_and_record(
+    state: AppState, caller: Caller, session_id: uuid.UUID, body: ContextRequest | None, fmt: str
+) -> tuple[builder.Built, dict[str, Any], dict[str, Any] | None]:
     """`build_session_context`, then its `context_id` and manifest
     (`app.context.manifest_service.finish`): (built, the response's extra fields, the
     format's payload when rendered already)."""
@@ -34,9 +35,13 @@ async def build_and_record(state: AppState, caller: Caller, session_id: uuid.UUI
     return built, extra, payload
 
 
-async def _build(state: AppState, caller: Caller, session_id: uuid.UUID,
-                 body: ContextRequest | None, fmt: str | None
-                 ) -> tuple[builder.Built, dict[str, Any] | None, dict[str, Any] | None]:
+async def _build(
+    state: AppState,
+    caller: Caller,
+    session_id: uuid.UUID,
+    body: ContextRequest | None,
+    fmt: str | None,
+) -> tuple[builder.Built, dict[str, Any] | None, dict[str, Any] | None]:
     # one round trip reads the session and its memory
     async with state.connection() as conn:
         loaded = await load(conn, caller.tenant_id, session_id, window=CONTEXT, caller=caller)
@@ -44,9 +49,14 @@ async def _build(state: AppState, caller: Caller, session_id: uuid.UUID,
     recall = recall_config(session.config, body.recall if body is not None else None)
     with facts_as_of(body.facts_as_of if body is not None else None):
         built = await builder.build(
-            state.read_sessionmaker, session, loaded, providers=state.hooks.context_blocks,
+            state.read_sessionmaker,
+            session,
+            loaded,
+            providers=state.hooks.context_blocks,
             recall=SwapRecall(state, caller.tenant_id, session_id, recall)
-            if recall.enabled else None)
+            if recall.enabled
+            else None,
+        )
     if fmt is None:
         return built, None, None
     extra, payload = await manifest_service.finish(state, built, body, fmt)

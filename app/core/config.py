@@ -48,11 +48,13 @@ class Settings(BaseSettings):
     # client-side timeout for a server that does not answer at all), waiting for a pooled
     # connection, and opening one; past any of them the request answers 503
     # `database_unavailable` with Retry-After. 0 = no statement limit.
-    db_statement_timeout_seconds: float = Field(default=5.0, ge=0,
-                                                alias="LOOM_DB_STATEMENT_TIMEOUT_SECONDS")
+    db_statement_timeout_seconds: float = Field(
+        default=5.0, ge=0, alias="LOOM_DB_STATEMENT_TIMEOUT_SECONDS"
+    )
     db_pool_timeout_seconds: float = Field(default=5.0, gt=0, alias="LOOM_DB_POOL_TIMEOUT_SECONDS")
-    db_connect_timeout_seconds: float = Field(default=5.0, gt=0,
-                                              alias="LOOM_DB_CONNECT_TIMEOUT_SECONDS")
+    db_connect_timeout_seconds: float = Field(
+        default=5.0, gt=0, alias="LOOM_DB_CONNECT_TIMEOUT_SECONDS"
+    )
     # /readyz answers within this (each store check is cut off after it).
     ready_timeout_seconds: float = Field(default=2.0, gt=0, alias="LOOM_READY_TIMEOUT_SECONDS")
 
@@ -74,13 +76,11 @@ class Settings(BaseSettings):
     max_json_depth: int = Field(default=64, ge=4, le=200, alias="LOOM_MAX_JSON_DEPTH")
     # One message (its JSON: content, tool calls, metadata); a batch is bounded by
     # LOOM_MAX_REQUEST_BYTES.
-    max_message_bytes: int = Field(default=8 * 1024 * 1024, ge=1024,
-                                   alias="LOOM_MAX_MESSAGE_BYTES")
+    max_message_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, alias="LOOM_MAX_MESSAGE_BYTES")
     # HMAC key of pagination cursors. Unset = derived from LOOM_ADMIN_KEY and DATABASE_URL
     # (stable across restarts and replicas of one deployment); set it to rotate cursors.
     cursor_secret: SecretStr | None = Field(default=None, alias="LOOM_CURSOR_SECRET")
-    filter_max_values: int = Field(default=1000, ge=1, le=10000,
-                                   alias="LOOM_FILTER_MAX_VALUES")
+    filter_max_values: int = Field(default=1000, ge=1, le=10000, alias="LOOM_FILTER_MAX_VALUES")
 
     migrate_on_start: bool = Field(default=True, alias="LOOM_MIGRATE_ON_START")
     # `loom-memory migrate` waits this long for DATABASE_URL's server to accept connections
@@ -89,7 +89,8 @@ class Settings(BaseSettings):
 
     # LLM (summaries, rerank). No key = heuristic summaries and BM25-only search.
     llm_provider: Literal["anthropic", "openai", "none"] = Field(
-        default="anthropic", alias="LOOM_LLM_PROVIDER")
+        default="anthropic", alias="LOOM_LLM_PROVIDER"
+    )
     anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
     summary_model: str = Field(default="claude-haiku-4-5", alias="LOOM_SUMMARY_MODEL")
@@ -100,8 +101,7 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(default=None, alias="LOOM_OPENAI_API_KEY")
     openai_model: str | None = Field(default=None, alias="LOOM_OPENAI_MODEL")
     summary_max_tokens: int = Field(default=600, ge=32, alias="LOOM_SUMMARY_MAX_TOKENS")
-    summary_input_tokens: int = Field(default=100_000, ge=1000,
-                                      alias="LOOM_SUMMARY_INPUT_TOKENS")
+    summary_input_tokens: int = Field(default=100_000, ge=1000, alias="LOOM_SUMMARY_INPUT_TOKENS")
 
     # Search (BM25 parameters, conversation window; rerank deadline and cache lifetime)
     search_bm25_k1: float = Field(default=1.2, ge=0, le=10, alias="LOOM_SEARCH_BM25_K1")
@@ -109,39 +109,48 @@ class Settings(BaseSettings):
     # Conversation-aware ranking (app/search/bm25.py): a message's own BM25 plus weight x the
     # BM25 of the turns within `window` of it; 0 and 0 give plain BM25.
     search_window: int = Field(default=2, ge=0, le=10, alias="LOOM_SEARCH_WINDOW")
-    search_window_weight: float = Field(default=2.0, ge=0, le=100,
-                                        alias="LOOM_SEARCH_WINDOW_WEIGHT")
+    search_window_weight: float = Field(
+        default=2.0, ge=0, le=100, alias="LOOM_SEARCH_WINDOW_WEIGHT"
+    )
     # Messages created on a date the query names ("in May 2023") score this many times more
     # (1: off).
     search_date_boost: float = Field(default=3.0, ge=1, le=100, alias="LOOM_SEARCH_DATE_BOOST")
     # Messages whose author the query names ("What did Nate say...": a message's `name`, or
     # a leading "Nate:") score this many times more (1: off; app/search/speakers.py).
-    search_speaker_boost: float = Field(default=1.3, ge=1, le=100,
-                                        alias="LOOM_SEARCH_SPEAKER_BOOST")
-    search_rerank_timeout_seconds: float = Field(default=10.0, gt=0,
-                                                 alias="LOOM_SEARCH_RERANK_TIMEOUT_SECONDS")
-    search_rerank_cache_ttl_seconds: int = Field(default=3600, ge=0,
-                                                 alias="LOOM_SEARCH_RERANK_CACHE_TTL_SECONDS")
+    search_speaker_boost: float = Field(
+        default=1.3, ge=1, le=100, alias="LOOM_SEARCH_SPEAKER_BOOST"
+    )
+    search_rerank_timeout_seconds: float = Field(
+        default=10.0, gt=0, alias="LOOM_SEARCH_RERANK_TIMEOUT_SECONDS"
+    )
+    search_rerank_cache_ttl_seconds: int = Field(
+        default=3600, ge=0, alias="LOOM_SEARCH_RERANK_CACHE_TTL_SECONDS"
+    )
 
     # Shared memory (app/shared_memory). Sizes in bytes.
-    shared_memory_cache_bytes: int = Field(default=1024**3, ge=0,
-                                           alias="LOOM_SHARED_MEMORY_CACHE_BYTES")
-    shared_memory_max_value_bytes: int = Field(default=32 * 1024**2, ge=1,
-                                               alias="LOOM_SHARED_MEMORY_MAX_VALUE_BYTES")
+    shared_memory_cache_bytes: int = Field(
+        default=1024**3, ge=0, alias="LOOM_SHARED_MEMORY_CACHE_BYTES"
+    )
+    shared_memory_max_value_bytes: int = Field(
+        default=32 * 1024**2, ge=1, alias="LOOM_SHARED_MEMORY_MAX_VALUE_BYTES"
+    )
     shared_memory_compress_threshold_bytes: int = Field(
-        default=1024**2, ge=0, alias="LOOM_SHARED_MEMORY_COMPRESS_THRESHOLD_BYTES")
-    shared_memory_require_if_match: bool = Field(default=False,
-                                                 alias="LOOM_SHARED_MEMORY_REQUIRE_IF_MATCH")
-    shared_memory_watch_queue: int = Field(default=256, ge=1,
-                                           alias="LOOM_SHARED_MEMORY_WATCH_QUEUE")
-    tool_result_offload_bytes: int = Field(default=100 * 1024, ge=1,
-                                           alias="LOOM_TOOL_RESULT_OFFLOAD_BYTES")
+        default=1024**2, ge=0, alias="LOOM_SHARED_MEMORY_COMPRESS_THRESHOLD_BYTES"
+    )
+    shared_memory_require_if_match: bool = Field(
+        default=False, alias="LOOM_SHARED_MEMORY_REQUIRE_IF_MATCH"
+    )
+    shared_memory_watch_queue: int = Field(
+        default=256, ge=1, alias="LOOM_SHARED_MEMORY_WATCH_QUEUE"
+    )
+    tool_result_offload_bytes: int = Field(
+        default=100 * 1024, ge=1, alias="LOOM_TOOL_RESULT_OFFLOAD_BYTES"
+    )
     tool_result_ttl_seconds: int = Field(default=3600, ge=1, alias="LOOM_TOOL_RESULT_TTL_SECONDS")
 
     # Knowledge tiers (app/knowledge)
     knowledge_max_items: int = Field(default=1000, ge=1, alias="LOOM_KNOWLEDGE_MAX_ITEMS")
-    knowledge_max_candidates: int = Field(default=2000, ge=1,
-                                          alias="LOOM_KNOWLEDGE_MAX_CANDIDATES")
+    knowledge_max_candidates: int = Field(default=2000, ge=1, alias="LOOM_KNOWLEDGE_MAX_CANDIDATES")
 
     # Worker
     queue_name: str = Field(default="arq:queue", alias="LOOM_QUEUE_NAME")
@@ -149,47 +158,52 @@ class Settings(BaseSettings):
     # Background compression (arq jobs; app/memory/tasks.py)
     # POST .../memory/compress?wait=true answers 202 with the job status past this
     compress_wait_seconds: float = Field(default=30.0, gt=0, alias="LOOM_COMPRESS_WAIT_SECONDS")
-    compress_job_timeout_seconds: float = Field(default=300.0, gt=0,
-                                                alias="LOOM_COMPRESS_JOB_TIMEOUT_SECONDS")
+    compress_job_timeout_seconds: float = Field(
+        default=300.0, gt=0, alias="LOOM_COMPRESS_JOB_TIMEOUT_SECONDS"
+    )
     compress_max_tries: int = Field(default=5, ge=1, le=50, alias="LOOM_COMPRESS_MAX_TRIES")
-    compress_retry_base_seconds: float = Field(default=5.0, ge=0,
-                                               alias="LOOM_COMPRESS_RETRY_BASE_SECONDS")
+    compress_retry_base_seconds: float = Field(
+        default=5.0, ge=0, alias="LOOM_COMPRESS_RETRY_BASE_SECONDS"
+    )
     compress_llm_tries: int = Field(default=3, ge=1, alias="LOOM_COMPRESS_LLM_TRIES")
-    compress_cron_seconds: int = Field(default=60, ge=1, le=60,
-                                       alias="LOOM_COMPRESS_CRON_SECONDS")
-    compress_busy_usage: float = Field(default=0.70, gt=0, le=1,
-                                       alias="LOOM_COMPRESS_BUSY_USAGE")
+    compress_cron_seconds: int = Field(default=60, ge=1, le=60, alias="LOOM_COMPRESS_CRON_SECONDS")
+    compress_busy_usage: float = Field(default=0.70, gt=0, le=1, alias="LOOM_COMPRESS_BUSY_USAGE")
     compress_cron_batch: int = Field(default=500, ge=1, alias="LOOM_COMPRESS_CRON_BATCH")
     # Fact extraction (arq jobs; app/facts/tasks.py, issue 19)
     facts_max_tries: int = Field(default=4, ge=1, le=50, alias="LOOM_FACTS_MAX_TRIES")
-    facts_retry_base_seconds: float = Field(default=5.0, ge=0,
-                                            alias="LOOM_FACTS_RETRY_BASE_SECONDS")
-    facts_job_timeout_seconds: float = Field(default=300.0, gt=0,
-                                             alias="LOOM_FACTS_JOB_TIMEOUT_SECONDS")
+    facts_retry_base_seconds: float = Field(
+        default=5.0, ge=0, alias="LOOM_FACTS_RETRY_BASE_SECONDS"
+    )
+    facts_job_timeout_seconds: float = Field(
+        default=300.0, gt=0, alias="LOOM_FACTS_JOB_TIMEOUT_SECONDS"
+    )
     facts_wait_seconds: float = Field(default=60.0, gt=0, alias="LOOM_FACTS_WAIT_SECONDS")
     # the rendered prompt of one extraction call (a longer backlog is split into batches)
     facts_input_tokens: int = Field(default=8000, ge=500, alias="LOOM_FACTS_INPUT_TOKENS")
     # extraction follows the conversation (app/facts/trigger.py, issue 27): at once after
     # this many new messages, else after this many seconds without one
-    facts_every_messages: int = Field(default=6, ge=1, le=10_000,
-                                      alias="LOOM_FACTS_EVERY_MESSAGES")
-    facts_quiet_seconds: float = Field(default=60.0, ge=0, le=86_400,
-                                       alias="LOOM_FACTS_QUIET_SECONDS")
+    facts_every_messages: int = Field(default=6, ge=1, le=10_000, alias="LOOM_FACTS_EVERY_MESSAGES")
+    facts_quiet_seconds: float = Field(
+        default=60.0, ge=0, le=86_400, alias="LOOM_FACTS_QUIET_SECONDS"
+    )
     facts_max_tokens: int = Field(default=2000, ge=64, alias="LOOM_FACTS_MAX_TOKENS")
     # Context manifests (issue 30; app/context/manifest_tasks.py): the worker's sweep keeps
     # the newest N recorded builds of a session (0: no count limit), none older than T days
     # (0: no age limit), deleting at most `batch` rows a pass
     context_manifests_keep: int = Field(default=200, ge=0, alias="LOOM_CONTEXT_MANIFESTS_KEEP")
-    context_manifests_days: float = Field(default=30.0, ge=0,
-                                          alias="LOOM_CONTEXT_MANIFESTS_DAYS")
-    context_manifests_sweep_seconds: int = Field(default=60, ge=1, le=60,
-                                                 alias="LOOM_CONTEXT_MANIFESTS_SWEEP_SECONDS")
-    context_manifests_sweep_batch: int = Field(default=10_000, ge=1,
-                                               alias="LOOM_CONTEXT_MANIFESTS_SWEEP_BATCH")
-    worker_metrics_port: int | None = Field(default=None, ge=0, le=65535,
-                                            alias="LOOM_WORKER_METRICS_PORT")
-    worker_job_timeout_seconds: float = Field(default=300.0, gt=0,
-                                              alias="LOOM_WORKER_JOB_TIMEOUT_SECONDS")
+    context_manifests_days: float = Field(default=30.0, ge=0, alias="LOOM_CONTEXT_MANIFESTS_DAYS")
+    context_manifests_sweep_seconds: int = Field(
+        default=60, ge=1, le=60, alias="LOOM_CONTEXT_MANIFESTS_SWEEP_SECONDS"
+    )
+    context_manifests_sweep_batch: int = Field(
+        default=10_000, ge=1, alias="LOOM_CONTEXT_MANIFESTS_SWEEP_BATCH"
+    )
+    worker_metrics_port: int | None = Field(
+        default=None, ge=0, le=65535, alias="LOOM_WORKER_METRICS_PORT"
+    )
+    worker_job_timeout_seconds: float = Field(
+        default=300.0, gt=0, alias="LOOM_WORKER_JOB_TIMEOUT_SECONDS"
+    )
     # A job whose worker died is run again by another worker within this (the running
     # worker renews a lease on the job; see app/jobs/lease.py).
     job_recovery_seconds: float = Field(default=30.0, ge=3, alias="LOOM_JOB_RECOVERY_SECONDS")
@@ -199,20 +213,22 @@ class Settings(BaseSettings):
     # Rows deleted per transaction, and an optional pause between batches (lowers the
     # erasure's share of the database while other tenants work).
     erasure_batch: int = Field(default=20_000, ge=1, le=1_000_000, alias="LOOM_ERASURE_BATCH")
-    erasure_pause_seconds: float = Field(default=0.0, ge=0, le=60,
-                                         alias="LOOM_ERASURE_PAUSE_SECONDS")
+    erasure_pause_seconds: float = Field(
+        default=0.0, ge=0, le=60, alias="LOOM_ERASURE_PAUSE_SECONDS"
+    )
     # Subjects with at most this many messages are erased in the request; bigger ones by a
     # worker job (the request answers 202 with the running receipt).
-    erasure_inline_messages: int = Field(default=5_000, ge=0,
-                                         alias="LOOM_ERASURE_INLINE_MESSAGES")
+    erasure_inline_messages: int = Field(default=5_000, ge=0, alias="LOOM_ERASURE_INLINE_MESSAGES")
     # A running erasure untouched this long is resumed by the worker's sweep (its runner
     # died: a killed API or worker).
-    erasure_recovery_seconds: float = Field(default=30.0, ge=1,
-                                            alias="LOOM_ERASURE_RECOVERY_SECONDS")
+    erasure_recovery_seconds: float = Field(
+        default=30.0, ge=1, alias="LOOM_ERASURE_RECOVERY_SECONDS"
+    )
     # Longest wait between reconnect attempts of a worker that lost Redis, and between
     # restarts of a child process `serve` supervises.
-    worker_reconnect_max_seconds: float = Field(default=10.0, gt=0,
-                                                alias="LOOM_WORKER_RECONNECT_MAX_SECONDS")
+    worker_reconnect_max_seconds: float = Field(
+        default=10.0, gt=0, alias="LOOM_WORKER_RECONNECT_MAX_SECONDS"
+    )
 
     @field_validator("database_url")
     @classmethod

@@ -30,8 +30,9 @@ AfterCommit = Callable[[], Awaitable[None]]
 CLOSE_TIMEOUT = 0.5
 
 
-def create_engine(url: str, pool_size: int = 10, settings: Any = None, *,
-                  max_overflow: int | None = None) -> AsyncEngine:
+def create_engine(
+    url: str, pool_size: int = 10, settings: Any = None, *, max_overflow: int | None = None
+) -> AsyncEngine:
     """The engine with a bounded database time (see `Settings.db_*_seconds`) and the
     disconnect handling of `install_disconnect_handling`. `settings` defaults to the
     process settings."""
@@ -74,6 +75,7 @@ def install_disconnect_handling(engine: AsyncEngine) -> None:
       SQLAlchemy invalidates the connection (and the pool's older ones); the connection is
       closed at once, without the graceful close that would wait on a frozen server.
     Raw asyncpg work under a request's session is covered by `get_db`."""
+
     @event.listens_for(engine.sync_engine, "checkout")
     def _closed_on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         raw = _driver(dbapi_connection)
@@ -166,8 +168,11 @@ async def run_after_commit(db: AsyncSession) -> None:
 
 def create_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions for read-only routes: autocommit, so no BEGIN/COMMIT round trips."""
-    return async_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"),
-                              expire_on_commit=False, autoflush=False)
+    return async_sessionmaker(
+        engine.execution_options(isolation_level="AUTOCOMMIT"),
+        expire_on_commit=False,
+        autoflush=False,
+    )
 
 
 def read_only(fn: Any) -> Any:

@@ -55,33 +55,42 @@ def is_connection_error(exc: BaseException) -> bool:
         if isinstance(cur, sqlalchemy.exc.TimeoutError):  # pool exhausted: not the connection
             return False
         if isinstance(cur, (sqlalchemy.exc.DisconnectionError,)) or (
-                isinstance(cur, sqlalchemy.exc.DBAPIError) and cur.connection_invalidated):
+            isinstance(cur, sqlalchemy.exc.DBAPIError) and cur.connection_invalidated
+        ):
             return True
-        if isinstance(cur, (asyncpg.exceptions.PostgresConnectionError,  # SQLSTATE class 08
-                            asyncpg.exceptions.AdminShutdownError,  # 57P01 (terminated)
-                            asyncpg.exceptions.CrashShutdownError,  # 57P02
-                            asyncpg.exceptions.CannotConnectNowError,  # 57P03
-                            asyncpg.exceptions.IdleSessionTimeoutError)):  # 57P05
+        if isinstance(
+            cur,
+            (
+                asyncpg.exceptions.PostgresConnectionError,  # SQLSTATE class 08
+                asyncpg.exceptions.AdminShutdownError,  # 57P01 (terminated)
+                asyncpg.exceptions.CrashShutdownError,  # 57P02
+                asyncpg.exceptions.CannotConnectNowError,  # 57P03
+                asyncpg.exceptions.IdleSessionTimeoutError,
+            ),
+        ):  # 57P05
             return True
         # a connection left mid-operation by a failure ("another operation is in
         # progress") or already closed; asyncpg's InterfaceError subclass for bad query
         # arguments is also a ValueError and is not one of these
-        if isinstance(cur, (asyncpg.exceptions.InterfaceError,
-                            asyncpg.exceptions.InternalClientError)) and not isinstance(
-                cur, ValueError):
+        if isinstance(
+            cur, (asyncpg.exceptions.InterfaceError, asyncpg.exceptions.InternalClientError)
+        ) and not isinstance(cur, ValueError):
             text = str(cur).lower()
             if "closed" in text or "another operation" in text:
                 return True
-        if isinstance(cur, (ConnectionError, socket.gaierror, asyncio.TimeoutError,
-                            TimeoutError, OSError)):
+        if isinstance(
+            cur, (ConnectionError, socket.gaierror, asyncio.TimeoutError, TimeoutError, OSError)
+        ):
             return True
     return False
 
 
-def database_unavailable(message: str = "The database is unavailable; try again shortly."
-                         ) -> ServiceUnavailable:
-    return ServiceUnavailable(message, code="database_unavailable",
-                              headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+def database_unavailable(
+    message: str = "The database is unavailable; try again shortly.",
+) -> ServiceUnavailable:
+    return ServiceUnavailable(
+        message, code="database_unavailable", headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
+    )
 
 
 def map_db_error(exc: BaseException) -> AppError | None:
@@ -96,31 +105,48 @@ def map_db_error(exc: BaseException) -> AppError | None:
         if state == "LM404":
             return NotFound("No such session.", code="session_not_found")
         if state == "LM409":
-            return Conflict("This subject is being erased; try again when the erasure has "
-                            "completed.", code="erasure_in_progress")
+            return Conflict(
+                "This subject is being erased; try again when the erasure has completed.",
+                code="erasure_in_progress",
+            )
     for cur in _chain(exc):
-        if isinstance(cur, UnicodeEncodeError) or isinstance(
-                cur, (asyncpg.exceptions.UntranslatableCharacterError,
-                      asyncpg.exceptions.CharacterNotInRepertoireError)) or (
+        if (
+            isinstance(cur, UnicodeEncodeError)
+            or isinstance(
+                cur,
+                (
+                    asyncpg.exceptions.UntranslatableCharacterError,
+                    asyncpg.exceptions.CharacterNotInRepertoireError,
+                ),
+            )
+            or (
                 isinstance(cur, asyncpg.exceptions.DataError)
-                and any(m in str(cur).lower() for m in ("unicode", "0x00", "surrogate"))):
-            return Unprocessable("The request holds characters that cannot be stored "
-                                 "(NUL characters or unpaired surrogates).",
-                                 code="unsupported_characters")
+                and any(m in str(cur).lower() for m in ("unicode", "0x00", "surrogate"))
+            )
+        ):
+            return Unprocessable(
+                "The request holds characters that cannot be stored "
+                "(NUL characters or unpaired surrogates).",
+                code="unsupported_characters",
+            )
         if isinstance(cur, asyncpg.exceptions.DataError):
-            return Unprocessable("A value in the request cannot be stored: "
-                                 f"{type(cur).__name__}.", code="unstorable_value")
-    if _is_redis(exc) and any(isinstance(e, (redis.exceptions.ConnectionError,
-                                             redis.exceptions.TimeoutError, OSError))
-                              for e in _chain(exc)):
-        return ServiceUnavailable("A backing store is unavailable; try again shortly.",
-                                  headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+            return Unprocessable(
+                f"A value in the request cannot be stored: {type(cur).__name__}.",
+                code="unstorable_value",
+            )
+    if _is_redis(exc) and any(
+        isinstance(e, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError))
+        for e in _chain(exc)
+    ):
+        return ServiceUnavailable(
+            "A backing store is unavailable; try again shortly.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     if is_connection_error(exc):
         return database_unavailable()
     for cur in _chain(exc):
         if isinstance(cur, asyncpg.exceptions.QueryCanceledError):  # statement_timeout
-            return database_unavailable("The database did not answer in time; "
-                                        "try again shortly.")
+            return database_unavailable("The database did not answer in time; try again shortly.")
         if isinstance(cur, sqlalchemy.exc.TimeoutError):  # no pooled connection in time
             return database_unavailable("The database is busy; try again shortly.")
         if isinstance(cur, asyncpg.exceptions.TooManyConnectionsError):

@@ -21,10 +21,20 @@ from app.core.request_context import HEADER, SCOPE_KEY
 
 log = logging.getLogger("loom.errors")
 
-_STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-                 405: "method_not_allowed", 406: "not_acceptable", 409: "conflict",
-                 413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
-                 429: "rate_limited", 503: "unavailable"}
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    503: "unavailable",
+}
 
 
 def allowed_methods(app: FastAPI, scope: Any) -> list[str]:
@@ -64,8 +74,10 @@ def store_error(exc: BaseException) -> AppError:
     over PostgreSQL's parameter limit, the store errors `map_db_error` knows (503s logged
     as warnings), else 500 `internal_error` (logged with its trace)."""
     if _too_many_arguments(exc):
-        return Unprocessable("The request holds more values than one database query can "
-                             "take; send fewer.", code="too_many_values")
+        return Unprocessable(
+            "The request holds more values than one database query can take; send fewer.",
+            code="too_many_values",
+        )
     mapped = map_db_error(exc)
     if mapped is None:
         log.exception("unhandled error", exc_info=exc)
@@ -88,8 +100,9 @@ def install_error_handlers(app: FastAPI) -> None:
         if errors and all(_bad_agent_id(e) for e in errors):
             # The same answer as for the X-Agent-Id header (app.auth.caller.check_agent_id).
             where = ".".join(str(p) for p in errors[0]["loc"])
-            return error_response(400, "invalid_agent_id",
-                                  f"{where} is not a valid agent id.", errors)
+            return error_response(
+                400, "invalid_agent_id", f"{where} is not a valid agent id.", errors
+            )
         return error_response(422, "validation_error", "The request is not valid.", errors)
 
     @app.exception_handler(StarletteHTTPException)
@@ -111,9 +124,16 @@ def install_error_handlers(app: FastAPI) -> None:
     import redis.exceptions
     import sqlalchemy.exc
 
-    for exc_class in (sqlalchemy.exc.SQLAlchemyError, asyncpg.PostgresError,
-                      asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError,
-                      redis.exceptions.RedisError, UnicodeEncodeError, OSError, TimeoutError):
+    for exc_class in (
+        sqlalchemy.exc.SQLAlchemyError,
+        asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+        asyncpg.exceptions.InternalClientError,
+        redis.exceptions.RedisError,
+        UnicodeEncodeError,
+        OSError,
+        TimeoutError,
+    ):
         app.add_exception_handler(exc_class, _store_error)
 
     @app.exception_handler(Exception)

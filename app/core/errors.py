@@ -16,8 +16,14 @@ class AppError(Exception):
     status_code = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code:
@@ -100,10 +106,10 @@ def envelope(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-def error_response(status: int, code: str, message: str, details: Any = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(envelope(code, message, details), status_code=status,
-                        headers=headers)
+def error_response(
+    status: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(envelope(code, message, details), status_code=status, headers=headers)
 
 
 def clean_validation_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -17,8 +17,10 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from app.core.errors import envelope
 
 CODE = "invalid_http_request"
-MESSAGE = ("The request could not be parsed as HTTP/1.1 (a malformed request line or header, "
-           "a control character such as NUL in a header, or headers that are too large).")
+MESSAGE = (
+    "The request could not be parsed as HTTP/1.1 (a malformed request line or header, "
+    "a control character such as NUL in a header, or headers that are too large)."
+)
 
 
 def envelope_body(message: str = MESSAGE) -> bytes:
@@ -29,9 +31,15 @@ def _head(default_headers: list[tuple[bytes, bytes]], body: bytes) -> list[bytes
     out = [b"HTTP/1.1 400 Bad Request\r\n"]
     for name, value in default_headers:
         out.extend([name, b": ", value, b"\r\n"])
-    out.extend([b"content-type: application/json\r\n",
-                b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
-                b"connection: close\r\n", b"\r\n", body])
+    out.extend(
+        [
+            b"content-type: application/json\r\n",
+            b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+            b"connection: close\r\n",
+            b"\r\n",
+            body,
+        ]
+    )
     return out
 
 
@@ -49,6 +57,7 @@ try:
 except ImportError:  # pragma: no cover  (httptools not installed: uvicorn uses h11)
     EnvelopeHTTPProtocol = EnvelopeH11Protocol
 else:
+
     class EnvelopeHttpToolsProtocol(HttpToolsProtocol):
         def send_400_response(self, msg: str) -> None:
             body = envelope_body()

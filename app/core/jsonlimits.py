@@ -33,10 +33,12 @@ class JsonTooDeep(ValueError):
     """The document nests deeper than the limit; `loc` is the path to where it does."""
 
     def __init__(self, limit: int, loc: list[str | int]) -> None:
-        shown = ".".join(str(p) for p in loc[:_LOC_ITEMS]) + ("..." if len(loc) > _LOC_ITEMS
-                                                             else "")
-        super().__init__(f"JSON is nested deeper than {limit} levels"
-                         + (f" (at {shown})" if loc else "") + ".")
+        shown = ".".join(str(p) for p in loc[:_LOC_ITEMS]) + (
+            "..." if len(loc) > _LOC_ITEMS else ""
+        )
+        super().__init__(
+            f"JSON is nested deeper than {limit} levels" + (f" (at {shown})" if loc else "") + "."
+        )
         self.limit = limit
         self.loc = loc[:_LOC_ITEMS]
 

@@ -33,8 +33,9 @@ def is_json_type(content_type: str | None) -> bool:
     if not content_type:
         return False
     mime = content_type.split(";", 1)[0].strip().lower()
-    return mime == "application/json" or (mime.startswith("application/")
-                                          and mime.endswith("+json"))
+    return mime == "application/json" or (
+        mime.startswith("application/") and mime.endswith("+json")
+    )
 
 
 class RequestLimits:
@@ -43,8 +44,7 @@ class RequestLimits:
         self.max_bytes = max_bytes
 
     def _too_large(self) -> JSONResponse:
-        return error_response(413, "payload_too_large",
-                              f"The body is over {self.max_bytes} bytes.")
+        return error_response(413, "payload_too_large", f"The body is over {self.max_bytes} bytes.")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -30,8 +30,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
-                timespec="milliseconds"),
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -81,24 +80,34 @@ def dict_config(log_format: str, level: str) -> dict[str, Any]:
     one stderr handler in `log_format`. `serve` hands it to uvicorn, whose API processes
     apply it on start."""
     formatter: dict[str, Any] = (
-        {"()": f"{__name__}.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT})
+        {"()": f"{__name__}.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT}
+    )
     root_level = logging.getLevelNamesMapping().get(level.upper(), logging.DEBUG)
-    loggers: dict[str, Any] = {name: {"handlers": [], "propagate": True}
-                               for name in ("uvicorn", "uvicorn.error", "uvicorn.access")}
+    loggers: dict[str, Any] = {
+        name: {"handlers": [], "propagate": True}
+        for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
+    }
     # the MCP SDK (app.mcp) says at INFO that its session manager starts and stops, and
     # "Terminating session: None" after every stateless request; debug keeps it all
-    loggers["mcp"] = {"level": root_level if root_level <= logging.DEBUG
-                      else max(root_level, logging.WARNING)}
+    loggers["mcp"] = {
+        "level": root_level if root_level <= logging.DEBUG else max(root_level, logging.WARNING)
+    }
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"loom": formatter},
-        "filters": {"quiet_cron": {"()": f"{__name__}.QuietCron"},
-                    "quiet_health": {"()": f"{__name__}.QuietHealth"}},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "loom",
-                                "stream": "ext://sys.stderr",
-                                "filters": ["quiet_cron"] + (["quiet_health"]
-                                                             if log_format == "text" else [])}},
+        "filters": {
+            "quiet_cron": {"()": f"{__name__}.QuietCron"},
+            "quiet_health": {"()": f"{__name__}.QuietHealth"},
+        },
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "formatter": "loom",
+                "stream": "ext://sys.stderr",
+                "filters": ["quiet_cron"] + (["quiet_health"] if log_format == "text" else []),
+            }
+        },
         # uvicorn's `trace` (below DEBUG) is no level of the logging module's
         "root": {"handlers": ["stderr"], "level": root_level},
         # uvicorn's loggers keep no handlers of their own: their records reach the root's

@@ -41,14 +41,33 @@ from app.core.request_context import log_access
 
 # Request latencies: the hot paths answer in about a millisecond, searches with a rerank
 # in seconds.
-LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                   10.0, 30.0)
+LATENCY_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
 LABELS = ("handler", "method", "status")
 # once per process (each app of a process, tests build several, records into them)
-REQUESTS = Counter("http_requests_total",
-                   "Total number of requests by method, status and handler.", LABELS)
-LATENCY = Histogram("http_request_duration_seconds", "Duration of HTTP requests in seconds",
-                    LABELS, buckets=(*LATENCY_BUCKETS, float("inf")))
+REQUESTS = Counter(
+    "http_requests_total", "Total number of requests by method, status and handler.", LABELS
+)
+LATENCY = Histogram(
+    "http_request_duration_seconds",
+    "Duration of HTTP requests in seconds",
+    LABELS,
+    buckets=(*LATENCY_BUCKETS, float("inf")),
+)
 EXCLUDED = frozenset({"/metrics"})  # scrapes are not counted
 _LIVE_GAUGE_FILE = re.compile(r"gauge_live\w+?_(\d+)\.db")
 

@@ -36,10 +36,13 @@ _CURSOR_RE = re.compile(CURSOR_PATTERN)
 _TAG_BYTES = 16
 INT64_MAX = 2**63 - 1
 # An empty cursor is the first page, like no cursor (decode_cursor), so the schema admits it.
-CURSOR_SCHEMA: dict[str, Any] = {"pattern": r"^(?:[A-Za-z0-9_-]{1,1000}\.[A-Za-z0-9_-]{22})?$",
-                                 "maxLength": CURSOR_MAX_LENGTH}
-CURSOR_DESCRIPTION = ("`next_cursor` of the previous page (opaque; empty: the first page; "
-                      "anything else is 400).")
+CURSOR_SCHEMA: dict[str, Any] = {
+    "pattern": r"^(?:[A-Za-z0-9_-]{1,1000}\.[A-Za-z0-9_-]{22})?$",
+    "maxLength": CURSOR_MAX_LENGTH,
+}
+CURSOR_DESCRIPTION = (
+    "`next_cursor` of the previous page (opaque; empty: the first page; anything else is 400)."
+)
 
 _key: bytes = secrets.token_bytes(32)
 
@@ -83,8 +86,9 @@ def fetch_limit(limit: int) -> int:
     return limit + 1
 
 
-def page(rows: Sequence[T], limit: int,
-         cursor_after: Callable[[T], dict[str, Any]]) -> tuple[list[T], str | None]:
+def page(
+    rows: Sequence[T], limit: int, cursor_after: Callable[[T], dict[str, Any]]
+) -> tuple[list[T], str | None]:
     """The first `limit` of `rows` (fetched with `fetch_limit(limit)`) and the cursor of
     the next page (`cursor_after(last row)`), or None when this is the last page."""
     items = list(rows[:limit])
@@ -132,5 +136,6 @@ def decode_cursor(cursor: str | None, fields: dict[str, type]) -> dict[str, Any]
 
 
 # The `cursor` query parameter of every list route.
-CursorQuery = Annotated[str | None, Query(description=CURSOR_DESCRIPTION,
-                                          json_schema_extra=CURSOR_SCHEMA)]
+CursorQuery = Annotated[
+    str | None, Query(description=CURSOR_DESCRIPTION, json_schema_extra=CURSOR_SCHEMA)
+]

@@ -23,11 +23,25 @@ import sqlalchemy as sa
 # The tenant-owned tables, parents before children. `tenants` and `api_keys` are the small
 # global tables every request reads (Citus reference tables), not in this list.
 TENANT_TABLES: tuple[str, ...] = (
-    "sessions", "messages", "memory_states", "memory_snapshots", "memory_summaries",
-    "compression_jobs", "idempotency_records", "search_stats", "shared_memory_entries",
-    "shared_memory_ref_holders", "memory_items", "agent_profiles", "learned_versions",
-    "learned_heads", "memory_item_versions", "fact_extractions", "erasures",
-    "context_manifests")
+    "sessions",
+    "messages",
+    "memory_states",
+    "memory_snapshots",
+    "memory_summaries",
+    "compression_jobs",
+    "idempotency_records",
+    "search_stats",
+    "shared_memory_entries",
+    "shared_memory_ref_holders",
+    "memory_items",
+    "agent_profiles",
+    "learned_versions",
+    "learned_heads",
+    "memory_item_versions",
+    "fact_extractions",
+    "erasures",
+    "context_manifests",
+)
 REFERENCE_TABLES: tuple[str, ...] = ("tenants", "api_keys")
 
 # Marks the few statements that read every tenant on purpose: background sweeps looking for
@@ -48,10 +62,15 @@ def requested(attributes: dict[str, object] | None = None) -> int:
 
 def partition_count(conn: sa.Connection, table: str) -> int:
     """How many partitions `table` has (0: not partitioned)."""
-    return int(conn.execute(sa.text(
-        "SELECT count(*) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent "
-        "WHERE p.relname = :t AND p.relnamespace = current_schema()::regnamespace"),
-        {"t": table}).scalar_one())
+    return int(
+        conn.execute(
+            sa.text(
+                "SELECT count(*) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent "
+                "WHERE p.relname = :t AND p.relnamespace = current_schema()::regnamespace"
+            ),
+            {"t": table},
+        ).scalar_one()
+    )
 
 
 def partition_names(table: str, count: int) -> list[str]:
@@ -73,8 +92,9 @@ def include_name(name: str | None, type_: str, parent_names: object) -> bool:
     return not (type_ == "table" and is_partition(name))
 
 
-def include_object(obj: object, name: str | None, type_: str, reflected: bool,
-                   compare_to: object) -> bool:
+def include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
     """Alembic's `include_object`: leave out the foreign keys PostgreSQL keeps per partition
     of a partitioned table a key points at (`<table>_tenant_id_..._fkey<n>`)."""
     if type_ != "foreign_key_constraint" or not reflected:
@@ -87,36 +107,64 @@ def rebuild(conn: sa.Connection, table: str, partitions: int) -> None:
     """Rebuild `table` hash-partitioned by tenant_id into `partitions` (0: a plain table),
     keeping its rows, checks, defaults, keys, indexes and the foreign keys that point at it."""
     q = conn.execute
-    own = q(sa.text(
-        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
-        "WHERE conrelid = CAST(:t AS regclass) AND contype IN ('p', 'u', 'f') "
-        "AND conparentid = 0 ORDER BY contype = 'f', contype <> 'p', conname"),
-        {"t": table}).all()
-    incoming = q(sa.text(
-        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
-        "WHERE confrelid = CAST(:t AS regclass) AND conrelid <> confrelid AND contype = 'f' "
-        "AND conparentid = 0 ORDER BY conname"), {"t": table}).all()
-    indexes = q(sa.text(
-        "SELECT c.relname, pg_get_indexdef(c.oid) FROM pg_index x "
-        "JOIN pg_class c ON c.oid = x.indexrelid "
-        "WHERE x.indrelid = CAST(:t AS regclass) "
-        "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = c.oid "
-        "                AND k.conrelid = x.indrelid) ORDER BY c.relname"),
-        {"t": table}).all()
-    columns = q(sa.text(
-        "SELECT column_name FROM information_schema.columns "
-        "WHERE table_schema = current_schema() AND table_name = :t AND is_generated = 'NEVER' "
-        "ORDER BY ordinal_position"), {"t": table}).scalars().all()
+    own = q(
+        sa.text(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = CAST(:t AS regclass) AND contype IN ('p', 'u', 'f') "
+            "AND conparentid = 0 ORDER BY contype = 'f', contype <> 'p', conname"
+        ),
+        {"t": table},
+    ).all()
+    incoming = q(
+        sa.text(
+            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) "
+            "FROM pg_constraint "
+            "WHERE confrelid = CAST(:t AS regclass) AND conrelid <> confrelid AND contype = 'f' "
+            "AND conparentid = 0 ORDER BY conname"
+        ),
+        {"t": table},
+    ).all()
+    indexes = q(
+        sa.text(
+            "SELECT c.relname, pg_get_indexdef(c.oid) FROM pg_index x "
+            "JOIN pg_class c ON c.oid = x.indexrelid "
+            "WHERE x.indrelid = CAST(:t AS regclass) "
+            "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = c.oid "
+            "                AND k.conrelid = x.indrelid) ORDER BY c.relname"
+        ),
+        {"t": table},
+    ).all()
+    columns = (
+        q(
+            sa.text(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = :t "
+                "AND is_generated = 'NEVER' "
+                "ORDER BY ordinal_position"
+            ),
+            {"t": table},
+        )
+        .scalars()
+        .all()
+    )
 
     for src, name, _ in incoming:
         q(sa.text(f'ALTER TABLE {src} DROP CONSTRAINT "{name}"'))
     staged = f"{table}__rebuild"
     tail = " PARTITION BY HASH (tenant_id)" if partitions else ""
-    q(sa.text(f"CREATE TABLE {staged} (LIKE {table} INCLUDING DEFAULTS INCLUDING GENERATED "
-              f"INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMMENTS){tail}"))
+    q(
+        sa.text(
+            f"CREATE TABLE {staged} (LIKE {table} INCLUDING DEFAULTS INCLUDING GENERATED "
+            f"INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMMENTS){tail}"
+        )
+    )
     for i, name in enumerate(partition_names(table, partitions)):
-        q(sa.text(f"CREATE TABLE {name} PARTITION OF {staged} "
-                  f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})"))
+        q(
+            sa.text(
+                f"CREATE TABLE {name} PARTITION OF {staged} "
+                f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})"
+            )
+        )
     cols = ", ".join(f'"{c}"' for c in columns)
     q(sa.text(f"INSERT INTO {staged} ({cols}) SELECT {cols} FROM {table}"))
     q(sa.text(f"DROP TABLE {table}"))

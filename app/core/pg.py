@@ -105,10 +105,12 @@ def _jsonb_loads(data: bytes) -> Any:
 async def _init(conn: asyncpg.Connection) -> None:
     # parameters: JSON text, as SQLAlchemy's asyncpg dialect takes them, so one statement
     # runs on this pool and on a connection under a SQLAlchemy session; results: decoded
-    await conn.set_type_codec("json", encoder=_json_bytes, decoder=loads,
-                              schema="pg_catalog", format="binary")
-    await conn.set_type_codec("jsonb", encoder=_jsonb_bytes, decoder=_jsonb_loads,
-                              schema="pg_catalog", format="binary")
+    await conn.set_type_codec(
+        "json", encoder=_json_bytes, decoder=loads, schema="pg_catalog", format="binary"
+    )
+    await conn.set_type_codec(
+        "jsonb", encoder=_jsonb_bytes, decoder=_jsonb_loads, schema="pg_catalog", format="binary"
+    )
 
 
 # The client waits this much longer than the server's statement_timeout, so a slow
@@ -148,9 +150,15 @@ async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
     _, command_timeout = connection_bounds(settings)
     server = pool_server_settings(settings)
     pool = asyncpg.create_pool(
-        libpq_dsn(url), min_size=0, max_size=settings.db_pool_size, init=_init,
+        libpq_dsn(url),
+        min_size=0,
+        max_size=settings.db_pool_size,
+        init=_init,
         timeout=settings.db_connect_timeout_seconds,
-        command_timeout=command_timeout, server_settings=server, reset=_keep)
+        command_timeout=command_timeout,
+        server_settings=server,
+        reset=_keep,
+    )
     return await pool
 
 

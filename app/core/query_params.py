@@ -57,6 +57,14 @@ async def reject_unknown_query(request: Request) -> None:
     accepted = ", ".join(sorted(known)) or "none"
     raise Unprocessable(
         f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {listed} "
-        f"(this operation accepts: {accepted}).", code="unknown_query_parameter",
-        details=[{"loc": ["query", k], "msg": "unknown query parameter",
-                  "type": "unknown_query_parameter"} for k in unknown])
+        f"(this operation accepts: {accepted}).",
+        code="unknown_query_parameter",
+        details=[
+            {
+                "loc": ["query", k],
+                "msg": "unknown query parameter",
+                "type": "unknown_query_parameter",
+            }
+            for k in unknown
+        ],
+    )

@@ -28,14 +28,16 @@ class Queue:
             self._pool = await create_pool(self._settings)
         return self._pool
 
-    async def enqueue(self, job_name: str, *args: Any, _job_id: str | None = None,
-                      _defer_by: float | None = None) -> bool:
+    async def enqueue(
+        self, job_name: str, *args: Any, _job_id: str | None = None, _defer_by: float | None = None
+    ) -> bool:
         if time.monotonic() < self._down_until:
             return False
         try:
             pool = await self._get_pool()
-            job = await pool.enqueue_job(job_name, *args, _job_id=_job_id, _defer_by=_defer_by,
-                                         _queue_name=self.queue_name)
+            job = await pool.enqueue_job(
+                job_name, *args, _job_id=_job_id, _defer_by=_defer_by, _queue_name=self.queue_name
+            )
             return job is not None or _job_id is not None
         except Exception as exc:  # Redis down: degrade, never fail the caller
             log.warning("enqueue of %s failed: %s", job_name, type(exc).__name__)
@@ -43,8 +45,7 @@ class Queue:
             self._down_until = time.monotonic() + self.retry_after_seconds
             return False
 
-    async def schedule(self, job_name: str, *args: Any, _job_id: str,
-                       _defer_by: float) -> bool:
+    async def schedule(self, job_name: str, *args: Any, _job_id: str, _defer_by: float) -> bool:
         """Run the job `_defer_by` seconds from now: enqueue it, or move the queued job of
         that id to that time (a debounce: each call sets the time again). A job already
         running is left alone (its end looks for work that arrived meanwhile)."""
@@ -52,9 +53,13 @@ class Queue:
             return False
         try:
             pool = await self._get_pool()
-            job = await pool.enqueue_job(job_name, *args, _job_id=_job_id,
-                                         _defer_by=_defer_by or None,
-                                         _queue_name=self.queue_name)
+            job = await pool.enqueue_job(
+                job_name,
+                *args,
+                _job_id=_job_id,
+                _defer_by=_defer_by or None,
+                _queue_name=self.queue_name,
+            )
             if job is None:
                 score = int((time.time() + max(0.0, _defer_by)) * 1000)
                 await pool.zadd(self.queue_name, {_job_id: score}, xx=True)
@@ -84,8 +89,7 @@ def queue_of(holder: Any) -> Queue | None:
     return getattr(loom, "queue", None)
 
 
-async def schedule(holder: Any, job_name: str, *args: Any, _job_id: str,
-                   _defer_by: float) -> bool:
+async def schedule(holder: Any, job_name: str, *args: Any, _job_id: str, _defer_by: float) -> bool:
     """`Queue.schedule` through a Queue, the queue of an arq ctx, or of a started app."""
     queue = queue_of(holder)
     if queue is None:
@@ -94,8 +98,13 @@ async def schedule(holder: Any, job_name: str, *args: Any, _job_id: str,
     return await queue.schedule(job_name, *args, _job_id=_job_id, _defer_by=_defer_by)
 
 
-async def enqueue(holder: Any, job_name: str, *args: Any, _job_id: str | None = None,
-                  _defer_by: float | None = None) -> bool:
+async def enqueue(
+    holder: Any,
+    job_name: str,
+    *args: Any,
+    _job_id: str | None = None,
+    _defer_by: float | None = None,
+) -> bool:
     """Enqueue through a Queue, the queue of an arq ctx, or of a started app."""
     queue: Queue | None = None
     if isinstance(holder, Queue):

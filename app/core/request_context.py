@@ -45,9 +45,20 @@ def log_access(method: str, route: str, status: int, duration: float) -> None:
     """The access line of a request (written by `app.core.metrics`, which has resolved the
     route template: `none` when no route matched); its id is still set."""
     duration_ms = round(duration * 1000, 3)
-    access_log.info("%s %s %d %.1fms", method, route, status, duration_ms,
-                    extra={"request_id": REQUEST_ID.get(), "method": method,
-                           "route": route, "status": status, "duration_ms": duration_ms})
+    access_log.info(
+        "%s %s %d %.1fms",
+        method,
+        route,
+        status,
+        duration_ms,
+        extra={
+            "request_id": REQUEST_ID.get(),
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": duration_ms,
+        },
+    )
 
 
 class RequestContext:

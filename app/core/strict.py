@@ -41,8 +41,10 @@ JSON_INT = BeforeValidator(_integer)
 # RFC 3339 as datetime.fromisoformat reads it: upper-case T and Z, seconds required, no leap
 # second, years 2-9998 (a timezone shift of year 1 or 9999 leaves datetime's range).
 # Fractions past the microsecond are cut off (PostgreSQL keeps microseconds).
-RFC3339_PATTERN = (r"^(?!0001-|9999-)[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:(?!60)[0-9]{2}"
-                   r"(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})$")
+RFC3339_PATTERN = (
+    r"^(?!0001-|9999-)[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:(?!60)[0-9]{2}"
+    r"(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})$"
+)
 _RFC3339 = re.compile(RFC3339_PATTERN)
 # The same without the timezone, to say what a naive time lacks rather than "invalid".
 _NAIVE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?$")
@@ -57,19 +59,24 @@ def _aware_datetime(value: Any) -> Any:
         raise PydanticCustomError("datetime_type", "Input should be a date-time string")
     if _NAIVE.match(value):
         raise PydanticCustomError(
-            "timezone_aware", "Input should have a timezone: end it with Z (UTC) or an offset "
-            "such as +02:00")
+            "timezone_aware",
+            "Input should have a timezone: end it with Z (UTC) or an offset such as +02:00",
+        )
     try:
         parsed = datetime.fromisoformat(value) if _RFC3339.match(value) else None
     except ValueError:
         parsed = None
     if parsed is None:
         raise PydanticCustomError(
-            "datetime_parsing", "Input should be an RFC 3339 date-time with a timezone, such "
-            "as 2024-05-01T12:00:00Z")
+            "datetime_parsing",
+            "Input should be an RFC 3339 date-time with a timezone, such as 2024-05-01T12:00:00Z",
+        )
     return parsed.astimezone(UTC)
 
 
 # A timezone-aware date-time from JSON, in UTC (the offset it was given in is not kept).
-JsonAwareDatetime = Annotated[datetime, BeforeValidator(_aware_datetime), WithJsonSchema(
-    {"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN})]
+JsonAwareDatetime = Annotated[
+    datetime,
+    BeforeValidator(_aware_datetime),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN}),
+]

@@ -71,13 +71,13 @@ def count_message(role: str, content: Any, tool_calls: list[dict[str, Any]] | No
     total = MESSAGE_OVERHEAD + count_text(content_text(content))
     for call in tool_calls or ():
         total += count_text(str(call.get("name", "")))
-        total += count_text(json.dumps(call.get("input", {}), separators=(",", ":"),
-                                       sort_keys=True))
+        total += count_text(
+            json.dumps(call.get("input", {}), separators=(",", ":"), sort_keys=True)
+        )
     return total
 
 
-def text_and_count(content: Any, tool_calls: list[dict[str, Any]] | None = None
-                   ) -> tuple[str, int]:
+def text_and_count(content: Any, tool_calls: list[dict[str, Any]] | None = None) -> tuple[str, int]:
     """The searchable text (content, then tool names and inputs, as `CanonicalMessage.text`)
     and `count_message`'s count, with the content's text and each tool input serialised
     once for both."""

@@ -23,10 +23,16 @@ from app.shared_memory.runtime import CHANNEL, SharedMemoryRuntime
 log = logging.getLogger("loom.erasure")
 
 
-def purge_event(tenant_id: uuid.UUID, *, sessions: Iterable[uuid.UUID] = (),
-                agents: Iterable[str] = ()) -> dict[str, Any]:
-    return {"op": "erase", "t": str(tenant_id), "sessions": [str(s) for s in sessions],
-            "agents": list(agents), "o": "erasure"}
+def purge_event(
+    tenant_id: uuid.UUID, *, sessions: Iterable[uuid.UUID] = (), agents: Iterable[str] = ()
+) -> dict[str, Any]:
+    return {
+        "op": "erase",
+        "t": str(tenant_id),
+        "sessions": [str(s) for s in sessions],
+        "agents": list(agents),
+        "o": "erasure",
+    }
 
 
 async def publish(redis: Any, event: dict[str, Any]) -> None:
@@ -48,9 +54,15 @@ def purge(rt: SharedMemoryRuntime, event: dict[str, Any]) -> None:
     agents = {str(a) for a in event.get("agents") or ()}
 
     def erased_scope(key: Any) -> bool:
-        return (isinstance(key, tuple) and len(key) == 4 and key[0] == tenant
-                and ((key[1] == "session" and key[2] in sessions)
-                     or (key[1] == "agent" and key[2] in agents)))
+        return (
+            isinstance(key, tuple)
+            and len(key) == 4
+            and key[0] == tenant
+            and (
+                (key[1] == "session" and key[2] in sessions)
+                or (key[1] == "agent" and key[2] in agents)
+            )
+        )
 
     rt.tier.drop_where(erased_scope)
     if sessions:

@@ -29,15 +29,26 @@ SubjectKind = Literal["user", "session", "agent"]
 
 # Per session, then per subject (user tier / agent tier and namespace).
 SESSION_KINDS: tuple[str, ...] = (
-    "references", "messages", "shared_memory_entries", "summaries", "snapshots",
-    "memory_states", "search_stats", "idempotency_records", "compression_jobs",
-    "fact_extractions", "context_manifests", "fact_versions", "facts", "queued_jobs",
-    "sessions")
+    "references",
+    "messages",
+    "shared_memory_entries",
+    "summaries",
+    "snapshots",
+    "memory_states",
+    "search_stats",
+    "idempotency_records",
+    "compression_jobs",
+    "fact_extractions",
+    "context_manifests",
+    "fact_versions",
+    "facts",
+    "queued_jobs",
+    "sessions",
+)
 COUNT_KINDS: tuple[str, ...] = SESSION_KINDS
 
 # arq keeps a job under these key prefixes (arq.constants); the queue is a sorted set.
-ARQ_KEY_PREFIXES: tuple[str, ...] = ("arq:job:", "arq:retry:", "arq:result:",
-                                     "arq:in-progress:")
+ARQ_KEY_PREFIXES: tuple[str, ...] = ("arq:job:", "arq:retry:", "arq:result:", "arq:in-progress:")
 # The jobs a session can have queued (app.jobs.service, app.facts.tasks).
 SESSION_JOB_IDS: tuple[str, ...] = ("compress:{sid}", "facts:{sid}")
 
@@ -64,8 +75,9 @@ def derive_key(secret: str | None, admin_key: str | None, database_url: str | No
     if secret:
         return hashlib.sha256(b"loom-erasure-secret\0" + secret.encode()).digest()
     if admin_key or database_url:
-        return hashlib.sha256(b"loom-erasure\0" + (admin_key or "").encode() + b"\0"
-                              + (database_url or "").encode()).digest()
+        return hashlib.sha256(
+            b"loom-erasure\0" + (admin_key or "").encode() + b"\0" + (database_url or "").encode()
+        ).digest()
     return secrets.token_bytes(32)
 
 

@@ -24,34 +24,46 @@ def answer(receipt: ErasurePublic, response: Response) -> ErasurePublic:
     return receipt
 
 
-@router.get("/erasures/{erasure_id}", response_model=ErasurePublic,
-            summary="Get an erasure's receipt")
-async def get_erasure(erasure_id: uuid.UUID, caller: CallerDep,
-                      state: StateDep) -> ErasurePublic:
+@router.get(
+    "/erasures/{erasure_id}", response_model=ErasurePublic, summary="Get an erasure's receipt"
+)
+async def get_erasure(erasure_id: uuid.UUID, caller: CallerDep, state: StateDep) -> ErasurePublic:
     """The receipt: counts per kind of data, start and end. Service and admin keys read
     every receipt of their tenant, an agent key the ones it asked for."""
     return await service.get_receipt(state, caller, erasure_id)
 
 
 @router.get("/erasures", response_model=ErasureList, summary="List erasures, or find a subject's")
-async def find_erasures(caller: CallerDep, state: StateDep, user_id: IdQuery = None,
-                        session_id: uuid.UUID | None = None, agent_id: IdQuery = None,
-                        limit: Annotated[int, Query(ge=1, le=200)] = 50) -> ErasureList:
+async def find_erasures(
+    caller: CallerDep,
+    state: StateDep,
+    user_id: IdQuery = None,
+    session_id: uuid.UUID | None = None,
+    agent_id: IdQuery = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> ErasureList:
     """The tenant's erasure receipts, newest first; with `user_id`, `session_id` or
     `agent_id`, only that subject's ("was X erased?": receipts keep no id, only a keyed
     hash of it, so this answers for someone who knows the id; several subjects at once
     match nothing, an erasure has one). Service and admin keys."""
-    named = [(k, str(v)) for k, v in (("user", user_id), ("session", session_id),
-                                      ("agent", agent_id)) if v is not None]
+    named = [
+        (k, str(v))
+        for k, v in (("user", user_id), ("session", session_id), ("agent", agent_id))
+        if v is not None
+    ]
     return ErasureList(items=await service.find(state, caller, named, limit))
 
 
-@router.delete("/agents/{agent_id}/memory", response_model=ErasurePublic,
-               status_code=200, responses={202: {"model": ErasurePublic,
-                                                 "description": "Erasure running"}},
-               summary="Erase an agent's private memory")
-async def erase_agent_memory(agent_id: IdPath, caller: CallerDep, state: StateDep,
-                             response: Response) -> ErasurePublic:
+@router.delete(
+    "/agents/{agent_id}/memory",
+    response_model=ErasurePublic,
+    status_code=200,
+    responses={202: {"model": ErasurePublic, "description": "Erasure running"}},
+    summary="Erase an agent's private memory",
+)
+async def erase_agent_memory(
+    agent_id: IdPath, caller: CallerDep, state: StateDep, response: Response
+) -> ErasurePublic:
     """Erase the agent's `agent` knowledge tier (facts with every version) and its `agent`
     shared-memory namespace (with the references to it). Its own agent key, or service
     keys. Answers the receipt: 200 when done, 202 while a worker finishes it."""

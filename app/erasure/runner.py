@@ -53,14 +53,19 @@ class Deps:
     pause_seconds: float = 0.0
 
 
-def deps_from(settings: Any, sessionmaker: async_sessionmaker[AsyncSession],
-              redis: Any) -> Deps:
-    return Deps(sessionmaker, redis, settings.queue_name, int(settings.erasure_batch),
-                float(settings.erasure_pause_seconds))
+def deps_from(settings: Any, sessionmaker: async_sessionmaker[AsyncSession], redis: Any) -> Deps:
+    return Deps(
+        sessionmaker,
+        redis,
+        settings.queue_name,
+        int(settings.erasure_batch),
+        float(settings.erasure_pause_seconds),
+    )
 
 
-async def _step(deps: Deps, t: uuid.UUID, e: uuid.UUID, kind: str, sql: str,
-                params: dict[str, Any]) -> int:
+async def _step(
+    deps: Deps, t: uuid.UUID, e: uuid.UUID, kind: str, sql: str, params: dict[str, Any]
+) -> int:
     async with transaction(deps.sessionmaker) as db:
         return await repo.counted(db, t, e, kind, sql, params)
 
@@ -80,14 +85,15 @@ async def _drop_jobs(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UU
     except Exception as exc:  # Redis down: the jobs find their session gone and stop
         log.warning("erasure %s: queued jobs not removed: %s", e, type(exc).__name__)
         return
-    queued = sum(1 for n in found[:len(ids)] if n)
+    queued = sum(1 for n in found[: len(ids)] if n)
     if queued:
         async with transaction(deps.sessionmaker) as db:
             await repo.add_count(db, t, e, "queued_jobs", queued)
 
 
-async def erase_session(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UUID,
-                        lo: int, hi: int) -> None:
+async def erase_session(
+    deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UUID, lo: int, hi: int
+) -> None:
     params = {"s": session_id, "sc": str(session_id)}
     batch = deps.batch
     while lo < hi:
@@ -125,13 +131,11 @@ async def run(deps: Deps, tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> repo.E
         await erase_session(deps, tenant_id, erasure_id, *nxt)
     if row.kind in ("user", "agent") and row.subject is not None:
         params = {"k": row.kind, "sub": row.subject}
-        deletes = repo.TIER_DELETES + (repo.AGENT_NAMESPACE_DELETES if row.kind == "agent"
-                                       else ())
+        deletes = repo.TIER_DELETES + (repo.AGENT_NAMESPACE_DELETES if row.kind == "agent" else ())
         for kind, sql in deletes:
             await _step(deps, tenant_id, erasure_id, kind, sql, params)
         if row.kind == "agent":
-            await caches.publish(deps.redis, caches.purge_event(tenant_id,
-                                                                agents=[row.subject]))
+            await caches.publish(deps.redis, caches.purge_event(tenant_id, agents=[row.subject]))
     async with transaction(deps.sessionmaker) as db:
         await repo.complete(db, tenant_id, erasure_id)
     async with deps.sessionmaker() as db:

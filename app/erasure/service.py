@@ -59,33 +59,47 @@ def erase_job_id(erasure_id: uuid.UUID | str) -> str:
 
 
 def to_public(row: ErasureRow) -> ErasurePublic:
-    return ErasurePublic(erasure_id=row.id, kind=row.kind,  # type: ignore[arg-type]
-                         status=row.status,  # type: ignore[arg-type]
-                         counts=policy.receipt_counts(row.counts),
-                         requested_by=row.requested_by,
-                         started_at=row.started_at, finished_at=row.finished_at)
+    return ErasurePublic(
+        erasure_id=row.id,
+        kind=row.kind,  # type: ignore[arg-type]
+        status=row.status,  # type: ignore[arg-type]
+        counts=policy.receipt_counts(row.counts),
+        requested_by=row.requested_by,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
 
 
 def _new(state: AppState, caller: Caller, kind: str, subject: str) -> Erasure:
-    return Erasure(id=uuid.uuid4(), tenant_id=caller.tenant_id, kind=kind, subject=subject,
-                   subject_hash=policy.subject_hash(hmac_key(state.settings), caller.tenant_id,
-                                                    kind, subject),
-                   status="running", requested_by=caller.key_id, requested_role=caller.role,
-                   counts={})
+    return Erasure(
+        id=uuid.uuid4(),
+        tenant_id=caller.tenant_id,
+        kind=kind,
+        subject=subject,
+        subject_hash=policy.subject_hash(hmac_key(state.settings), caller.tenant_id, kind, subject),
+        status="running",
+        requested_by=caller.key_id,
+        requested_role=caller.role,
+        counts={},
+    )
 
 
-async def _carry_out(state: AppState, tenant_id: uuid.UUID, erasure_id: uuid.UUID,
-                     messages: int) -> ErasureRow | None:
+async def _carry_out(
+    state: AppState, tenant_id: uuid.UUID, erasure_id: uuid.UUID, messages: int
+) -> ErasureRow | None:
     """Erase now (small subjects), else queue the job; the sweep covers a failed enqueue."""
     if policy.runs_inline(messages, state.settings.erasure_inline_messages):
         try:
-            return await runner.run(runner.deps_from(state.settings, state.sessionmaker,
-                                                     state.redis), tenant_id, erasure_id)
+            return await runner.run(
+                runner.deps_from(state.settings, state.sessionmaker, state.redis),
+                tenant_id,
+                erasure_id,
+            )
         except Exception as exc:  # the worker finishes it (same erasure, same receipt)
-            log.warning("erasure %s continues in the worker: %s", erasure_id,
-                        type(exc).__name__)
-    await enqueue(state.queue, ERASE_JOB, str(tenant_id), str(erasure_id),
-                  _job_id=erase_job_id(erasure_id))
+            log.warning("erasure %s continues in the worker: %s", erasure_id, type(exc).__name__)
+    await enqueue(
+        state.queue, ERASE_JOB, str(tenant_id), str(erasure_id), _job_id=erase_job_id(erasure_id)
+    )
     return None
 
 
@@ -100,8 +114,10 @@ async def erase_user(state: AppState, caller: Caller, user_id: str) -> ErasureRo
     if caller.role == "agent":
         async with state.read_sessionmaker() as db:
             await users_access.require_visible(db, caller, user_id)
-        raise Forbidden("Erasing a user needs a service key: it reaches every agent's "
-                        "sessions with them.", code="erasure_forbidden")
+        raise Forbidden(
+            "Erasing a user needs a service key: it reaches every agent's sessions with them.",
+            code="erasure_forbidden",
+        )
     async with transaction(state.sessionmaker) as db:
         await repo.lock_subject(db, policy.lock_key(caller.tenant_id, "user", user_id))
         running = await repo.running_for(db, caller.tenant_id, "user", user_id)
@@ -109,8 +125,9 @@ async def erase_user(state: AppState, caller: Caller, user_id: str) -> ErasureRo
             return running
         row = _new(state, caller, "user", user_id)
         await repo.insert(db, row)
-        sessions, messages = await repo.tombstone_user_sessions(db, caller.tenant_id,
-                                                                user_id, row.id)
+        sessions, messages = await repo.tombstone_user_sessions(
+            db, caller.tenant_id, user_id, row.id
+        )
         if not sessions and not await repo.tier_size(db, caller.tenant_id, "user", user_id):
             raise users_access.UserNotFound()  # rolls the erasure back
     done = await _carry_out(state, caller.tenant_id, row.id, messages)
@@ -138,8 +155,9 @@ async def erase_agent_memory(state: AppState, caller: Caller, agent_id: str) -> 
             return running
         row = _new(state, caller, "agent", agent_id)
         await repo.insert(db, row)
-        size = (await repo.tier_size(db, caller.tenant_id, "agent", agent_id)
-                + await repo.agent_entries(db, caller.tenant_id, agent_id))
+        size = await repo.tier_size(
+            db, caller.tenant_id, "agent", agent_id
+        ) + await repo.agent_entries(db, caller.tenant_id, agent_id)
     done = await _carry_out(state, caller.tenant_id, row.id, size)
     return done or await _current(state, caller.tenant_id, row.id)
 
@@ -154,8 +172,9 @@ async def get_receipt(state: AppState, caller: Caller, erasure_id: uuid.UUID) ->
     return to_public(row)
 
 
-async def find(state: AppState, caller: Caller, subjects: list[tuple[str, str]],
-               limit: int) -> list[ErasurePublic]:
+async def find(
+    state: AppState, caller: Caller, subjects: list[tuple[str, str]], limit: int
+) -> list[ErasurePublic]:
     """The tenant's receipts, newest first; with subjects, those whose kind and keyed hash
     match every one of them (so more than one matches nothing)."""
     caller.require_role("service", "admin")
@@ -165,8 +184,12 @@ async def find(state: AppState, caller: Caller, subjects: list[tuple[str, str]],
     async with state.read_sessionmaker() as db:
         if subjects:
             kind, subject = subjects[0]
-            rows = await repo.by_hash(db, caller.tenant_id, policy.subject_hash(
-                key, caller.tenant_id, kind, subject), limit=limit)
+            rows = await repo.by_hash(
+                db,
+                caller.tenant_id,
+                policy.subject_hash(key, caller.tenant_id, kind, subject),
+                limit=limit,
+            )
             rows = [r for r in rows if r.kind == kind]
         else:
             rows = await repo.latest(db, caller.tenant_id, limit=limit)

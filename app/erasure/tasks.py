@@ -32,6 +32,7 @@ async def resume_erasures(ctx: dict[str, Any]) -> int:
         found = await repo.stalled(db, float(ctx["settings"].erasure_recovery_seconds))
     for tenant_id, erasure_id in found:
         log.info("resuming erasure %s", erasure_id)
-        await enqueue(ctx, ERASE_JOB, str(tenant_id), str(erasure_id),
-                      _job_id=erase_job_id(erasure_id))
+        await enqueue(
+            ctx, ERASE_JOB, str(tenant_id), str(erasure_id), _job_id=erase_job_id(erasure_id)
+        )
     return len(found)

@@ -41,37 +41,66 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """`eval locomo` on the CLI's subcommands (the `locomo` parser returned)."""
     ev = sub.add_parser("eval", help="measure a server: eval locomo")
     kinds = ev.add_subparsers(dest="eval_kind", required=True)
-    p = kinds.add_parser("locomo", help="LoCoMo: search recall and evidence in the context "
-                                        "at token budgets", description=__doc__)
+    p = kinds.add_parser(
+        "locomo",
+        help="LoCoMo: search recall and evidence in the context at token budgets",
+        description=__doc__,
+    )
     p.add_argument("--data", required=True, help="LoCoMo JSON file (or its directory)")
-    p.add_argument("--url", default=os.environ.get("LOOM_BASE_URL"),
-                   help="server (default $LOOM_BASE_URL; none: start a fresh one)")
-    p.add_argument("--key", default=os.environ.get("LOOM_API_KEY"),
-                   help="admin or service key (default $LOOM_API_KEY)")
+    p.add_argument(
+        "--url",
+        default=os.environ.get("LOOM_BASE_URL"),
+        help="server (default $LOOM_BASE_URL; none: start a fresh one)",
+    )
+    p.add_argument(
+        "--key",
+        default=os.environ.get("LOOM_API_KEY"),
+        help="admin or service key (default $LOOM_API_KEY)",
+    )
     p.add_argument("--samples", default="", help="comma-separated sample ids (default all)")
-    p.add_argument("--conversations", type=int, metavar="N",
-                   help="only the first N conversations")
-    p.add_argument("--budgets", default=",".join(map(str, locomo.DEFAULT_BUDGETS)),
-                   help="comma-separated token budgets (default %(default)s)")
-    p.add_argument("--questions", type=int, metavar="N",
-                   help="only the first N questions of each conversation")
-    p.add_argument("--facts", action="store_true",
-                   help="facts on in the sessions (the server needs an LLM and a worker)")
-    p.add_argument("--fast", action="store_true",
-                   help=f"one conversation, budgets {locomo.FAST_BUDGETS}, the first "
-                        f"{locomo.FAST_QUESTIONS} questions")
-    p.add_argument("--recall", type=json.loads, metavar="JSON",
-                   help='recall settings for the builds besides the query, e.g. '
-                        '\'{"share": 0.1, "max_messages": 10}\' (default: the server\'s '
-                        'defaults)')
+    p.add_argument("--conversations", type=int, metavar="N", help="only the first N conversations")
+    p.add_argument(
+        "--budgets",
+        default=",".join(map(str, locomo.DEFAULT_BUDGETS)),
+        help="comma-separated token budgets (default %(default)s)",
+    )
+    p.add_argument(
+        "--questions", type=int, metavar="N", help="only the first N questions of each conversation"
+    )
+    p.add_argument(
+        "--facts",
+        action="store_true",
+        help="facts on in the sessions (the server needs an LLM and a worker)",
+    )
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help=f"one conversation, budgets {locomo.FAST_BUDGETS}, the first "
+        f"{locomo.FAST_QUESTIONS} questions",
+    )
+    p.add_argument(
+        "--recall",
+        type=json.loads,
+        metavar="JSON",
+        help="recall settings for the builds besides the query, e.g. "
+        '\'{"share": 0.1, "max_messages": 10}\' (default: the server\'s '
+        "defaults)",
+    )
     p.add_argument("--no-search", action="store_true", help="skip the search measure")
     p.add_argument("--no-context", action="store_true", help="skip the context measure")
-    p.add_argument("--settle", type=float, default=10.0, metavar="S",
-                   help="wait for background compression while it progresses, giving up "
-                        "after S idle seconds (default %(default)s)")
-    p.add_argument("--out", default=str(DEFAULT_OUT),
-                   help="directory for locomo.json, locomo.txt and locomo.png "
-                        "(default %(default)s)")
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="wait for background compression while it progresses, giving up "
+        "after S idle seconds (default %(default)s)",
+    )
+    p.add_argument(
+        "--out",
+        default=str(DEFAULT_OUT),
+        help="directory for locomo.json, locomo.txt and locomo.png (default %(default)s)",
+    )
     p.add_argument("--plot", help="where to write the plot (default <out>/locomo.png)")
     p.set_defaults(fn=cmd_eval)
     return p
@@ -100,16 +129,31 @@ def fresh_server(log: Any) -> Iterator[tuple[str, str]]:
     env.update(LOOM_DATA_DIR=str(data), LOOM_ADMIN_KEY=key)
     url = f"http://127.0.0.1:{port}"
     out = (data / "serve.out").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "serve",
-                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                            env=env, stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app.launcher.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
     try:
         log(f"starting a fresh server on {url} (data in {data})")
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"the server exited ({proc.returncode}); see "
-                                   f"{data / 'serve.out'}")
+                raise RuntimeError(
+                    f"the server exited ({proc.returncode}); see {data / 'serve.out'}"
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(url + "/readyz", timeout=2).status_code == 200:
                     break
@@ -138,15 +182,21 @@ async def _tenant_client(url: str, key: str, transport: Any = None) -> Any:
         if me.role != "admin":
             return AsyncLoomClient(url, key, timeout=120, transport=transport)
         tenant = await admin.create_tenant(
-            f"locomo-eval-{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}")
+            f"locomo-eval-{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
+        )
         minted = await admin.create_api_key("service", tenant_id=tenant.id, name="locomo-eval")
     return AsyncLoomClient(url, minted.secret, timeout=120, transport=transport)
 
 
 def _git_commit() -> str:
     root = Path(__file__).resolve().parents[2]
-    r = subprocess.run(["git", "--no-optional-locks", "rev-parse", "HEAD"], cwd=root,
-                       capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        ["git", "--no-optional-locks", "rev-parse", "HEAD"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return r.stdout.strip()
 
 
@@ -156,16 +206,20 @@ def options_of(args: argparse.Namespace) -> locomo.Options:
         budgets = locomo.FAST_BUDGETS
     if not budgets or min(budgets) < 256:
         raise ValueError("--budgets: at least one, each >= 256 tokens")
-    return locomo.Options(budgets=budgets,
-                          questions=args.questions or (locomo.FAST_QUESTIONS if args.fast
-                                                       else None),
-                          facts=args.facts, settle_seconds=args.settle,
-                          search=not args.no_search, context=not args.no_context,
-                          recall=args.recall)
+    return locomo.Options(
+        budgets=budgets,
+        questions=args.questions or (locomo.FAST_QUESTIONS if args.fast else None),
+        facts=args.facts,
+        settle_seconds=args.settle,
+        search=not args.no_search,
+        context=not args.no_context,
+        recall=args.recall,
+    )
 
 
-async def evaluate(url: str, key: str, args: argparse.Namespace, log: Any = print,
-                   transport: Any = None) -> dict[str, Any]:
+async def evaluate(
+    url: str, key: str, args: argparse.Namespace, log: Any = print, transport: Any = None
+) -> dict[str, Any]:
     """Run the harness against a server (`transport`: any httpx transport, e.g. the app
     in-process); the result with its meta (not written)."""
     path = data_file(args.data)
@@ -174,17 +228,23 @@ async def evaluate(url: str, key: str, args: argparse.Namespace, log: Any = prin
     if args.fast:
         samples = samples[:1]
     elif args.conversations:
-        samples = samples[:args.conversations]
+        samples = samples[: args.conversations]
     options = options_of(args)
     t0 = time.perf_counter()
     async with await _tenant_client(url, key, transport) as loom:
         result = await locomo.run(loom, samples, options, log)
     result["meta"] = {
-        "when": datetime.now(UTC).isoformat(), "git_commit": _git_commit(),
-        "server": url, "data": str(path), "samples": [s.sample_id for s in samples],
+        "when": datetime.now(UTC).isoformat(),
+        "git_commit": _git_commit(),
+        "server": url,
+        "data": str(path),
+        "samples": [s.sample_id for s in samples],
         "turns": sum(len(s.turns) for s in samples),
-        "questions": len(result["questions"]), "cpus": os.cpu_count(),
-        "loadavg_end": os.getloadavg(), "wall_seconds": round(time.perf_counter() - t0, 1)}
+        "questions": len(result["questions"]),
+        "cpus": os.cpu_count(),
+        "loadavg_end": os.getloadavg(),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+    }
     return result
 
 
@@ -225,8 +285,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     try:
         with contextlib.ExitStack() as stack:
-            url, key = ((args.url, args.key) if args.url
-                        else stack.enter_context(fresh_server(log)))
+            url, key = (args.url, args.key) if args.url else stack.enter_context(fresh_server(log))
             result = asyncio.run(evaluate(url, key, args, log))
     except (httpx.HTTPError, LoomError, RuntimeError, ValueError) as exc:
         print(f"eval failed: {type(exc).__name__}: {exc}", file=sys.stderr)

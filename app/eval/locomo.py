@@ -79,15 +79,21 @@ async def ingest(loom: Any, sample: Sample, session_id: str, batch: int) -> list
     is the n-th turn)."""
     tokens: list[int] = []
     for start in range(0, len(sample.turns), batch):
-        part = sample.turns[start:start + batch]
-        body = [{"role": t.role, "content": t.text,
-                 **({"created_at": t.created_at.isoformat()} if t.created_at else {})}
-                for t in part]
+        part = sample.turns[start : start + batch]
+        body = [
+            {
+                "role": t.role,
+                "content": t.text,
+                **({"created_at": t.created_at.isoformat()} if t.created_at else {}),
+            }
+            for t in part
+        ]
         appended = await loom.append_messages(session_id, body)
         seqs = [m.seq for m in appended.messages]
         if seqs != list(range(start + 1, start + 1 + len(part))):
-            raise RuntimeError(f"{sample.sample_id}: the session was not empty (seqs "
-                               f"{seqs[:3]}...)")
+            raise RuntimeError(
+                f"{sample.sample_id}: the session was not empty (seqs {seqs[:3]}...)"
+            )
         tokens += [m.token_count for m in appended.messages]
     return tokens
 
@@ -112,19 +118,24 @@ async def settle(loom: Any, session_id: str, seconds: float) -> bool:
 
 
 def _search_row(ranked: list[str], evidence: list[str], ms: float) -> dict[str, Any]:
-    return {"ranks": {d: (ranked.index(d) + 1 if d in ranked else None) for d in evidence},
-            **{f"r@{k}": measures.recall_at(ranked, evidence, k) for k in measures.KS},
-            "ms": round(ms, 2)}
+    return {
+        "ranks": {d: (ranked.index(d) + 1 if d in ranked else None) for d in evidence},
+        **{f"r@{k}": measures.recall_at(ranked, evidence, k) for k in measures.KS},
+        "ms": round(ms, 2),
+    }
 
 
-def _built_row(built: Any, evidence: list[str], turn_text: dict[str, str],
-               ms: float) -> dict[str, Any]:
+def _built_row(
+    built: Any, evidence: list[str], turn_text: dict[str, str], ms: float
+) -> dict[str, Any]:
     text = measures.context_text(built.system, built.messages)
-    return {"found": measures.evidence_in(text, evidence, turn_text),
-            "tokens": built.total_tokens,
-            "recalled_tokens": built.tokens.get("recalled", 0),
-            "recalled": len(built.recall.seqs) if built.recall else 0,
-            "ms": round(ms, 2)}
+    return {
+        "found": measures.evidence_in(text, evidence, turn_text),
+        "tokens": built.total_tokens,
+        "recalled_tokens": built.tokens.get("recalled", 0),
+        "recalled": len(built.recall.seqs) if built.recall else 0,
+        "ms": round(ms, 2),
+    }
 
 
 async def run_sample(loom: Any, sample: Sample, options: Options, log: Log) -> dict[str, Any]:
@@ -136,8 +147,10 @@ async def run_sample(loom: Any, sample: Sample, options: Options, log: Log) -> d
     t0 = time.perf_counter()
     for budget in budgets:
         session = await loom.create_session(
-            agent_id=agent, config=session_config(budget, options.facts),
-            metadata={"locomo_sample": sample.sample_id, "budget": budget})
+            agent_id=agent,
+            config=session_config(budget, options.facts),
+            metadata={"locomo_sample": sample.sample_id, "budget": budget},
+        )
         sessions[budget] = session.id
         tokens = await ingest(loom, sample, session.id, options.batch)
     ingest_s = time.perf_counter() - t0
@@ -147,96 +160,127 @@ async def run_sample(loom: Any, sample: Sample, options: Options, log: Log) -> d
     index = {t.dia_id: i for i, t in enumerate(sample.turns)}
     last_n = {b: measures.last_n_that_fit(tokens, b) for b in budgets}
     # the plain baseline's text per budget: the newest turns that fit
-    plain = {b: measures.context_text(None, [t.text for t in sample.turns[len(tokens) - n:]])
-             for b, n in last_n.items()}
-    plain_tokens = {b: sum(tokens[len(tokens) - n:]) for b, n in last_n.items()}
-    questions = sample.questions[:options.questions] if options.questions else sample.questions
+    plain = {
+        b: measures.context_text(None, [t.text for t in sample.turns[len(tokens) - n :]])
+        for b, n in last_n.items()
+    }
+    plain_tokens = {b: sum(tokens[len(tokens) - n :]) for b, n in last_n.items()}
+    questions = sample.questions[: options.questions] if options.questions else sample.questions
     search_sid = sessions[budgets[0]]
     if questions:  # warm-up (not counted): first reads, statistics folded
-        await loom.search_session(search_sid, questions[0].question, limit=SEARCH_LIMIT,
-                                  rerank=False)
+        await loom.search_session(
+            search_sid, questions[0].question, limit=SEARCH_LIMIT, rerank=False
+        )
         for sid in sessions.values():
             await loom.build_context(sid, recall={"query": questions[0].question})
     rows = []
     for q in questions:
-        row: dict[str, Any] = {"sample_id": sample.sample_id, "qa_index": q.index,
-                               "question": q.question, "category": q.category,
-                               "evidence": q.evidence}
+        row: dict[str, Any] = {
+            "sample_id": sample.sample_id,
+            "qa_index": q.index,
+            "question": q.question,
+            "category": q.category,
+            "evidence": q.evidence,
+        }
         if options.search:
-            found, ms = await _timed(loom.search_session(
-                search_sid, q.question, limit=SEARCH_LIMIT, rerank=False))
+            found, ms = await _timed(
+                loom.search_session(search_sid, q.question, limit=SEARCH_LIMIT, rerank=False)
+            )
             ranked = [seq_to_dia.get(h.seq, f"seq{h.seq}") for h in found.results]
             row["search"] = _search_row(ranked, q.evidence, ms)
         if options.context:
             row["context"] = {}
             for b in budgets:
                 sid = sessions[b]
-                on, on_ms = await _timed(loom.build_context(
-                    sid, recall={**(options.recall or {}), "query": q.question}))
+                on, on_ms = await _timed(
+                    loom.build_context(sid, recall={**(options.recall or {}), "query": q.question})
+                )
                 off, off_ms = await _timed(loom.build_context(sid, recall={"enabled": False}))
                 newest = len(tokens) - last_n[b]
                 row["context"][str(b)] = {
                     "recall": _built_row(on, q.evidence, turn_text, on_ms),
                     "no_recall": _built_row(off, q.evidence, turn_text, off_ms),
-                    "last_n": {"found": measures.evidence_in(plain[b], q.evidence, turn_text),
-                               "tokens": plain_tokens[b]},
-                    "recent": all(index[d] >= newest for d in q.evidence)}
+                    "last_n": {
+                        "found": measures.evidence_in(plain[b], q.evidence, turn_text),
+                        "tokens": plain_tokens[b],
+                    },
+                    "recent": all(index[d] >= newest for d in q.evidence),
+                }
         rows.append(row)
-    log(f"{sample.sample_id}: {len(sample.turns)} turns, {len(questions)} questions, "
-        f"ingested in {ingest_s:.1f} s")
-    return {"sample_id": sample.sample_id, "turns": len(sample.turns),
-            "questions": len(questions), "skipped_no_evidence": sample.skipped,
-            "sessions": {str(b): s for b, s in sessions.items()},
-            "settled": {str(b): s for b, s in settled.items()},
-            "last_n_turns": {str(b): n for b, n in last_n.items()},
-            "ingest_seconds": round(ingest_s, 2), "rows": rows}
+    log(
+        f"{sample.sample_id}: {len(sample.turns)} turns, {len(questions)} questions, "
+        f"ingested in {ingest_s:.1f} s"
+    )
+    return {
+        "sample_id": sample.sample_id,
+        "turns": len(sample.turns),
+        "questions": len(questions),
+        "skipped_no_evidence": sample.skipped,
+        "sessions": {str(b): s for b, s in sessions.items()},
+        "settled": {str(b): s for b, s in settled.items()},
+        "last_n_turns": {str(b): n for b, n in last_n.items()},
+        "ingest_seconds": round(ingest_s, 2),
+        "rows": rows,
+    }
 
 
 def _search_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     rs = [r["search"] for r in rows if "search" in r]
-    return {"questions": len(rs),
-            **{f"r@{k}": measures.pct([s[f"r@{k}"] for s in rs]) for k in measures.KS},
-            "latency_ms": measures.latency([s["ms"] for s in rs])}
+    return {
+        "questions": len(rs),
+        **{f"r@{k}": measures.pct([s[f"r@{k}"] for s in rs]) for k in measures.KS},
+        "latency_ms": measures.latency([s["ms"] for s in rs]),
+    }
 
 
 def _context_figures(rows: Sequence[dict[str, Any]], budget: str) -> dict[str, Any]:
     cs = [r["context"][budget] for r in rows if budget in r.get("context", {})]
     out: dict[str, Any] = {"questions": len(cs)}
     for mode in MODES:
-        out[mode] = {"evidence_recall": measures.pct([c[mode]["found"] for c in cs]),
-                     "tokens_mean": measures.mean([c[mode]["tokens"] for c in cs])}
+        out[mode] = {
+            "evidence_recall": measures.pct([c[mode]["found"] for c in cs]),
+            "tokens_mean": measures.mean([c[mode]["tokens"] for c in cs]),
+        }
         if mode != "last_n":
             out[mode]["latency_ms"] = measures.latency([c[mode]["ms"] for c in cs])
     out["recall"]["recalled_tokens_mean"] = measures.mean(
-        [c["recall"]["recalled_tokens"] for c in cs])
+        [c["recall"]["recalled_tokens"] for c in cs]
+    )
     recent = [c for c in cs if c["recent"]]
-    out["recent"] = {"questions": len(recent),
-                     **{mode: measures.pct([c[mode]["found"] for c in recent])
-                        for mode in MODES},
-                     "recalled_tokens_mean": measures.mean(
-                         [c["recall"]["recalled_tokens"] for c in recent])}
+    out["recent"] = {
+        "questions": len(recent),
+        **{mode: measures.pct([c[mode]["found"] for c in recent]) for mode in MODES},
+        "recalled_tokens_mean": measures.mean([c["recall"]["recalled_tokens"] for c in recent]),
+    }
     return out
 
 
 def figures(rows: Sequence[dict[str, Any]], budgets: Sequence[int]) -> dict[str, Any]:
     """The summary of every question's row: search, and the context per budget."""
-    out: dict[str, Any] = {"search": _search_figures(rows),
-                           "search_by_category": {
-                               str(c): _search_figures([r for r in rows if r["category"] == c])
-                               for c in sorted({r["category"] for r in rows})},
-                           "context": {}}
+    out: dict[str, Any] = {
+        "search": _search_figures(rows),
+        "search_by_category": {
+            str(c): _search_figures([r for r in rows if r["category"] == c])
+            for c in sorted({r["category"] for r in rows})
+        },
+        "context": {},
+    }
     for b in budgets:
         if any(str(b) in r.get("context", {}) for r in rows):
             out["context"][str(b)] = _context_figures(rows, str(b))
     return out
 
 
-async def run(loom: Any, samples: Sequence[Sample], options: Options,
-              log: Log = print) -> dict[str, Any]:
+async def run(
+    loom: Any, samples: Sequence[Sample], options: Options, log: Log = print
+) -> dict[str, Any]:
     """Measure every sample through `loom` (an `AsyncLoomClient` of a tenant's service
     key); the per-sample results, every question's row and the figures."""
     per_sample = [await run_sample(loom, s, options, log) for s in samples]
     rows = [r for s in per_sample for r in s["rows"]]
-    return {"options": asdict(options),
-            "samples": [{k: v for k, v in s.items() if k != "rows"} for s in per_sample],
-            "figures": figures(rows, options.budgets), "questions": rows}
+    return {
+        "options": asdict(options),
+        "samples": [{k: v for k, v in s.items() if k != "rows"} for s in per_sample],
+        "figures": figures(rows, options.budgets),
+        "questions": rows,
+    }

@@ -19,11 +19,30 @@ from pathlib import Path
 DATA_FILE = "locomo10-dev.json"
 
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
-_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+"
-                   r"(\d{4})\s*$", re.IGNORECASE)
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-     "october", "november", "december"))}
+_DATE = re.compile(
+    r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+"
+    r"(\d{4})\s*$",
+    re.IGNORECASE,
+)
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    )
+}
 
 
 def normalise_ids(raw: list[str]) -> list[str]:
@@ -39,7 +58,7 @@ def normalise_ids(raw: list[str]) -> list[str]:
 
 
 def parse_session_date(text: str) -> datetime:
-    """"1:56 pm on 8 May, 2023" -> 2023-05-08 13:56 UTC."""
+    """ "1:56 pm on 8 May, 2023" -> 2023-05-08 13:56 UTC."""
     m = _DATE.match(text)
     if not m:
         raise ValueError(f"unrecognised session date: {text!r}")
@@ -93,8 +112,11 @@ def parse_samples(data: list[dict], only: set[str] | None = None) -> list[Sample
             continue
         conv = raw["conversation"]
         speaker_a = conv["speaker_a"]
-        numbers = sorted(int(k.split("_")[1]) for k in conv
-                         if re.fullmatch(r"session_\d+", k) and isinstance(conv[k], list))
+        numbers = sorted(
+            int(k.split("_")[1])
+            for k in conv
+            if re.fullmatch(r"session_\d+", k) and isinstance(conv[k], list)
+        )
         turns: list[Turn] = []
         for n in numbers:
             when = conv.get(f"session_{n}_date_time")
@@ -106,8 +128,14 @@ def parse_samples(data: list[dict], only: set[str] | None = None) -> list[Sample
                 text = f"{t['speaker']}: {t['text']}"
                 if t.get("blip_caption"):
                     text += f" {t['blip_caption']}"
-                turns.append(Turn(ids[0], "user" if t["speaker"] == speaker_a else "assistant",
-                                  text, start + timedelta(seconds=i) if start else None))
+                turns.append(
+                    Turn(
+                        ids[0],
+                        "user" if t["speaker"] == speaker_a else "assistant",
+                        text,
+                        start + timedelta(seconds=i) if start else None,
+                    )
+                )
         existing = {t.dia_id for t in turns}
         if len(existing) != len(turns):
             raise ValueError(f"{raw['sample_id']}: duplicate dia_ids")
@@ -118,8 +146,15 @@ def parse_samples(data: list[dict], only: set[str] | None = None) -> list[Sample
             if not ev:
                 skipped += 1
                 continue
-            questions.append(Question(i, qa["question"], int(qa["category"]), ev,
-                                      [d for d in ids if d not in existing]))
+            questions.append(
+                Question(
+                    i,
+                    qa["question"],
+                    int(qa["category"]),
+                    ev,
+                    [d for d in ids if d not in existing],
+                )
+            )
         samples.append(Sample(raw["sample_id"], turns, questions, skipped))
     if only and {s.sample_id for s in samples} != only:
         missing = only - {s.sample_id for s in samples}

@@ -72,10 +72,16 @@ def mean(values: Sequence[float]) -> float | None:
 
 def latency(values: Sequence[float]) -> dict[str, float | None]:
     """p50 / p95 / max of milliseconds, rounded."""
+
     def r(x: float | None) -> float | None:
         return None if x is None else round(x, 2)
-    return {"p50": r(percentile(values, 50)), "p95": r(percentile(values, 95)),
-            "max": r(max(values) if values else None), "n": len(values)}
+
+    return {
+        "p50": r(percentile(values, 50)),
+        "p95": r(percentile(values, 95)),
+        "max": r(max(values) if values else None),
+        "n": len(values),
+    }
 
 
 def pct(values: Sequence[float]) -> float | None:

@@ -85,8 +85,14 @@ def _said(session_id: uuid.UUID, seqs: list[int]) -> str:
 
 
 class _Batch:
-    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                 scope: Scope, actor: versions.Actor) -> None:
+    def __init__(
+        self,
+        db: AsyncSession,
+        tenant_id: uuid.UUID,
+        session_id: uuid.UUID,
+        scope: Scope,
+        actor: versions.Actor,
+    ) -> None:
         self.db, self.tenant_id, self.session_id = db, tenant_id, session_id
         self.scope, self.actor = scope, actor
         self.now = datetime.now(UTC)
@@ -104,19 +110,39 @@ class _Batch:
         item.updated_at = self.now
         await self.write(item, change, reason)
 
-    async def add(self, c: Candidate, *, invalid_at: datetime | None = None,
-                  superseded_by: uuid.UUID | None = None,
-                  reason: str | None = None) -> MemoryItem:
+    async def add(
+        self,
+        c: Candidate,
+        *,
+        invalid_at: datetime | None = None,
+        superseded_by: uuid.UUID | None = None,
+        reason: str | None = None,
+    ) -> MemoryItem:
         text = c.text.strip()
         item = MemoryItem(
-            id=uuid.uuid4(), tenant_id=self.tenant_id, scope_kind=self.scope.kind,
-            scope_id=self.scope.storage_id, kind=FACT_KIND, source=f"session:{self.session_id}",
-            tags=list(dict.fromkeys(c.tags)), importance=c.importance, text=text,
-            payload=None, token_cost=token_cost(FACT_KIND, text, None), created_at=self.now,
-            updated_at=self.now, valid_from=c.valid_from, invalid_at=invalid_at,
-            superseded_by=superseded_by, source_session_id=self.session_id,
-            source_seqs=sorted(set(c.seqs)), version=1, fact_key=c.key,
-            stated_at=c.stated_at, sources=self.source(c))
+            id=uuid.uuid4(),
+            tenant_id=self.tenant_id,
+            scope_kind=self.scope.kind,
+            scope_id=self.scope.storage_id,
+            kind=FACT_KIND,
+            source=f"session:{self.session_id}",
+            tags=list(dict.fromkeys(c.tags)),
+            importance=c.importance,
+            text=text,
+            payload=None,
+            token_cost=token_cost(FACT_KIND, text, None),
+            created_at=self.now,
+            updated_at=self.now,
+            valid_from=c.valid_from,
+            invalid_at=invalid_at,
+            superseded_by=superseded_by,
+            source_session_id=self.session_id,
+            source_seqs=sorted(set(c.seqs)),
+            version=1,
+            fact_key=c.key,
+            stated_at=c.stated_at,
+            sources=self.source(c),
+        )
         self.db.add(item)
         await self.write(item, "add", reason)
         self.out.added += 1
@@ -127,25 +153,39 @@ class _Batch:
             return await self.history(c, target)
         item = await self.add(c)
         target.invalid_at, target.superseded_by = c.valid_from, item.id
-        await self.bump(target, "invalidate", f"contradicted by {_said(self.session_id, c.seqs)}"
-                        f" (fact {item.id}, true from {_when(c.valid_from)})")
+        await self.bump(
+            target,
+            "invalidate",
+            f"contradicted by {_said(self.session_id, c.seqs)}"
+            f" (fact {item.id}, true from {_when(c.valid_from)})",
+        )
         self.out.invalidated += 1
         return item
 
     async def history(self, c: Candidate, target: MemoryItem) -> MemoryItem:
         """An older statement: true from its own time until the target's."""
         assert target.valid_from is not None
-        item = await self.add(c, invalid_at=target.valid_from, superseded_by=target.id, reason=(
-            f"older than fact {target.id} (true from {_when(target.valid_from)}): kept as "
-            "history"))
+        item = await self.add(
+            c,
+            invalid_at=target.valid_from,
+            superseded_by=target.id,
+            reason=(
+                f"older than fact {target.id} (true from {_when(target.valid_from)}): kept as "
+                "history"
+            ),
+        )
         self.out.history += 1
         for p in await repo.predecessors(self.db, self.tenant_id, target.id):
             if p.id == item.id or p.valid_from is None or p.invalid_at is None:
                 continue
             if p.valid_from <= c.valid_from < p.invalid_at:
                 p.invalid_at, p.superseded_by = c.valid_from, item.id
-                await self.bump(p, "invalidate", f"contradicted by {_said(self.session_id, c.seqs)}"
-                                f" (fact {item.id}, true from {_when(c.valid_from)})")
+                await self.bump(
+                    p,
+                    "invalidate",
+                    f"contradicted by {_said(self.session_id, c.seqs)}"
+                    f" (fact {item.id}, true from {_when(c.valid_from)})",
+                )
                 self.out.invalidated += 1
         return item
 
@@ -164,33 +204,47 @@ class _Batch:
         self.out.updated += 1
         return target
 
-    async def confirm(self, c: Candidate, target: MemoryItem, *,
-                      older: bool = False) -> MemoryItem:
+    async def confirm(self, c: Candidate, target: MemoryItem, *, older: bool = False) -> MemoryItem:
         merged = merge_sources(target.sources or [], self.source(c))
         if merged == list(target.sources or []):
             return target
         target.sources = merged
-        why = ("an older statement of the same fact" if older else "said again")
+        why = "an older statement of the same fact" if older else "said again"
         await self.bump(target, "confirm", f"{why}: {_said(self.session_id, c.seqs)}")
         return target
 
 
-async def apply(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                scope: Scope, proposal: Proposal, commit_point: CommitPoint, *,
-                actor: versions.Actor, max_items: int) -> Applied:
+async def apply(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    scope: Scope,
+    proposal: Proposal,
+    commit_point: CommitPoint,
+    *,
+    actor: versions.Actor,
+    max_items: int,
+) -> Applied:
     """Write one batch's operations (module doc); `commit_point` first checks the
     watermark (raising `StaleFacts`) and moves it."""
     await commit_point(db)
     ops = proposal.operations
     if ops:
         await items_repo.lock_scope(db, tenant_id, scope)
-    stored_ids = [uuid.UUID(o.target) for o in ops
-                  if o.target is not None and earlier_candidate(o.target, o.candidate) is None]
+    stored_ids = [
+        uuid.UUID(o.target)
+        for o in ops
+        if o.target is not None and earlier_candidate(o.target, o.candidate) is None
+    ]
     targets = await repo.lock_targets(db, tenant_id, stored_ids)
     for key in stored_ids:
         t = targets.get(key)
-        if (t is None or t.invalid_at is not None or t.kind != FACT_KIND
-                or (t.scope_kind, t.scope_id) != (scope.kind, scope.storage_id)):
+        if (
+            t is None
+            or t.invalid_at is not None
+            or t.kind != FACT_KIND
+            or (t.scope_kind, t.scope_id) != (scope.kind, scope.storage_id)
+        ):
             raise StaleFacts(f"fact {key} changed meanwhile")
     batch = _Batch(db, tenant_id, session_id, scope, actor)
     batch.out.unchanged = proposal.unchanged
@@ -230,8 +284,11 @@ async def apply(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
             result[o.candidate] = await batch.confirm(c, t)
     if scope.kind == "project" and (batch.out.added or batch.out.invalidated):
         await enforce_max_items(db, tenant_id, scope, max_items)
-    for op, n in (("add", batch.out.added), ("update", batch.out.updated),
-                  ("invalidate", batch.out.invalidated)):
+    for op, n in (
+        ("add", batch.out.added),
+        ("update", batch.out.updated),
+        ("invalidate", batch.out.invalidated),
+    ):
         if n:
             metrics.OPERATIONS.labels(op=op).inc(n)
     return batch.out

@@ -16,12 +16,42 @@ from app.facts import versions
 from app.facts.timeline import version_at
 
 # the fields a version holds; the rest (id, scope, kind, payload, created...) is the item's
-_FROM_VERSION = ("text", "importance", "tags", "valid_from", "source_session_id",
-                 "source_seqs", "fact_key", "stated_at", "sources", "version")
-_ITEM_FIELDS = ("id", "tenant_id", "scope_kind", "scope_id", "kind", "source", "tags",
-                "importance", "text", "payload", "token_cost", "created_at", "updated_at",
-                "valid_from", "invalid_at", "superseded_by", "source_session_id",
-                "source_seqs", "version", "fact_key", "stated_at", "sources")
+_FROM_VERSION = (
+    "text",
+    "importance",
+    "tags",
+    "valid_from",
+    "source_session_id",
+    "source_seqs",
+    "fact_key",
+    "stated_at",
+    "sources",
+    "version",
+)
+_ITEM_FIELDS = (
+    "id",
+    "tenant_id",
+    "scope_kind",
+    "scope_id",
+    "kind",
+    "source",
+    "tags",
+    "importance",
+    "text",
+    "payload",
+    "token_cost",
+    "created_at",
+    "updated_at",
+    "valid_from",
+    "invalid_at",
+    "superseded_by",
+    "source_session_id",
+    "source_seqs",
+    "version",
+    "fact_key",
+    "stated_at",
+    "sources",
+)
 
 
 def as_read_then(item: Any, version: Any | None) -> Any:
@@ -33,9 +63,11 @@ def as_read_then(item: Any, version: Any | None) -> Any:
     return SimpleNamespace(**values)
 
 
-async def read_then(db: AsyncSession, tenant_id: uuid.UUID, rows: Sequence[Any],
-                    at: datetime) -> list[Any]:
+async def read_then(
+    db: AsyncSession, tenant_id: uuid.UUID, rows: Sequence[Any], at: datetime
+) -> list[Any]:
     """Each row as it read at `at` (rows already filtered to those true then)."""
     found = await versions.versions_of(db, tenant_id, [r.id for r in rows])
-    return [as_read_then(r, version_at(found.get(r.id, []), at, created_at=r.created_at))
-            for r in rows]
+    return [
+        as_read_then(r, version_at(found.get(r.id, []), at, created_at=r.created_at)) for r in rows
+    ]

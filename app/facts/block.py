@@ -45,11 +45,15 @@ def facts_as_of(at: datetime | None) -> Iterator[None]:
 
 def header(scope: str, as_of: datetime | None = None) -> str:
     if as_of is not None:
-        return (f"## Facts remembered ({scope}), as of {as_of:%Y-%m-%d %H:%M} UTC\nDurable "
-                "facts from earlier conversations that were true then, each since the date "
-                "shown:")
-    return (f"## Facts remembered ({scope})\nDurable facts from earlier conversations, "
-            "each true since the date shown:")
+        return (
+            f"## Facts remembered ({scope}), as of {as_of:%Y-%m-%d %H:%M} UTC\nDurable "
+            "facts from earlier conversations that were true then, each since the date "
+            "shown:"
+        )
+    return (
+        f"## Facts remembered ({scope})\nDurable facts from earlier conversations, "
+        "each true since the date shown:"
+    )
 
 
 def fact_line(text: str | None, valid_from: Any) -> str:
@@ -57,8 +61,9 @@ def fact_line(text: str | None, valid_from: Any) -> str:
     return f"{(text or '').strip()}{since}"
 
 
-async def facts_provider(open_db: OpenDb, session_row: Any,
-                         budget_tokens: int) -> ContextBlock | None:
+async def facts_provider(
+    open_db: OpenDb, session_row: Any, budget_tokens: int
+) -> ContextBlock | None:
     cfg = FactsConfig.from_stored((session_row.config or {}).get("facts"))
     if not cfg.enabled:
         return None
@@ -70,22 +75,31 @@ async def facts_provider(open_db: OpenDb, session_row: Any,
     as_of = _AS_OF.get()
     async with open_db() as db:
         query = await repo.newest_user_text(db, tid, session_row.id)
-        rows = (await repo.nearest_facts(db, tid, scope, query, limit=CANDIDATES,
-                                         agent_id=agent, as_of=as_of)
-                if query.strip() else [])
+        rows = (
+            await repo.nearest_facts(
+                db, tid, scope, query, limit=CANDIDATES, agent_id=agent, as_of=as_of
+            )
+            if query.strip()
+            else []
+        )
         if len(rows) < CANDIDATES:
             seen = {r.id for r in rows}
-            rows += [r for r in await repo.top_facts(db, tid, scope, limit=CANDIDATES,
-                                                     agent_id=agent, as_of=as_of)
-                     if r.id not in seen]
+            rows += [
+                r
+                for r in await repo.top_facts(
+                    db, tid, scope, limit=CANDIDATES, agent_id=agent, as_of=as_of
+                )
+                if r.id not in seen
+            ]
         if as_of is not None:
             rows = await read_then(db, tid, rows, as_of)
     if not rows:
         return None
     head = header(str(scope), as_of)
     lines = [fact_line(r.text, r.valid_from) for r in rows]
-    ranked = [FactLine(r.id, line, count_text("- " + line)) for r, line in zip(rows, lines,
-                                                                             strict=True)]
+    ranked = [
+        FactLine(r.id, line, count_text("- " + line)) for r, line in zip(rows, lines, strict=True)
+    ]
     chosen = choose_for_context(ranked, tokens, count_text(head))
     if not chosen.lines:
         return None
@@ -98,8 +112,19 @@ async def facts_provider(open_db: OpenDb, session_row: Any,
     kept = list(chosen.lines)
     while kept and render_block(head, [f.line for f in kept]) != text:
         kept.pop()  # the lines fit_text dropped
-    sources = tuple({"kind": "fact", "id": str(f.id), "version": by_id[f.id].version,
-                     "score": getattr(by_id[f.id], "rank", None)} for f in kept)
-    return ContextBlock(name="facts", text=text, token_count=n, sources=sources,
-                        replay={"header": head, "limit": tokens, "share": cfg.share,
-                                "query": query})
+    sources = tuple(
+        {
+            "kind": "fact",
+            "id": str(f.id),
+            "version": by_id[f.id].version,
+            "score": getattr(by_id[f.id], "rank", None),
+        }
+        for f in kept
+    )
+    return ContextBlock(
+        name="facts",
+        text=text,
+        token_count=n,
+        sources=sources,
+        replay={"header": head, "limit": tokens, "share": cfg.share, "query": query},
+    )

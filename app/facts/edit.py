@@ -25,17 +25,28 @@ def etag(item: MemoryItem) -> str:
 
 def check_if_match(if_match: str | None, version: int) -> None:
     if if_match is None:
-        raise PreconditionRequired("PATCH needs If-Match with the item's version (its ETag, "
-                                   "e.g. \"3\").", code="if_match_required")
+        raise PreconditionRequired(
+            'PATCH needs If-Match with the item\'s version (its ETag, e.g. "3").',
+            code="if_match_required",
+        )
     spec = parse_match_header(if_match)
     if not spec.any and version not in spec.versions:
-        raise Conflict("The item changed since that version; read it again.",
-                       code="version_conflict", details={"current_version": version})
+        raise Conflict(
+            "The item changed since that version; read it again.",
+            code="version_conflict",
+            details={"current_version": version},
+        )
 
 
-async def edit_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
-                    body: MemoryItemUpdate, if_match: str | None, *,
-                    via: str = "api") -> MemoryItem:
+async def edit_item(
+    db: AsyncSession,
+    caller: Caller,
+    item_id: uuid.UUID,
+    body: MemoryItemUpdate,
+    if_match: str | None,
+    *,
+    via: str = "api",
+) -> MemoryItem:
     item = await get_item(db, caller, item_id, for_update=True)
     check_if_match(if_match, item.version)
     given = body.model_fields_set
@@ -53,13 +64,20 @@ async def edit_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
         item.invalid_at = body.invalid_at
     start = item.valid_from or item.created_at
     if item.invalid_at is not None and item.invalid_at < start:
-        raise Unprocessable("invalid_at would be before valid_from.", code="invalid_validity",
-                            details=[{"loc": ["body", "invalid_at"], "type": "value_error",
-                                      "msg": "invalid_at is before valid_from"}])
+        raise Unprocessable(
+            "invalid_at would be before valid_from.",
+            code="invalid_validity",
+            details=[
+                {
+                    "loc": ["body", "invalid_at"],
+                    "type": "value_error",
+                    "msg": "invalid_at is before valid_from",
+                }
+            ],
+        )
     item.token_cost = token_cost(item.kind, item.text, item.payload)
     item.version += 1
     item.updated_at = datetime.now(UTC)
     await db.flush()
-    await versions.record(db, item, "edit", versions.actor_of(caller, via),
-                          body.reason or "edited")
+    await versions.record(db, item, "edit", versions.actor_of(caller, via), body.reason or "edited")
     return item

@@ -105,27 +105,52 @@ def fact_scope(cfg: FactsConfig, agent_id: str, user_id: str | None = None) -> S
     return agent_scope(agent_id) if scope.kind == "agent" else scope
 
 
-async def _record_usage(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, calls: int,
-                        input_tokens: int, output_tokens: int) -> None:
+async def _record_usage(
+    deps: Deps,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    calls: int,
+    input_tokens: int,
+    output_tokens: int,
+) -> None:
     try:
         async with deps.sessionmaker() as db:
-            await repo.add_usage(db, tenant_id, session_id, calls=calls,
-                                 input_tokens=input_tokens, output_tokens=output_tokens)
+            await repo.add_usage(
+                db,
+                tenant_id,
+                session_id,
+                calls=calls,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            )
             await db.commit()
     except Exception as exc:  # bookkeeping never decides the job's fate
         log.warning("could not record fact extraction usage: %s", type(exc).__name__)
 
 
-async def _ask(deps: Deps, outcome: Outcome, ids: tuple[uuid.UUID, uuid.UUID], step: str,
-               system: str, prompt: str, tool: str, description: str,
-               model: type[BaseModel]) -> Any:
+async def _ask(
+    deps: Deps,
+    outcome: Outcome,
+    ids: tuple[uuid.UUID, uuid.UUID],
+    step: str,
+    system: str,
+    prompt: str,
+    tool: str,
+    description: str,
+    model: type[BaseModel],
+) -> Any:
     assert deps.llm is not None
     outcome.llm_calls += 1
     metrics.LLM_CALLS.labels(step=step).inc()
     try:
         answer = await deps.llm.structured(
-            system, prompt, tool_name=tool, tool_description=description,
-            schema=prompts.tool_schema(model), max_tokens=int(deps.settings.facts_max_tokens))
+            system,
+            prompt,
+            tool_name=tool,
+            tool_description=description,
+            schema=prompts.tool_schema(model),
+            max_tokens=int(deps.settings.facts_max_tokens),
+        )
     except LLMError:  # a call that failed still counts (its tokens are unknown)
         await _record_usage(deps, *ids, 1, 0, 0)
         raise
@@ -139,8 +164,9 @@ async def _ask(deps: Deps, outcome: Outcome, ids: tuple[uuid.UUID, uuid.UUID], s
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "answer"
-        raise FactOutputError(f"{step}: the answer does not match the schema ({where}: "
-                              f"{first['msg']})") from None
+        raise FactOutputError(
+            f"{step}: the answer does not match the schema ({where}: {first['msg']})"
+        ) from None
 
 
 def _dedupe(found: list[prompts.CandidateFact]) -> list[prompts.CandidateFact]:
@@ -153,15 +179,19 @@ def _dedupe(found: list[prompts.CandidateFact]) -> list[prompts.CandidateFact]:
         if seen is None:
             by_text[key] = c
         else:
-            by_text[key] = seen.model_copy(update={
-                "importance": max(seen.importance, c.importance),
-                "tags": list(dict.fromkeys([*seen.tags, *c.tags])),
-                "source_seqs": sorted({*seen.source_seqs, *c.source_seqs})})
+            by_text[key] = seen.model_copy(
+                update={
+                    "importance": max(seen.importance, c.importance),
+                    "tags": list(dict.fromkeys([*seen.tags, *c.tags])),
+                    "source_seqs": sorted({*seen.source_seqs, *c.source_seqs}),
+                }
+            )
     return list(by_text.values())
 
 
-def candidates_in_time_order(found: list[prompts.CandidateFact],
-                             rows: list[repo.BatchRow]) -> list[Candidate]:
+def candidates_in_time_order(
+    found: list[prompts.CandidateFact], rows: list[repo.BatchRow]
+) -> list[Candidate]:
     """Candidates with their times (stated: the latest message they cite; valid from: the
     event time when given), sorted by when they became true."""
     at = {r.seq: r.created_at for r in rows}
@@ -171,63 +201,105 @@ def candidates_in_time_order(found: list[prompts.CandidateFact],
         try:
             event = parse_event_time(c.valid_from, stated)
         except ValueError:
-            raise FactOutputError(f"fact {i} has valid_from {c.valid_from!r}, not a date") \
-                from None
-        out.append(Candidate(c.text.strip(), c.key, c.importance, list(c.tags),
-                             sorted(set(c.source_seqs)), event or stated, stated))
+            raise FactOutputError(f"fact {i} has valid_from {c.valid_from!r}, not a date") from None
+        out.append(
+            Candidate(
+                c.text.strip(),
+                c.key,
+                c.importance,
+                list(c.tags),
+                sorted(set(c.source_seqs)),
+                event or stated,
+                stated,
+            )
+        )
     order = time_order([(c.valid_from, c.stated_at, c.seqs[0]) for c in out])
     return [out[i] for i in order]
 
 
 def _new_facts(cands: list[Candidate], session_id: uuid.UUID) -> list[prompts.NewFact]:
-    return [prompts.NewFact(c.text, c.key, c.valid_from, c.stated_at, str(session_id), c.seqs)
-            for c in cands]
+    return [
+        prompts.NewFact(c.text, c.key, c.valid_from, c.stated_at, str(session_id), c.seqs)
+        for c in cands
+    ]
 
 
-async def propose(deps: Deps, outcome: Outcome, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                  info: repo.SessionFacts, scope: Scope, rows: list[repo.BatchRow],
-                  messages: list[prompts.BatchMessage],
-                  known: list[prompts.ShownFact]) -> Proposal:
+async def propose(
+    deps: Deps,
+    outcome: Outcome,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    info: repo.SessionFacts,
+    scope: Scope,
+    rows: list[repo.BatchRow],
+    messages: list[prompts.BatchMessage],
+    known: list[prompts.ShownFact],
+) -> Proposal:
     """Steps 1 and 2 for one batch (LLM calls; no write)."""
     cap = int(deps.settings.facts_input_tokens)
     ids = (tenant_id, session_id)
     first, last = rows[0].seq, rows[-1].seq
     if not messages:
         return Proposal(first, last, [], ())
-    found = await _ask(deps, outcome, ids, "extract", prompts.EXTRACT_SYSTEM,
-                       prompts.render_batch(messages, known), prompts.EXTRACT_TOOL,
-                       prompts.EXTRACT_TOOL_DESCRIPTION, prompts.CandidatesOut)
+    found = await _ask(
+        deps,
+        outcome,
+        ids,
+        "extract",
+        prompts.EXTRACT_SYSTEM,
+        prompts.render_batch(messages, known),
+        prompts.EXTRACT_TOOL,
+        prompts.EXTRACT_TOOL_DESCRIPTION,
+        prompts.CandidatesOut,
+    )
     check_candidates(found.facts, {r.seq for r in rows})
     cands = candidates_in_time_order(found.facts, rows)
     if not cands:
         return Proposal(first, last, [], ())
     news = _new_facts(cands, session_id)
-    budget = cap - fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut) - count_text(
-        prompts.render_decisions(news, []))
+    budget = (
+        cap
+        - fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut)
+        - count_text(prompts.render_decisions(news, []))
+    )
     async with deps.sessionmaker() as db:
-        stored, related = await stored_for_decision(db, tenant_id, scope, info.agent_id,
-                                                    cands, max(0, budget))
+        stored, related = await stored_for_decision(
+            db, tenant_id, scope, info.agent_id, cands, max(0, budget)
+        )
         await db.rollback()
     keys = [c.key for c in cands if c.key]
     if not related and len(set(keys)) == len(keys):  # nothing could be affected: all new
-        return Proposal(first, last, cands, tuple(Operation("add", i)
-                                                  for i in range(len(cands))))
-    decided = await _ask(deps, outcome, ids, "decide", prompts.DECIDE_SYSTEM,
-                         prompts.render_decisions(news, stored), prompts.DECIDE_TOOL,
-                         prompts.DECIDE_TOOL_DESCRIPTION, prompts.DecisionsOut)
+        return Proposal(first, last, cands, tuple(Operation("add", i) for i in range(len(cands))))
+    decided = await _ask(
+        deps,
+        outcome,
+        ids,
+        "decide",
+        prompts.DECIDE_SYSTEM,
+        prompts.render_decisions(news, stored),
+        prompts.DECIDE_TOOL,
+        prompts.DECIDE_TOOL_DESCRIPTION,
+        prompts.DecisionsOut,
+    )
     shown = {f.id for f in stored}
     plan = plan_operations(decided.decisions, len(cands), [shown] * len(cands))
     return Proposal(first, last, cands, plan.operations, plan.unchanged)
 
 
-async def _read_batch(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                      info: repo.SessionFacts, scope: Scope, after: int, upto: int
-                      ) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage],
-                                 list[prompts.ShownFact]]:
+async def _read_batch(
+    deps: Deps,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    info: repo.SessionFacts,
+    scope: Scope,
+    after: int,
+    upto: int,
+) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage], list[prompts.ShownFact]]:
     cap = int(deps.settings.facts_input_tokens)
     async with deps.sessionmaker() as db:
-        rows = await repo.messages_after(db, tenant_id, session_id, after=after, upto=upto,
-                                         limit=_READ_LIMIT)
+        rows = await repo.messages_after(
+            db, tenant_id, session_id, after=after, upto=upto, limit=_READ_LIMIT
+        )
         if not rows:
             await db.rollback()
             return [], [], []
@@ -247,8 +319,9 @@ def _count(outcome: Outcome, proposal: Proposal, applied: Any) -> None:
     outcome.history += applied.history
 
 
-def _watermark_point(tenant_id: uuid.UUID, session_id: uuid.UUID, expected: int,
-                     last_seq: int) -> CommitPoint:
+def _watermark_point(
+    tenant_id: uuid.UUID, session_id: uuid.UUID, expected: int, last_seq: int
+) -> CommitPoint:
     async def check_and_advance(db: AsyncSession) -> None:
         await repo.ensure_state(db, tenant_id, session_id)
         state = await repo.get_state(db, tenant_id, session_id, for_update=True)
@@ -260,20 +333,39 @@ def _watermark_point(tenant_id: uuid.UUID, session_id: uuid.UUID, expected: int,
     return check_and_advance
 
 
-async def _apply(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, scope: Scope,
-                 agent_id: str, proposal: Proposal, point: CommitPoint) -> Any:
+async def _apply(
+    deps: Deps,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    scope: Scope,
+    agent_id: str,
+    proposal: Proposal,
+    point: CommitPoint,
+) -> Any:
     async with deps.sessionmaker() as db:
-        applied = await apply(db, tenant_id, session_id, scope, proposal, point,
-                              actor=Actor("extraction", None, agent_id),
-                              max_items=int(deps.settings.knowledge_max_items))
+        applied = await apply(
+            db,
+            tenant_id,
+            session_id,
+            scope,
+            proposal,
+            point,
+            actor=Actor("extraction", None, agent_id),
+            max_items=int(deps.settings.knowledge_max_items),
+        )
         await db.commit()
     return applied
 
 
-async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                         lease_lost: Callable[[], bool] = lambda: False,
-                         outcome: Outcome | None = None,
-                         upto: int | None = None) -> Outcome:
+async def run_extraction(
+    deps: Deps,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    lease_lost: Callable[[], bool] = lambda: False,
+    outcome: Outcome | None = None,
+    upto: int | None = None,
+) -> Outcome:
     """Extract batch after batch until every message (up to `upto`, default the newest)
     is read (see module doc). `outcome` is filled as it goes (LLM usage counts even when a
     later step fails)."""
@@ -294,19 +386,27 @@ async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID
         if last <= info.watermark:
             return outcome
         scope = fact_scope(cfg, info.agent_id, info.user_id)
-        rows, messages, known = await _read_batch(deps, tenant_id, session_id, info, scope,
-                                                  info.watermark, last)
+        rows, messages, known = await _read_batch(
+            deps, tenant_id, session_id, info, scope, info.watermark, last
+        )
         if not rows:
             return outcome
         outcome.current = (rows[0].seq, rows[-1].seq)
-        proposal = await propose(deps, outcome, tenant_id, session_id, info, scope, rows,
-                                 messages, known)
+        proposal = await propose(
+            deps, outcome, tenant_id, session_id, info, scope, rows, messages, known
+        )
         if lease_lost():
             raise LeaseLost
         try:
-            applied = await _apply(deps, tenant_id, session_id, scope, info.agent_id, proposal,
-                                   _watermark_point(tenant_id, session_id, info.watermark,
-                                                    proposal.last_seq))
+            applied = await _apply(
+                deps,
+                tenant_id,
+                session_id,
+                scope,
+                info.agent_id,
+                proposal,
+                _watermark_point(tenant_id, session_id, info.watermark, proposal.last_seq),
+            )
         except StaleFacts as exc:
             stale += 1
             if stale > MAX_STALE_REPLANS:
@@ -320,10 +420,12 @@ async def run_extraction(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID
     return outcome
 
 
-def _range_point(tenant_id: uuid.UUID, session_id: uuid.UUID, first: int,
-                 last_seq: int) -> CommitPoint:
+def _range_point(
+    tenant_id: uuid.UUID, session_id: uuid.UUID, first: int, last_seq: int
+) -> CommitPoint:
     """A failed range's batch: the range must still start at `first`; it then starts after
     the batch (and is gone once read)."""
+
     async def check_and_shrink(db: AsyncSession) -> None:
         state = await repo.get_state(db, tenant_id, session_id, for_update=True)
         ranges = list(state.failed_ranges or []) if state is not None else []
@@ -334,14 +436,16 @@ def _range_point(tenant_id: uuid.UUID, session_id: uuid.UUID, first: int,
         rest = [x for x in ranges if x is not r]
         if last_seq < int(r["last_seq"]):
             rest.append({**r, "first_seq": last_seq + 1})
-        await repo.set_failed_ranges(db, tenant_id, session_id,
-                                     sorted(rest, key=lambda x: int(x["first_seq"])))
+        await repo.set_failed_ranges(
+            db, tenant_id, session_id, sorted(rest, key=lambda x: int(x["first_seq"]))
+        )
 
     return check_and_shrink
 
 
-async def run_range(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, first: int,
-                    last: int, outcome: Outcome) -> Outcome:
+async def run_range(
+    deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, first: int, last: int, outcome: Outcome
+) -> Outcome:
     """Re-run a failed range (batch after batch); older statements apply as history."""
     start = first
     while start <= last:
@@ -352,15 +456,24 @@ async def run_range(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, fir
             return outcome
         cfg = FactsConfig.from_stored(info.config.get("facts"))
         scope = fact_scope(cfg, info.agent_id, info.user_id)
-        rows, messages, known = await _read_batch(deps, tenant_id, session_id, info, scope,
-                                                  start - 1, last)
+        rows, messages, known = await _read_batch(
+            deps, tenant_id, session_id, info, scope, start - 1, last
+        )
         if not rows:
             return outcome
         outcome.current = (rows[0].seq, rows[-1].seq)
-        proposal = await propose(deps, outcome, tenant_id, session_id, info, scope, rows,
-                                 messages, known)
-        applied = await _apply(deps, tenant_id, session_id, scope, info.agent_id, proposal,
-                               _range_point(tenant_id, session_id, start, proposal.last_seq))
+        proposal = await propose(
+            deps, outcome, tenant_id, session_id, info, scope, rows, messages, known
+        )
+        applied = await _apply(
+            deps,
+            tenant_id,
+            session_id,
+            scope,
+            info.agent_id,
+            proposal,
+            _range_point(tenant_id, session_id, start, proposal.last_seq),
+        )
         outcome.current = None
         outcome.messages += len(rows)
         _count(outcome, proposal, applied)

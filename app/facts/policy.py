@@ -58,10 +58,12 @@ class FactsConfig:
         """From a validated config object (`FactsInput` dumped); None: off."""
         if not stored:
             return cls()
-        return cls(enabled=bool(stored.get("enabled", False)),
-                   scope=str(stored.get("scope") or "agent"),
-                   share=float(stored.get("share", DEFAULT_SHARE)),
-                   min_batch=int(stored["min_batch"]) if stored.get("min_batch") else None)
+        return cls(
+            enabled=bool(stored.get("enabled", False)),
+            scope=str(stored.get("scope") or "agent"),
+            share=float(stored.get("share", DEFAULT_SHARE)),
+            min_batch=int(stored["min_batch"]) if stored.get("min_batch") else None,
+        )
 
     def every(self, default: int) -> int:
         """New messages that start an extraction at once."""
@@ -122,14 +124,13 @@ def earlier_candidate(target: str, i: int) -> int | None:
     """j of a `new-<j>` target when j < i, else None."""
     if not target.startswith(NEW_PREFIX):
         return None
-    raw = target[len(NEW_PREFIX):]
+    raw = target[len(NEW_PREFIX) :]
     if not raw.isdigit() or int(raw) >= i:
         return None
     return int(raw)
 
 
-def plan_operations(decisions: Sequence[Any], n_candidates: int,
-                    shown: Sequence[set[str]]) -> Plan:
+def plan_operations(decisions: Sequence[Any], n_candidates: int, shown: Sequence[set[str]]) -> Plan:
     """The decisions as operations, checked against what was asked (see module doc):
     `shown[i]` holds the stored ids shown to candidate i; `new-<j>` (j < i) names an
     earlier candidate of the batch."""
@@ -154,8 +155,9 @@ def plan_operations(decisions: Sequence[Any], n_candidates: int,
             ops.append(Operation("add", i))
             continue
         if not known:
-            raise FactOutputError(f"{d.op} of fact {i} names id {d.target_id!r}, which was not "
-                                  "shown with it")
+            raise FactOutputError(
+                f"{d.op} of fact {i} names id {d.target_id!r}, which was not shown with it"
+            )
         if d.op == "UPDATE":
             if not (d.text or "").strip():
                 raise FactOutputError(f"UPDATE of fact {i} gives no text")
@@ -186,8 +188,9 @@ class ChosenFacts:
     ids: tuple[Any, ...] = field(default=())
 
 
-def choose_for_context(ranked: Sequence[FactLine], tokens: int, header_tokens: int,
-                       join_tokens: int = 1) -> ChosenFacts:
+def choose_for_context(
+    ranked: Sequence[FactLine], tokens: int, header_tokens: int, join_tokens: int = 1
+) -> ChosenFacts:
     """The facts (best first) whose lines, with the header and one separator per line,
     fit `tokens`; one that does not fit is skipped and the next ones are still tried.
     Nothing (not even the header) when no fact fits."""
@@ -208,8 +211,9 @@ def render_block(header: str, lines: Sequence[str]) -> str:
     return "\n".join([header, *(f"- {line}" for line in lines)])
 
 
-def fit_text(header: str, lines: Sequence[str], tokens: int,
-             count: Callable[[str], int]) -> tuple[str, int] | None:
+def fit_text(
+    header: str, lines: Sequence[str], tokens: int, count: Callable[[str], int]
+) -> tuple[str, int] | None:
     """The block re-counted as a whole, dropping the last lines until it fits (a join
     can cost a token more than the parts)."""
     kept = list(lines)

@@ -34,37 +34,60 @@ MAX_FACT_CHARS = 1000
 
 
 KEY_PATTERN = r"^[a-z0-9_]{1,60}(\.[a-z0-9_]{1,60}){0,4}$"
-EVENT_TIME_PATTERN = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
-                      r"(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$")
+EVENT_TIME_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$"
+)
 
 
 class CandidateFact(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, max_length=MAX_FACT_CHARS, description=(
-        "One self-contained sentence, understandable without the conversation: name the "
-        "person or thing (\"The user prefers tea\", not \"They like it\")."))
-    key: str = Field(pattern=KEY_PATTERN, max_length=200, description=(
-        "What the fact is about, as subject.attribute in lowercase (user.home_city, "
-        "user.employer, user.pet.name, user.sister.home_city): two facts that cannot both "
-        "be true share a key. Reuse a stored fact's key for the same thing."))
-    valid_from: str | None = Field(default=None, pattern=EVENT_TIME_PATTERN, description=(
-        "When the fact became true, if the messages say (\"I moved here last month\" on "
-        "2026-03-05 -> 2026-02-01): an ISO date or date-time resolved against the "
-        "message's date. Leave it out when it became true when it was said."))
+    text: str = Field(
+        min_length=1,
+        max_length=MAX_FACT_CHARS,
+        description=(
+            "One self-contained sentence, understandable without the conversation: name the "
+            'person or thing ("The user prefers tea", not "They like it").'
+        ),
+    )
+    key: str = Field(
+        pattern=KEY_PATTERN,
+        max_length=200,
+        description=(
+            "What the fact is about, as subject.attribute in lowercase (user.home_city, "
+            "user.employer, user.pet.name, user.sister.home_city): two facts that cannot both "
+            "be true share a key. Reuse a stored fact's key for the same thing."
+        ),
+    )
+    valid_from: str | None = Field(
+        default=None,
+        pattern=EVENT_TIME_PATTERN,
+        description=(
+            'When the fact became true, if the messages say ("I moved here last month" on '
+            "2026-03-05 -> 2026-02-01): an ISO date or date-time resolved against the "
+            "message's date. Leave it out when it became true when it was said."
+        ),
+    )
     importance: float = Field(ge=0, le=1, description="0-1: how useful later (1 = essential).")
     tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
-        default_factory=list, max_length=10, description="A few lowercase topic labels.")
-    source_seqs: list[int] = Field(min_length=1, max_length=50, description=(
-        "The msg numbers this fact was taken from."))
+        default_factory=list, max_length=10, description="A few lowercase topic labels."
+    )
+    source_seqs: list[int] = Field(
+        min_length=1, max_length=50, description=("The msg numbers this fact was taken from.")
+    )
 
 
 class CandidatesOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    facts: list[CandidateFact] = Field(max_length=MAX_CANDIDATES, description=(
-        "Durable facts stated in the new messages, in the order they were stated; empty "
-        "when there are none."))
+    facts: list[CandidateFact] = Field(
+        max_length=MAX_CANDIDATES,
+        description=(
+            "Durable facts stated in the new messages, in the order they were stated; empty "
+            "when there are none."
+        ),
+    )
 
 
 EXTRACT_TOOL = "record_facts"
@@ -95,24 +118,35 @@ class Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     candidate: int = Field(ge=0, description="The number of the new fact decided on.")
-    op: Op = Field(description=(
-        "ADD: a new fact. UPDATE: the same fact as a stored one, refined or corrected "
-        "(the world did not change; the stored fact is rewritten: give target_id and "
-        "text). INVALIDATE: the world changed, the stored fact stops being true and the "
-        "new fact replaces it (give target_id). NONE: already known (give target_id of "
-        "the fact that says it)."))
-    target_id: str | None = Field(default=None, description=(
-        "For UPDATE, INVALIDATE and NONE: the id of a stored fact shown, or new-<j> for "
-        "an earlier new fact j of this list."))
-    text: str | None = Field(default=None, max_length=MAX_FACT_CHARS, description=(
-        "For UPDATE: the rewritten fact (one self-contained sentence)."))
+    op: Op = Field(
+        description=(
+            "ADD: a new fact. UPDATE: the same fact as a stored one, refined or corrected "
+            "(the world did not change; the stored fact is rewritten: give target_id and "
+            "text). INVALIDATE: the world changed, the stored fact stops being true and the "
+            "new fact replaces it (give target_id). NONE: already known (give target_id of "
+            "the fact that says it)."
+        )
+    )
+    target_id: str | None = Field(
+        default=None,
+        description=(
+            "For UPDATE, INVALIDATE and NONE: the id of a stored fact shown, or new-<j> for "
+            "an earlier new fact j of this list."
+        ),
+    )
+    text: str | None = Field(
+        default=None,
+        max_length=MAX_FACT_CHARS,
+        description=("For UPDATE: the rewritten fact (one self-contained sentence)."),
+    )
 
 
 class DecisionsOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    decisions: list[Decision] = Field(max_length=MAX_CANDIDATES, description=(
-        "Exactly one decision per new fact."))
+    decisions: list[Decision] = Field(
+        max_length=MAX_CANDIDATES, description=("Exactly one decision per new fact.")
+    )
 
 
 DECIDE_TOOL = "decide_facts"
@@ -201,9 +235,12 @@ def render_batch(messages: Sequence[BatchMessage], known: Sequence[ShownFact] = 
     lines = [message_line(m) for m in messages]
     first, last = messages[0].seq, messages[-1].seq
     stored = "\n".join(stored_line(f, with_id=False) for f in known) or "(none)"
-    return (f"Stored facts about these topics (already known):\n<stored>\n{stored}\n"
-            f"</stored>\n\nNew messages msg {first}-{last}:\n\n<messages>\n"
-            + "\n".join(lines) + "\n</messages>\n\nRecord the durable facts they state.")
+    return (
+        f"Stored facts about these topics (already known):\n<stored>\n{stored}\n"
+        f"</stored>\n\nNew messages msg {first}-{last}:\n\n<messages>\n"
+        + "\n".join(lines)
+        + "\n</messages>\n\nRecord the durable facts they state."
+    )
 
 
 def message_line(m: BatchMessage) -> str:
@@ -211,10 +248,15 @@ def message_line(m: BatchMessage) -> str:
 
 
 def new_fact_line(i: int, c: NewFact) -> str:
-    when = (f"valid from {_date(c.valid_from)}, stated {_date(c.stated_at)}"
-            if c.valid_from != c.stated_at else f"stated {_date(c.stated_at)}")
-    return (f"New fact {i} (key={c.key or '-'}; {when}; session {c.session} msg "
-            f"{', '.join(str(s) for s in c.seqs)}): {c.text}")
+    when = (
+        f"valid from {_date(c.valid_from)}, stated {_date(c.stated_at)}"
+        if c.valid_from != c.stated_at
+        else f"stated {_date(c.stated_at)}"
+    )
+    return (
+        f"New fact {i} (key={c.key or '-'}; {when}; session {c.session} msg "
+        f"{', '.join(str(s) for s in c.seqs)}): {c.text}"
+    )
 
 
 def render_decisions(candidates: Sequence[NewFact], stored: Sequence[ShownFact]) -> str:
@@ -222,5 +264,7 @@ def render_decisions(candidates: Sequence[NewFact], stored: Sequence[ShownFact])
     (numbered from 0 in time order)."""
     shown = "\n".join(stored_line(f) for f in stored) or "(no stored facts)"
     news = "\n".join(new_fact_line(i, c) for i, c in enumerate(candidates))
-    return (f"Stored valid facts:\n<stored>\n{shown}\n</stored>\n\nNew facts, in the order "
-            f"they became true:\n<new>\n{news}\n</new>\n\nDecide once for each new fact.")
+    return (
+        f"Stored valid facts:\n<stored>\n{shown}\n</stored>\n\nNew facts, in the order "
+        f"they became true:\n<new>\n{news}\n</new>\n\nDecide once for each new fact."
+    )

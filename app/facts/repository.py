@@ -34,15 +34,18 @@ STOP_MIN_FACTS = 6
 
 MAX_ERROR_CHARS = 500
 # the expression of ix_memory_items_text_fts (the planner matches it literally)
-_VECTOR = sa.func.to_tsvector(sa.literal_column("'english'::regconfig"),
-                              sa.func.coalesce(M.text, sa.literal_column("''::text")))
+_VECTOR = sa.func.to_tsvector(
+    sa.literal_column("'english'::regconfig"),
+    sa.func.coalesce(M.text, sa.literal_column("''::text")),
+)
 
 
 def _or_query(text: str) -> sa.ColumnElement[Any]:
     """Any of the text's lexemes (plainto_tsquery ANDs them; a fact matching some words of
     a message is still a neighbour)."""
-    plain = sa.cast(sa.func.plainto_tsquery(sa.literal_column("'english'::regconfig"), text),
-                    sa.Text)
+    plain = sa.cast(
+        sa.func.plainto_tsquery(sa.literal_column("'english'::regconfig"), text), sa.Text
+    )
     return sa.cast(sa.func.replace(plain, " & ", " | "), sa.dialects.postgresql.TSQUERY)
 
 
@@ -54,31 +57,43 @@ _ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
 
 def _tfs(hits: str | None) -> dict[str, int]:
     """lexeme -> tf of a fact's vector filtered to the query's lexemes (`_HITS`)."""
-    return {m.group(1).replace("''", "'"): m.group(2).count(",") + 1
-            for m in _ENTRY.finditer(hits or "")}
+    return {
+        m.group(1).replace("''", "'"): m.group(2).count(",") + 1
+        for m in _ENTRY.finditer(hits or "")
+    }
 
 
 def first_valid_from(tenant_id: uuid.UUID) -> sa.ColumnElement[Any]:
     """When an item first took effect: its earliest version's `valid_from`, else its own,
     else its creation (the versions read names the tenant: one partition)."""
-    earliest = (sa.select(sa.func.min(V.c.valid_from))
-                .where(V.c.tenant_id == tenant_id, V.c.item_id == M.id)
-                .scalar_subquery())
+    earliest = (
+        sa.select(sa.func.min(V.c.valid_from))
+        .where(V.c.tenant_id == tenant_id, V.c.item_id == M.id)
+        .scalar_subquery()
+    )
     return sa.func.coalesce(sa.func.least(M.valid_from, earliest), M.created_at)
 
 
 def valid_at(tenant_id: uuid.UUID, at: datetime) -> sa.ColumnElement[bool]:
     """A tenant's items true at `at` (world time): taken effect by then and not invalid
     yet."""
-    return sa.and_(first_valid_from(tenant_id) <= at,
-                   sa.or_(M.invalid_at.is_(None), M.invalid_at > at))
+    return sa.and_(
+        first_valid_from(tenant_id) <= at, sa.or_(M.invalid_at.is_(None), M.invalid_at > at)
+    )
 
 
-async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, text: str, *,
-                        limit: int, agent_id: str | None,
-                        include_invalidated: bool = False,
-                        as_of: datetime | None = None,
-                        drop_stop_words: bool = False) -> list[Any]:
+async def nearest_facts(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    text: str,
+    *,
+    limit: int,
+    agent_id: str | None,
+    include_invalidated: bool = False,
+    as_of: datetime | None = None,
+    drop_stop_words: bool = False,
+) -> list[Any]:
     """The facts of `scope` best matching `text`, ranked as messages are (BM25 of
     `app.search.bm25`: N, avgdl and n(t) over the scope's facts; a fact is one document,
     with no conversation around it), then importance, newest; valid ones only unless
@@ -89,37 +104,65 @@ async def nearest_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, te
     neighbours."""
     q = _or_query(text)
     lexemes = sa.func.tsvector_to_array(
-        sa.func.to_tsvector(sa.literal_column("'english'::regconfig"), text))
-    hits = sa.cast(sa.func.ts_filter(sa.func.setweight(_VECTOR, sa.literal_column("'A'"),
-                                                       lexemes),
-                                     sa.literal_column("'{a}'::\"char\"[]")), sa.Text)
-    in_scope = (*readable(tenant_id, agent_id,
-                          include_invalidated=include_invalidated or as_of is not None),
-                scope_clause(scope), M.kind == FACT_KIND)
+        sa.func.to_tsvector(sa.literal_column("'english'::regconfig"), text)
+    )
+    hits = sa.cast(
+        sa.func.ts_filter(
+            sa.func.setweight(_VECTOR, sa.literal_column("'A'"), lexemes),
+            sa.literal_column("'{a}'::\"char\"[]"),
+        ),
+        sa.Text,
+    )
+    in_scope = (
+        *readable(
+            tenant_id, agent_id, include_invalidated=include_invalidated or as_of is not None
+        ),
+        scope_clause(scope),
+        M.kind == FACT_KIND,
+    )
     if as_of is not None and not include_invalidated:
         in_scope = (*in_scope, valid_at(tenant_id, as_of))
-    stats = (await db.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(_LENGTH), 0))
-                              .where(*in_scope, _LENGTH > 0))).one()
+    stats = (
+        await db.execute(
+            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(_LENGTH), 0)).where(
+                *in_scope, _LENGTH > 0
+            )
+        )
+    ).one()
     n_docs, total = int(stats[0]), int(stats[1])
     if not n_docs:
         return []
-    rows = list((await db.execute(
-        sa.select(*M, _LENGTH.label("dl"), hits.label("hits"))
-        .where(*in_scope, _VECTOR.op("@@")(q)))).all())
+    rows = list(
+        (
+            await db.execute(
+                sa.select(*M, _LENGTH.label("dl"), hits.label("hits")).where(
+                    *in_scope, _VECTOR.op("@@")(q)
+                )
+            )
+        ).all()
+    )
     avgdl = total / n_docs
     tfs = [_tfs(r.hits) for r in rows]
     params = bm25.BM25Params()
     dfs = {t: sum(1 for tf in tfs if t in tf) for t in {t for tf in tfs for t in tf}}
-    stop = ({t for t, n in dfs.items() if n > STOP_SHARE * n_docs}
-            if drop_stop_words and n_docs >= STOP_MIN_FACTS else set())
+    stop = (
+        {t for t, n in dfs.items() if n > STOP_SHARE * n_docs}
+        if drop_stop_words and n_docs >= STOP_MIN_FACTS
+        else set()
+    )
     idfs = {t: bm25.idf(n_docs, n) for t, n in dfs.items() if t not in stop}
-    scored = [(sum(bm25.term_score(n, r.dl, avgdl, idfs[t], params) for t, n in tf.items()
-                   if t in idfs), r)
-              for r, tf in zip(rows, tfs, strict=True)]
+    scored = [
+        (
+            sum(
+                bm25.term_score(n, r.dl, avgdl, idfs[t], params) for t, n in tf.items() if t in idfs
+            ),
+            r,
+        )
+        for r, tf in zip(rows, tfs, strict=True)
+    ]
     if stop:
         scored = [(score, r) for score, r in scored if score > 0]
-    scored.sort(key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(),
-                               str(p[1].id)))
+    scored.sort(key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(), str(p[1].id)))
     return [_Ranked(r, score) for score, r in scored[:limit]]
 
 
@@ -135,22 +178,27 @@ class _Ranked:
         return getattr(self._row, name)
 
 
-async def lock_targets(db: AsyncSession, tenant_id: uuid.UUID,
-                       ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, MemoryItem]:
+async def lock_targets(
+    db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, MemoryItem]:
     """The targeted facts, row-locked for this transaction."""
     if not ids:
         return {}
-    rows = await db.execute(sa.select(MemoryItem).where(
-        M.tenant_id == tenant_id, M.id.in_(list(ids))).with_for_update())
+    rows = await db.execute(
+        sa.select(MemoryItem).where(M.tenant_id == tenant_id, M.id.in_(list(ids))).with_for_update()
+    )
     return {r.id: r for r in rows.scalars()}
 
 
-async def superseded(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
-                     agent_id: str | None) -> list[Any]:
+async def superseded(
+    db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *, agent_id: str | None
+) -> list[Any]:
     """The items this item replaced (their `superseded_by` names it)."""
-    rows = await db.execute(sa.select(*M).where(*readable(tenant_id, agent_id),
-                                                M.superseded_by == item_id)
-                            .order_by(M.invalid_at, M.id))
+    rows = await db.execute(
+        sa.select(*M)
+        .where(*readable(tenant_id, agent_id), M.superseded_by == item_id)
+        .order_by(M.invalid_at, M.id)
+    )
     return list(rows.all())
 
 
@@ -161,77 +209,120 @@ def _clip(error: str | None) -> str | None:
     return None if error is None else error[:MAX_ERROR_CHARS]
 
 
-async def get_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                    for_update: bool = False) -> FactExtraction | None:
-    q = sa.select(FactExtraction).where(X.c.tenant_id == tenant_id,
-                                        X.c.session_id == session_id)
+async def get_state(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *, for_update: bool = False
+) -> FactExtraction | None:
+    q = sa.select(FactExtraction).where(X.c.tenant_id == tenant_id, X.c.session_id == session_id)
     if for_update:
         q = q.with_for_update()
     return (await db.execute(q)).scalar_one_or_none()
 
 
 async def ensure_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> None:
-    await db.execute(insert(X).values(tenant_id=tenant_id, session_id=session_id)
-                     .on_conflict_do_nothing(index_elements=[X.c.tenant_id, X.c.session_id]))
+    await db.execute(
+        insert(X)
+        .values(tenant_id=tenant_id, session_id=session_id)
+        .on_conflict_do_nothing(index_elements=[X.c.tenant_id, X.c.session_id])
+    )
 
 
-async def mark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-               **values: Any) -> None:
+async def mark(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, **values: Any
+) -> None:
     """Upsert the job fields of the session's extraction row."""
     if "last_error" in values:
         values["last_error"] = _clip(values["last_error"])
     values["updated_at"] = sa.func.now()
     # counters given as expressions of the row (runs + 1) apply to an existing row only
-    first = {k: (1 if k == "runs" else v) for k, v in values.items()
-             if k == "runs" or not isinstance(v, sa.ColumnElement) or isinstance(
-                 v, sa.sql.functions.FunctionElement)}
+    first = {
+        k: (1 if k == "runs" else v)
+        for k, v in values.items()
+        if k == "runs"
+        or not isinstance(v, sa.ColumnElement)
+        or isinstance(v, sa.sql.functions.FunctionElement)
+    }
     stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, **first)
-    stmt = stmt.on_conflict_do_update(index_elements=[X.c.tenant_id, X.c.session_id],
-                                      set_=values)
+    stmt = stmt.on_conflict_do_update(index_elements=[X.c.tenant_id, X.c.session_id], set_=values)
     await db.execute(stmt)
 
 
-async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                       job_id: str) -> None:
+async def mark_pending(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str
+) -> None:
     """Queued; a running job keeps `running` (the queue deduplicates per session)."""
     now = sa.func.now()
-    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, status="pending",
-                            job_id=job_id, enqueued_at=now, updated_at=now)
+    stmt = insert(X).values(
+        tenant_id=tenant_id,
+        session_id=session_id,
+        status="pending",
+        job_id=job_id,
+        enqueued_at=now,
+        updated_at=now,
+    )
     stmt = stmt.on_conflict_do_update(
         index_elements=[X.c.tenant_id, X.c.session_id],
         set_={"status": "pending", "job_id": job_id, "enqueued_at": now, "updated_at": now},
-        where=(X.c.status != "running") & (X.c.tenant_id == tenant_id))
+        where=(X.c.status != "running") & (X.c.tenant_id == tenant_id),
+    )
     await db.execute(stmt)
 
 
-async def add_usage(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                    calls: int, input_tokens: int, output_tokens: int) -> None:
-    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, llm_calls=calls,
-                            llm_input_tokens=input_tokens, llm_output_tokens=output_tokens)
-    await db.execute(stmt.on_conflict_do_update(
-        index_elements=[X.c.tenant_id, X.c.session_id],
-        set_={"llm_calls": X.c.llm_calls + calls,
-              "llm_input_tokens": X.c.llm_input_tokens + input_tokens,
-              "llm_output_tokens": X.c.llm_output_tokens + output_tokens}))
+async def add_usage(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    calls: int,
+    input_tokens: int,
+    output_tokens: int,
+) -> None:
+    stmt = insert(X).values(
+        tenant_id=tenant_id,
+        session_id=session_id,
+        llm_calls=calls,
+        llm_input_tokens=input_tokens,
+        llm_output_tokens=output_tokens,
+    )
+    await db.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[X.c.tenant_id, X.c.session_id],
+            set_={
+                "llm_calls": X.c.llm_calls + calls,
+                "llm_input_tokens": X.c.llm_input_tokens + input_tokens,
+                "llm_output_tokens": X.c.llm_output_tokens + output_tokens,
+            },
+        )
+    )
 
 
-async def advance(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                  watermark: int) -> None:
-    await db.execute(sa.update(X).where(X.c.tenant_id == tenant_id,
-                                        X.c.session_id == session_id).values(
-        watermark_seq=watermark, updated_at=sa.func.now()))
+async def advance(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, watermark: int
+) -> None:
+    await db.execute(
+        sa.update(X)
+        .where(X.c.tenant_id == tenant_id, X.c.session_id == session_id)
+        .values(watermark_seq=watermark, updated_at=sa.func.now())
+    )
 
 
-async def set_failed_ranges(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                            ranges: list[dict[str, Any]]) -> None:
-    await db.execute(sa.update(X).where(X.c.tenant_id == tenant_id,
-                                        X.c.session_id == session_id).values(
-        failed_ranges=ranges, updated_at=sa.func.now()))
+async def set_failed_ranges(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, ranges: list[dict[str, Any]]
+) -> None:
+    await db.execute(
+        sa.update(X)
+        .where(X.c.tenant_id == tenant_id, X.c.session_id == session_id)
+        .values(failed_ranges=ranges, updated_at=sa.func.now())
+    )
 
 
 async def watermark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
-    row = (await db.execute(sa.select(X.c.watermark_seq).where(
-        X.c.tenant_id == tenant_id, X.c.session_id == session_id))).first()
+    row = (
+        await db.execute(
+            sa.select(X.c.watermark_seq).where(
+                X.c.tenant_id == tenant_id, X.c.session_id == session_id
+            )
+        )
+    ).first()
     return int(row[0]) if row is not None else 0
 
 
@@ -258,14 +349,20 @@ WHERE s.tenant_id = :tid AND s.id = :sid AND s.erasure_id IS NULL
 """)
 
 
-async def session_facts(db: AsyncSession, tenant_id: uuid.UUID,
-                        session_id: uuid.UUID) -> SessionFacts | None:
+async def session_facts(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> SessionFacts | None:
     row = (await db.execute(_SESSION, {"tid": tenant_id, "sid": session_id})).first()
     if row is None:
         return None
-    return SessionFacts(row.agent_id, dict(row.config or {}), int(row.last_seq),
-                        None if row.l1_start_seq is None else int(row.l1_start_seq),
-                        int(row.watermark), row.user_id)
+    return SessionFacts(
+        row.agent_id,
+        dict(row.config or {}),
+        int(row.last_seq),
+        None if row.l1_start_seq is None else int(row.l1_start_seq),
+        int(row.watermark),
+        row.user_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,12 +382,23 @@ ORDER BY seq LIMIT :limit
 """)
 
 
-async def messages_after(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                         after: int, upto: int, limit: int) -> list[BatchRow]:
-    rows = await db.execute(_MESSAGES, {"tid": tenant_id, "sid": session_id, "after": after,
-                                        "upto": upto, "limit": limit})
-    return [BatchRow(int(r.seq), r.role, r.name, r.text or "", int(r.token_count),
-                     r.created_at) for r in rows]
+async def messages_after(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    after: int,
+    upto: int,
+    limit: int,
+) -> list[BatchRow]:
+    rows = await db.execute(
+        _MESSAGES,
+        {"tid": tenant_id, "sid": session_id, "after": after, "upto": upto, "limit": limit},
+    )
+    return [
+        BatchRow(int(r.seq), r.role, r.name, r.text or "", int(r.token_count), r.created_at)
+        for r in rows
+    ]
 
 
 _NEWEST_USER = sa.text("""
@@ -300,43 +408,64 @@ ORDER BY seq DESC LIMIT 1
 """)
 
 
-async def newest_user_text(db: AsyncSession, tenant_id: uuid.UUID,
-                           session_id: uuid.UUID) -> str:
+async def newest_user_text(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> str:
     row = (await db.execute(_NEWEST_USER, {"tid": tenant_id, "sid": session_id})).first()
     return str(row.text) if row is not None else ""
 
 
-
-async def top_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, *, limit: int,
-                    agent_id: str | None, as_of: datetime | None = None) -> list[Any]:
+async def top_facts(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    *,
+    limit: int,
+    agent_id: str | None,
+    as_of: datetime | None = None,
+) -> list[Any]:
     """The scope's valid facts (with `as_of`: those true then), most important (then
     newest) first."""
-    valid = ([valid_at(tenant_id, as_of)] if as_of is not None else [])
-    stmt = (sa.select(*M).where(*readable(tenant_id, agent_id,
-                                          include_invalidated=as_of is not None),
-                                *valid, scope_clause(scope), M.kind == FACT_KIND)
-            .order_by(M.importance.desc(), M.created_at.desc(), M.id).limit(limit))
+    valid = [valid_at(tenant_id, as_of)] if as_of is not None else []
+    stmt = (
+        sa.select(*M)
+        .where(
+            *readable(tenant_id, agent_id, include_invalidated=as_of is not None),
+            *valid,
+            scope_clause(scope),
+            M.kind == FACT_KIND,
+        )
+        .order_by(M.importance.desc(), M.created_at.desc(), M.id)
+        .limit(limit)
+    )
     return list((await db.execute(stmt)).all())
 
 
-async def predecessors(db: AsyncSession, tenant_id: uuid.UUID,
-                       item_id: uuid.UUID) -> list[MemoryItem]:
+async def predecessors(
+    db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID
+) -> list[MemoryItem]:
     """The facts `item_id` replaced, row-locked (an older statement may cut them)."""
-    rows = await db.execute(sa.select(MemoryItem).where(
-        M.tenant_id == tenant_id, M.superseded_by == item_id).with_for_update())
+    rows = await db.execute(
+        sa.select(MemoryItem)
+        .where(M.tenant_id == tenant_id, M.superseded_by == item_id)
+        .with_for_update()
+    )
     return list(rows.scalars())
 
 
-async def stale_extractions(db: AsyncSession, *, pending_before: datetime,
-                            running_before: datetime,
-                            limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+async def stale_extractions(
+    db: AsyncSession, *, pending_before: datetime, running_before: datetime, limit: int
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """(tenant_id, session_id) of extractions pending since before `pending_before` (their
     enqueue may have been lost while Redis was down) or running since before
     `running_before` (worker and job lost). Deliberately cross-tenant: only the worker's
     cron pass calls it."""
     rows = await db.execute(
-        sa.select(X.c.tenant_id, X.c.session_id).prefix_with(FAN_OUT)
-        .where(((X.c.status == "pending") & (X.c.updated_at < pending_before))
-               | ((X.c.status == "running") & (X.c.updated_at < running_before)))
-        .order_by(X.c.updated_at).limit(limit))
+        sa.select(X.c.tenant_id, X.c.session_id)
+        .prefix_with(FAN_OUT)
+        .where(
+            ((X.c.status == "pending") & (X.c.updated_at < pending_before))
+            | ((X.c.status == "running") & (X.c.updated_at < running_before))
+        )
+        .order_by(X.c.updated_at)
+        .limit(limit)
+    )
     return [(r[0], r[1]) for r in rows]

@@ -29,11 +29,21 @@ from app.state import StateDep
 router = APIRouter(tags=["knowledge"], responses=ERROR_RESPONSES)
 
 
-@router.post("/sessions/{session_id}/memory/extract", response_model=ExtractPublic,
-             status_code=202, responses={200: {"model": ExtractPublic}},
-             summary="Extract durable facts from a session")
-async def extract_facts(session: SessionDep, db: DbDep, state: StateDep, response: Response,
-                        wait: bool = False, retry_failed: bool = False) -> ExtractPublic:
+@router.post(
+    "/sessions/{session_id}/memory/extract",
+    response_model=ExtractPublic,
+    status_code=202,
+    responses={200: {"model": ExtractPublic}},
+    summary="Extract durable facts from a session",
+)
+async def extract_facts(
+    session: SessionDep,
+    db: DbDep,
+    state: StateDep,
+    response: Response,
+    wait: bool = False,
+    retry_failed: bool = False,
+) -> ExtractPublic:
     """Extract the messages not read yet now, without waiting for N messages or T seconds
     of quiet (a flush): enqueued (202), or with `wait=true` run in the request and answered
     with what it did (200). `retry_failed=true` first re-runs the ranges whose batch failed
@@ -45,48 +55,68 @@ async def extract_facts(session: SessionDep, db: DbDep, state: StateDep, respons
     if wait:
         try:
             outcome = await facts_service.extract_now(
-                deps, session, within=state.settings.facts_wait_seconds,
-                retry_failed=retry_failed)
+                deps, session, within=state.settings.facts_wait_seconds, retry_failed=retry_failed
+            )
         except Exception:
             outcome = None
         if outcome is not None:
             response.status_code = 200
-            return ExtractPublic(enqueued=False, result=outcome.as_dict(),
-                                 extraction=await facts_service.status(db, session))
+            return ExtractPublic(
+                enqueued=False,
+                result=outcome.as_dict(),
+                extraction=await facts_service.status(db, session),
+            )
     ok = await facts_service.enqueue(state.queue, deps, session, retry_failed=retry_failed)
-    return ExtractPublic(enqueued=ok, result=None,
-                         extraction=await facts_service.status(db, session))
+    return ExtractPublic(
+        enqueued=ok, result=None, extraction=await facts_service.status(db, session)
+    )
 
 
-@router.get("/sessions/{session_id}/memory/extract", response_model=FactExtractionPublic,
-            summary="Get a session's fact extraction status")
+@router.get(
+    "/sessions/{session_id}/memory/extract",
+    response_model=FactExtractionPublic,
+    summary="Get a session's fact extraction status",
+)
 async def get_fact_extraction(session: SessionDep, db: DbDep) -> FactExtractionPublic:
     """The watermark, the latest job (status, attempts, last error or skip reason, what it
     did) and the LLM calls and tokens spent on this session's facts."""
     return await facts_service.status(db, session)
 
 
-@router.get("/memory-items/{item_id:uuid}/history", response_model=MemoryItemHistory,
-            summary="A knowledge item's versions")
+@router.get(
+    "/memory-items/{item_id:uuid}/history",
+    response_model=MemoryItemHistory,
+    summary="A knowledge item's versions",
+)
 async def get_memory_item_history(
-    item_id: uuid.UUID, db: DbDep, caller: CallerDep,
-    as_of: Annotated[JsonAwareDatetime | None, Query(description=(
-        "Also give the version in effect at this time (`as_of_version`)."))] = None,
+    item_id: uuid.UUID,
+    db: DbDep,
+    caller: CallerDep,
+    as_of: Annotated[
+        JsonAwareDatetime | None,
+        Query(description=("Also give the version in effect at this time (`as_of_version`).")),
+    ] = None,
 ) -> MemoryItemHistory:
     """Every version of the item (oldest first: who, when, why), the fact that replaced it
     and the facts it replaced."""
     return await facts_service.history(db, caller, item_id, as_of)
 
 
-@router.patch("/memory-items/{item_id:uuid}", response_model=MemoryItemPublic,
-              responses={428: {"model": ErrorEnvelope}},
-              summary="Correct a knowledge item (a fact)")
+@router.patch(
+    "/memory-items/{item_id:uuid}",
+    response_model=MemoryItemPublic,
+    responses={428: {"model": ErrorEnvelope}},
+    summary="Correct a knowledge item (a fact)",
+)
 async def patch_memory_item(
     item_id: uuid.UUID,
-    body: Annotated[MemoryItemUpdate, Body(openapi_examples=examples.ITEM_UPDATE)], db: DbDep,
-    caller: CallerDep, response: Response,
-    if_match: Annotated[str | None, Header(description=(
-        "The version it corrects, as its ETag (`\"3\"`); required."))] = None,
+    body: Annotated[MemoryItemUpdate, Body(openapi_examples=examples.ITEM_UPDATE)],
+    db: DbDep,
+    caller: CallerDep,
+    response: Response,
+    if_match: Annotated[
+        str | None, Header(description=('The version it corrects, as its ETag (`"3"`); required.'))
+    ] = None,
 ) -> MemoryItemPublic:
     """Change text, importance, tags, key or validity; only the fields given change. Needs
     `If-Match` with the item's version (428 without it, 409 `version_conflict` when it

@@ -33,24 +33,34 @@ def fixed_tokens(system: str, model: type[BaseModel]) -> int:
     return count_text(system) + count_text(json.dumps(prompts.tool_schema(model)))
 
 
-def _shown(rows: list[repo.BatchRow], agent_id: str,
-           cap: int) -> list[tuple[repo.BatchRow, prompts.BatchMessage]]:
+def _shown(
+    rows: list[repo.BatchRow], agent_id: str, cap: int
+) -> list[tuple[repo.BatchRow, prompts.BatchMessage]]:
     limit = cap * CHARS_PER_TOKEN
-    return [(r, prompts.BatchMessage(r.seq, prompts.speaker(r.role, r.name, agent_id),
-                                     r.created_at, r.text[:limit]))
-            for r in rows if r.role in ("user", "assistant") and r.text.strip()]
+    return [
+        (
+            r,
+            prompts.BatchMessage(
+                r.seq, prompts.speaker(r.role, r.name, agent_id), r.created_at, r.text[:limit]
+            ),
+        )
+        for r in rows
+        if r.role in ("user", "assistant") and r.text.strip()
+    ]
 
 
-def fit_batch(rows: list[repo.BatchRow], agent_id: str, known: list[prompts.ShownFact],
-              cap: int) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage]]:
+def fit_batch(
+    rows: list[repo.BatchRow], agent_id: str, known: list[prompts.ShownFact], cap: int
+) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage]]:
     """The longest prefix of `rows` whose rendered step-1 prompt (system, tool schema,
     stored facts, messages) stays within `cap` tokens (at least one row; a message alone
     over the cap is cut)."""
     fixed = fixed_tokens(prompts.EXTRACT_SYSTEM, prompts.CandidatesOut)
     shown = _shown(rows, agent_id, cap)
     by_seq = {r.seq: m for r, m in shown}
-    base = fixed + count_text(prompts.render_batch(
-        [prompts.BatchMessage(0, "user", rows[0].created_at, "")], known))
+    base = fixed + count_text(
+        prompts.render_batch([prompts.BatchMessage(0, "user", rows[0].created_at, "")], known)
+    )
     taken: list[repo.BatchRow] = []
     used = base
     for r in rows:
@@ -74,15 +84,22 @@ def shown_fact(r: Any) -> prompts.ShownFact:
     return prompts.ShownFact(str(r.id), r.text or "", r.valid_from, r.fact_key, r.stated_at)
 
 
-async def known_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, agent_id: str,
-                 rows: list[repo.BatchRow], cap: int) -> list[prompts.ShownFact]:
+async def known_facts(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    agent_id: str,
+    rows: list[repo.BatchRow],
+    cap: int,
+) -> list[prompts.ShownFact]:
     """Stored facts bearing on the messages (best text matches), within KNOWN_SHARE of the
     cap, for step 1."""
     text = " ".join(r.text for r in rows if r.role == "user")[: cap * CHARS_PER_TOKEN]
     if not text.strip():
         return []
-    found = await repo.nearest_facts(db, tenant_id, scope, text, limit=50, agent_id=agent_id,
-                                     drop_stop_words=True)
+    found = await repo.nearest_facts(
+        db, tenant_id, scope, text, limit=50, agent_id=agent_id, drop_stop_words=True
+    )
     out: list[prompts.ShownFact] = []
     used = 0
     for r in found:
@@ -95,9 +112,14 @@ async def known_facts(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, agen
     return out
 
 
-async def stored_for_decision(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                              agent_id: str, cands: Sequence[Candidate],
-                              budget: int) -> tuple[list[prompts.ShownFact], bool]:
+async def stored_for_decision(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    agent_id: str,
+    cands: Sequence[Candidate],
+    budget: int,
+) -> tuple[list[prompts.ShownFact], bool]:
     """The stored facts the decision prompt shows, and whether any could be affected (a
     fact sharing a candidate's key, or matching one's words beyond the scope's stop
     words): when none could, the decision call is skipped."""
@@ -109,12 +131,20 @@ async def stored_for_decision(db: AsyncSession, tenant_id: uuid.UUID, scope: Sco
     ranked: list[list[str]] = []
     if facts:
         for c in cands:
-            near = await repo.nearest_facts(db, tenant_id, scope, c.text, limit=NEIGHBOURS,
-                                            agent_id=agent_id, drop_stop_words=True)
+            near = await repo.nearest_facts(
+                db,
+                tenant_id,
+                scope,
+                c.text,
+                limit=NEIGHBOURS,
+                agent_id=agent_id,
+                drop_stop_words=True,
+            )
             for r in near:
                 facts.setdefault(str(r.id), shown_fact(r))
-                tokens.setdefault(str(r.id), count_text(prompts.stored_line(
-                    facts[str(r.id)])) + _JOIN)
+                tokens.setdefault(
+                    str(r.id), count_text(prompts.stored_line(facts[str(r.id)])) + _JOIN
+                )
             ranked.append([str(r.id) for r in near])
     related = bool(same_key) or any(ranked)
     chosen = choose_shown(list(facts), tokens, budget, same_key, ranked)

@@ -38,63 +38,96 @@ from app.models import Session
 async def status(db: AsyncSession, session: Session) -> FactExtractionPublic:
     row = await repo.get_state(db, session.tenant_id, session.id)
     if row is None:
-        return FactExtractionPublic(status="idle", watermark_seq=0, skipped=None,
-                                    last_result=None)
+        return FactExtractionPublic(status="idle", watermark_seq=0, skipped=None, last_result=None)
     return FactExtractionPublic.model_validate(row, from_attributes=True)
 
 
 def require_enabled(session: Session) -> FactsConfig:
     cfg = FactsConfig.from_stored((session.config or {}).get("facts"))
     if not cfg.enabled:
-        raise Conflict("Facts are off for this session: set config.facts.enabled.",
-                       code="facts_disabled")
+        raise Conflict(
+            "Facts are off for this session: set config.facts.enabled.", code="facts_disabled"
+        )
     return cfg
 
 
-async def extract_now(deps: Deps, session: Session, *, within: float,
-                      retry_failed: bool = False) -> Outcome | None:
+async def extract_now(
+    deps: Deps, session: Session, *, within: float, retry_failed: bool = False
+) -> Outcome | None:
     """One extraction run in the caller (`?wait=true`); None past `within` seconds (what
     was applied stays). Raises what the run raised, after recording it."""
     tid, sid = session.tenant_id, session.id
-    await record(deps.sessionmaker, tid, sid, status="running", attempts=1,
-                 started_at=datetime.now(UTC), finished_at=None)
+    await record(
+        deps.sessionmaker,
+        tid,
+        sid,
+        status="running",
+        attempts=1,
+        started_at=datetime.now(UTC),
+        finished_at=None,
+    )
     try:
         async with asyncio.timeout(within):
             outcome = await run_once(deps, tid, sid, retry_failed=retry_failed)
     except TimeoutError:
         return None
     except Exception as exc:
-        await record(deps.sessionmaker, tid, sid, status="failed",
-                     last_error=f"{type(exc).__name__}: {exc}"[:300],
-                     finished_at=datetime.now(UTC))
+        await record(
+            deps.sessionmaker,
+            tid,
+            sid,
+            status="failed",
+            last_error=f"{type(exc).__name__}: {exc}"[:300],
+            finished_at=datetime.now(UTC),
+        )
         raise
     await record(deps.sessionmaker, tid, sid, **finished(outcome))
     return outcome
 
 
-async def enqueue(holder: Any, deps: Deps, session: Session, *,
-                  retry_failed: bool = False) -> bool:
+async def enqueue(holder: Any, deps: Deps, session: Session, *, retry_failed: bool = False) -> bool:
     """Extract now in the background (a flush)."""
     if retry_failed:
         from app.core.queue import enqueue as enqueue_job
 
-        return await enqueue_job(holder, EXTRACT_JOB, str(session.tenant_id), str(session.id),
-                                 False, True, _job_id=extract_job_id(session.id))
+        return await enqueue_job(
+            holder,
+            EXTRACT_JOB,
+            str(session.tenant_id),
+            str(session.id),
+            False,
+            True,
+            _job_id=extract_job_id(session.id),
+        )
     return await flush(holder, deps.sessionmaker, session.tenant_id, session.id)
 
 
 def version_public(v: Any) -> MemoryItemVersionPublic:
     return MemoryItemVersionPublic(
-        version=v.version, change=v.change, text=v.text, importance=v.importance,
-        tags=list(v.tags or []), valid_from=v.valid_from, invalid_at=v.invalid_at,
-        superseded_by=v.superseded_by, source_session_id=v.source_session_id,
-        source_seqs=list(v.source_seqs or []), reason=v.reason, changed_at=v.changed_at,
-        key=v.fact_key, stated_at=v.stated_at, sources=list(v.sources or []), actor=v.actor,
-        actor_key_id=v.actor_key_id, actor_agent_id=v.actor_agent_id)
+        version=v.version,
+        change=v.change,
+        text=v.text,
+        importance=v.importance,
+        tags=list(v.tags or []),
+        valid_from=v.valid_from,
+        invalid_at=v.invalid_at,
+        superseded_by=v.superseded_by,
+        source_session_id=v.source_session_id,
+        source_seqs=list(v.source_seqs or []),
+        reason=v.reason,
+        changed_at=v.changed_at,
+        key=v.fact_key,
+        stated_at=v.stated_at,
+        sources=list(v.sources or []),
+        actor=v.actor,
+        actor_key_id=v.actor_key_id,
+        actor_agent_id=v.actor_agent_id,
+    )
 
 
-async def history(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
-                  as_of: datetime | None = None) -> MemoryItemHistory:
+async def history(
+    db: AsyncSession, caller: Caller, item_id: uuid.UUID, as_of: datetime | None = None
+) -> MemoryItemHistory:
     """An item's versions (oldest first), the fact that replaced it and those it replaced;
     with `as_of`, the version in effect then (none when it was not true then)."""
     item = await get_item(db, caller, item_id)
@@ -111,38 +144,53 @@ async def history(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
         except NotFound:
             successor = None
     replaced = await repo.superseded(db, caller.tenant_id, item.id, agent_id=caller.agent_id)
-    return MemoryItemHistory(item=to_public(item), versions=versions, superseded_by=successor,
-                             supersedes=[to_public(r) for r in replaced], as_of=as_of,
-                             as_of_version=then)
+    return MemoryItemHistory(
+        item=to_public(item),
+        versions=versions,
+        superseded_by=successor,
+        supersedes=[to_public(r) for r in replaced],
+        as_of=as_of,
+        as_of_version=then,
+    )
 
 
 async def search_facts(db: AsyncSession, caller: Caller, body: FactSearch) -> FactList:
     """The facts of a scope best matching a query (valid ones unless asked; with `as_of`,
     those true then, as they read then)."""
     scope = resolve_scope(caller, parse_scope(body.scope))
-    rows = await repo.nearest_facts(db, caller.tenant_id, scope, body.query, limit=body.limit,
-                                    agent_id=caller.agent_id,
-                                    include_invalidated=body.include_invalidated,
-                                    as_of=body.as_of)
+    rows = await repo.nearest_facts(
+        db,
+        caller.tenant_id,
+        scope,
+        body.query,
+        limit=body.limit,
+        agent_id=caller.agent_id,
+        include_invalidated=body.include_invalidated,
+        as_of=body.as_of,
+    )
     if body.as_of is not None:
         rows = await read_then(db, caller.tenant_id, rows, body.as_of)
     return FactList(items=[to_public(r) for r in rows])
 
 
-async def forget_fact(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
-                      reason: str, actor: Actor | None = None) -> MemoryItemPublic:
+async def forget_fact(
+    db: AsyncSession, caller: Caller, item_id: uuid.UUID, reason: str, actor: Actor | None = None
+) -> MemoryItemPublic:
     """Invalidate a fact now (kept, with the reason in its history); a fact already
     invalid is 409 `fact_already_invalid`, an item that is not a fact 409 `not_a_fact`."""
     item = await get_item(db, caller, item_id, for_update=True)
     if item.kind != FACT_KIND:
-        raise Conflict("Only facts (kind 'fact') are forgotten this way; delete other items.",
-                       code="not_a_fact")
+        raise Conflict(
+            "Only facts (kind 'fact') are forgotten this way; delete other items.",
+            code="not_a_fact",
+        )
     if item.invalid_at is not None:
         raise Conflict("This fact is already invalid.", code="fact_already_invalid")
     now = datetime.now(UTC)
     item.invalid_at, item.updated_at = now, now
     item.version += 1
     await db.flush()
-    await item_versions.record(db, item, "forget", actor or Actor("api", caller.key_id,
-                                                                caller.agent_id), reason)
+    await item_versions.record(
+        db, item, "forget", actor or Actor("api", caller.key_id, caller.agent_id), reason
+    )
     return to_public(item)

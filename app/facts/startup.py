@@ -7,8 +7,10 @@ from typing import Any
 
 log = logging.getLogger("loom.facts")
 
-NO_LLM_LINE = ("facts: no LLM configured (LOOM_LLM_PROVIDER and its API key): sessions with "
-               "facts on keep their messages, and nothing is extracted until one is")
+NO_LLM_LINE = (
+    "facts: no LLM configured (LOOM_LLM_PROVIDER and its API key): sessions with "
+    "facts on keep their messages, and nothing is extracted until one is"
+)
 
 
 def say_why_facts_wait(settings: Any, llm: Any) -> bool:

@@ -43,8 +43,10 @@ log = logging.getLogger("loom.facts.jobs")
 __all__ = ["EXTRACT_JOB", "extract_facts", "extract_job_id", "recover_fact_extractions"]
 
 MAX_BACKOFF_SECONDS = 300.0
-NO_LLM = ("no LLM configured (set LOOM_LLM_PROVIDER and its API key): facts are not "
-          "extracted; the messages are read once one is")
+NO_LLM = (
+    "no LLM configured (set LOOM_LLM_PROVIDER and its API key): facts are not "
+    "extracted; the messages are read once one is"
+)
 
 
 def backoff_seconds(base: float, job_try: int) -> float:
@@ -56,8 +58,12 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
 
 
-async def record(sessionmaker: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID,
-                 session_id: uuid.UUID, **values: Any) -> None:
+async def record(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    **values: Any,
+) -> None:
     """Write job status; bookkeeping never decides the job's fate."""
     try:
         async with sessionmaker() as db:
@@ -72,9 +78,12 @@ def finished(outcome: Outcome) -> dict[str, Any]:
     read the messages first) keeps the last result of the run that did."""
     skipped = bool(outcome.skipped and not outcome.batches)
     values: dict[str, Any] = {
-        "status": "skipped" if skipped else "succeeded", "skipped": outcome.skipped,
+        "status": "skipped" if skipped else "succeeded",
+        "skipped": outcome.skipped,
         "last_error": NO_LLM if outcome.skipped == "no_llm" else None,
-        "finished_at": _now(), "runs": _runs_plus_one()}
+        "finished_at": _now(),
+        "runs": _runs_plus_one(),
+    }
     if outcome.batches or outcome.skipped:
         values["last_result"] = outcome.as_dict()
     return values
@@ -88,9 +97,15 @@ def _runs_plus_one() -> Any:
     return table_of(FactExtraction).c.runs + 1
 
 
-async def run_once(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                   retry_failed: bool = False, ctx: dict[str, Any] | None = None,
-                   outcome: Outcome | None = None) -> Outcome:
+async def run_once(
+    deps: Deps,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    retry_failed: bool = False,
+    ctx: dict[str, Any] | None = None,
+    outcome: Outcome | None = None,
+) -> Outcome:
     """One try: skipped without an LLM, else the failed ranges (`retry_failed`) then the
     new messages (raises on failure; usage is recorded call by call)."""
     outcome = outcome if outcome is not None else Outcome()
@@ -104,17 +119,24 @@ async def run_once(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
             ranges = list(state.failed_ranges or []) if state is not None else []
             await db.rollback()
         for r in ranges:
-            await run_range(deps, tenant_id, session_id, int(r["first_seq"]),
-                            int(r["last_seq"]), outcome)
-    await run_extraction(deps, tenant_id, session_id,
-                         lease_lost=lambda: lease_lost(ctx or {}), outcome=outcome)
+            await run_range(
+                deps, tenant_id, session_id, int(r["first_seq"]), int(r["last_seq"]), outcome
+            )
+    await run_extraction(
+        deps, tenant_id, session_id, lease_lost=lambda: lease_lost(ctx or {}), outcome=outcome
+    )
     if outcome.skipped:
         metrics.JOBS_SKIPPED.labels(reason=outcome.skipped).inc()
     return outcome
 
 
-async def give_up_on(sessionmaker: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID,
-                     session_id: uuid.UUID, batch: tuple[int, int], error: str) -> bool:
+async def give_up_on(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    batch: tuple[int, int],
+    error: str,
+) -> bool:
     """Mark a batch that failed every try as a failed range and move the watermark past
     it (only if it is still the next batch). True when marked."""
     first, last = batch
@@ -125,8 +147,10 @@ async def give_up_on(sessionmaker: async_sessionmaker[AsyncSession], tenant_id: 
             if state is None or state.watermark_seq != first - 1:
                 await db.rollback()
                 return False
-            ranges = [*(state.failed_ranges or []),
-                      stated_range(first, last, error, datetime.now(UTC))]
+            ranges = [
+                *(state.failed_ranges or []),
+                stated_range(first, last, error, datetime.now(UTC)),
+            ]
             await repo.set_failed_ranges(db, tenant_id, session_id, ranges)
             await repo.advance(db, tenant_id, session_id, last)
             await db.commit()
@@ -136,8 +160,13 @@ async def give_up_on(sessionmaker: async_sessionmaker[AsyncSession], tenant_id: 
         return False
 
 
-async def extract_facts(ctx: dict[str, Any], tenant_id: str, session_id: str,
-                        force: bool = False, retry_failed: bool = False) -> dict[str, Any]:
+async def extract_facts(
+    ctx: dict[str, Any],
+    tenant_id: str,
+    session_id: str,
+    force: bool = False,
+    retry_failed: bool = False,
+) -> dict[str, Any]:
     """arq job: extract durable facts from a session's new messages (module doc). `force`
     is kept for jobs queued before issue 27 (every run now reads every new message)."""
     settings = ctx["settings"]
@@ -145,14 +174,20 @@ async def extract_facts(ctx: dict[str, Any], tenant_id: str, session_id: str,
     job_try = int(ctx.get("job_try") or 1)
     deps = Deps(ctx["sessionmaker"], ctx.get("llm"), settings)
     after_job(ctx, lambda: follow(ctx, deps.sessionmaker, settings, tid, sid))
-    await record(deps.sessionmaker, tid, sid, status="running", attempts=job_try,
-                 job_id=str(ctx.get("job_id") or extract_job_id(sid)), started_at=_now(),
-                 finished_at=None)
+    await record(
+        deps.sessionmaker,
+        tid,
+        sid,
+        status="running",
+        attempts=job_try,
+        job_id=str(ctx.get("job_id") or extract_job_id(sid)),
+        started_at=_now(),
+        finished_at=None,
+    )
     outcome = Outcome()
     try:
         async with asyncio.timeout(settings.facts_job_timeout_seconds):
-            await run_once(deps, tid, sid, retry_failed=retry_failed, ctx=ctx,
-                           outcome=outcome)
+            await run_once(deps, tid, sid, retry_failed=retry_failed, ctx=ctx, outcome=outcome)
     except LeaseLost:
         log.warning("fact extraction of %s handed over to another worker", sid)
         return {"lease_lost": True}
@@ -160,30 +195,51 @@ async def extract_facts(ctx: dict[str, Any], tenant_id: str, session_id: str,
         error = _error_text(exc)
         if type(exc).__name__ == "FactOutputError":
             metrics.BAD_OUTPUT.inc()
-        log.warning("fact extraction of %s failed (try %d/%d): %s", sid, job_try,
-                    settings.facts_max_tries, error)
+        log.warning(
+            "fact extraction of %s failed (try %d/%d): %s",
+            sid,
+            job_try,
+            settings.facts_max_tries,
+            error,
+        )
         if job_try >= settings.facts_max_tries:
-            if outcome.current is not None and not retry_failed and await give_up_on(
-                    deps.sessionmaker, tid, sid, outcome.current, error):
+            if (
+                outcome.current is not None
+                and not retry_failed
+                and await give_up_on(deps.sessionmaker, tid, sid, outcome.current, error)
+            ):
                 first, last = outcome.current
-                error = (f"msg {first}-{last} set aside after {job_try} tries (retry_failed "
-                         f"re-runs it): {error}")[:300]
-            await record(deps.sessionmaker, tid, sid, status="failed", last_error=error,
-                         finished_at=_now(), runs=_runs_plus_one())
+                error = (
+                    f"msg {first}-{last} set aside after {job_try} tries (retry_failed "
+                    f"re-runs it): {error}"
+                )[:300]
+            await record(
+                deps.sessionmaker,
+                tid,
+                sid,
+                status="failed",
+                last_error=error,
+                finished_at=_now(),
+                runs=_runs_plus_one(),
+            )
             metrics.JOBS_RUN.labels(outcome="failed").inc()
             return {"failed": error}
         await record(deps.sessionmaker, tid, sid, status="pending", last_error=error)
         metrics.JOBS_RETRIED.inc()
-        raise Retry(defer=backoff_seconds(settings.facts_retry_base_seconds, job_try)) \
-            from None
+        raise Retry(defer=backoff_seconds(settings.facts_retry_base_seconds, job_try)) from None
     await record(deps.sessionmaker, tid, sid, **finished(outcome))
-    metrics.JOBS_RUN.labels(outcome="skipped" if outcome.skipped and not outcome.batches
-                            else "succeeded").inc()
+    metrics.JOBS_RUN.labels(
+        outcome="skipped" if outcome.skipped and not outcome.batches else "succeeded"
+    ).inc()
     return outcome.as_dict()
 
 
-async def enqueue_extraction(holder: Any, sessionmaker: async_sessionmaker[AsyncSession],
-                             tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
+async def enqueue_extraction(
+    holder: Any,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+) -> bool:
     """Record the job as pending, then run it as soon as a worker takes it. Never raises."""
     return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=0.0)
 
@@ -197,10 +253,11 @@ async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
     interval = timedelta(seconds=settings.compress_cron_seconds)
     async with ctx["sessionmaker"]() as db:
         lost = await repo.stale_extractions(
-            db, pending_before=now - 2 * interval - timedelta(
-                seconds=settings.facts_quiet_seconds),
+            db,
+            pending_before=now - 2 * interval - timedelta(seconds=settings.facts_quiet_seconds),
             running_before=now - timedelta(seconds=2 * settings.facts_job_timeout_seconds + 60),
-            limit=settings.compress_cron_batch)
+            limit=settings.compress_cron_batch,
+        )
     enqueued = 0
     for tid, sid in lost:
         if await enqueue_extraction(ctx, ctx["sessionmaker"], tid, sid):

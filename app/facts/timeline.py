@@ -39,8 +39,7 @@ def merge_sources(*groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         for entry in group:
             sid = str(entry.get("session_id") or "")
             by_session.setdefault(sid, set()).update(int(s) for s in entry.get("seqs") or [])
-    return [{"session_id": sid or None, "seqs": sorted(seqs)}
-            for sid, seqs in by_session.items()]
+    return [{"session_id": sid or None, "seqs": sorted(seqs)} for sid, seqs in by_session.items()]
 
 
 def parse_event_time(raw: str | None, stated: datetime) -> datetime | None:
@@ -65,8 +64,9 @@ class VersionView:
     valid_from: datetime | None
 
 
-def version_at(versions: Sequence[Any], at: datetime, *,
-               created_at: datetime | None = None) -> Any | None:
+def version_at(
+    versions: Sequence[Any], at: datetime, *, created_at: datetime | None = None
+) -> Any | None:
     """The version in effect at `at`: content versions in version order make a timeline
     where a version replaces every earlier one that took effect at or after its own
     `valid_from` (a correction rewrites that part of the past); the one whose start is the
@@ -95,8 +95,13 @@ def version_at(versions: Sequence[Any], at: datetime, *,
     return best
 
 
-def choose_shown(all_ids: Sequence[str], tokens: Mapping[str, int], budget: int,
-                 same_key: Sequence[str], ranked: Sequence[Sequence[str]]) -> list[str]:
+def choose_shown(
+    all_ids: Sequence[str],
+    tokens: Mapping[str, int],
+    budget: int,
+    same_key: Sequence[str],
+    ranked: Sequence[Sequence[str]],
+) -> list[str]:
     """The stored facts a decision prompt shows: all of them when they fit `budget`;
     else every fact sharing a candidate's key (always, even past the budget), then the
     candidates' text matches round-robin (best first) while they fit. Order: as `all_ids`."""

@@ -47,9 +47,14 @@ def extraction_due(waiting: int, every: int, quiet_seconds: float) -> float | No
     return 0.0 if waiting >= every else float(quiet_seconds)
 
 
-async def schedule_extraction(holder: Any, sessionmaker: async_sessionmaker[AsyncSession],
-                              tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                              delay: float) -> bool:
+async def schedule_extraction(
+    holder: Any,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    delay: float,
+) -> bool:
     """Record the job as pending, then schedule it `delay` seconds from now. Never raises."""
     job_id = extract_job_id(session_id)
     try:
@@ -57,15 +62,22 @@ async def schedule_extraction(holder: Any, sessionmaker: async_sessionmaker[Asyn
             await repo.mark_pending(db, tenant_id, session_id, job_id)
             await db.commit()
     except Exception as exc:
-        log.warning("could not record pending extraction of %s: %s", session_id,
-                    type(exc).__name__)
-    return await schedule(holder, EXTRACT_JOB, str(tenant_id), str(session_id),
-                          _job_id=job_id, _defer_by=delay)
+        log.warning("could not record pending extraction of %s: %s", session_id, type(exc).__name__)
+    return await schedule(
+        holder, EXTRACT_JOB, str(tenant_id), str(session_id), _job_id=job_id, _defer_by=delay
+    )
 
 
-async def follow(holder: Any, sessionmaker: async_sessionmaker[AsyncSession], settings: Any,
-                 tenant_id: uuid.UUID, session_id: uuid.UUID, *, last_seq: int | None = None,
-                 config: Mapping[str, Any] | None = None) -> bool:
+async def follow(
+    holder: Any,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    settings: Any,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    last_seq: int | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> bool:
     """Schedule the session's extraction as its waiting messages say (module doc)."""
     async with sessionmaker() as db:
         if last_seq is None or config is None:
@@ -80,37 +92,49 @@ async def follow(holder: Any, sessionmaker: async_sessionmaker[AsyncSession], se
     cfg = FactsConfig.from_stored((config or {}).get("facts"))
     if not cfg.enabled:
         return False
-    delay = extraction_due(last_seq - watermark, cfg.every(settings.facts_every_messages),
-                           settings.facts_quiet_seconds)
+    delay = extraction_due(
+        last_seq - watermark, cfg.every(settings.facts_every_messages), settings.facts_quiet_seconds
+    )
     if delay is None:
         return False
     return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=delay)
 
 
-def extraction_trigger(queue: Queue, sessionmaker: async_sessionmaker[AsyncSession],
-                       settings: Settings
-                       ) -> Callable[[AppendedBatch, Mapping[str, Any]],
-                                                     Callable[[], Awaitable[None]] | None]:
+def extraction_trigger(
+    queue: Queue, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+) -> Callable[[AppendedBatch, Mapping[str, Any]], Callable[[], Awaitable[None]] | None]:
     """The append's hook (with compression's, see `app.wiring`): sessions with facts on
     schedule their extraction after commit."""
 
-    def schedule_when_facts_on(batch: AppendedBatch, row: Mapping[str, Any]
-                               ) -> Callable[[], Awaitable[None]] | None:
+    def schedule_when_facts_on(
+        batch: AppendedBatch, row: Mapping[str, Any]
+    ) -> Callable[[], Awaitable[None]] | None:
         config = row["config"] or {}
         if not FactsConfig.from_stored(config.get("facts")).enabled:
             return None
         last_seq = int(row["last_seq"])
 
         async def _schedule() -> None:
-            await follow(queue, sessionmaker, settings, batch.tenant_id,
-                         batch.session_id, last_seq=last_seq, config=config)
+            await follow(
+                queue,
+                sessionmaker,
+                settings,
+                batch.tenant_id,
+                batch.session_id,
+                last_seq=last_seq,
+                config=config,
+            )
 
         return _schedule
 
     return schedule_when_facts_on
 
 
-async def flush(holder: Any, sessionmaker: async_sessionmaker[AsyncSession],
-                tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
+async def flush(
+    holder: Any,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+) -> bool:
     """Extract now (an explicit call, or a session that ends)."""
     return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=0.0)

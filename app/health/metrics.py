@@ -22,21 +22,37 @@ log = logging.getLogger("loom.metrics")
 
 REFRESH_SECONDS = 5.0
 
-POOL_OPEN = Gauge("loom_db_pool_open_connections",
-                  "Open database connections of the API processes, by pool (asyncpg: the "
-                  "hot paths; sqlalchemy: the other routes).", ["pool"],
-                  multiprocess_mode="livesum")
-POOL_IDLE = Gauge("loom_db_pool_idle_connections",
-                  "Open database connections waiting in the pool, by pool.", ["pool"],
-                  multiprocess_mode="livesum")
-POOL_IN_USE = Gauge("loom_db_pool_in_use_connections",
-                    "Database connections held by requests, by pool.", ["pool"],
-                    multiprocess_mode="livesum")
-POOL_MAX = Gauge("loom_db_pool_max_connections",
-                 "Most connections the pools may open (LOOM_DB_POOL_SIZE and the overflow "
-                 "of the sqlalchemy pool), by pool.", ["pool"], multiprocess_mode="livesum")
-REDIS_UP = Gauge("loom_redis_up", "1 when Redis answered a PING at the latest scrape, else 0.",
-                 multiprocess_mode="mostrecent")
+POOL_OPEN = Gauge(
+    "loom_db_pool_open_connections",
+    "Open database connections of the API processes, by pool (asyncpg: the "
+    "hot paths; sqlalchemy: the other routes).",
+    ["pool"],
+    multiprocess_mode="livesum",
+)
+POOL_IDLE = Gauge(
+    "loom_db_pool_idle_connections",
+    "Open database connections waiting in the pool, by pool.",
+    ["pool"],
+    multiprocess_mode="livesum",
+)
+POOL_IN_USE = Gauge(
+    "loom_db_pool_in_use_connections",
+    "Database connections held by requests, by pool.",
+    ["pool"],
+    multiprocess_mode="livesum",
+)
+POOL_MAX = Gauge(
+    "loom_db_pool_max_connections",
+    "Most connections the pools may open (LOOM_DB_POOL_SIZE and the overflow "
+    "of the sqlalchemy pool), by pool.",
+    ["pool"],
+    multiprocess_mode="livesum",
+)
+REDIS_UP = Gauge(
+    "loom_redis_up",
+    "1 when Redis answered a PING at the latest scrape, else 0.",
+    multiprocess_mode="mostrecent",
+)
 
 
 def _set(pool: str, open_: int, idle: int, max_: int) -> None:

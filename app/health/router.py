@@ -46,14 +46,16 @@ async def _check_redis(request: Request, seconds: float) -> str:
         return f"unavailable ({type(exc).__name__})"
 
 
-@router.get("/readyz", responses={503: {"description": "A backing store is unavailable."}},
-            summary="Check that PostgreSQL and Redis answer")
+@router.get(
+    "/readyz",
+    responses={503: {"description": "A backing store is unavailable."}},
+    summary="Check that PostgreSQL and Redis answer",
+)
 async def readyz(request: Request) -> Any:
     """PostgreSQL and Redis both answer."""
     # both checked at once, each cut off after LOOM_READY_TIMEOUT_SECONDS
     timeout = _ready_timeout(request)
-    db, redis = await asyncio.gather(_check_db(request, timeout),
-                                     _check_redis(request, timeout))
+    db, redis = await asyncio.gather(_check_db(request, timeout), _check_redis(request, timeout))
     checks = {"database": db, "redis": redis}
     ready = all(v == "ok" for v in checks.values())
     if ready:
@@ -61,13 +63,20 @@ async def readyz(request: Request) -> Any:
     return error_response(503, "not_ready", "Not ready.", checks, headers={"Retry-After": "2"})
 
 
-@router.get("/metrics", response_class=Response, summary="Prometheus metrics",
-            responses={200: {"description": "Every metric in the Prometheus text format.",
-                             "content": {"text/plain": {}}}})
+@router.get(
+    "/metrics",
+    response_class=Response,
+    summary="Prometheus metrics",
+    responses={
+        200: {
+            "description": "Every metric in the Prometheus text format.",
+            "content": {"text/plain": {}},
+        }
+    },
+)
 async def metrics(request: Request) -> Response:
     """Prometheus metrics."""
     # this process's pools and a Redis PING first; with a multi-process directory the
     # answer merges every process's files (app.core.metrics), read off the event loop
     await store_gauges.refresh(app_state(request.app))
-    return Response(await asyncio.to_thread(prometheus.exposition),
-                    media_type=CONTENT_TYPE_LATEST)
+    return Response(await asyncio.to_thread(prometheus.exposition), media_type=CONTENT_TYPE_LATEST)

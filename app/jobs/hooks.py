@@ -25,8 +25,9 @@ def compression_trigger(queue: Queue, busy_usage: float, record: Recorder) -> On
     row written by `record`, one statement on the hot paths' pool, no ORM transaction;
     `busy_usage`: `LOOM_COMPRESS_BUSY_USAGE`)."""
 
-    def enqueue_compression_when_busy(batch: AppendedBatch, row: Mapping[str, Any]
-                                      ) -> Callable[[], Awaitable[None]] | None:
+    def enqueue_compression_when_busy(
+        batch: AppendedBatch, row: Mapping[str, Any]
+    ) -> Callable[[], Awaitable[None]] | None:
         if row["job_status"] in triggers.JOB_COVERS:
             return None
         trigger = triggers.append_trigger(
@@ -34,14 +35,16 @@ def compression_trigger(queue: Queue, busy_usage: float, record: Recorder) -> On
             added_tokens=sum(m.token_count for m in batch.messages),
             added_messages=len(batch.messages),
             new_user_turn=any(m.role == "user" for m in batch.messages),
-            busy_usage=busy_usage)
+            busy_usage=busy_usage,
+        )
         if trigger is None:
             return None
         tenant_id, session_id = batch.tenant_id, batch.session_id
 
         async def _enqueue() -> None:
-            await enqueue_compression(queue, None, tenant_id, session_id,
-                                      trigger=trigger, record=record)
+            await enqueue_compression(
+                queue, None, tenant_id, session_id, trigger=trigger, record=record
+            )
 
         return _enqueue
 

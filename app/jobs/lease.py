@@ -65,12 +65,12 @@ async def start_lease(ctx: dict[str, Any]) -> None:
     except Exception as exc:  # Redis just went away: arq's own lock stays in place
         log.warning("could not take the lease of job %s: %s", job_id, type(exc).__name__)
         return
-    ctx["_lease_task"] = asyncio.create_task(_renew(ctx, redis, key, token, ttl_ms,
-                                                    seconds / 3))
+    ctx["_lease_task"] = asyncio.create_task(_renew(ctx, redis, key, token, ttl_ms, seconds / 3))
 
 
-async def _renew(ctx: dict[str, Any], redis: Any, key: str, token: str, ttl_ms: int,
-                 every: float) -> None:
+async def _renew(
+    ctx: dict[str, Any], redis: Any, key: str, token: str, ttl_ms: int, every: float
+) -> None:
     while True:
         await asyncio.sleep(every)
         try:

@@ -28,11 +28,15 @@ def _clip(error: str | None) -> str | None:
     return None if error is None else error[:MAX_ERROR_CHARS]
 
 
-async def get(db: AsyncSession, tenant_id: uuid.UUID,
-              session_id: uuid.UUID) -> CompressionJob | None:
+async def get(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> CompressionJob | None:
     """The session's job row, or None if it never had a job."""
-    result = await db.execute(sa.select(CompressionJob).where(
-        col(CompressionJob.tenant_id) == tenant_id, col(CompressionJob.session_id) == session_id))
+    result = await db.execute(
+        sa.select(CompressionJob).where(
+            col(CompressionJob.tenant_id) == tenant_id, col(CompressionJob.session_id) == session_id
+        )
+    )
     return result.scalar_one_or_none()
 
 
@@ -54,64 +58,112 @@ SET status = CASE WHEN j.status = 'running' THEN j.status ELSE 'pending' END,
 _MARK_PENDING_PG = positional(_MARK_PENDING)
 
 
-async def mark_pending(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                       job_id: str, error: str | None = None) -> None:
+async def mark_pending(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    job_id: str,
+    error: str | None = None,
+) -> None:
     """Queued (or waiting for the queue); see `_MARK_PENDING`. A running job keeps its
     `running` status (the queue deduplicates per session) but the ask is kept in
     `enqueued_at`: the job enqueues itself again once it has ended
     (`app.memory.tasks.requeue_if_asked`)."""
-    await db.execute(sa.text(_MARK_PENDING), {"session_id": session_id, "tenant_id": tenant_id,
-                                              "job_id": job_id, "error": _clip(error)})
+    await db.execute(
+        sa.text(_MARK_PENDING),
+        {"session_id": session_id, "tenant_id": tenant_id, "job_id": job_id, "error": _clip(error)},
+    )
 
 
-async def mark_pending_pg(conn: asyncpg.Connection, tenant_id: uuid.UUID,
-                          session_id: uuid.UUID, job_id: str, error: str | None = None) -> None:
+async def mark_pending_pg(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    job_id: str,
+    error: str | None = None,
+) -> None:
     """`mark_pending` in one autocommitted statement on a connection of the pool."""
     sql, names = _MARK_PENDING_PG
-    values = {"session_id": session_id, "tenant_id": tenant_id, "job_id": job_id,
-              "error": _clip(error)}
+    values = {
+        "session_id": session_id,
+        "tenant_id": tenant_id,
+        "job_id": job_id,
+        "error": _clip(error),
+    }
     await conn.execute(sql, *[values[n] for n in names])
 
 
-async def asked_since_start(db: AsyncSession, tenant_id: uuid.UUID,
-                            session_id: uuid.UUID) -> bool:
+async def asked_since_start(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
     """A compression was asked for after the latest try started (and the job is not
     running any more)."""
-    row = (await db.execute(sa.select(_T.c.status, _T.c.enqueued_at, _T.c.started_at).where(
-        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id))).first()
+    row = (
+        await db.execute(
+            sa.select(_T.c.status, _T.c.enqueued_at, _T.c.started_at).where(
+                _T.c.tenant_id == tenant_id, _T.c.session_id == session_id
+            )
+        )
+    ).first()
     if row is None or row.status == "running":
         return False
     if row.status == "pending":
         return True
-    return (row.enqueued_at is not None and row.started_at is not None
-            and row.enqueued_at > row.started_at)
+    return (
+        row.enqueued_at is not None
+        and row.started_at is not None
+        and row.enqueued_at > row.started_at
+    )
 
 
-async def mark_running(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                       job_id: str, attempt: int) -> None:
+async def mark_running(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, attempt: int
+) -> None:
     """A worker started try number `attempt`."""
     now = sa.func.now()
-    stmt = insert(_T).values(session_id=session_id, tenant_id=tenant_id, status="running",
-                             job_id=job_id, attempts=attempt, started_at=now,
-                             enqueued_at=now, updated_at=now)
+    stmt = insert(_T).values(
+        session_id=session_id,
+        tenant_id=tenant_id,
+        status="running",
+        job_id=job_id,
+        attempts=attempt,
+        started_at=now,
+        enqueued_at=now,
+        updated_at=now,
+    )
     stmt = stmt.on_conflict_do_update(
         index_elements=[_T.c.tenant_id, _T.c.session_id],
-        set_={"status": "running", "job_id": job_id, "attempts": attempt, "started_at": now,
-              "finished_at": None, "updated_at": now})
+        set_={
+            "status": "running",
+            "job_id": job_id,
+            "attempts": attempt,
+            "started_at": now,
+            "finished_at": None,
+            "updated_at": now,
+        },
+    )
     await db.execute(stmt)
 
 
-async def mark_retrying(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                        error: str) -> None:
+async def mark_retrying(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, error: str
+) -> None:
     """This try failed and the job was rescheduled: back to pending, with the reason."""
-    await db.execute(sa.update(_T).where(
-        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id).values(
-        status="pending", last_error=_clip(error), updated_at=sa.func.now()))
+    await db.execute(
+        sa.update(_T)
+        .where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
+        .values(status="pending", last_error=_clip(error), updated_at=sa.func.now())
+    )
 
 
-async def mark_finished(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                        ok: bool, error: str | None, summaries: int,
-                        tokens_saved: int) -> None:
+async def mark_finished(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    ok: bool,
+    error: str | None,
+    summaries: int,
+    tokens_saved: int,
+) -> None:
     """The job ended: `succeeded` (clears the error) or `failed` (keeps it)."""
     values: dict[str, object] = {
         "status": "succeeded" if ok else "failed",
@@ -122,21 +174,30 @@ async def mark_finished(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid
         "tokens_saved": _T.c.tokens_saved + tokens_saved,
         "last_error": None if ok else _clip(error),
     }
-    await db.execute(sa.update(_T).where(
-        _T.c.tenant_id == tenant_id, _T.c.session_id == session_id).values(**values))
+    await db.execute(
+        sa.update(_T)
+        .where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
+        .values(**values)
+    )
 
 
-async def stale_jobs(db: AsyncSession, *, pending_before: datetime, running_before: datetime,
-                     limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+async def stale_jobs(
+    db: AsyncSession, *, pending_before: datetime, running_before: datetime, limit: int
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """(tenant_id, session_id) of jobs pending since before `pending_before` (their
     enqueue may have been lost while Redis was down) or running since before
     `running_before` (the worker died and Redis lost the job), oldest first.
     Deliberately cross-tenant: only the worker's cron pass calls it."""
     result = await db.execute(
-        sa.select(_T.c.tenant_id, _T.c.session_id).prefix_with(FAN_OUT)
-        .where(((_T.c.status == "pending") & (_T.c.updated_at < pending_before))
-               | ((_T.c.status == "running") & (_T.c.updated_at < running_before)))
-        .order_by(_T.c.updated_at).limit(limit))
+        sa.select(_T.c.tenant_id, _T.c.session_id)
+        .prefix_with(FAN_OUT)
+        .where(
+            ((_T.c.status == "pending") & (_T.c.updated_at < pending_before))
+            | ((_T.c.status == "running") & (_T.c.updated_at < running_before))
+        )
+        .order_by(_T.c.updated_at)
+        .limit(limit)
+    )
     return [(row[0], row[1]) for row in result]
 
 
@@ -148,8 +209,9 @@ WHERE s.tenant_id = :tid AND s.id = :sid
 """)
 
 
-async def pressure(db: AsyncSession, tenant_id: uuid.UUID,
-                   session_id: uuid.UUID) -> dict[str, Any] | None:
+async def pressure(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> dict[str, Any] | None:
     """What decides whether a session is busy, in one query: its config, last seq, L1 start,
     stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens (from the stored
     counters, see `MemoryState.swapped_tokens`), and the status of its compression job (None
@@ -173,13 +235,15 @@ LIMIT :limit
 """)
 
 
-async def busy_candidates(db: AsyncSession, *, since: datetime, default_l1_max: int,
-                          limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+async def busy_candidates(
+    db: AsyncSession, *, since: datetime, default_l1_max: int, limit: int
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """Sessions that may need compression: changed since `since`, or with more L1
     messages than their `l1_max_messages`; skipping sessions whose job is queued or
     running, or whose last job finished after their last change. Cross-tenant (cron)."""
-    result = await db.execute(_CANDIDATES, {"since": since, "default_l1_max": default_l1_max,
-                                            "limit": limit})
+    result = await db.execute(
+        _CANDIDATES, {"since": since, "default_l1_max": default_l1_max, "limit": limit}
+    )
     return [(row[0], row[1]) for row in result]
 
 
@@ -205,10 +269,16 @@ LIMIT :limit
 """
 
 
-async def list_jobs(db: AsyncSession, tenant_id: uuid.UUID, *, kind: str | None,
-                    status: str | None, agent_id: str | None,
-                    after: tuple[datetime, uuid.UUID, str] | None,
-                    limit: int) -> list[Any]:
+async def list_jobs(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    kind: str | None,
+    status: str | None,
+    agent_id: str | None,
+    after: tuple[datetime, uuid.UUID, str] | None,
+    limit: int,
+) -> list[Any]:
     """One page of `_LIST`: after the cursor (updated_at, session_id, kind)."""
     where, params = [], {"t": tenant_id, "limit": limit}
     for name, value in (("kind", kind), ("status", status), ("agent_id", agent_id)):

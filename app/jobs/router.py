@@ -38,7 +38,9 @@ async def queue_status(request: Request) -> QueueStatus | None:
 @router.get("/jobs", response_model=JobList, summary="List background jobs")
 @read_only
 async def list_jobs(
-    request: Request, db: DbDep, caller: CallerDep,
+    request: Request,
+    db: DbDep,
+    caller: CallerDep,
     kind: JobKind | None = None,
     status: ListedStatus | None = None,
     agent_id: Annotated[str | None, Query(pattern=AGENT_ID_PATTERN)] = None,
@@ -59,15 +61,34 @@ async def list_jobs(
             after = (datetime.fromisoformat(data["t"]), uuid.UUID(data["s"]), data["k"])
         except ValueError as exc:
             raise invalid_cursor() from exc
-    rows = await repository.list_jobs(db, caller.tenant_id, kind=kind, status=status,
-                                      agent_id=agent_id, after=after, limit=fetch_limit(limit))
-    shown, nxt = page(rows, limit, lambda r: {"t": r.updated_at.isoformat(),
-                                              "s": str(r.session_id), "k": r.kind})
-    return JobList(items=[JobListed(kind=r.kind, session_id=str(r.session_id),
-                                    agent_id=r.agent_id, status=r.status,
-                                    attempts=r.attempts, last_error=r.last_error,
-                                    enqueued_at=r.enqueued_at, started_at=r.started_at,
-                                    finished_at=r.finished_at, updated_at=r.updated_at)
-                          for r in shown],
-                   next_cursor=nxt,
-                   queue=None if caller.role == "agent" else await queue_status(request))
+    rows = await repository.list_jobs(
+        db,
+        caller.tenant_id,
+        kind=kind,
+        status=status,
+        agent_id=agent_id,
+        after=after,
+        limit=fetch_limit(limit),
+    )
+    shown, nxt = page(
+        rows, limit, lambda r: {"t": r.updated_at.isoformat(), "s": str(r.session_id), "k": r.kind}
+    )
+    return JobList(
+        items=[
+            JobListed(
+                kind=r.kind,
+                session_id=str(r.session_id),
+                agent_id=r.agent_id,
+                status=r.status,
+                attempts=r.attempts,
+                last_error=r.last_error,
+                enqueued_at=r.enqueued_at,
+                started_at=r.started_at,
+                finished_at=r.finished_at,
+                updated_at=r.updated_at,
+            )
+            for r in shown
+        ],
+        next_cursor=nxt,
+        queue=None if caller.role == "agent" else await queue_status(request),
+    )

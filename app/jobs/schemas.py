@@ -11,9 +11,11 @@ JobStatus = Literal["pending", "running", "succeeded", "failed"]
 class CompressionJobPublic(BaseModel):
     """The latest background compression job of a session and its lifetime counters."""
 
-    status: JobStatus = Field(description="pending = queued (or waiting for the queue to "
-                              "come back), running, succeeded, failed (gave up; see "
-                              "last_error).")
+    status: JobStatus = Field(
+        description="pending = queued (or waiting for the queue to "
+        "come back), running, succeeded, failed (gave up; see "
+        "last_error)."
+    )
     job_id: str | None = None
     attempts: int = Field(0, description="Tries of the current/last job.")
     last_error: str | None = Field(None, description="Why the last try failed, if it did.")
@@ -35,8 +37,10 @@ class JobListed(BaseModel):
     kind: JobKind
     session_id: str
     agent_id: str
-    status: str = Field(description="pending, running, succeeded, failed; fact extractions "
-                        "also idle (never ran) and skipped (e.g. no LLM).")
+    status: str = Field(
+        description="pending, running, succeeded, failed; fact extractions "
+        "also idle (never ran) and skipped (e.g. no LLM)."
+    )
     attempts: int
     last_error: str | None = None
     enqueued_at: datetime | None = None
@@ -49,10 +53,14 @@ class QueueStatus(BaseModel):
     """The deployment's job queue (shown to service and admin keys)."""
 
     depth: int = Field(description="Jobs waiting in the queue (queued or deferred).")
-    worker_alive: bool = Field(description="A worker reported within the last "
-                               "health-check interval (10 s).")
-    worker_report: str | None = Field(None, description="The latest worker report (arq: "
-                                      "jobs complete, failed, retried, ongoing, queued).")
+    worker_alive: bool = Field(
+        description="A worker reported within the last health-check interval (10 s)."
+    )
+    worker_report: str | None = Field(
+        None,
+        description="The latest worker report (arq: "
+        "jobs complete, failed, retried, ongoing, queued).",
+    )
 
 
 class JobList(BaseModel):

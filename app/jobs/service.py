@@ -31,8 +31,9 @@ def compress_job_id(session_id: uuid.UUID | str) -> str:
     return f"compress:{session_id}"
 
 
-async def compression_status(db: AsyncSession, tenant_id: uuid.UUID,
-                             session_id: uuid.UUID) -> CompressionJobPublic | None:
+async def compression_status(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> CompressionJobPublic | None:
     """The session's latest compression job for the API, or None if it never had one."""
     row = await repository.get(db, tenant_id, session_id)
     if row is None:
@@ -47,8 +48,9 @@ Recorder = Callable[[uuid.UUID, uuid.UUID, str, str | None], Awaitable[None]]
 def orm_recorder(sessionmaker: async_sessionmaker[AsyncSession]) -> Recorder:
     """Record through a SQLAlchemy session (a transaction of its own)."""
 
-    async def record(tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str,
-                     error: str | None) -> None:
+    async def record(
+        tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, error: str | None
+    ) -> None:
         async with sessionmaker() as db:
             await repository.mark_pending(db, tenant_id, session_id, job_id, error)
             await db.commit()
@@ -56,22 +58,30 @@ def orm_recorder(sessionmaker: async_sessionmaker[AsyncSession]) -> Recorder:
     return record
 
 
-def pool_recorder(connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
-                  ) -> Recorder:
+def pool_recorder(
+    connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]],
+) -> Recorder:
     """Record in one autocommitted statement on the hot paths' pool (the append's trigger)."""
 
-    async def record(tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str,
-                     error: str | None) -> None:
+    async def record(
+        tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, error: str | None
+    ) -> None:
         async with connection() as conn:
             await repository.mark_pending_pg(conn, tenant_id, session_id, job_id, error)
 
     return record
 
 
-async def enqueue_compression(holder: Any, sessionmaker: async_sessionmaker[AsyncSession] | None,
-                              tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                              trigger: str, force: bool = False,
-                              record: Recorder | None = None) -> bool:
+async def enqueue_compression(
+    holder: Any,
+    sessionmaker: async_sessionmaker[AsyncSession] | None,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    trigger: str,
+    force: bool = False,
+    record: Recorder | None = None,
+) -> bool:
     """Record the job as pending, then hand it to the queue. Never raises.
 
     Returns True when the queue accepted it (or already holds it). With Redis down the
@@ -86,16 +96,15 @@ async def enqueue_compression(holder: Any, sessionmaker: async_sessionmaker[Asyn
     try:
         await record(tenant_id, session_id, job_id, None)
     except Exception as exc:  # status is best-effort; the enqueue still matters
-        log.warning("could not record pending compression of %s: %s", session_id,
-                    type(exc).__name__)
-    ok = await enqueue(holder, COMPRESS_JOB, str(tenant_id), str(session_id), force,
-                       _job_id=job_id)
+        log.warning(
+            "could not record pending compression of %s: %s", session_id, type(exc).__name__
+        )
+    ok = await enqueue(holder, COMPRESS_JOB, str(tenant_id), str(session_id), force, _job_id=job_id)
     if ok:
         metrics.JOBS_ENQUEUED.labels(trigger=trigger).inc()
         return True
     try:
-        await record(tenant_id, session_id, job_id,
-                     "queue unavailable; the cron pass retries")
+        await record(tenant_id, session_id, job_id, "queue unavailable; the cron pass retries")
     except Exception:
         pass
     return False

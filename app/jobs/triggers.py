@@ -35,9 +35,12 @@ def pressure_from_row(row: Mapping[str, Any]) -> Pressure:
     """Build from `app.jobs.repository.pressure`'s row."""
     cfg = MemoryConfig.from_stored(row["config"])
     l1_count = max(0, int(row["last_seq"]) - int(row["l1_start_seq"]) + 1)
-    return Pressure(budget=cfg.budget,
-                    memory_tokens=int(row["fixed_tokens"]) + int(row["l1_tokens"]),
-                    l1_count=l1_count, l1_max=cfg.l1_max_messages)
+    return Pressure(
+        budget=cfg.budget,
+        memory_tokens=int(row["fixed_tokens"]) + int(row["l1_tokens"]),
+        l1_count=l1_count,
+        l1_max=cfg.l1_max_messages,
+    )
 
 
 def is_busy(p: Pressure, busy_usage: float) -> bool:
@@ -51,11 +54,21 @@ def is_busy(p: Pressure, busy_usage: float) -> bool:
 JOB_COVERS = frozenset({"pending"})
 
 
-def append_trigger(after: Pressure, *, added_tokens: int, added_messages: int,
-                   new_user_turn: bool, busy_usage: float) -> str | None:
+def append_trigger(
+    after: Pressure,
+    *,
+    added_tokens: int,
+    added_messages: int,
+    new_user_turn: bool,
+    busy_usage: float,
+) -> str | None:
     """The reason an append should enqueue compression, or None."""
-    before = Pressure(after.budget, after.memory_tokens - added_tokens,
-                      after.l1_count - added_messages, after.l1_max)
+    before = Pressure(
+        after.budget,
+        after.memory_tokens - added_tokens,
+        after.l1_count - added_messages,
+        after.l1_max,
+    )
     if before.usage < busy_usage <= after.usage:
         return "usage"
     if before.l1_count <= after.l1_max < after.l1_count:

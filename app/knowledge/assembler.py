@@ -88,8 +88,9 @@ def rank_key(c: Candidate[K]) -> tuple[float, float, str]:
     return (-c.importance, -c.created_at.timestamp(), str(c.id))
 
 
-def priority_order(items: Sequence[Candidate[K]],
-                   head_tail: int | None = None) -> list[Candidate[K]]:
+def priority_order(
+    items: Sequence[Candidate[K]], head_tail: int | None = None
+) -> list[Candidate[K]]:
     """The order in which one tier's candidates are considered for inclusion."""
     ranked = sorted(items, key=rank_key)
     if not head_tail or head_tail <= 0 or len(items) <= 2 * head_tail:

@@ -43,8 +43,9 @@ def _session_budget(session_row: SessionLike) -> int:
     return MemoryConfig.from_stored(session_row.config).budget
 
 
-async def knowledge_provider(open_db: OpenDb, session_row: SessionLike,
-                             budget_tokens: int) -> ContextBlock | None:
+async def knowledge_provider(
+    open_db: OpenDb, session_row: SessionLike, budget_tokens: int
+) -> ContextBlock | None:
     """The "knowledge" block: a context package of the session's task/project/global."""
     cfg = knowledge_config(session_row)
     if cfg is None or not (cfg.project_id or cfg.task_id):
@@ -52,38 +53,57 @@ async def knowledge_provider(open_db: OpenDb, session_row: SessionLike,
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.share))
     async with open_db() as db:
         found = await packages.knowledge_block(
-            db, session_row.tenant_id, task_id=cfg.task_id, project_id=cfg.project_id,
-            include_global=cfg.include_global, budget=limit,
-            shares=packages.shares_of(cfg.shares), head_tail=cfg.head_tail,
-            max_candidates=get_settings().knowledge_max_candidates)
+            db,
+            session_row.tenant_id,
+            task_id=cfg.task_id,
+            project_id=cfg.project_id,
+            include_global=cfg.include_global,
+            budget=limit,
+            shares=packages.shares_of(cfg.shares),
+            head_tail=cfg.head_tail,
+            max_candidates=get_settings().knowledge_max_candidates,
+        )
     if not found:
         return None
     text, header, rows = found
-    sources = tuple({"kind": "memory_item", "id": str(r.id), "version": r.version,
-                     "tier": tier, "importance": r.importance} for tier, r in rows)
-    return ContextBlock(name="knowledge", text=text, token_count=count_text(text),
-                        sources=sources, replay={"header": header, "limit": limit,
-                                                 "share": cfg.share})
+    sources = tuple(
+        {
+            "kind": "memory_item",
+            "id": str(r.id),
+            "version": r.version,
+            "tier": tier,
+            "importance": r.importance,
+        }
+        for tier, r in rows
+    )
+    return ContextBlock(
+        name="knowledge",
+        text=text,
+        token_count=count_text(text),
+        sources=sources,
+        replay={"header": header, "limit": limit, "share": cfg.share},
+    )
 
 
-async def learned_provider(open_db: OpenDb, session_row: SessionLike,
-                           budget_tokens: int) -> ContextBlock | None:
+async def learned_provider(
+    open_db: OpenDb, session_row: SessionLike, budget_tokens: int
+) -> ContextBlock | None:
     """The "learned" block: the agent's active learned version, if the session opted in."""
     cfg = knowledge_config(session_row)
     if cfg is None or not cfg.learned:
         return None
     async with open_db() as db:
-        row = await repository.get_active_learned(db, session_row.tenant_id,
-                                                  session_row.agent_id)
+        row = await repository.get_active_learned(db, session_row.tenant_id, session_row.agent_id)
     if row is None:
         return None
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.learned_share))
     text = learned_block(row.version, row.content, limit, count_text)
     if text is None:
         return None
-    return ContextBlock(name="learned", text=text, token_count=count_text(text),
-                        sources=({"kind": "learned", "agent_id": session_row.agent_id,
-                                  "version": row.version},),
-                        replay={"limit": limit, "share": cfg.learned_share})
-
-
+    return ContextBlock(
+        name="learned",
+        text=text,
+        token_count=count_text(text),
+        sources=({"kind": "learned", "agent_id": session_row.agent_id, "version": row.version},),
+        replay={"limit": limit, "share": cfg.learned_share},
+    )

@@ -26,18 +26,29 @@ def check_agent(caller: Caller, agent_id: str) -> None:
 
 def to_public(row: LearnedVersion, head: LearnedHead) -> LearnedPublic:
     content = LearnedContent.model_validate(row.content)
-    return LearnedPublic(**content.model_dump(), agent_id=row.agent_id, version=row.version,
-                         active_version=head.active_version,
-                         latest_version=head.latest_version, created_at=row.created_at)
+    return LearnedPublic(
+        **content.model_dump(),
+        agent_id=row.agent_id,
+        version=row.version,
+        active_version=head.active_version,
+        latest_version=head.latest_version,
+        created_at=row.created_at,
+    )
 
 
-async def put(db: AsyncSession, caller: Caller, agent_id: str,
-              body: LearnedContent) -> LearnedPublic:
+async def put(
+    db: AsyncSession, caller: Caller, agent_id: str, body: LearnedContent
+) -> LearnedPublic:
     """Store a new version and make it active."""
     check_agent(caller, agent_id)
     version = await repository.allocate_learned_version(db, caller.tenant_id, agent_id)
-    row = LearnedVersion(id=uuid.uuid4(), tenant_id=caller.tenant_id, agent_id=agent_id,
-                         version=version, content=body.model_dump())
+    row = LearnedVersion(
+        id=uuid.uuid4(),
+        tenant_id=caller.tenant_id,
+        agent_id=agent_id,
+        version=version,
+        content=body.model_dump(),
+    )
     await repository.add_learned_version(db, row)
     head = await repository.get_learned_head(db, caller.tenant_id, agent_id)
     assert head is not None
@@ -45,22 +56,25 @@ async def put(db: AsyncSession, caller: Caller, agent_id: str,
     return to_public(row, head)
 
 
-async def get(db: AsyncSession, caller: Caller, agent_id: str,
-              version: int | None = None) -> LearnedPublic:
+async def get(
+    db: AsyncSession, caller: Caller, agent_id: str, version: int | None = None
+) -> LearnedPublic:
     """The active version, or a given one."""
     check_agent(caller, agent_id)
     head = await repository.get_learned_head(db, caller.tenant_id, agent_id)
     if head is None:
         raise NotFound("This agent has no learned artifacts.", code="learned_not_found")
-    row = await repository.get_learned_version(db, caller.tenant_id, agent_id,
-                                               version or head.active_version)
+    row = await repository.get_learned_version(
+        db, caller.tenant_id, agent_id, version or head.active_version
+    )
     if row is None:
         raise NotFound(f"No learned version {version}.", code="learned_version_not_found")
     return to_public(row, head)
 
 
-async def rollback(db: AsyncSession, caller: Caller, agent_id: str,
-                   to_version: int | None) -> LearnedPublic:
+async def rollback(
+    db: AsyncSession, caller: Caller, agent_id: str, to_version: int | None
+) -> LearnedPublic:
     """Make an earlier version active (the previous one by default)."""
     check_agent(caller, agent_id)
     head = await repository.get_learned_head(db, caller.tenant_id, agent_id, for_update=True)

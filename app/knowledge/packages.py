@@ -43,8 +43,9 @@ class BuiltPackage:
     header: str
 
 
-def tier_scopes(task_id: str | None, project_id: str | None,
-                include_global: bool) -> dict[Tier, Scope]:
+def tier_scopes(
+    task_id: str | None, project_id: str | None, include_global: bool
+) -> dict[Tier, Scope]:
     """The scope each tier reads; a tier without an id contributes nothing."""
     out: dict[Tier, Scope] = {}
     if task_id:
@@ -64,34 +65,50 @@ def header_for(scopes: dict[Tier, Scope]) -> str:
     return "Knowledge (" + ", ".join(str(s) for s in scopes.values()) + "):"
 
 
-async def build(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
-                project_id: str | None, include_global: bool, budget_tokens: int,
-                shares: TierShares, head_tail: int | None,
-                conditions: Sequence[Condition] = (), max_candidates: int = 2000,
-                as_of: datetime | None = None) -> BuiltPackage:
+async def build(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    task_id: str | None,
+    project_id: str | None,
+    include_global: bool,
+    budget_tokens: int,
+    shares: TierShares,
+    head_tail: int | None,
+    conditions: Sequence[Condition] = (),
+    max_candidates: int = 2000,
+    as_of: datetime | None = None,
+) -> BuiltPackage:
     """Assemble a package for the given tiers within ``budget_tokens`` (with ``as_of``: of
     the items true then, as they read then)."""
     scopes = tier_scopes(task_id, project_id, include_global)
     allowance = allocate(budget_tokens, shares)
     valid = None if as_of is None else valid_at(tenant_id, as_of)
-    raw = await repository.tier_totals(db, tenant_id, list(scopes.values()), conditions,
-                                       valid)
+    raw = await repository.tier_totals(db, tenant_id, list(scopes.values()), conditions, valid)
     totals: dict[Tier, tuple[int, int]] = {t: raw.get(t, (0, 0)) for t in scopes}
     open_tiers = [(scopes[t], allowance[t]) for t in scopes if totals[t][0] and allowance[t]]
-    rows = await repository.tier_candidates(db, tenant_id, open_tiers, conditions,
-                                            limit=max_candidates, valid=valid)
+    rows = await repository.tier_candidates(
+        db, tenant_id, open_tiers, conditions, limit=max_candidates, valid=valid
+    )
     if head_tail:
         seen = {r.id for r in rows}
         for scope, cap in open_tiers:
-            more = await repository.head_tail_candidates(db, tenant_id, scope, conditions,
-                                                         max_cost=cap, n=head_tail,
-                                                         valid=valid)
+            more = await repository.head_tail_candidates(
+                db, tenant_id, scope, conditions, max_cost=cap, n=head_tail, valid=valid
+            )
             rows += [r for r in more if r.id not in seen]
             seen |= {r.id for r in more}
     # scope kind == tier name (task / project / global)
     cands: list[Candidate[uuid.UUID]] = [
-        Candidate(id=r.id, tier=r.scope_kind, importance=r.importance, created_at=r.created_at,
-                  token_cost=r.token_cost) for r in rows]
+        Candidate(
+            id=r.id,
+            tier=r.scope_kind,
+            importance=r.importance,
+            created_at=r.created_at,
+            token_cost=r.token_cost,
+        )
+        for r in rows
+    ]
     pkg = assemble(cands, budget_tokens, shares, head_tail=head_tail, candidate_totals=totals)
     fetched = await repository.get_rows(db, tenant_id, [c.id for c in pkg.items])
     if as_of is not None:
@@ -107,47 +124,88 @@ def render(built: BuiltPackage) -> str:
     return "\n".join([built.header, *lines]) if lines else ""
 
 
-async def create_package(db: AsyncSession, tenant_id: uuid.UUID, body: ContextPackageCreate, *,
-                         max_candidates: int) -> ContextPackagePublic:
+async def create_package(
+    db: AsyncSession, tenant_id: uuid.UUID, body: ContextPackageCreate, *, max_candidates: int
+) -> ContextPackagePublic:
     """POST /v1/context-packages."""
     conditions = parse_filters(body.filters).conditions
-    built = await build(db, tenant_id, task_id=body.task_id, project_id=body.project_id,
-                        include_global=body.include_global, budget_tokens=body.budget_tokens,
-                        shares=shares_of(body.shares), head_tail=body.head_tail,
-                        conditions=conditions, max_candidates=max_candidates, as_of=body.as_of)
+    built = await build(
+        db,
+        tenant_id,
+        task_id=body.task_id,
+        project_id=body.project_id,
+        include_global=body.include_global,
+        budget_tokens=body.budget_tokens,
+        shares=shares_of(body.shares),
+        head_tail=body.head_tail,
+        conditions=conditions,
+        max_candidates=max_candidates,
+        as_of=body.as_of,
+    )
     pkg = built.package
     return ContextPackagePublic(
-        budget_tokens=pkg.budget_tokens, used_tokens=pkg.used_tokens,
+        budget_tokens=pkg.budget_tokens,
+        used_tokens=pkg.used_tokens,
         compression_ratio=pkg.compression_ratio,
-        tiers={t: TierUsagePublic(allowance=u.allowance, used_tokens=u.used_tokens,
-                                  candidate_tokens=u.candidate_tokens,
-                                  candidate_count=u.candidate_count,
-                                  included_count=u.included_count)
-               for t, u in pkg.tiers.items()},
+        tiers={
+            t: TierUsagePublic(
+                allowance=u.allowance,
+                used_tokens=u.used_tokens,
+                candidate_tokens=u.candidate_tokens,
+                candidate_count=u.candidate_count,
+                included_count=u.included_count,
+            )
+            for t, u in pkg.tiers.items()
+        },
         items=[PackageItem(**to_public(r).model_dump(), tier=t) for t, r in built.rows],
-        text=render(built))
+        text=render(built),
+    )
 
 
-async def knowledge_block_text(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
-                               project_id: str | None, include_global: bool, budget: int,
-                               shares: TierShares, head_tail: int | None,
-                               max_candidates: int) -> str | None:
+async def knowledge_block_text(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    task_id: str | None,
+    project_id: str | None,
+    include_global: bool,
+    budget: int,
+    shares: TierShares,
+    head_tail: int | None,
+    max_candidates: int,
+) -> str | None:
     """A knowledge block for a session context, re-counted so it never exceeds ``budget``.
 
     The package is sized for ``budget`` minus the header; joining lines can cost a
     token or two more than the per-item counts, so the final text is counted and
     the lowest-priority lines dropped until it fits.
     """
-    found = await knowledge_block(db, tenant_id, task_id=task_id, project_id=project_id,
-                                  include_global=include_global, budget=budget, shares=shares,
-                                  head_tail=head_tail, max_candidates=max_candidates)
+    found = await knowledge_block(
+        db,
+        tenant_id,
+        task_id=task_id,
+        project_id=project_id,
+        include_global=include_global,
+        budget=budget,
+        shares=shares,
+        head_tail=head_tail,
+        max_candidates=max_candidates,
+    )
     return found[0] if found is not None else None
 
 
-async def knowledge_block(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: str | None,
-                          project_id: str | None, include_global: bool, budget: int,
-                          shares: TierShares, head_tail: int | None,
-                          max_candidates: int) -> tuple[str, str, list[tuple[str, Any]]] | None:
+async def knowledge_block(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    task_id: str | None,
+    project_id: str | None,
+    include_global: bool,
+    budget: int,
+    shares: TierShares,
+    head_tail: int | None,
+    max_candidates: int,
+) -> tuple[str, str, list[tuple[str, Any]]] | None:
     """`knowledge_block_text` with what it was made of: (text, header, [(tier, item row)] in
     package order); the text is `block_from_rows(header, rows, budget)`."""
     scopes = tier_scopes(task_id, project_id, include_global)
@@ -157,9 +215,17 @@ async def knowledge_block(db: AsyncSession, tenant_id: uuid.UUID, *, task_id: st
     inner = budget - count_text(header) - 1
     if inner <= 0:
         return None
-    built = await build(db, tenant_id, task_id=task_id, project_id=project_id,
-                        include_global=include_global, budget_tokens=inner, shares=shares,
-                        head_tail=head_tail, max_candidates=max_candidates)
+    built = await build(
+        db,
+        tenant_id,
+        task_id=task_id,
+        project_id=project_id,
+        include_global=include_global,
+        budget_tokens=inner,
+        shares=shares,
+        head_tail=head_tail,
+        max_candidates=max_candidates,
+    )
     text = block_from_rows(header, [r for _, r in built.rows], budget)
     return (text, header, list(built.rows)) if text else None
 

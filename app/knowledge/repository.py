@@ -30,9 +30,15 @@ _H = table_of(LearnedHead)
 AnyRow = sa.Row[*tuple[Any, ...]]
 
 _COLUMNS: dict[str, Any] = {
-    "id": M.id, "kind": M.kind, "source": M.source, "text": M.text, "tags": M.tags,
-    "importance": M.importance, "token_cost": M.token_cost,
-    "created_at": M.created_at, "updated_at": M.updated_at,
+    "id": M.id,
+    "kind": M.kind,
+    "source": M.source,
+    "text": M.text,
+    "tags": M.tags,
+    "importance": M.importance,
+    "token_cost": M.token_cost,
+    "created_at": M.created_at,
+    "updated_at": M.updated_at,
 }
 
 
@@ -44,9 +50,13 @@ def scope_clause(scope: Scope) -> sa.ColumnElement[bool]:
     return sa.and_(M.scope_kind == scope.kind, M.scope_id == scope.storage_id)
 
 
-def readable(tenant_id: uuid.UUID, agent_id: str | None, *,
-             include_invalidated: bool = True,
-             every_user: bool = False) -> list[sa.ColumnElement[bool]]:
+def readable(
+    tenant_id: uuid.UUID,
+    agent_id: str | None,
+    *,
+    include_invalidated: bool = True,
+    every_user: bool = False,
+) -> list[sa.ColumnElement[bool]]:
     """The items a caller may read: its tenant's, except other agents' ``agent`` tiers
     (a caller acting for no agent sees no agent tier) and the ``user`` tiers of people
     the caller may not see (`app.users.access`: ``every_user`` for service and admin
@@ -58,8 +68,12 @@ def readable(tenant_id: uuid.UUID, agent_id: str | None, *,
     else:
         clauses.append(sa.or_(M.scope_kind != "agent", M.scope_id == agent_id))
     if not every_user:
-        clauses.append(sa.or_(M.scope_kind != "user", users_access.agent_knows_user(
-            tenant_id, agent_id, M.scope_id)))
+        clauses.append(
+            sa.or_(
+                M.scope_kind != "user",
+                users_access.agent_knows_user(tenant_id, agent_id, M.scope_id),
+            )
+        )
     if not include_invalidated:
         clauses.append(M.invalid_at.is_(None))
     return clauses
@@ -85,12 +99,19 @@ def compile_condition(c: Condition) -> sa.ColumnElement[bool]:
         return column.in_(list(v))
     if op == "nin":
         return column.not_in(list(v))
-    return {"eq": column.__eq__, "ne": column.__ne__, "gt": column.__gt__, "gte": column.__ge__,
-            "lt": column.__lt__, "lte": column.__le__}[op](v)
+    return {
+        "eq": column.__eq__,
+        "ne": column.__ne__,
+        "gt": column.__gt__,
+        "gte": column.__ge__,
+        "lt": column.__lt__,
+        "lte": column.__le__,
+    }[op](v)
 
 
-def _where(tenant_id: uuid.UUID, conditions: Sequence[Condition],
-           scope: Scope | None = None) -> list[sa.ColumnElement[bool]]:
+def _where(
+    tenant_id: uuid.UUID, conditions: Sequence[Condition], scope: Scope | None = None
+) -> list[sa.ColumnElement[bool]]:
     clauses = [M.tenant_id == tenant_id, *(compile_condition(c) for c in conditions)]
     if scope is not None:
         clauses.append(scope_clause(scope))
@@ -103,61 +124,99 @@ async def add(db: AsyncSession, item: MemoryItem) -> MemoryItem:
     return item
 
 
-async def get(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
-              agent_id: str | None, for_update: bool = False,
-              every_user: bool = False) -> MemoryItem | None:
-    q = sa.select(MemoryItem).where(*readable(tenant_id, agent_id, every_user=every_user),
-                                    M.id == item_id)
+async def get(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    item_id: uuid.UUID,
+    *,
+    agent_id: str | None,
+    for_update: bool = False,
+    every_user: bool = False,
+) -> MemoryItem | None:
+    q = sa.select(MemoryItem).where(
+        *readable(tenant_id, agent_id, every_user=every_user), M.id == item_id
+    )
     if for_update:
         q = q.with_for_update()
     return (await db.execute(q)).scalar_one_or_none()
 
 
-async def get_rows(db: AsyncSession, tenant_id: uuid.UUID,
-                   ids: Sequence[uuid.UUID]) -> list[AnyRow]:
+async def get_rows(
+    db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
+) -> list[AnyRow]:
     """Full items as plain rows (no ORM identity map: cheaper for read-only rendering)."""
     if not ids:
         return []
-    result = await db.execute(sa.select(*M).where(
-        M.tenant_id == tenant_id, M.id.in_(list(ids))))
+    result = await db.execute(sa.select(*M).where(M.tenant_id == tenant_id, M.id.in_(list(ids))))
     return list(result.all())
 
 
-async def get_many(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID], *,
-                   agent_id: str | None, every_user: bool = False) -> list[MemoryItem]:
+async def get_many(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    ids: Sequence[uuid.UUID],
+    *,
+    agent_id: str | None,
+    every_user: bool = False,
+) -> list[MemoryItem]:
     if not ids:
         return []
-    result = await db.execute(sa.select(MemoryItem).where(
-        *readable(tenant_id, agent_id, every_user=every_user), M.id.in_(list(ids))))
+    result = await db.execute(
+        sa.select(MemoryItem).where(
+            *readable(tenant_id, agent_id, every_user=every_user), M.id.in_(list(ids))
+        )
+    )
     return list(result.scalars())
 
 
-async def delete(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, *,
-                 agent_id: str | None, every_user: bool = False) -> AnyRow | None:
+async def delete(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    item_id: uuid.UUID,
+    *,
+    agent_id: str | None,
+    every_user: bool = False,
+) -> AnyRow | None:
     """The deleted item (every column, for its `delete` version), or None."""
-    result = await db.execute(sa.delete(MemoryItem).where(
-        *readable(tenant_id, agent_id, every_user=every_user), M.id == item_id)
-        .returning(*M))
+    result = await db.execute(
+        sa.delete(MemoryItem)
+        .where(*readable(tenant_id, agent_id, every_user=every_user), M.id == item_id)
+        .returning(*M)
+    )
     return result.first()
 
 
-async def query(db: AsyncSession, tenant_id: uuid.UUID, conditions: Sequence[Condition],
-                order: OrderBy, limit: int, after: tuple[Any, uuid.UUID] | None, *,
-                agent_id: str | None, include_invalidated: bool = False,
-                valid: sa.ColumnElement[bool] | None = None,
-                every_user: bool = False) -> list[MemoryItem]:
+async def query(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    conditions: Sequence[Condition],
+    order: OrderBy,
+    limit: int,
+    after: tuple[Any, uuid.UUID] | None,
+    *,
+    agent_id: str | None,
+    include_invalidated: bool = False,
+    valid: sa.ColumnElement[bool] | None = None,
+    every_user: bool = False,
+) -> list[MemoryItem]:
     """One page of matching items; ``after`` is the keyset (order value, id) of the last row.
     ``valid``: only items valid by it (an `as_of`), invalidated or not now."""
     column = _COLUMNS[order.field]
     q = sa.select(MemoryItem).where(
         *_where(tenant_id, conditions),
-        *readable(tenant_id, agent_id,
-                  include_invalidated=include_invalidated or valid is not None,
-                  every_user=every_user),
-        *([valid] if valid is not None else []))
+        *readable(
+            tenant_id,
+            agent_id,
+            include_invalidated=include_invalidated or valid is not None,
+            every_user=every_user,
+        ),
+        *([valid] if valid is not None else []),
+    )
     if after is not None:
-        key, last = sa.tuple_(column, M.id), sa.tuple_(sa.literal(after[0], column.type),
-                                                       sa.literal(after[1], M.id.type))
+        key, last = (
+            sa.tuple_(column, M.id),
+            sa.tuple_(sa.literal(after[0], column.type), sa.literal(after[1], M.id.type)),
+        )
         q = q.where(key < last if order.descending else key > last)
     direction = sa.desc if order.descending else sa.asc
     q = q.order_by(direction(column), direction(M.id)).limit(limit)
@@ -171,27 +230,42 @@ async def lock_scope(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> No
 
 
 async def count(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> int:
-    result = await db.execute(sa.select(sa.func.count()).select_from(table_of(MemoryItem))
-                              .where(*_where(tenant_id, (), scope)))
+    result = await db.execute(
+        sa.select(sa.func.count())
+        .select_from(table_of(MemoryItem))
+        .where(*_where(tenant_id, (), scope))
+    )
     return int(result.scalar_one())
 
 
-async def evict_lowest(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                       n: int) -> list[AnyRow]:
+async def evict_lowest(
+    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, n: int
+) -> list[AnyRow]:
     """Delete the ``n`` lowest-importance, oldest items (ties by id), as eviction.py orders;
     the deleted rows."""
     if n <= 0:
         return []
-    victims = (sa.select(M.id).where(*_where(tenant_id, (), scope))
-               .order_by(M.importance.asc(), M.created_at.asc(), M.id.asc()).limit(n))
-    result = await db.execute(sa.delete(MemoryItem).where(
-        M.tenant_id == tenant_id, M.id.in_(victims.scalar_subquery())).returning(*M))
+    victims = (
+        sa.select(M.id)
+        .where(*_where(tenant_id, (), scope))
+        .order_by(M.importance.asc(), M.created_at.asc(), M.id.asc())
+        .limit(n)
+    )
+    result = await db.execute(
+        sa.delete(MemoryItem)
+        .where(M.tenant_id == tenant_id, M.id.in_(victims.scalar_subquery()))
+        .returning(*M)
+    )
     return list(result.all())
 
 
-async def clear(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                conditions: Sequence[Condition] = (),
-                keep: Sequence[uuid.UUID] = ()) -> list[AnyRow]:
+async def clear(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    conditions: Sequence[Condition] = (),
+    keep: Sequence[uuid.UUID] = (),
+) -> list[AnyRow]:
     """Delete the scope's (matching) items except ``keep``; the deleted rows."""
     q = sa.delete(MemoryItem).where(*_where(tenant_id, conditions, scope))
     if keep:
@@ -199,14 +273,18 @@ async def clear(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
     return list((await db.execute(q.returning(*M))).all())
 
 
-async def move(db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID], to: Scope,
-               now: datetime) -> int:
+async def move(
+    db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID], to: Scope, now: datetime
+) -> int:
     """Move items to another scope (promotion keeps the id)."""
     if not ids:
         return 0
-    result = await db.execute(sa.update(MemoryItem).where(
-        M.tenant_id == tenant_id, M.id.in_(list(ids))).values(
-        scope_kind=to.kind, scope_id=to.storage_id, updated_at=now).returning(M.id))
+    result = await db.execute(
+        sa.update(MemoryItem)
+        .where(M.tenant_id == tenant_id, M.id.in_(list(ids)))
+        .values(scope_kind=to.kind, scope_id=to.storage_id, updated_at=now)
+        .returning(M.id)
+    )
     return len(result.all())
 
 
@@ -215,26 +293,40 @@ def _valid(valid: sa.ColumnElement[bool] | None) -> sa.ColumnElement[bool]:
     return M.invalid_at.is_(None) if valid is None else valid
 
 
-async def tier_totals(db: AsyncSession, tenant_id: uuid.UUID, scopes: Sequence[Scope],
-                      conditions: Sequence[Condition],
-                      valid: sa.ColumnElement[bool] | None = None) -> dict[str, tuple[int, int]]:
+async def tier_totals(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scopes: Sequence[Scope],
+    conditions: Sequence[Condition],
+    valid: sa.ColumnElement[bool] | None = None,
+) -> dict[str, tuple[int, int]]:
     """scope kind -> (count, sum of token_cost) of the matching items, in one query.
 
     ``scopes`` holds at most one scope per kind (a package's task, project and global).
     """
     if not scopes:
         return {}
-    q = (sa.select(M.scope_kind, sa.func.count(), sa.func.coalesce(sa.func.sum(M.token_cost), 0))
-         .where(*_where(tenant_id, conditions), sa.or_(*(scope_clause(s) for s in scopes)),
-                _valid(valid))
-         .group_by(M.scope_kind))
+    q = (
+        sa.select(M.scope_kind, sa.func.count(), sa.func.coalesce(sa.func.sum(M.token_cost), 0))
+        .where(
+            *_where(tenant_id, conditions),
+            sa.or_(*(scope_clause(s) for s in scopes)),
+            _valid(valid),
+        )
+        .group_by(M.scope_kind)
+    )
     return {kind: (int(n), int(tokens)) for kind, n, tokens in (await db.execute(q)).all()}
 
 
-async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
-                          scopes: Sequence[tuple[Scope, int]], conditions: Sequence[Condition],
-                          *, limit: int,
-                          valid: sa.ColumnElement[bool] | None = None) -> list[AnyRow]:
+async def tier_candidates(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scopes: Sequence[tuple[Scope, int]],
+    conditions: Sequence[Condition],
+    *,
+    limit: int,
+    valid: sa.ColumnElement[bool] | None = None,
+) -> list[AnyRow]:
     """Light rows (id, scope_kind, importance, created_at, token_cost) in one query.
 
     Per (scope, max_cost): the items that could fit (token_cost <= max_cost), the best
@@ -243,24 +335,39 @@ async def tier_candidates(db: AsyncSession, tenant_id: uuid.UUID,
     if not scopes:
         return []
     fits = sa.or_(*(sa.and_(scope_clause(s), M.token_cost <= cap) for s, cap in scopes))
-    rank = sa.func.row_number().over(
-        partition_by=M.scope_kind,
-        order_by=(M.importance.desc(), M.created_at.desc(), M.id.asc())).label("rn")
-    inner = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost, rank)
-             .where(*_where(tenant_id, conditions), fits, _valid(valid)).subquery())
-    q = sa.select(inner.c.id, inner.c.scope_kind, inner.c.importance, inner.c.created_at,
-                  inner.c.token_cost).where(inner.c.rn <= limit)
+    rank = (
+        sa.func.row_number()
+        .over(
+            partition_by=M.scope_kind,
+            order_by=(M.importance.desc(), M.created_at.desc(), M.id.asc()),
+        )
+        .label("rn")
+    )
+    inner = (
+        sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost, rank)
+        .where(*_where(tenant_id, conditions), fits, _valid(valid))
+        .subquery()
+    )
+    q = sa.select(
+        inner.c.id, inner.c.scope_kind, inner.c.importance, inner.c.created_at, inner.c.token_cost
+    ).where(inner.c.rn <= limit)
     return list((await db.execute(q)).all())
 
 
-async def head_tail_candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                               conditions: Sequence[Condition], *, max_cost: int,
-                               n: int,
-                               valid: sa.ColumnElement[bool] | None = None) -> list[AnyRow]:
+async def head_tail_candidates(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    conditions: Sequence[Condition],
+    *,
+    max_cost: int,
+    n: int,
+    valid: sa.ColumnElement[bool] | None = None,
+) -> list[AnyRow]:
     """The ``n`` oldest and ``n`` newest items of a scope that could fit ``max_cost``."""
-    base = (sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost)
-            .where(*_where(tenant_id, conditions, scope), M.token_cost <= max_cost,
-                   _valid(valid)))
+    base = sa.select(M.id, M.scope_kind, M.importance, M.created_at, M.token_cost).where(
+        *_where(tenant_id, conditions, scope), M.token_cost <= max_cost, _valid(valid)
+    )
     rows: dict[uuid.UUID, AnyRow] = {}
     for order in ((M.created_at.asc(), M.id.asc()), (M.created_at.desc(), M.id.desc())):
         for r in (await db.execute(base.order_by(*order).limit(n))).all():
@@ -270,15 +377,20 @@ async def head_tail_candidates(db: AsyncSession, tenant_id: uuid.UUID, scope: Sc
 
 # --- learned layer -----------------------------------------------------------------------
 
+
 async def allocate_learned_version(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str) -> int:
     """Atomically take the next version number for an agent and make it active."""
-    ins = pg_insert(LearnedHead).values(id=uuid.uuid4(), tenant_id=tenant_id, agent_id=agent_id,
-                                        active_version=1, latest_version=1)
+    ins = pg_insert(LearnedHead).values(
+        id=uuid.uuid4(), tenant_id=tenant_id, agent_id=agent_id, active_version=1, latest_version=1
+    )
     h = _H.c
     stmt = ins.on_conflict_do_update(
         constraint="uq_learned_heads_agent",
-        set_={"latest_version": h.latest_version + 1, "active_version": h.latest_version + 1,
-              "updated_at": sa.func.now()},
+        set_={
+            "latest_version": h.latest_version + 1,
+            "active_version": h.latest_version + 1,
+            "updated_at": sa.func.now(),
+        },
     ).returning(h.latest_version)
     return int((await db.execute(stmt)).scalar_one())
 
@@ -289,38 +401,60 @@ async def add_learned_version(db: AsyncSession, row: LearnedVersion) -> LearnedV
     return row
 
 
-async def get_learned_head(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str, *,
-                           for_update: bool = False) -> LearnedHead | None:
-    q = sa.select(LearnedHead).where(col(LearnedHead.tenant_id) == tenant_id,
-                                     col(LearnedHead.agent_id) == agent_id)
+async def get_learned_head(
+    db: AsyncSession, tenant_id: uuid.UUID, agent_id: str, *, for_update: bool = False
+) -> LearnedHead | None:
+    q = sa.select(LearnedHead).where(
+        col(LearnedHead.tenant_id) == tenant_id, col(LearnedHead.agent_id) == agent_id
+    )
     if for_update:
         q = q.with_for_update()
     return (await db.execute(q)).scalar_one_or_none()
 
 
-async def get_learned_version(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str,
-                              version: int) -> LearnedVersion | None:
-    result = await db.execute(sa.select(LearnedVersion).where(
-        col(LearnedVersion.tenant_id) == tenant_id, col(LearnedVersion.agent_id) == agent_id,
-        col(LearnedVersion.version) == version))
+async def get_learned_version(
+    db: AsyncSession, tenant_id: uuid.UUID, agent_id: str, version: int
+) -> LearnedVersion | None:
+    result = await db.execute(
+        sa.select(LearnedVersion).where(
+            col(LearnedVersion.tenant_id) == tenant_id,
+            col(LearnedVersion.agent_id) == agent_id,
+            col(LearnedVersion.version) == version,
+        )
+    )
     return result.scalar_one_or_none()
 
 
-async def learned_version_numbers(db: AsyncSession, tenant_id: uuid.UUID,
-                                  agent_id: str) -> list[int]:
-    result = await db.execute(sa.select(col(LearnedVersion.version)).where(
-        col(LearnedVersion.tenant_id) == tenant_id, col(LearnedVersion.agent_id) == agent_id))
+async def learned_version_numbers(
+    db: AsyncSession, tenant_id: uuid.UUID, agent_id: str
+) -> list[int]:
+    result = await db.execute(
+        sa.select(col(LearnedVersion.version)).where(
+            col(LearnedVersion.tenant_id) == tenant_id, col(LearnedVersion.agent_id) == agent_id
+        )
+    )
     return [int(v) for v in result.scalars()]
 
 
-async def get_active_learned(db: AsyncSession, tenant_id: uuid.UUID,
-                             agent_id: str) -> LearnedVersion | None:
+async def get_active_learned(
+    db: AsyncSession, tenant_id: uuid.UUID, agent_id: str
+) -> LearnedVersion | None:
     """The active version in one query (used on the context path)."""
     h = _H.c
-    result = await db.execute(sa.select(LearnedVersion).join(
-        _H, sa.and_(h.tenant_id == col(LearnedVersion.tenant_id),
-                    h.agent_id == col(LearnedVersion.agent_id),
-                    h.active_version == col(LearnedVersion.version)))
-        .where(h.tenant_id == tenant_id, h.agent_id == agent_id,
-               col(LearnedVersion.tenant_id) == tenant_id))
+    result = await db.execute(
+        sa.select(LearnedVersion)
+        .join(
+            _H,
+            sa.and_(
+                h.tenant_id == col(LearnedVersion.tenant_id),
+                h.agent_id == col(LearnedVersion.agent_id),
+                h.active_version == col(LearnedVersion.version),
+            ),
+        )
+        .where(
+            h.tenant_id == tenant_id,
+            h.agent_id == agent_id,
+            col(LearnedVersion.tenant_id) == tenant_id,
+        )
+    )
     return result.scalar_one_or_none()

@@ -32,16 +32,23 @@ from app.knowledge.scopes import SCOPE_ID_PATTERN, SCOPE_PATTERN, ScopeError, pa
 FILTERS_DOC = (
     "Field -> value (exact; a list = any of; for `tags` any of) or {operator: value} with "
     "operators $eq $ne $gt $gte $lt $lte. Fields: id, scope, kind, source, text, tags, "
-    "importance, token_cost, created_at (alias timestamp), updated_at.")
+    "importance, token_cost, created_at (alias timestamp), updated_at."
+)
 
 
 _NUM = 2**31 - 1
 # RFC 3339 as datetime.fromisoformat reads it: upper-case T and Z, no leap second, years 2-9998.
-_DATETIME = {"type": "string", "format": "date-time", "pattern": (
-    r"^(?!0001-|9999-)[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:(?!60)[0-9]{2}"
-    r"(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})$")}
+_DATETIME = {
+    "type": "string",
+    "format": "date-time",
+    "pattern": (
+        r"^(?!0001-|9999-)[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:(?!60)[0-9]{2}"
+        r"(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})$"
+    ),
+}
 _SCALARS: dict[str, dict[str, Any]] = {
-    "str": {"type": "string"}, "tags": {"type": "string"},
+    "str": {"type": "string"},
+    "tags": {"type": "string"},
     "scope": {"type": "string", "pattern": SCOPE_PATTERN},
     "float": {"type": "number", "minimum": -_NUM, "maximum": _NUM},
     "int": {"type": "number", "minimum": -_NUM, "maximum": _NUM},
@@ -58,8 +65,12 @@ def _filter_value_schema(spec: FieldSpec) -> dict[str, Any]:
     ops: dict[str, Any] = {"$eq": {"anyOf": equal}, "$ne": {"anyOf": equal}}
     if spec.type in _ORDERED_TYPES:
         ops.update({op: scalar for op in OPERATORS if op not in ("$eq", "$ne")})
-    operators = {"type": "object", "minProperties": 1, "additionalProperties": False,
-                 "properties": ops}
+    operators = {
+        "type": "object",
+        "minProperties": 1,
+        "additionalProperties": False,
+        "properties": ops,
+    }
     return {"anyOf": [*equal, operators]}
 
 
@@ -71,8 +82,10 @@ def filters_schema() -> dict[str, Any]:
 
 
 ORDER_BY_VALUES = sorted(
-    p + name for name in [*(f for f, s in FIELDS.items() if s.orderable), *ALIASES]
-    for p in ("", "-"))
+    p + name
+    for name in [*(f for f, s in FIELDS.items() if s.orderable), *ALIASES]
+    for p in ("", "-")
+)
 FILTERS_SCHEMA: JsonDict = filters_schema()
 
 
@@ -86,21 +99,32 @@ def _check_scope(v: str) -> str:
 class MemoryItemCreate(BaseModel):
     """A knowledge item. Give `text`, `payload` or both; the token cost is computed."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
-        {"required": ["text"], "properties": {"text": {"type": "string", "minLength": 1}}},
-        {"required": ["payload"], "properties": {"payload": {"not": {"type": "null"}}}},
-    ]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["text"], "properties": {"text": {"type": "string", "minLength": 1}}},
+                {"required": ["payload"], "properties": {"payload": {"not": {"type": "null"}}}},
+            ]
+        },
+    )
 
-    scope: str = Field(pattern=SCOPE_PATTERN, description="`task/<id>`, `project/<id>`, "
-                       "`global`, `agent` (private to the caller's agent; also written "
-                       "`agent/<agent_id>`) or `user/<user_id>` (facts about one person).",
-                       examples=["project/checkout"])
+    scope: str = Field(
+        pattern=SCOPE_PATTERN,
+        description="`task/<id>`, `project/<id>`, "
+        "`global`, `agent` (private to the caller's agent; also written "
+        "`agent/<agent_id>`) or `user/<user_id>` (facts about one person).",
+        examples=["project/checkout"],
+    )
     kind: str = Field(min_length=1, max_length=100, examples=["decision"])
-    source: str | None = Field(default=None, max_length=200,
-                               description="Who or what produced it. Default: the caller's "
-                                           "agent id, else `api`.")
+    source: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Who or what produced it. Default: the caller's agent id, else `api`.",
+    )
     tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
-        default_factory=list, max_length=64)
+        default_factory=list, max_length=64
+    )
     importance: JsonFloat = Field(default=0.5, ge=0, le=1)
     text: str | None = Field(default=None, max_length=1_000_000)
     payload: Any = None
@@ -133,39 +157,61 @@ class MemoryItemPublic(BaseModel):
     token_cost: int = Field(description="Tokens of the item as rendered in a context (cl100k).")
     created_at: datetime
     updated_at: datetime
-    version: int = Field(1, description="1, plus one per change (GET .../history); the "
-                         "ETag of `PATCH`'s If-Match.")
-    valid_from: datetime | None = Field(None, description=(
-        "When it became true: for a fact, the event time the message gave, else the "
-        "message's time; for an item written by hand, when it was written."))
-    invalid_at: datetime | None = Field(None, description=(
-        "Facts: when a later message contradicted it (then left out of queries, packages, "
-        "search and context unless include_invalidated=true)."))
+    version: int = Field(
+        1, description="1, plus one per change (GET .../history); the ETag of `PATCH`'s If-Match."
+    )
+    valid_from: datetime | None = Field(
+        None,
+        description=(
+            "When it became true: for a fact, the event time the message gave, else the "
+            "message's time; for an item written by hand, when it was written."
+        ),
+    )
+    invalid_at: datetime | None = Field(
+        None,
+        description=(
+            "Facts: when a later message contradicted it (then left out of queries, packages, "
+            "search and context unless include_invalidated=true)."
+        ),
+    )
     superseded_by: uuid.UUID | None = Field(None, description="Facts: the fact replacing it.")
-    source_session_id: uuid.UUID | None = Field(None, description=(
-        "Facts: the session it was extracted from."))
-    source_seqs: list[int] = Field(default_factory=list, description=(
-        "Facts: the seqs of the messages it came from."))
-    key: str | None = Field(None, description=(
-        "Facts: what it is about, as subject.attribute (`user.home_city`)."))
-    stated_at: datetime | None = Field(None, description=(
-        "Facts: when it was said (the latest message stating it)."))
-    sources: list[dict[str, Any]] = Field(default_factory=list, description=(
-        "Facts: every statement supporting it, `[{session_id, seqs}]`."))
+    source_session_id: uuid.UUID | None = Field(
+        None, description=("Facts: the session it was extracted from.")
+    )
+    source_seqs: list[int] = Field(
+        default_factory=list, description=("Facts: the seqs of the messages it came from.")
+    )
+    key: str | None = Field(
+        None, description=("Facts: what it is about, as subject.attribute (`user.home_city`).")
+    )
+    stated_at: datetime | None = Field(
+        None, description=("Facts: when it was said (the latest message stating it).")
+    )
+    sources: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description=("Facts: every statement supporting it, `[{session_id, seqs}]`."),
+    )
 
 
 class MemoryItemQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    filters: dict[str, Any] = Field(default_factory=dict, description=FILTERS_DOC,
-                                    json_schema_extra=FILTERS_SCHEMA)
-    order_by: str = Field(default=DEFAULT_ORDER, json_schema_extra={"enum": [*ORDER_BY_VALUES]},
-                          description=(
-        "A field sorts descending; prefix `-` for ascending (the seed's convention). "
-        "Ties are broken by id."), examples=["-importance"])
+    filters: dict[str, Any] = Field(
+        default_factory=dict, description=FILTERS_DOC, json_schema_extra=FILTERS_SCHEMA
+    )
+    order_by: str = Field(
+        default=DEFAULT_ORDER,
+        json_schema_extra={"enum": [*ORDER_BY_VALUES]},
+        description=(
+            "A field sorts descending; prefix `-` for ascending (the seed's convention). "
+            "Ties are broken by id."
+        ),
+        examples=["-importance"],
+    )
     limit: JsonInt = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
-    cursor: str | None = Field(default=None, description=CURSOR_DESCRIPTION,
-                               json_schema_extra=CURSOR_SCHEMA)
+    cursor: str | None = Field(
+        default=None, description=CURSOR_DESCRIPTION, json_schema_extra=CURSOR_SCHEMA
+    )
 
 
 class MemoryItemList(BaseModel):
@@ -176,21 +222,33 @@ class MemoryItemList(BaseModel):
 class PromoteRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN, description=(
-        "Target project; required when promoting a task item (409 cannot_promote without "
-        "it, as for a global item, which has no tier above)."))
+    project_id: str | None = Field(
+        default=None,
+        pattern=SCOPE_ID_PATTERN,
+        description=(
+            "Target project; required when promoting a task item (409 cannot_promote without "
+            "it, as for a global item, which has no tier above)."
+        ),
+    )
 
 
 class TaskComplete(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={
-        "if": {"properties": {"promote": {"minItems": 1}}, "required": ["promote"]},
-        "then": {"required": ["project_id"], "properties": {"project_id": {"type": "string"}}},
-    })
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"promote": {"minItems": 1}}, "required": ["promote"]},
+            "then": {"required": ["project_id"], "properties": {"project_id": {"type": "string"}}},
+        },
+    )
 
-    promote: list[uuid.UUID] = Field(default_factory=list, max_length=10_000,
-                                     description="Items of this task to move to the project.")
-    project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN,
-                                   description="Required when `promote` is not empty.")
+    promote: list[uuid.UUID] = Field(
+        default_factory=list,
+        max_length=10_000,
+        description="Items of this task to move to the project.",
+    )
+    project_id: str | None = Field(
+        default=None, pattern=SCOPE_ID_PATTERN, description="Required when `promote` is not empty."
+    )
 
     @model_validator(mode="after")
     def _project(self) -> TaskComplete:
@@ -203,21 +261,30 @@ class TaskCompleteResult(BaseModel):
     task_id: str
     promoted: list[uuid.UUID]
     cleared: int = Field(description="Task items removed (not promoted).")
-    evicted: int = Field(description="Project items evicted because the project passed "
-                                     "max_items after the promotion.")
+    evicted: int = Field(
+        description="Project items evicted because the project passed "
+        "max_items after the promotion."
+    )
 
 
 class ClearRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={
-        "if": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]},
-        "then": {"required": ["confirm"], "properties": {"confirm": {"const": True}}},
-    })
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"scope": {"const": "global"}}, "required": ["scope"]},
+            "then": {"required": ["confirm"], "properties": {"confirm": {"const": True}}},
+        },
+    )
 
-    scope: str = Field(pattern=SCOPE_PATTERN,
-                       description="`task/<id>`, `project/<id>`, `global` or `agent`.")
+    scope: str = Field(
+        pattern=SCOPE_PATTERN, description="`task/<id>`, `project/<id>`, `global` or `agent`."
+    )
     confirm: StrictBool = Field(default=False, description="Must be true to clear `global`.")
-    filters: dict[str, Any] = Field(default_factory=dict, description="Only clear matching "
-                                    "items. " + FILTERS_DOC, json_schema_extra=FILTERS_SCHEMA)
+    filters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Only clear matching items. " + FILTERS_DOC,
+        json_schema_extra=FILTERS_SCHEMA,
+    )
 
     _scope = field_validator("scope")(_check_scope)
 
@@ -252,12 +319,22 @@ class ContextPackageCreate(BaseModel):
     budget_tokens: JsonInt = Field(ge=1, le=10_000_000)
     shares: TierSharesIn = Field(default_factory=TierSharesIn)
     head_tail: Annotated[int, Field(ge=0, le=1000), JSON_INT] | None = Field(
-        default=None, description=(
-        "Keep the N oldest and N newest items of each tier first, then fill by importance."))
-    filters: dict[str, Any] = Field(default_factory=dict, description=(
-        "Only consider matching items. " + FILTERS_DOC), json_schema_extra=FILTERS_SCHEMA)
-    as_of: JsonAwareDatetime | None = Field(default=None, description=(
-        "The items true at this time (world time), each as it read then; default: now."))
+        default=None,
+        description=(
+            "Keep the N oldest and N newest items of each tier first, then fill by importance."
+        ),
+    )
+    filters: dict[str, Any] = Field(
+        default_factory=dict,
+        description=("Only consider matching items. " + FILTERS_DOC),
+        json_schema_extra=FILTERS_SCHEMA,
+    )
+    as_of: JsonAwareDatetime | None = Field(
+        default=None,
+        description=(
+            "The items true at this time (world time), each as it read then; default: now."
+        ),
+    )
 
 
 class TierUsagePublic(BaseModel):
@@ -275,8 +352,9 @@ class PackageItem(MemoryItemPublic):
 class ContextPackagePublic(BaseModel):
     budget_tokens: int
     used_tokens: int = Field(description="Sum of the included items' token_cost.")
-    compression_ratio: float = Field(description=(
-        "Included tokens / tokens of all candidate items (1.0 when there were none)."))
+    compression_ratio: float = Field(
+        description=("Included tokens / tokens of all candidate items (1.0 when there were none).")
+    )
     tiers: dict[str, TierUsagePublic]
     items: list[PackageItem] = Field(description="Task, then project, then global items.")
     text: str = Field(description="The items rendered as a context block.")
@@ -305,8 +383,9 @@ class LearnedRollback(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     to_version: Annotated[int, Field(ge=1, le=2**31 - 1), JSON_INT] | None = Field(
-        default=None, description=(
-        "Version to make active; default: the one before the active version."))
+        default=None,
+        description=("Version to make active; default: the one before the active version."),
+    )
 
 
 class SessionKnowledgeConfig(BaseModel):
@@ -317,17 +396,24 @@ class SessionKnowledgeConfig(BaseModel):
     project_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN)
     task_id: str | None = Field(default=None, pattern=SCOPE_ID_PATTERN)
     include_global: StrictBool = True
-    share: JsonFloat = Field(default=0.10, ge=0, le=1, description=(
-        "Fraction of the session budget the knowledge block may use."))
+    share: JsonFloat = Field(
+        default=0.10,
+        ge=0,
+        le=1,
+        description=("Fraction of the session budget the knowledge block may use."),
+    )
     shares: TierSharesIn = Field(default_factory=TierSharesIn)
     head_tail: Annotated[int, Field(ge=0, le=1000), JSON_INT] | None = Field(default=None)
-    learned: StrictBool = Field(default=False,
-                                description="Add the agent's active learned version.")
+    learned: StrictBool = Field(
+        default=False, description="Add the agent's active learned version."
+    )
     learned_share: JsonFloat = Field(default=0.05, ge=0, le=1)
 
 
-FACTS_SCOPE_PATTERN = (r"^(global|agent|user|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
-                       r"|user/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$")
+FACTS_SCOPE_PATTERN = (
+    r"^(global|agent|user|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
+    r"|user/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$"
+)
 
 
 class FactsInput(BaseModel):
@@ -338,17 +424,29 @@ class FactsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: StrictBool = Field(default=False, description="Off unless true.")
-    scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN, description=(
-        "Where facts are kept: `agent` (private to the session's agent), `user` (the "
-        "session's user: `user/<user_id>`; a session without a user keeps them in its "
-        "agent's tier), `global`, `task/<id>` or `project/<id>`."))
-    share: JsonFloat = Field(default=0.05, ge=0, le=0.5, description=(
-        "Most of the budget the facts block may take (it shrinks before L1 does)."))
+    scope: str = Field(
+        default="agent",
+        pattern=FACTS_SCOPE_PATTERN,
+        description=(
+            "Where facts are kept: `agent` (private to the session's agent), `user` (the "
+            "session's user: `user/<user_id>`; a session without a user keeps them in its "
+            "agent's tier), `global`, `task/<id>` or `project/<id>`."
+        ),
+    )
+    share: JsonFloat = Field(
+        default=0.05,
+        ge=0,
+        le=0.5,
+        description=("Most of the budget the facts block may take (it shrinks before L1 does)."),
+    )
     min_batch: Annotated[int, Field(ge=1, le=10_000), JSON_INT] | None = Field(
-        default=None, description=(
-        "New messages that start an extraction at once (default LOOM_FACTS_EVERY_MESSAGES, "
-        "6); fewer are extracted after LOOM_FACTS_QUIET_SECONDS (60) without a new "
-        "message."))
+        default=None,
+        description=(
+            "New messages that start an extraction at once (default LOOM_FACTS_EVERY_MESSAGES, "
+            "6); fewer are extracted after LOOM_FACTS_QUIET_SECONDS (60) without a new "
+            "message."
+        ),
+    )
 
 
 class FactSearch(BaseModel):
@@ -360,8 +458,9 @@ class FactSearch(BaseModel):
     scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN)
     limit: JsonInt = Field(default=10, ge=1, le=50)
     include_invalidated: StrictBool = False
-    as_of: JsonAwareDatetime | None = Field(default=None, description=(
-        "The facts true at this time (world time), instead of now."))
+    as_of: JsonAwareDatetime | None = Field(
+        default=None, description=("The facts true at this time (world time), instead of now.")
+    )
 
 
 class FactForget(BaseModel):
@@ -375,8 +474,10 @@ class FactForget(BaseModel):
 
 class MemoryItemVersionPublic(BaseModel):
     version: int
-    change: str = Field(description="add, update, invalidate, forget, confirm (a statement "
-                        "joined its provenance), edit (PATCH), delete or promote.")
+    change: str = Field(
+        description="add, update, invalidate, forget, confirm (a statement "
+        "joined its provenance), edit (PATCH), delete or promote."
+    )
     text: str | None
     importance: float
     tags: list[str]
@@ -398,34 +499,48 @@ class MemoryItemVersionPublic(BaseModel):
 class MemoryItemHistory(BaseModel):
     item: MemoryItemPublic = Field(description="The item as it is now.")
     versions: list[MemoryItemVersionPublic] = Field(description="Oldest first.")
-    superseded_by: MemoryItemPublic | None = Field(default=None, description=(
-        "The fact that replaced this one (when it was invalidated by a newer fact)."))
-    supersedes: list[MemoryItemPublic] = Field(default_factory=list, description=(
-        "The facts this one replaced."))
+    superseded_by: MemoryItemPublic | None = Field(
+        default=None,
+        description=("The fact that replaced this one (when it was invalidated by a newer fact)."),
+    )
+    supersedes: list[MemoryItemPublic] = Field(
+        default_factory=list, description=("The facts this one replaced.")
+    )
     as_of: datetime | None = Field(None, description="The `as_of` asked, if any.")
-    as_of_version: MemoryItemVersionPublic | None = Field(None, description=(
-        "With `as_of`: the version in effect then (null: not true at that time)."))
+    as_of_version: MemoryItemVersionPublic | None = Field(
+        None,
+        description=("With `as_of`: the version in effect then (null: not true at that time)."),
+    )
 
 
 class FactExtractionPublic(BaseModel):
     """A session's fact extraction: its watermark, its latest job and its LLM usage."""
 
-    status: str = Field(description="idle (never ran), pending, running, succeeded, "
-                                     "skipped (see `skipped`), failed (see `last_error`).")
+    status: str = Field(
+        description="idle (never ran), pending, running, succeeded, "
+        "skipped (see `skipped`), failed (see `last_error`)."
+    )
     watermark_seq: int = Field(description="The last message seq read by extraction.")
     job_id: str | None = None
     attempts: int = 0
     last_error: str | None = None
-    skipped: str | None = Field(None, description="no_llm or disabled (`last_error` says "
-                                "why).")
+    skipped: str | None = Field(None, description="no_llm or disabled (`last_error` says why).")
     runs: int = 0
-    last_result: dict[str, Any] | None = Field(None, description=(
-        "The last run: batches, messages, added, updated, invalidated, unchanged, "
-        "llm_calls, input_tokens, output_tokens, watermark, skipped."))
-    failed_ranges: list[dict[str, Any]] = Field(default_factory=list, description=(
-        "Message ranges whose batch failed every try: `{first_seq, last_seq, error, at}`. "
-        "The watermark moved past them; `POST .../memory/extract?retry_failed=true` re-runs "
-        "them."))
+    last_result: dict[str, Any] | None = Field(
+        None,
+        description=(
+            "The last run: batches, messages, added, updated, invalidated, unchanged, "
+            "llm_calls, input_tokens, output_tokens, watermark, skipped."
+        ),
+    )
+    failed_ranges: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description=(
+            "Message ranges whose batch failed every try: `{first_seq, last_seq, error, at}`. "
+            "The watermark moved past them; `POST .../memory/extract?retry_failed=true` re-runs "
+            "them."
+        ),
+    )
     llm_calls: int = 0
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
@@ -436,8 +551,9 @@ class FactExtractionPublic(BaseModel):
 
 class ExtractPublic(BaseModel):
     enqueued: bool = Field(description="A background job was queued (202).")
-    result: dict[str, Any] | None = Field(None, description=(
-        "wait=true: what this run did (see FactExtractionPublic.last_result)."))
+    result: dict[str, Any] | None = Field(
+        None, description=("wait=true: what this run did (see FactExtractionPublic.last_result).")
+    )
     extraction: FactExtractionPublic
 
 

@@ -33,8 +33,10 @@ SCOPE_KINDS: tuple[ScopeKind, ...] = ("task", "project", "global", "agent", "use
 SCOPE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 _SCOPE_ID_RE = re.compile(SCOPE_ID_PATTERN)
 _AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")  # auth AGENT_ID_PATTERN
-SCOPE_PATTERN = (r"^(global|agent|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
-                 r"|(agent|user)/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$")
+SCOPE_PATTERN = (
+    r"^(global|agent|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
+    r"|(agent|user)/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$"
+)
 
 
 class ScopeError(ValueError):
@@ -50,8 +52,9 @@ class Scope:
 
     def __post_init__(self) -> None:
         if self.kind not in SCOPE_KINDS:
-            raise ScopeError(f"unknown scope kind {self.kind!r}; expected task, project, "
-                             "global or agent")
+            raise ScopeError(
+                f"unknown scope kind {self.kind!r}; expected task, project, global or agent"
+            )
         if self.kind == "global":
             if self.id is not None:
                 raise ScopeError("the global scope takes no id")

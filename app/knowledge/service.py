@@ -67,15 +67,27 @@ def item_scope(item: MemoryItem) -> Scope:
 def to_public(item: Any) -> MemoryItemPublic:
     """An item (ORM object or plain row) for the API."""
     return MemoryItemPublic(
-        id=item.id, scope=str(scope_from_columns(item.scope_kind, item.scope_id)),
-        kind=item.kind, source=item.source,
-        tags=list(item.tags or []), importance=item.importance, text=item.text,
-        payload=item.payload, token_cost=item.token_cost, created_at=item.created_at,
-        updated_at=item.updated_at, version=item.version, valid_from=item.valid_from,
-        invalid_at=item.invalid_at, superseded_by=item.superseded_by,
-        source_session_id=item.source_session_id, source_seqs=list(item.source_seqs or []),
-        key=getattr(item, "fact_key", None), stated_at=getattr(item, "stated_at", None),
-        sources=list(getattr(item, "sources", None) or []))
+        id=item.id,
+        scope=str(scope_from_columns(item.scope_kind, item.scope_id)),
+        kind=item.kind,
+        source=item.source,
+        tags=list(item.tags or []),
+        importance=item.importance,
+        text=item.text,
+        payload=item.payload,
+        token_cost=item.token_cost,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        version=item.version,
+        valid_from=item.valid_from,
+        invalid_at=item.invalid_at,
+        superseded_by=item.superseded_by,
+        source_session_id=item.source_session_id,
+        source_seqs=list(item.source_seqs or []),
+        key=getattr(item, "fact_key", None),
+        stated_at=getattr(item, "stated_at", None),
+        sources=list(getattr(item, "sources", None) or []),
+    )
 
 
 def resolve_scope(caller: Caller, scope: Scope) -> Scope:
@@ -115,26 +127,44 @@ def parse_filters(filters: dict[str, Any], *, loc: str = "filters", **kw: Any) -
     try:
         return parse_query(filters, **kw)
     except FilterError as exc:
-        details = [{"loc": ["body", *(e["loc"] if e["loc"][0] != "filters" else
-                                     [loc, *e["loc"][1:]])], "msg": e["msg"],
-                    "type": "value_error"} for e in exc.errors]
-        raise Unprocessable("The query is not valid.", code="invalid_query",
-                            details=details) from exc
+        details = [
+            {
+                "loc": ["body", *(e["loc"] if e["loc"][0] != "filters" else [loc, *e["loc"][1:]])],
+                "msg": e["msg"],
+                "type": "value_error",
+            }
+            for e in exc.errors
+        ]
+        raise Unprocessable(
+            "The query is not valid.", code="invalid_query", details=details
+        ) from exc
 
 
-async def create_item(db: AsyncSession, caller: Caller, body: MemoryItemCreate, *,
-                      max_items: int, via: str = "api") -> MemoryItem:
+async def create_item(
+    db: AsyncSession, caller: Caller, body: MemoryItemCreate, *, max_items: int, via: str = "api"
+) -> MemoryItem:
     """Store an item (valid from now, version 1 `add`); a project past ``max_items`` then
     evicts its lowest/oldest 10%."""
     scope = resolve_scope(caller, parse_scope(body.scope))
     await require_scope_access(db, caller, scope)
     now = datetime.now(UTC)
     item = MemoryItem(
-        id=uuid.uuid4(), tenant_id=caller.tenant_id, scope_kind=scope.kind,
-        scope_id=scope.storage_id, kind=body.kind, source=body.source or caller.agent_id or "api",
-        tags=body.tags, importance=body.importance, text=body.text, payload=body.payload,
-        token_cost=token_cost(body.kind, body.text, body.payload), created_at=now, updated_at=now,
-        valid_from=now, stated_at=now)
+        id=uuid.uuid4(),
+        tenant_id=caller.tenant_id,
+        scope_kind=scope.kind,
+        scope_id=scope.storage_id,
+        kind=body.kind,
+        source=body.source or caller.agent_id or "api",
+        tags=body.tags,
+        importance=body.importance,
+        text=body.text,
+        payload=body.payload,
+        token_cost=token_cost(body.kind, body.text, body.payload),
+        created_at=now,
+        updated_at=now,
+        valid_from=now,
+        stated_at=now,
+    )
     actor = actor_of(caller, via)
     if scope.kind == "project":
         await repository.lock_scope(db, caller.tenant_id, scope)
@@ -145,29 +175,40 @@ async def create_item(db: AsyncSession, caller: Caller, body: MemoryItemCreate, 
     return item
 
 
-async def enforce_max_items(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope,
-                            max_items: int, actor: Actor | None = None) -> int:
+async def enforce_max_items(
+    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, max_items: int, actor: Actor | None = None
+) -> int:
     """Evict per eviction.py when the project is past its cap; returns how many went."""
     n = eviction_count(await repository.count(db, tenant_id, scope), max_items)
     gone = await repository.evict_lowest(db, tenant_id, scope, n)
-    await versions.record_removed(db, gone, actor or Actor("extraction"),
-                                  f"evicted: {scope} passed max_items ({max_items})")
+    await versions.record_removed(
+        db, gone, actor or Actor("extraction"), f"evicted: {scope} passed max_items ({max_items})"
+    )
     return len(gone)
 
 
-async def get_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
-                   for_update: bool = False) -> MemoryItem:
-    item = await repository.get(db, caller.tenant_id, item_id, agent_id=caller.agent_id,
-                                for_update=for_update, every_user=every_user(caller))
+async def get_item(
+    db: AsyncSession, caller: Caller, item_id: uuid.UUID, *, for_update: bool = False
+) -> MemoryItem:
+    item = await repository.get(
+        db,
+        caller.tenant_id,
+        item_id,
+        agent_id=caller.agent_id,
+        for_update=for_update,
+        every_user=every_user(caller),
+    )
     if item is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
     return item
 
 
-async def delete_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID, *,
-                      via: str = "api") -> None:
-    gone = await repository.delete(db, caller.tenant_id, item_id, agent_id=caller.agent_id,
-                                   every_user=every_user(caller))
+async def delete_item(
+    db: AsyncSession, caller: Caller, item_id: uuid.UUID, *, via: str = "api"
+) -> None:
+    gone = await repository.delete(
+        db, caller.tenant_id, item_id, agent_id=caller.agent_id, every_user=every_user(caller)
+    )
     if gone is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
     await versions.record_removed(db, [gone], actor_of(caller, via), "deleted")
@@ -190,9 +231,14 @@ def _cursor_value(field: str, raw: Any) -> Any:
     return raw
 
 
-async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *,
-                      include_invalidated: bool = False,
-                      as_of: datetime | None = None) -> MemoryItemList:
+async def query_items(
+    db: AsyncSession,
+    caller: Caller,
+    body: MemoryItemQuery,
+    *,
+    include_invalidated: bool = False,
+    as_of: datetime | None = None,
+) -> MemoryItemList:
     """One page of items matching the filters, in ``order_by`` order (superseded facts
     only with ``include_invalidated``); with ``as_of`` the items true at that time, each
     as it read then."""
@@ -208,23 +254,39 @@ async def query_items(db: AsyncSession, caller: Caller, body: MemoryItemQuery, *
         except (ValueError, TypeError) as exc:
             raise invalid_cursor("The cursor does not belong to this query.") from exc
     valid = None if as_of is None else valid_at(caller.tenant_id, as_of)
-    fetched = await repository.query(db, caller.tenant_id, q.conditions, q.order,
-                                     fetch_limit(q.limit), after, agent_id=caller.agent_id,
-                                     include_invalidated=include_invalidated, valid=valid,
-                                     every_user=every_user(caller))
+    fetched = await repository.query(
+        db,
+        caller.tenant_id,
+        q.conditions,
+        q.order,
+        fetch_limit(q.limit),
+        after,
+        agent_id=caller.agent_id,
+        include_invalidated=include_invalidated,
+        valid=valid,
+        every_user=every_user(caller),
+    )
 
     def cursor_after(last: Any) -> dict[str, Any]:
         value = getattr(last, q.order.field)
-        return {"o": order_tag, "v": value.isoformat() if isinstance(value, datetime)
-                else str(value) if isinstance(value, uuid.UUID) else value, "i": str(last.id)}
+        return {
+            "o": order_tag,
+            "v": value.isoformat()
+            if isinstance(value, datetime)
+            else str(value)
+            if isinstance(value, uuid.UUID)
+            else value,
+            "i": str(last.id),
+        }
 
     rows, next_cursor = page(fetched, q.limit, cursor_after)
     shown = rows if as_of is None else await read_then(db, caller.tenant_id, rows, as_of)
     return MemoryItemList(items=[to_public(r) for r in shown], next_cursor=next_cursor)
 
 
-async def promote_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
-                       project_id: str | None, *, max_items: int) -> MemoryItem:
+async def promote_item(
+    db: AsyncSession, caller: Caller, item_id: uuid.UUID, project_id: str | None, *, max_items: int
+) -> MemoryItem:
     """Move an item one tier up: task -> project (project_id needed) -> global."""
     item = await get_item(db, caller, item_id)
     try:
@@ -240,16 +302,18 @@ async def promote_item(db: AsyncSession, caller: Caller, item_id: uuid.UUID,
     item.updated_at = datetime.now(UTC)
     item.version += 1
     await db.flush()
-    await versions.record(db, item, "promote", actor_of(caller),
-                          f"promoted from {origin} to {target}")
+    await versions.record(
+        db, item, "promote", actor_of(caller), f"promoted from {origin} to {target}"
+    )
     if target.kind == "project":
         # The promoted item itself may be among the evicted if it ranks lowest.
         await enforce_max_items(db, caller.tenant_id, target, max_items, actor_of(caller))
     return item
 
 
-async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: TaskComplete, *,
-                        max_items: int) -> TaskCompleteResult:
+async def complete_task(
+    db: AsyncSession, caller: Caller, task_id: str, body: TaskComplete, *, max_items: int
+) -> TaskCompleteResult:
     """Promote the listed task items to the project, then clear the task.
 
     Retry-safe: an id already in the target project counts as promoted. An id
@@ -262,28 +326,40 @@ async def complete_task(db: AsyncSession, caller: Caller, task_id: str, body: Ta
     if ids:
         assert body.project_id is not None  # schema validator
         project = Scope("project", body.project_id)
-        rows = {r.id: item_scope(r) for r in await repository.get_many(
-            db, caller.tenant_id, ids, agent_id=caller.agent_id,
-            every_user=every_user(caller))}
+        rows = {
+            r.id: item_scope(r)
+            for r in await repository.get_many(
+                db, caller.tenant_id, ids, agent_id=caller.agent_id, every_user=every_user(caller)
+            )
+        }
         missing = [str(i) for i in ids if rows.get(i) not in (task, project)]
         if missing:
-            raise NotFound("Some items to promote are not in this task.",
-                           code="memory_item_not_found", details={"ids": missing})
+            raise NotFound(
+                "Some items to promote are not in this task.",
+                code="memory_item_not_found",
+                details={"ids": missing},
+            )
         await repository.lock_scope(db, caller.tenant_id, project)
         moving = [i for i in ids if rows[i] == task]
         await repository.move(db, caller.tenant_id, moving, project, datetime.now(UTC))
-        for moved in await repository.get_many(db, caller.tenant_id, moving,
-                                               agent_id=caller.agent_id):
+        for moved in await repository.get_many(
+            db, caller.tenant_id, moving, agent_id=caller.agent_id
+        ):
             moved.version += 1
             await db.flush()
-            await versions.record(db, moved, "promote", actor_of(caller),
-                                  f"promoted from {task} to {project} (task completed)")
-        evicted = await enforce_max_items(db, caller.tenant_id, project, max_items,
-                                          actor_of(caller))
+            await versions.record(
+                db,
+                moved,
+                "promote",
+                actor_of(caller),
+                f"promoted from {task} to {project} (task completed)",
+            )
+        evicted = await enforce_max_items(
+            db, caller.tenant_id, project, max_items, actor_of(caller)
+        )
     cleared = await repository.clear(db, caller.tenant_id, task)
     await versions.record_removed(db, cleared, actor_of(caller), f"{task} completed")
-    return TaskCompleteResult(task_id=task_id, promoted=ids, cleared=len(cleared),
-                              evicted=evicted)
+    return TaskCompleteResult(task_id=task_id, promoted=ids, cleared=len(cleared), evicted=evicted)
 
 
 async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> ClearResult:
@@ -291,8 +367,9 @@ async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> C
     scope = resolve_scope(caller, parse_scope(body.scope))
     await require_scope_access(db, caller, scope)
     if scope.kind == "global" and not body.confirm:
-        raise BadRequest("Clearing global memory needs \"confirm\": true.",
-                         code="confirmation_required")
+        raise BadRequest(
+            'Clearing global memory needs "confirm": true.', code="confirmation_required"
+        )
     conditions: tuple[Condition, ...] = parse_filters(body.filters).conditions
     await repository.lock_scope(db, caller.tenant_id, scope)
     removed = await repository.clear(db, caller.tenant_id, scope, conditions)

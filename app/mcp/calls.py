@@ -55,11 +55,11 @@ def doc(model: type[BaseModel], field: str) -> str | None:
 def ok(data: BaseModel | dict[str, Any]) -> CallToolResult:
     """A tool's result: compact JSON text (what a model reads) and the same data as
     structured content (what a program reads)."""
-    plain = (data.model_dump(mode="json") if isinstance(data, BaseModel)
-             else to_jsonable_python(data))
+    plain = (
+        data.model_dump(mode="json") if isinstance(data, BaseModel) else to_jsonable_python(data)
+    )
     text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=plain)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=plain)
 
 
 def failure(code: str, message: str, details: Any = None) -> CallToolResult:
@@ -68,9 +68,11 @@ def failure(code: str, message: str, details: Any = None) -> CallToolResult:
     text = f"{code}: {message}"
     if details is not None:
         text += "\n" + json.dumps(to_jsonable_python(details), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=to_jsonable_python(envelope(code, message, details)),
-                          is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=to_jsonable_python(envelope(code, message, details)),
+        is_error=True,
+    )
 
 
 def failure_of(tool: str, exc: ToolError) -> CallToolResult:
@@ -80,8 +82,11 @@ def failure_of(tool: str, exc: ToolError) -> CallToolResult:
     if cause is None:
         return failure("unknown_tool", str(exc))
     if isinstance(cause, ValidationError):
-        return failure("validation_error", "The tool input is not valid.",
-                       clean_validation_errors(cause.errors()))
+        return failure(
+            "validation_error",
+            "The tool input is not valid.",
+            clean_validation_errors(cause.errors()),
+        )
     if isinstance(cause, AppError):
         return failure(cause.code, cause.message, cause.details)
     if isinstance(cause, BuiltinToolError):  # the built-in session tools' own codes

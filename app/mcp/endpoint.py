@@ -55,8 +55,11 @@ class McpEndpoint:
         """Serve while inside (the app's lifespan). The session manager's task group lives
         in a task of its own, so the lifespan may be entered and left by different tasks."""
         self.server.streamable_http_app(
-            stateless_http=True, json_response=True, transport_security=_SECURITY,
-            max_request_body_size=self.max_body_bytes)
+            stateless_http=True,
+            json_response=True,
+            transport_security=_SECURITY,
+            max_request_body_size=self.max_body_bytes,
+        )
         manager = self.server.session_manager  # a new one per run: each runs once
         started, stop = asyncio.Event(), asyncio.Event()
 

@@ -20,20 +20,40 @@ from app.tools.facts import FORGET_DESCRIPTION, SEARCH_DESCRIPTION
 
 async def search_facts(
     ctx: Context,
-    query: Annotated[str, Field(min_length=1, max_length=2000, description=(
-        "What the facts should be about, in plain words."))],
-    scope: Annotated[str, Field(pattern=FACTS_SCOPE_PATTERN, description=(
-        "agent (the caller's agent), global, task/<id> or project/<id>."))] = "agent",
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=2000,
+            description=("What the facts should be about, in plain words."),
+        ),
+    ],
+    scope: Annotated[
+        str,
+        Field(
+            pattern=FACTS_SCOPE_PATTERN,
+            description=("agent (the caller's agent), global, task/<id> or project/<id>."),
+        ),
+    ] = "agent",
     limit: Annotated[int, Field(ge=1, le=50, description="Most facts returned.")] = 10,
-    include_invalidated: Annotated[bool, Field(description=(
-        "Also return facts that were superseded or forgotten."))] = False,
-    as_of: Annotated[datetime | None, Field(description=(
-        "What was true at this time (ISO 8601), instead of now."))] = None,
+    include_invalidated: Annotated[
+        bool, Field(description=("Also return facts that were superseded or forgotten."))
+    ] = False,
+    as_of: Annotated[
+        datetime | None,
+        Field(description=("What was true at this time (ISO 8601), instead of now.")),
+    ] = None,
 ) -> CallToolResult:
     call = call_of(ctx)
-    body = FactSearch.model_validate({"query": query, "scope": scope, "limit": limit,
-                                      "include_invalidated": include_invalidated,
-                                      "as_of": as_of})
+    body = FactSearch.model_validate(
+        {
+            "query": query,
+            "scope": scope,
+            "limit": limit,
+            "include_invalidated": include_invalidated,
+            "as_of": as_of,
+        }
+    )
     async with transaction(call.state.sessionmaker) as db:
         found = await facts_service.search_facts(db, call.caller, body)
     return ok(found)
@@ -42,19 +62,24 @@ async def search_facts(
 async def forget_fact(
     ctx: Context,
     id: Annotated[uuid.UUID, Field(description="The fact's id.")],
-    reason: Annotated[str, Field(min_length=1, max_length=1000, description=(
-        "Why it is no longer true."))],
+    reason: Annotated[
+        str, Field(min_length=1, max_length=1000, description=("Why it is no longer true."))
+    ],
 ) -> CallToolResult:
     call = call_of(ctx)
     body = FactForget.model_validate({"id": id, "reason": reason})
     async with transaction(call.state.sessionmaker) as db:
-        item = await facts_service.forget_fact(db, call.caller, body.id, body.reason,
-                                               actor_of(call.caller, "mcp"))
+        item = await facts_service.forget_fact(
+            db, call.caller, body.id, body.reason, actor_of(call.caller, "mcp")
+        )
     return ok(item)
 
 
 TOOLS = (
     ToolSpec(search_facts, SEARCH_DESCRIPTION, ToolAnnotations(read_only_hint=True)),
-    ToolSpec(forget_fact, FORGET_DESCRIPTION,
-             ToolAnnotations(read_only_hint=False, destructive_hint=False)),
+    ToolSpec(
+        forget_fact,
+        FORGET_DESCRIPTION,
+        ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    ),
 )

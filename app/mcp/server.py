@@ -13,8 +13,12 @@ from app.mcp import conversation, facts, knowledge, shared_memory
 from app.mcp.calls import failure_of
 from app.mcp.registry import ToolSpec
 
-TOOLS: tuple[ToolSpec, ...] = (*conversation.TOOLS, *shared_memory.TOOLS, *knowledge.TOOLS,
-                                *facts.TOOLS)
+TOOLS: tuple[ToolSpec, ...] = (
+    *conversation.TOOLS,
+    *shared_memory.TOOLS,
+    *knowledge.TOOLS,
+    *facts.TOOLS,
+)
 
 INSTRUCTIONS = """Loom Memory keeps your conversations, shared data and knowledge.
 - Conversations (sessions): append_messages stores turns; search_memory finds old turns
@@ -32,9 +36,9 @@ version_conflict...), the same codes as the REST API."""
 class LoomMCP(MCPServer[Any]):
     """`MCPServer` whose failed tool calls answer `code: message` with the REST code."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any],
-                        context: Context[Any, Any] | None = None
-                        ) -> CallToolResult | InputRequiredResult:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -58,9 +62,14 @@ def _app_logging() -> Iterator[None]:
 def build_server(version: str) -> LoomMCP:
     """A server with every Loom tool (one per app: its session manager runs once)."""
     with _app_logging():
-        server = LoomMCP("loom-memory", title="Loom Memory", version=version,
-                         instructions=INSTRUCTIONS)
+        server = LoomMCP(
+            "loom-memory", title="Loom Memory", version=version, instructions=INSTRUCTIONS
+        )
     for spec in TOOLS:
-        server.add_tool(spec.fn, description=spec.description, annotations=spec.annotations,
-                        structured_output=False)
+        server.add_tool(
+            spec.fn,
+            description=spec.description,
+            annotations=spec.annotations,
+            structured_output=False,
+        )
     return server

@@ -20,8 +20,9 @@ from app.sessions.schemas import SessionCreate
 from app.shared_memory.offload import holds_reference
 
 
-async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
-                     body: SessionCreate) -> None:
+async def freeze_rom(
+    db: AsyncSession, caller: Caller, session: Session, body: SessionCreate
+) -> None:
     """Freeze the ROM: the inline one, else the agent's current profile version."""
 
     inline = getattr(body, "rom", None)
@@ -29,33 +30,51 @@ async def freeze_rom(db: AsyncSession, caller: Caller, session: Session,
         rom = {"profile_version": None, **inline.model_dump()}
     else:
         profile = await profiles.latest(db, caller.tenant_id, session.agent_id)
-        rom = {"profile_version": profile.version if profile else None,
-               "system_prompt": profile.system_prompt if profile else "",
-               "patterns": profile.patterns if profile else [],
-               "backend_schema": profile.backend_schema if profile else None}
+        rom = {
+            "profile_version": profile.version if profile else None,
+            "system_prompt": profile.system_prompt if profile else "",
+            "patterns": profile.patterns if profile else [],
+            "backend_schema": profile.backend_schema if profile else None,
+        }
         if profile is not None and profile.facts and not (session.config or {}).get("facts"):
             # the profile's facts config is the default of the agent's new sessions
             session.config = {**(session.config or {}), "facts": profile.facts}
-        if profile is not None and profile.audit is not None \
-                and (session.config or {}).get("audit") is None:
+        if (
+            profile is not None
+            and profile.audit is not None
+            and (session.config or {}).get("audit") is None
+        ):
             # so is its audit setting (issue 30: record every context build's manifest)
             session.config = {**(session.config or {}), "audit": profile.audit}
     text = rom_text(rom)
     tokens = count_text(text)
     budget = memory_config(session).budget
     if tokens > budget // 2:
-        raise RomTooLarge(f"The ROM is {tokens} tokens; at most half the budget "
-                          f"({budget // 2}) is allowed so the conversation fits.")
-    await repository.add_state(db, MemoryState(
-        session_id=session.id, tenant_id=session.tenant_id, rom=rom, rom_text=text,
-        rom_tokens=tokens, kernel={"tools": [], "schemas": [], "large_result_ref": None},
-        promoted_seqs=[]))
+        raise RomTooLarge(
+            f"The ROM is {tokens} tokens; at most half the budget "
+            f"({budget // 2}) is allowed so the conversation fits."
+        )
+    await repository.add_state(
+        db,
+        MemoryState(
+            session_id=session.id,
+            tenant_id=session.tenant_id,
+            rom=rom,
+            rom_text=text,
+            rom_tokens=tokens,
+            kernel={"tools": [], "schemas": [], "large_result_ref": None},
+            promoted_seqs=[],
+        ),
+    )
 
 
 async def _track_large_results(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
     """Keep a reference to the latest large (offloaded) tool result in the Kernel."""
-    refs = [(m.seq, m.metadata["data_ref"]) for m in batch.messages
-            if isinstance(m.metadata, dict) and isinstance(m.metadata.get("data_ref"), dict)]
+    refs = [
+        (m.seq, m.metadata["data_ref"])
+        for m in batch.messages
+        if isinstance(m.metadata, dict) and isinstance(m.metadata.get("data_ref"), dict)
+    ]
     if not refs:
         return
 

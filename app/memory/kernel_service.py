@@ -20,10 +20,10 @@ from app.models.memory import MemoryState
 async def _locked(db: AsyncSession, session_row: Session) -> MemoryState:
     state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=True)
     if state is None:
-        await repository.ensure_state(await pg.driver_connection(db), session_row.tenant_id,
-                                      session_row.id)
-        state = await repository.get_state(db, session_row.tenant_id, session_row.id,
-                                           lock=True)
+        await repository.ensure_state(
+            await pg.driver_connection(db), session_row.tenant_id, session_row.id
+        )
+        state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=True)
     assert state is not None
     return state
 
@@ -33,8 +33,10 @@ def _store(state: MemoryState, kernel: dict[str, Any], session_row: Session | No
     if session_row is not None:
         half = memory_config(session_row).budget // 2
         if state.rom_tokens + tokens > half:
-            raise OverBudget(f"ROM + Kernel would be {state.rom_tokens + tokens} tokens; at "
-                             f"most half the budget ({half}) is allowed.")
+            raise OverBudget(
+                f"ROM + Kernel would be {state.rom_tokens + tokens} tokens; at "
+                f"most half the budget ({half}) is allowed."
+            )
     state.kernel = kernel
     state.kernel_tokens = tokens
     state.version = state.version + 1
@@ -42,20 +44,24 @@ def _store(state: MemoryState, kernel: dict[str, Any], session_row: Session | No
 
 def to_public(state: MemoryState) -> KernelPublic:
     k = state.kernel or {}
-    return KernelPublic(tools=k.get("tools") or [], schemas=k.get("schemas") or [],
-                        large_result_ref=k.get("large_result_ref"), tokens=state.kernel_tokens)
+    return KernelPublic(
+        tools=k.get("tools") or [],
+        schemas=k.get("schemas") or [],
+        large_result_ref=k.get("large_result_ref"),
+        tokens=state.kernel_tokens,
+    )
 
 
-async def put_tools(db: AsyncSession, session_row: Session,
-                    tools: list[dict[str, Any]]) -> MemoryState:
+async def put_tools(
+    db: AsyncSession, session_row: Session, tools: list[dict[str, Any]]
+) -> MemoryState:
     state = await _locked(db, session_row)
     _store(state, {**(state.kernel or {}), "tools": tools}, session_row)
     await db.flush()
     return state
 
 
-async def put_schema(db: AsyncSession, session_row: Session, name: str,
-                     schema: Any) -> list[str]:
+async def put_schema(db: AsyncSession, session_row: Session, name: str, schema: Any) -> list[str]:
     state = await _locked(db, session_row)
     kernel, evicted = layers.put_schema(state.kernel or {}, name, schema)
     _store(state, kernel, session_row)
@@ -82,8 +88,9 @@ async def get(db: AsyncSession, session_row: Session) -> MemoryState:
     return state
 
 
-async def set_large_result_ref(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                               seq: int, ref: dict[str, Any]) -> None:
+async def set_large_result_ref(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, seq: int, ref: dict[str, Any]
+) -> None:
     state = await repository.get_state(db, tenant_id, session_id, lock=True)
     if state is None:
         return

@@ -37,8 +37,10 @@ def kernel_text(kernel: dict[str, Any]) -> str:
     parts: list[str] = []
     schemas = kernel.get("schemas") or []
     if schemas:
-        parts.append("## Cached schemas\n" + "\n".join(
-            f"### {s['name']}\n{_dump(s['schema'])}" for s in schemas))
+        parts.append(
+            "## Cached schemas\n"
+            + "\n".join(f"### {s['name']}\n{_dump(s['schema'])}" for s in schemas)
+        )
     ref = kernel.get("large_result_ref")
     if ref:
         parts.append("## Latest large tool result (fetch by reference)\n" + _dump(ref))
@@ -51,8 +53,9 @@ def kernel_tokens(kernel: dict[str, Any]) -> int:
     return count_text(kernel_text(kernel)) + (count_text(_dump(tools)) if tools else 0)
 
 
-def put_schema(kernel: dict[str, Any], name: str, schema: Any,
-               size: int = SCHEMA_CACHE_SIZE) -> tuple[dict[str, Any], list[str]]:
+def put_schema(
+    kernel: dict[str, Any], name: str, schema: Any, size: int = SCHEMA_CACHE_SIZE
+) -> tuple[dict[str, Any], list[str]]:
     """Insert or refresh ``name`` as most recent; evict least recent past ``size``."""
     rest = [s for s in kernel.get("schemas") or [] if s["name"] != name]
     schemas = [{"name": name, "schema": schema}, *rest]
@@ -72,7 +75,14 @@ def touch_schema(kernel: dict[str, Any], name: str) -> tuple[dict[str, Any], Any
 
 def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Anthropic tool definitions as OpenAI function tools."""
-    return [{"type": "function", "function": {
-        "name": t["name"], "description": t.get("description", ""),
-        "parameters": t.get("input_schema") or {"type": "object", "properties": {}}}}
-        for t in tools]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t.get("input_schema") or {"type": "object", "properties": {}},
+            },
+        }
+        for t in tools
+    ]

@@ -71,7 +71,11 @@ class MemoryConfig:
     # The keys of a session's stored config that this class reads (the rest, e.g.
     # `knowledge`, belongs to other domains).
     STORED_KEYS: ClassVar[tuple[str, ...]] = (
-        "max_context_tokens", "reserved_output_tokens", "l1_max_messages", "max_l2_tokens")
+        "max_context_tokens",
+        "reserved_output_tokens",
+        "l1_max_messages",
+        "max_l2_tokens",
+    )
 
     @classmethod
     def from_stored(cls, config: dict[str, Any] | None) -> MemoryConfig:

@@ -60,8 +60,9 @@ class RecallConfig:
     query: str | None = None
 
     def __post_init__(self) -> None:
-        if self.share is not None and not (math.isfinite(self.share)
-                                           and 0 < self.share <= MAX_SHARE):
+        if self.share is not None and not (
+            math.isfinite(self.share) and 0 < self.share <= MAX_SHARE
+        ):
             raise ValueError(f"share must be in (0, {MAX_SHARE}]")
         if self.max_messages is not None and not (1 <= self.max_messages <= MAX_MESSAGES):
             raise ValueError(f"max_messages must be between 1 and {MAX_MESSAGES}")
@@ -92,10 +93,12 @@ class RecallConfig:
         if not stored:
             return cls()
         share, cap = stored.get("share"), stored.get("max_messages")
-        return cls(enabled=bool(stored.get("enabled", True)),
-                   share=float(share) if share is not None else None,
-                   max_messages=int(cap) if cap is not None else None,
-                   query=stored.get("query"))
+        return cls(
+            enabled=bool(stored.get("enabled", True)),
+            share=float(share) if share is not None else None,
+            max_messages=int(cap) if cap is not None else None,
+            query=stored.get("query"),
+        )
 
     def tokens(self, budget: int, free: int) -> int:
         """Tokens recall may spend: its share of the budget (adaptive: the most it may
@@ -138,8 +141,9 @@ def group_of(seq: int, records: Sequence[MessageRecord]) -> tuple[MessageRecord,
 
 def neighbourhood(hits: Sequence[RecallHit]) -> list[int]:
     """The seqs to load so that every hit's tool group can be formed."""
-    return sorted({s for h in hits for s in range(max(1, h.seq - GROUP_REACH),
-                                                  h.seq + GROUP_REACH + 1)})
+    return sorted(
+        {s for h in hits for s in range(max(1, h.seq - GROUP_REACH), h.seq + GROUP_REACH + 1)}
+    )
 
 
 def _runs(records: Sequence[MessageRecord]) -> list[list[MessageRecord]]:
@@ -153,10 +157,15 @@ def _runs(records: Sequence[MessageRecord]) -> list[list[MessageRecord]]:
     return runs
 
 
-def choose(hits: Sequence[RecallHit], records: Sequence[MessageRecord], shown: set[int],
-           tokens: int, max_messages: int,
-           note_tokens: Callable[[Sequence[int]], int],
-           keep: tuple[int, float] | None = None) -> Recalled:
+def choose(
+    hits: Sequence[RecallHit],
+    records: Sequence[MessageRecord],
+    shown: set[int],
+    tokens: int,
+    max_messages: int,
+    note_tokens: Callable[[Sequence[int]], int],
+    keep: tuple[int, float] | None = None,
+) -> Recalled:
     """The hits (best first) to recall with their groups, within `tokens` including the
     note that announces them (`note_tokens(seqs)`), and at most `max_messages` messages.
     `keep` = (tokens, ratio): past that many tokens, only hits scoring at least `ratio`
@@ -185,12 +194,19 @@ def choose(hits: Sequence[RecallHit], records: Sequence[MessageRecord], shown: s
         chosen = trial
         scores[hit.seq] = hit.score
     seqs = tuple(sorted(chosen))
-    return Recalled(seqs=seqs, scores=scores,
-                    message_tokens=sum(chosen[s].token_count for s in seqs))
+    return Recalled(
+        seqs=seqs, scores=scores, message_tokens=sum(chosen[s].token_count for s in seqs)
+    )
 
 
-def tail(chosen: Recalled, records: Sequence[MessageRecord], shown: set[int], tokens: int,
-         max_messages: int, note_tokens: Callable[[Sequence[int]], int]) -> Recalled:
+def tail(
+    chosen: Recalled,
+    records: Sequence[MessageRecord],
+    shown: set[int],
+    tokens: int,
+    max_messages: int,
+    note_tokens: Callable[[Sequence[int]], int],
+) -> Recalled:
     """`chosen` plus the newest of `records` (the turns just before L1, in seq order) that
     still fit `tokens` (the note included) and `max_messages`, newest first, in whole tool
     groups, passing over those chosen already; it stops at the first that does not fit,

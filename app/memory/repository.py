@@ -77,8 +77,10 @@ def _array(columns: Sequence[str]) -> str:
 
 
 # the L1 window over the session's config
-_WINDOW = (f"({L1_WINDOW_PER_MESSAGE} * coalesce((s.config ->> 'l1_max_messages')::int, "
-           f"{DEFAULT_L1_MAX_MESSAGES}) + {L1_WINDOW_EXTRA})")
+_WINDOW = (
+    f"({L1_WINDOW_PER_MESSAGE} * coalesce((s.config ->> 'l1_max_messages')::int, "
+    f"{DEFAULT_L1_MAX_MESSAGES}) + {L1_WINDOW_EXTRA})"
+)
 _L1_FROM = {
     "context": f"""GREATEST(st.l1_start_seq, LEAST(s.last_seq - {_WINDOW} + 1,
                    (SELECT u.seq FROM messages u WHERE u.tenant_id = $1
@@ -124,8 +126,9 @@ def _messages(items: list[list[Any]]) -> list[StoredMessage]:
     return [StoredMessage(*i) for i in items]
 
 
-async def read(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID,
-               window: Window = ALL_L1) -> MemoryRows | None:
+async def read(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, window: Window = ALL_L1
+) -> MemoryRows | None:
     """A session's memory in one statement; None when the tenant has no such session.
     Runs on the pool and under a SQLAlchemy session alike (JSON decoded by either)."""
     args = (window.limit,) if window.kind == "oldest" else ()
@@ -136,15 +139,19 @@ async def read(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.
     if not row[_N_SESSION]:
         return MemoryRows(session, None, [], [], [])
     l2, l1, promoted = row[_LAYERS_AT:]
-    return MemoryRows(session, StateRow._make(row[_STATE_AT:_LAYERS_AT]),
-                      [SummaryRow._make(x) for x in l2], _messages(l1), _messages(promoted))
+    return MemoryRows(
+        session,
+        StateRow._make(row[_STATE_AT:_LAYERS_AT]),
+        [SummaryRow._make(x) for x in l2],
+        _messages(l1),
+        _messages(promoted),
+    )
 
 
 _LOCK = "SELECT 1 FROM memory_states WHERE tenant_id = $1 AND session_id = $2 FOR UPDATE"
 
 
-async def lock_state(conn: asyncpg.Connection, tenant_id: uuid.UUID,
-                     session_id: uuid.UUID) -> bool:
+async def lock_state(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
     """Lock the session's state row for the transaction (False: it has none). A statement of
     its own, before `read`: a read that waited on the lock inside its own statement would
     see the other layers as they were before the writer it waited for committed."""
@@ -157,20 +164,23 @@ VALUES ($1, $2, '{}', '{}', '[]') ON CONFLICT (tenant_id, session_id) DO NOTHING
 """
 
 
-async def ensure_state(conn: asyncpg.Connection, tenant_id: uuid.UUID,
-                       session_id: uuid.UUID) -> None:
+async def ensure_state(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> None:
     """Create an empty state for a session that has none (idempotent under races)."""
     await conn.execute(_ENSURE, tenant_id, session_id)
 
 
-async def update_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                       **values: Any) -> None:
+async def update_state(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, **values: Any
+) -> None:
     """Change a state row the caller has locked: the given columns, a new `version`, and
     `updated_at`."""
-    await db.execute(sa.update(MemoryState).where(
-        col(MemoryState.tenant_id) == tenant_id, col(MemoryState.session_id) == session_id)
-        .values(version=col(MemoryState.version) + 1, updated_at=datetime.now(UTC),
-                **values))
+    await db.execute(
+        sa.update(MemoryState)
+        .where(col(MemoryState.tenant_id) == tenant_id, col(MemoryState.session_id) == session_id)
+        .values(version=col(MemoryState.version) + 1, updated_at=datetime.now(UTC), **values)
+    )
 
 
 # Promotion's reads of single messages take `StoredMessage` rows, like `read`.
@@ -182,10 +192,12 @@ def _msg_select() -> sa.Select:
     return sa.select(*_MSG_COLS)
 
 
-async def get_state(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                    lock: bool = False) -> MemoryState | None:
-    q = sa.select(MemoryState).where(col(MemoryState.tenant_id) == tenant_id,
-                                     col(MemoryState.session_id) == session_id)
+async def get_state(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *, lock: bool = False
+) -> MemoryState | None:
+    q = sa.select(MemoryState).where(
+        col(MemoryState.tenant_id) == tenant_id, col(MemoryState.session_id) == session_id
+    )
     if lock:
         q = q.with_for_update()
     else:
@@ -199,27 +211,39 @@ async def add_state(db: AsyncSession, state: MemoryState) -> None:
     await db.flush()
 
 
-async def messages_by_seqs(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                           seqs: Sequence[int]) -> list[StoredMessage]:
+async def messages_by_seqs(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, seqs: Sequence[int]
+) -> list[StoredMessage]:
     if not seqs:
         return []
-    q = (_msg_select().where(col(Message.tenant_id) == tenant_id,
-                             col(Message.session_id) == session_id,
-                             col(Message.seq).in_(list(seqs)))
-         .order_by(col(Message.seq)))
+    q = (
+        _msg_select()
+        .where(
+            col(Message.tenant_id) == tenant_id,
+            col(Message.session_id) == session_id,
+            col(Message.seq).in_(list(seqs)),
+        )
+        .order_by(col(Message.seq))
+    )
     return [StoredMessage(*r) for r in await db.execute(q)]
 
 
-async def tool_partners(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                        call_ids: Sequence[str]) -> list[StoredMessage]:
+async def tool_partners(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, call_ids: Sequence[str]
+) -> list[StoredMessage]:
     """Messages that issued or answered any of ``call_ids`` (to promote whole groups)."""
     if not call_ids:
         return []
     issued = sa.or_(*[col(Message.tool_calls).contains([{"id": cid}]) for cid in call_ids])
-    q = (_msg_select().where(col(Message.tenant_id) == tenant_id,
-                             col(Message.session_id) == session_id,
-                             sa.or_(col(Message.tool_use_id).in_(list(call_ids)), issued))
-         .order_by(col(Message.seq)))
+    q = (
+        _msg_select()
+        .where(
+            col(Message.tenant_id) == tenant_id,
+            col(Message.session_id) == session_id,
+            sa.or_(col(Message.tool_use_id).in_(list(call_ids)), issued),
+        )
+        .order_by(col(Message.seq))
+    )
     return [StoredMessage(*r) for r in await db.execute(q)]
 
 
@@ -228,22 +252,34 @@ async def add_summaries(db: AsyncSession, rows: Sequence[MemorySummary]) -> None
     await db.flush()
 
 
-async def archive(db: AsyncSession, snapshot: MemorySnapshot,
-                  summary_ids: Sequence[uuid.UUID]) -> None:
+async def archive(
+    db: AsyncSession, snapshot: MemorySnapshot, summary_ids: Sequence[uuid.UUID]
+) -> None:
     """Write an L2 snapshot and move its summaries out of L2."""
     db.add(snapshot)
     await db.flush()
-    await db.execute(sa.update(MemorySummary)
-                     .where(col(MemorySummary.tenant_id) == snapshot.tenant_id,
-                            col(MemorySummary.id).in_(list(summary_ids)))
-                     .values(snapshot_id=snapshot.id))
+    await db.execute(
+        sa.update(MemorySummary)
+        .where(
+            col(MemorySummary.tenant_id) == snapshot.tenant_id,
+            col(MemorySummary.id).in_(list(summary_ids)),
+        )
+        .values(snapshot_id=snapshot.id)
+    )
 
 
-async def snapshots_page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-                         before_start: int | None, limit: int) -> list[MemorySnapshot]:
+async def snapshots_page(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    before_start: int | None,
+    limit: int,
+) -> list[MemorySnapshot]:
     """Newest first (by covered range), cursor = the last row's ``start_seq``."""
-    q = sa.select(MemorySnapshot).where(col(MemorySnapshot.tenant_id) == tenant_id,
-                                        col(MemorySnapshot.session_id) == session_id)
+    q = sa.select(MemorySnapshot).where(
+        col(MemorySnapshot.tenant_id) == tenant_id, col(MemorySnapshot.session_id) == session_id
+    )
     if before_start is not None:
         q = q.where(col(MemorySnapshot.start_seq) < before_start)
     q = q.order_by(col(MemorySnapshot.start_seq).desc()).limit(limit)
@@ -251,8 +287,13 @@ async def snapshots_page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uui
 
 
 async def snapshot_count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
-    q = sa.select(sa.func.count()).select_from(MemorySnapshot).where(
-        col(MemorySnapshot.tenant_id) == tenant_id, col(MemorySnapshot.session_id) == session_id)
+    q = (
+        sa.select(sa.func.count())
+        .select_from(MemorySnapshot)
+        .where(
+            col(MemorySnapshot.tenant_id) == tenant_id, col(MemorySnapshot.session_id) == session_id
+        )
+    )
     return int((await db.execute(q)).scalar_one())
 
 
@@ -263,8 +304,9 @@ WHERE s.tenant_id = :t AND s.id = :sid
 """)
 
 
-async def memory_tokens(db: AsyncSession, tenant_id: uuid.UUID,
-                        session_id: uuid.UUID) -> int | None:
+async def memory_tokens(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> int | None:
     """The session's stored memory tokens (ROM + Kernel + L2 + promoted + L1) from the
     counters, as the append and the jobs read them; None without a memory state."""
     value = (await db.execute(_MEMORY_TOKENS, {"t": tenant_id, "sid": session_id})).scalar()
@@ -279,8 +321,9 @@ WHERE m.tenant_id = :t AND m.session_id IN :ids
 """).bindparams(sa.bindparam("ids", expanding=True))
 
 
-async def layer_counters(db: AsyncSession, tenant_id: uuid.UUID,
-                         session_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Any]:
+async def layer_counters(
+    db: AsyncSession, tenant_id: uuid.UUID, session_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Any]:
     """The stored tokens per layer of some sessions of one tenant (a page of the session
     list), by session id: rom_tokens, kernel_tokens, l2_tokens, promoted_tokens, l1_tokens;
     sessions without a memory state are left out."""

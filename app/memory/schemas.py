@@ -28,7 +28,8 @@ class ToolDefinition(BaseModel):
     name: str = Field(min_length=1, max_length=128, pattern=r"^[a-zA-Z0-9_-]+$")
     description: str = Field(default="", max_length=100_000)
     input_schema: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}})
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
 
 
 class KernelToolsUpdate(BaseModel):
@@ -53,8 +54,9 @@ class KernelSchemaUpdate(BaseModel):
 class KernelSchemaPublic(BaseModel):
     name: str
     schema_: Any = Field(alias="schema", serialization_alias="schema")
-    evicted: list[str] = Field(default_factory=list,
-                               description="Schemas dropped from the LRU by this write.")
+    evicted: list[str] = Field(
+        default_factory=list, description="Schemas dropped from the LRU by this write."
+    )
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -99,8 +101,10 @@ class MemoryPublic(BaseModel):
     compression_due: bool
     pending_triggers: list[str]
     compression: CompressionJobPublic | None = Field(
-        default=None, description="The latest background compression job: pending, running, "
-        "succeeded or failed (with its last error); null if none ever ran.")
+        default=None,
+        description="The latest background compression job: pending, running, "
+        "succeeded or failed (with its last error); null if none ever ran.",
+    )
 
 
 class SnapshotPublic(BaseModel):
@@ -124,13 +128,28 @@ class PromoteRequest(BaseModel):
 
     # A range (start_seq and end_seq together), or no range and seqs not empty. (The range's
     # order and length are in the description: JSON Schema cannot compare two fields.)
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
-        {"required": ["start_seq", "end_seq"],
-         "properties": {"start_seq": {"type": "integer"}, "end_seq": {"type": "integer"}}},
-        {"required": ["seqs"], "properties": {"seqs": {"minItems": 1},
-                                              "start_seq": {"type": "null"},
-                                              "end_seq": {"type": "null"}}},
-    ]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "required": ["start_seq", "end_seq"],
+                    "properties": {
+                        "start_seq": {"type": "integer"},
+                        "end_seq": {"type": "integer"},
+                    },
+                },
+                {
+                    "required": ["seqs"],
+                    "properties": {
+                        "seqs": {"minItems": 1},
+                        "start_seq": {"type": "null"},
+                        "end_seq": {"type": "null"},
+                    },
+                },
+            ]
+        },
+    )
 
     seqs: list[JsonInt] = Field(default_factory=list, max_length=200)
     start_seq: Annotated[int, Field(ge=1), JSON_INT] | None = Field(default=None)
@@ -156,9 +175,12 @@ class PromoteRequest(BaseModel):
 
 class PromoteSkip(BaseModel):
     seq: int
-    reason: Literal["shown_verbatim", "already_promoted", "not_found"] = Field(description=(
-        "`shown_verbatim`: the context already shows it whole (in L1); `already_promoted`; "
-        "`not_found`: no message with this seq."))
+    reason: Literal["shown_verbatim", "already_promoted", "not_found"] = Field(
+        description=(
+            "`shown_verbatim`: the context already shows it whole (in L1); `already_promoted`; "
+            "`not_found`: no message with this seq."
+        )
+    )
 
 
 class PromotePublic(BaseModel):
@@ -166,8 +188,10 @@ class PromotePublic(BaseModel):
     promoted_seqs: list[int]
     promoted_tokens: int
     usage: float
-    skipped: list[PromoteSkip] = Field(default_factory=list, description=(
-        "Requested seqs that were not added, each with the reason."))
+    skipped: list[PromoteSkip] = Field(
+        default_factory=list,
+        description=("Requested seqs that were not added, each with the reason."),
+    )
 
 
 class ClearedPublic(BaseModel):

@@ -60,22 +60,31 @@ class PromoteResult:
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def plan_compression(db: AsyncSession, session_row: Session, *,
-                           force: bool = False) -> CompressionPlan | None:
+async def plan_compression(
+    db: AsyncSession, session_row: Session, *, force: bool = False
+) -> CompressionPlan | None:
     """Plan one compression round from the current state; None when nothing is due."""
     loaded = await _load(db, session_row, window=oldest(PLAN_CHUNK))
     p = policy.plan(loaded.layers, loaded.cfg, force=force)
     if p is None:
         return None
-    ranges = [CompressionRange(r.start_seq, r.end_seq, loaded.messages_for(r.seqs))
-              for r in p.ranges]
-    return CompressionPlan(session_id=session_row.id, state_version=loaded.state.version,
-                           ranges=ranges, snapshot_l2=p.snapshot_l2, usage=p.usage,
-                           triggers=p.triggers, policy_plan=p)
+    ranges = [
+        CompressionRange(r.start_seq, r.end_seq, loaded.messages_for(r.seqs)) for r in p.ranges
+    ]
+    return CompressionPlan(
+        session_id=session_row.id,
+        state_version=loaded.state.version,
+        ranges=ranges,
+        snapshot_l2=p.snapshot_l2,
+        usage=p.usage,
+        triggers=p.triggers,
+        policy_plan=p,
+    )
 
 
-async def apply_compression(db: AsyncSession, session_row: Session, plan: CompressionPlan,
-                            drafts: list[SummaryDraft]) -> None:
+async def apply_compression(
+    db: AsyncSession, session_row: Session, plan: CompressionPlan, drafts: list[SummaryDraft]
+) -> None:
     """Write the plan's summaries to L2, move the L1 boundary, snapshot L2 if due.
 
     Raises ``StaleMemoryState`` when the state moved since the plan (so applying the
@@ -89,40 +98,66 @@ async def apply_compression(db: AsyncSession, session_row: Session, plan: Compre
     for r in plan.ranges:
         draft = by_range.get((r.start_seq, r.end_seq))
         if draft is None:
-            raise BadRequest(f"No summary for msg:{r.start_seq}-{r.end_seq}.",
-                             code="summary_missing")
-        rows.append(MemorySummary(
-            id=uuid.uuid4(), tenant_id=session_row.tenant_id, session_id=session_row.id,
-            start_seq=r.start_seq, end_seq=r.end_seq, text=draft.text,
-            method=draft.method if draft.method in ("llm", "heuristic") else "heuristic",
-            token_count=count_tokens(draft.text)))
-    new_records = [policy.SummaryRecord(s.start_seq, s.end_seq, s.token_count, key=str(s.id))
-                   for s in rows]
+            raise BadRequest(
+                f"No summary for msg:{r.start_seq}-{r.end_seq}.", code="summary_missing"
+            )
+        rows.append(
+            MemorySummary(
+                id=uuid.uuid4(),
+                tenant_id=session_row.tenant_id,
+                session_id=session_row.id,
+                start_seq=r.start_seq,
+                end_seq=r.end_seq,
+                text=draft.text,
+                method=draft.method if draft.method in ("llm", "heuristic") else "heuristic",
+                token_count=count_tokens(draft.text),
+            )
+        )
+    new_records = [
+        policy.SummaryRecord(s.start_seq, s.end_seq, s.token_count, key=str(s.id)) for s in rows
+    ]
     try:
         applied = policy.apply_plan(loaded.layers, plan.policy_plan, new_records, loaded.cfg)
     except ValueError as exc:
         raise StaleMemoryState(str(exc)) from exc
     await repository.add_summaries(db, rows)
-    texts = {s.id: s for s in [*loaded.l2, *(SummaryRow(str(r.id), r.start_seq, r.end_seq,
-                                                           r.text, r.method, r.token_count)
-                                             for r in rows)]}
+    texts = {
+        s.id: s
+        for s in [
+            *loaded.l2,
+            *(
+                SummaryRow(str(r.id), r.start_seq, r.end_seq, r.text, r.method, r.token_count)
+                for r in rows
+            ),
+        ]
+    }
     for snap in applied.snapshots:
         members = [texts[str(r.key)] for r in snap]
-        await repository.archive(db, MemorySnapshot(
-            tenant_id=session_row.tenant_id, session_id=session_row.id,
-            content="\n\n".join(m.text for m in members),
-            token_count=sum(m.token_count for m in members), summary_count=len(members),
-            start_seq=members[0].start_seq, end_seq=members[-1].end_seq,
-        ), [uuid.UUID(str(m.id)) for m in members])
+        await repository.archive(
+            db,
+            MemorySnapshot(
+                tenant_id=session_row.tenant_id,
+                session_id=session_row.id,
+                content="\n\n".join(m.text for m in members),
+                token_count=sum(m.token_count for m in members),
+                summary_count=len(members),
+                start_seq=members[0].start_seq,
+                end_seq=members[-1].end_seq,
+            ),
+            [uuid.UUID(str(m.id)) for m in members],
+        )
     moved: dict[str, int] = {}
     if plan.ranges:
         # the chunk read holds every message before `start` (L1 is gap-free from its start)
         start = plan.ranges[-1].end_seq + 1
-        moved = {"l1_start_seq": start,
-                 "swapped_tokens": loaded.state.swapped_tokens
-                 + sum(m.token_count for m in loaded.l1 if m.seq < start)}
-    await repository.update_state(db, session_row.tenant_id, session_row.id,
-                                  l2_tokens=applied.layers.l2_tokens, **moved)
+        moved = {
+            "l1_start_seq": start,
+            "swapped_tokens": loaded.state.swapped_tokens
+            + sum(m.token_count for m in loaded.l1 if m.seq < start),
+        }
+    await repository.update_state(
+        db, session_row.tenant_id, session_row.id, l2_tokens=applied.layers.l2_tokens, **moved
+    )
 
 
 async def memory_usage(db: AsyncSession, session_row: Session) -> float:
@@ -132,8 +167,9 @@ async def memory_usage(db: AsyncSession, session_row: Session) -> float:
     return 0.0 if tokens is None else tokens / memory_config(session_row).budget
 
 
-async def promote_messages(db: AsyncSession, session_row: Session,
-                           seqs: list[int]) -> PromoteResult:
+async def promote_messages(
+    db: AsyncSession, session_row: Session, seqs: list[int]
+) -> PromoteResult:
     """Copy swap messages into the context (after L2, before L1), whole tool groups.
 
     Any message the built context does not show verbatim can be promoted: older than L1,
@@ -158,8 +194,9 @@ async def promote_messages(db: AsyncSession, session_row: Session,
     rows = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id, wanted)
     call_ids = {c["id"] for m in rows for c in (m.tool_calls or [])}
     call_ids |= {m.tool_use_id for m in rows if m.tool_use_id}
-    partners = await repository.tool_partners(db, session_row.tenant_id, session_row.id,
-                                              sorted(call_ids))
+    partners = await repository.tool_partners(
+        db, session_row.tenant_id, session_row.id, sorted(call_ids)
+    )
     by_seq = {m.seq: m for m in [*rows, *partners] if m.seq not in verbatim}
     added = sorted(s for s in by_seq if s not in already)
     extra = sum(by_seq[s].token_count for s in added)
@@ -169,14 +206,24 @@ async def promote_messages(db: AsyncSession, session_row: Session,
             f"Promoting {len(added)} messages ({extra} tokens) would make the context "
             f"{base + extra} tokens, over the budget of {loaded.cfg.budget}. Clear promoted "
             "messages or promote fewer.",
-            details={"tokens_needed": extra, "tokens_free": max(0, loaded.cfg.budget - base)})
+            details={"tokens_needed": extra, "tokens_free": max(0, loaded.cfg.budget - base)},
+        )
     promoted, promoted_tokens = sorted(already | set(added)), state.promoted_tokens + extra
     if added:
-        await repository.update_state(db, session_row.tenant_id, session_row.id,
-                                      promoted_seqs=promoted, promoted_tokens=promoted_tokens)
-    return PromoteResult(added=added, promoted=promoted, promoted_tokens=promoted_tokens,
-                         usage=(base + extra) / loaded.cfg.budget,
-                         skipped=[{"seq": s, "reason": r} for s, r in sorted(skipped.items())])
+        await repository.update_state(
+            db,
+            session_row.tenant_id,
+            session_row.id,
+            promoted_seqs=promoted,
+            promoted_tokens=promoted_tokens,
+        )
+    return PromoteResult(
+        added=added,
+        promoted=promoted,
+        promoted_tokens=promoted_tokens,
+        usage=(base + extra) / loaded.cfg.budget,
+        skipped=[{"seq": s, "reason": r} for s, r in sorted(skipped.items())],
+    )
 
 
 async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
@@ -185,8 +232,9 @@ async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
     if state is None or not state.promoted_seqs:
         return 0
     count = len(state.promoted_seqs)
-    await repository.update_state(db, session_row.tenant_id, session_row.id,
-                                  promoted_seqs=[], promoted_tokens=0)
+    await repository.update_state(
+        db, session_row.tenant_id, session_row.id, promoted_seqs=[], promoted_tokens=0
+    )
     return count
 
 
@@ -198,19 +246,39 @@ def _projected_layers(loaded: Loaded) -> policy.Layers:
     if pending is None:
         return layers
     by_seq = {r.seq: r for r in layers.l1}
-    drafts = [policy.SummaryRecord(r.start_seq, r.end_seq,
-                                   loaded.stand_in_tokens([by_seq[s] for s in r.seqs]))
-              for r in pending.ranges]
+    drafts = [
+        policy.SummaryRecord(
+            r.start_seq, r.end_seq, loaded.stand_in_tokens([by_seq[s] for s in r.seqs])
+        )
+        for r in pending.ranges
+    ]
     return policy.apply_plan(layers, pending, drafts, loaded.cfg).layers
 
 
-async def _load(db: AsyncSession, session_row: Session, *,
-                window: repository.Window = repository.ALL_L1, lock: bool = False) -> Loaded:
+async def _load(
+    db: AsyncSession,
+    session_row: Session,
+    *,
+    window: repository.Window = repository.ALL_L1,
+    lock: bool = False,
+) -> Loaded:
     """The session's memory, read on the connection of the writer's transaction."""
-    return await load(await pg.driver_connection(db), session_row.tenant_id, session_row.id,
-                      window=window, lock=lock)
+    return await load(
+        await pg.driver_connection(db),
+        session_row.tenant_id,
+        session_row.id,
+        window=window,
+        lock=lock,
+    )
 
 
-__all__ = ["CompressionPlan", "CompressionRange", "PromoteResult", "apply_compression",
-           "clear_promoted", "memory_usage", "plan_compression",
-           "promote_messages"]
+__all__ = [
+    "CompressionPlan",
+    "CompressionRange",
+    "PromoteResult",
+    "apply_compression",
+    "clear_promoted",
+    "memory_usage",
+    "plan_compression",
+    "promote_messages",
+]

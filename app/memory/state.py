@@ -35,16 +35,25 @@ def memory_config(session_row: _Configured) -> MemoryConfig:
 
 def canonical(m: StoredMessage) -> dict[str, Any]:
     """The canonical dict of a stored message (what summarisers and renderers take)."""
-    return {"seq": m.seq, "role": m.role, "content": m.content, "tool_calls": m.tool_calls,
-            "tool_use_id": m.tool_use_id, "is_error": m.is_error, "name": m.name,
-            "metadata": m.meta or {}}
+    return {
+        "seq": m.seq,
+        "role": m.role,
+        "content": m.content,
+        "tool_calls": m.tool_calls,
+        "tool_use_id": m.tool_use_id,
+        "is_error": m.is_error,
+        "name": m.name,
+        "metadata": m.meta or {},
+    }
 
 
 def record(m: StoredMessage) -> MessageRecord:
     calls = m.tool_calls or []
     has_text = bool(m.content) and m.role != "tool"
     return MessageRecord(
-        seq=m.seq, role=m.role, token_count=m.token_count,
+        seq=m.seq,
+        role=m.role,
+        token_count=m.token_count,
         tool_use_ids=tuple(str(c["id"]) for c in calls),
         tool_result_ids=(m.tool_use_id,) if m.role == "tool" and m.tool_use_id else (),
         has_text=has_text,
@@ -54,8 +63,9 @@ def record(m: StoredMessage) -> MessageRecord:
 
 
 def summary_record(s: SummaryRow) -> SummaryRecord:
-    return SummaryRecord(start_seq=s.start_seq, end_seq=s.end_seq, token_count=s.token_count,
-                         key=str(s.id))
+    return SummaryRecord(
+        start_seq=s.start_seq, end_seq=s.end_seq, token_count=s.token_count, key=str(s.id)
+    )
 
 
 GAP_KEY = "gap"
@@ -65,15 +75,23 @@ def gap_draft(start_seq: int, end_seq: int) -> SummaryDraft:
     """A pointer to messages not yet summarised, whose content was not loaded."""
 
     n = end_seq - start_seq + 1
-    text = (f"[msg:{start_seq}-{end_seq}: {n} earlier messages are not summarised yet. "
-            f"They are in swap: recall them with recall_conversation (offset "
-            f"{start_seq - 1}) or search_conversation.] covers msg:{start_seq}-{end_seq}")
-    return SummaryDraft(start_seq=start_seq, end_seq=end_seq, text=text, method="pending",
-                        token_count=count_tokens(text))
+    text = (
+        f"[msg:{start_seq}-{end_seq}: {n} earlier messages are not summarised yet. "
+        f"They are in swap: recall them with recall_conversation (offset "
+        f"{start_seq - 1}) or search_conversation.] covers msg:{start_seq}-{end_seq}"
+    )
+    return SummaryDraft(
+        start_seq=start_seq,
+        end_seq=end_seq,
+        text=text,
+        method="pending",
+        token_count=count_tokens(text),
+    )
 
 
-def trim_window(l1: list[StoredMessage], l1_start_seq: int,
-                last_seq: int) -> tuple[list[StoredMessage], SummaryDraft | None]:
+def trim_window(
+    l1: list[StoredMessage], l1_start_seq: int, last_seq: int
+) -> tuple[list[StoredMessage], SummaryDraft | None]:
     """A window of L1 without leading tool results (their call was not loaded), and the
     pointer standing for everything older that it leaves out."""
     while l1 and l1[0].role == "tool":
@@ -113,10 +131,17 @@ class Loaded:
     def _make_layers(self) -> Layers:
         l2 = tuple(summary_record(s) for s in self.l2)
         if self.gap is not None:
-            l2 += (SummaryRecord(start_seq=self.gap.start_seq, end_seq=self.gap.end_seq,
-                                 token_count=self.gap.token_count, key=GAP_KEY),)
+            l2 += (
+                SummaryRecord(
+                    start_seq=self.gap.start_seq,
+                    end_seq=self.gap.end_seq,
+                    token_count=self.gap.token_count,
+                    key=GAP_KEY,
+                ),
+            )
         return Layers(
-            rom_tokens=self.state.rom_tokens, kernel_tokens=self.state.kernel_tokens,
+            rom_tokens=self.state.rom_tokens,
+            kernel_tokens=self.state.kernel_tokens,
             l2=l2,
             promoted=tuple(record(m) for m in self.promoted),
             l1=tuple(record(m) for m in self.l1),
@@ -149,9 +174,15 @@ class Loaded:
         return self.stand_in(records).token_count
 
 
-async def load(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-               window: Window = ALL_L1, lock: bool = False,
-               caller: Caller | None = None) -> Loaded:
+async def load(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    window: Window = ALL_L1,
+    lock: bool = False,
+    caller: Caller | None = None,
+) -> Loaded:
     """A session's memory, in one read (`app.memory.repository.read`) on `conn`: the pool's
     for a context build, the one under a writer's SQLAlchemy session for the writers.
 
@@ -177,5 +208,12 @@ async def load(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.
     l1, gap = rows.l1, None
     if window == CONTEXT:
         l1, gap = trim_window(l1, rows.state.l1_start_seq, rows.session.last_seq)
-    return Loaded(session=rows.session, state=rows.state, cfg=memory_config(rows.session),
-                  l1=l1, l2=rows.l2, promoted=rows.promoted, gap=gap)
+    return Loaded(
+        session=rows.session,
+        state=rows.state,
+        cfg=memory_config(rows.session),
+        l1=l1,
+        l2=rows.l2,
+        promoted=rows.promoted,
+        gap=gap,
+    )

@@ -92,8 +92,11 @@ def _first_batch(plan: CompressionPlan, n: int) -> CompressionPlan:
 
 
 def _tokens_saved(plan: CompressionPlan, drafts: list[SummaryDraft]) -> int:
-    covered = sum(count_message(m.get("role", ""), m.get("content"), m.get("tool_calls"))
-                  for r in plan.ranges for m in r.messages)
+    covered = sum(
+        count_message(m.get("role", ""), m.get("content"), m.get("tool_calls"))
+        for r in plan.ranges
+        for m in r.messages
+    )
     return max(0, covered - sum(d.token_count for d in drafts))
 
 
@@ -102,8 +105,14 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
 
 
-async def run_compression(ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID,
-                          *, force: bool, llm_fallback: bool) -> Outcome:
+async def run_compression(
+    ctx: dict[str, Any],
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    force: bool,
+    llm_fallback: bool,
+) -> Outcome:
     """Plan / summarise / apply until nothing is due. Raises on failure (see module doc)."""
     sessionmaker = ctx["sessionmaker"]
     settings = ctx["settings"]
@@ -119,10 +128,20 @@ async def run_compression(ctx: dict[str, Any], tenant_id: uuid.UUID, session_id:
         if plan is None:
             return outcome
         plan = _first_batch(plan, RANGES_PER_APPLY)
-        drafts = list(await asyncio.gather(*(
-            summarise(ctx.get("llm"), r.messages, max_tokens=settings.summary_max_tokens,
-                      max_input_tokens=settings.summary_input_tokens, fallback=llm_fallback)
-            for r in plan.ranges)))
+        drafts = list(
+            await asyncio.gather(
+                *(
+                    summarise(
+                        ctx.get("llm"),
+                        r.messages,
+                        max_tokens=settings.summary_max_tokens,
+                        max_input_tokens=settings.summary_input_tokens,
+                        fallback=llm_fallback,
+                    )
+                    for r in plan.ranges
+                )
+            )
+        )
         if lease_lost(ctx):  # another worker runs this job now (app/jobs/lease.py)
             raise LeaseLost
         async with sessionmaker() as db:
@@ -147,8 +166,9 @@ async def run_compression(ctx: dict[str, Any], tenant_id: uuid.UUID, session_id:
     return outcome
 
 
-async def _record(ctx: dict[str, Any], fn: Callable[..., Awaitable[None]], *args: Any,
-                  **kwargs: Any) -> None:
+async def _record(
+    ctx: dict[str, Any], fn: Callable[..., Awaitable[None]], *args: Any, **kwargs: Any
+) -> None:
     """Write job status; bookkeeping must never decide the job's fate."""
     try:
         async with ctx["sessionmaker"]() as db:
@@ -158,8 +178,9 @@ async def _record(ctx: dict[str, Any], fn: Callable[..., Awaitable[None]], *args
         log.warning("could not record compression job status: %s", type(exc).__name__)
 
 
-async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str,
-                           force: bool = False) -> dict[str, Any]:
+async def compress_session(
+    ctx: dict[str, Any], tenant_id: str, session_id: str, force: bool = False
+) -> dict[str, Any]:
     """arq job: compress one session's memory (see module docstring). `force` (an explicit
     `POST .../memory/compress`) compresses even below the thresholds."""
     settings = ctx["settings"]
@@ -172,30 +193,47 @@ async def compress_session(ctx: dict[str, Any], tenant_id: str, session_id: str,
     await _record(ctx, repository.mark_running, tid, sid, job_id, job_try)
     try:
         async with asyncio.timeout(settings.compress_job_timeout_seconds):
-            outcome = await run_compression(ctx, tid, sid, force=force,
-                                            llm_fallback=llm_fallback)
+            outcome = await run_compression(ctx, tid, sid, force=force, llm_fallback=llm_fallback)
     except LeaseLost:  # the worker that took the job over records its outcome
         log.warning("compression of %s handed over to another worker", sid)
         return {"summaries": 0, "lease_lost": True}
     except LLMError as exc:  # retryable and the LLM still gets another chance
         return await _retry_or_fail(ctx, tid, sid, job_try, f"LLM unavailable: {exc.message}")
     except Exception as exc:
-        log.warning("compression of %s failed (try %d/%d): %s", sid, job_try, max_tries,
-                    _error_text(exc))
+        log.warning(
+            "compression of %s failed (try %d/%d): %s", sid, job_try, max_tries, _error_text(exc)
+        )
         return await _retry_or_fail(ctx, tid, sid, job_try, _error_text(exc))
-    await _record(ctx, repository.mark_finished, tid, sid, ok=True, error=None,
-                  summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
+    await _record(
+        ctx,
+        repository.mark_finished,
+        tid,
+        sid,
+        ok=True,
+        error=None,
+        summaries=outcome.summaries,
+        tokens_saved=outcome.tokens_saved,
+    )
     metrics.JOBS_RUN.inc()
     metrics.TOKENS_SAVED.inc(outcome.tokens_saved)
     if outcome.summaries:
-        log.info("compressed %s: %d summaries %s, %d tokens saved", sid, outcome.summaries,
-                 outcome.methods, outcome.tokens_saved)
-    return {"summaries": outcome.summaries, "methods": outcome.methods,
-            "tokens_saved": outcome.tokens_saved}
+        log.info(
+            "compressed %s: %d summaries %s, %d tokens saved",
+            sid,
+            outcome.summaries,
+            outcome.methods,
+            outcome.tokens_saved,
+        )
+    return {
+        "summaries": outcome.summaries,
+        "methods": outcome.methods,
+        "tokens_saved": outcome.tokens_saved,
+    }
 
 
-async def requeue_if_asked(ctx: dict[str, Any], tenant_id: uuid.UUID,
-                           session_id: uuid.UUID) -> bool:
+async def requeue_if_asked(
+    ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> bool:
     """After the job has fully ended: a compression asked for since it started (the row
     says `pending`, or was asked while `running`) is enqueued now (module doc)."""
     async with ctx["sessionmaker"]() as db:
@@ -203,16 +241,26 @@ async def requeue_if_asked(ctx: dict[str, Any], tenant_id: uuid.UUID,
         await db.rollback()
     if not asked:
         return False
-    return await enqueue_compression(ctx, ctx["sessionmaker"], tenant_id, session_id,
-                                     trigger="requeue")
+    return await enqueue_compression(
+        ctx, ctx["sessionmaker"], tenant_id, session_id, trigger="requeue"
+    )
 
 
-async def _retry_or_fail(ctx: dict[str, Any], tid: uuid.UUID, sid: uuid.UUID, job_try: int,
-                         error: str) -> dict[str, Any]:
+async def _retry_or_fail(
+    ctx: dict[str, Any], tid: uuid.UUID, sid: uuid.UUID, job_try: int, error: str
+) -> dict[str, Any]:
     settings = ctx["settings"]
     if job_try >= settings.compress_max_tries:
-        await _record(ctx, repository.mark_finished, tid, sid, ok=False, error=error,
-                      summaries=0, tokens_saved=0)
+        await _record(
+            ctx,
+            repository.mark_finished,
+            tid,
+            sid,
+            ok=False,
+            error=error,
+            summaries=0,
+            tokens_saved=0,
+        )
         metrics.JOBS_RUN.inc()
         metrics.JOBS_FAILED.inc()
         log.error("compression of %s gave up after %d tries: %s", sid, job_try, error)
@@ -250,18 +298,23 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
         cron_state["passes"] = cron_state.get("passes", 0) + 1
     async with sessionmaker() as db:
         lost = await repository.stale_jobs(
-            db, pending_before=now if first_pass else now - 2 * interval,
-            running_before=now - timedelta(seconds=2 * settings.compress_job_timeout_seconds
-                                           + 60),
-            limit=settings.compress_cron_batch)
+            db,
+            pending_before=now if first_pass else now - 2 * interval,
+            running_before=now - timedelta(seconds=2 * settings.compress_job_timeout_seconds + 60),
+            limit=settings.compress_cron_batch,
+        )
         candidates = await repository.busy_candidates(
-            db, since=since, default_l1_max=SessionConfig().l1_max_messages,
-            limit=settings.compress_cron_batch)
+            db,
+            since=since,
+            default_l1_max=SessionConfig().l1_max_messages,
+            limit=settings.compress_cron_batch,
+        )
         busy = []
         for tid, sid in candidates:
             row = await repository.pressure(db, tid, sid)
-            if row is not None and triggers.is_busy(triggers.pressure_from_row(row),
-                                                    settings.compress_busy_usage):
+            if row is not None and triggers.is_busy(
+                triggers.pressure_from_row(row), settings.compress_busy_usage
+            ):
                 busy.append((tid, sid))
     enqueued = 0
     for tid, sid in dict.fromkeys([*lost, *busy]):
@@ -275,8 +328,9 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
     return {"busy": len(busy), "lost": len(lost), "enqueued": enqueued}
 
 
-async def compress_and_wait(ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID,
-                            *, within: float) -> Outcome | None:
+async def compress_and_wait(
+    ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID, *, within: float
+) -> Outcome | None:
     """Compress one session now, in the caller (`POST .../memory/compress?wait=true`):
     the job's own plan / summarise / apply loop, forced like an explicit request, with the
     LLM when one is configured and the heuristic at once if it fails (a request can't wait
@@ -288,14 +342,31 @@ async def compress_and_wait(ctx: dict[str, Any], tenant_id: uuid.UUID, session_i
     await _record(ctx, repository.mark_running, tenant_id, session_id, job_id, 1)
     try:
         async with asyncio.timeout(within):
-            outcome = await run_compression(ctx, tenant_id, session_id, force=True,
-                                            llm_fallback=True)
+            outcome = await run_compression(
+                ctx, tenant_id, session_id, force=True, llm_fallback=True
+            )
     except TimeoutError:
         return None
     except Exception as exc:
-        await _record(ctx, repository.mark_finished, tenant_id, session_id, ok=False,
-                      error=_error_text(exc), summaries=0, tokens_saved=0)
+        await _record(
+            ctx,
+            repository.mark_finished,
+            tenant_id,
+            session_id,
+            ok=False,
+            error=_error_text(exc),
+            summaries=0,
+            tokens_saved=0,
+        )
         raise
-    await _record(ctx, repository.mark_finished, tenant_id, session_id, ok=True, error=None,
-                  summaries=outcome.summaries, tokens_saved=outcome.tokens_saved)
+    await _record(
+        ctx,
+        repository.mark_finished,
+        tenant_id,
+        session_id,
+        ok=True,
+        error=None,
+        summaries=outcome.summaries,
+        tokens_saved=outcome.tokens_saved,
+    )
     return outcome

@@ -11,8 +11,7 @@ from app.models import Session
 
 
 async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
-    loaded = await load(await pg.driver_connection(db), session_row.tenant_id,
-                        session_row.id)
+    loaded = await load(await pg.driver_connection(db), session_row.tenant_id, session_row.id)
     layers = loaded.layers
     state = loaded.state
     pending = policy.plan(layers, loaded.cfg)
@@ -20,19 +19,34 @@ async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
     return MemoryPublic(
         version=state.version,
         rom_profile_version=(state.rom or {}).get("profile_version"),
-        l1_seqs=[m.seq for m in loaded.l1], l1_start_seq=state.l1_start_seq,
-        l2=[SummaryPublic(start_seq=s.start_seq, end_seq=s.end_seq, text=s.text,
-                          method=s.method, token_count=s.token_count) for s in loaded.l2],
+        l1_seqs=[m.seq for m in loaded.l1],
+        l1_start_seq=state.l1_start_seq,
+        l2=[
+            SummaryPublic(
+                start_seq=s.start_seq,
+                end_seq=s.end_seq,
+                text=s.text,
+                method=s.method,
+                token_count=s.token_count,
+            )
+            for s in loaded.l2
+        ],
         promoted_seqs=list(state.promoted_seqs or []),
-        snapshot_count=await repository.snapshot_count(db, session_row.tenant_id,
-                                                       session_row.id),
-        tokens=LayerTokens(rom=layers.rom_tokens, kernel=layers.kernel_tokens,
-                           l2=layers.l2_tokens, promoted=layers.promoted_tokens,
-                           l1=layers.l1_tokens, total=layers.memory_tokens),
-        budget=loaded.cfg.budget, usage=round(policy.usage_of(layers, loaded.cfg), 6),
+        snapshot_count=await repository.snapshot_count(db, session_row.tenant_id, session_row.id),
+        tokens=LayerTokens(
+            rom=layers.rom_tokens,
+            kernel=layers.kernel_tokens,
+            l2=layers.l2_tokens,
+            promoted=layers.promoted_tokens,
+            l1=layers.l1_tokens,
+            total=layers.memory_tokens,
+        ),
+        budget=loaded.cfg.budget,
+        usage=round(policy.usage_of(layers, loaded.cfg), 6),
         compression_due=pending is not None,
         compression=compression,
-        pending_triggers=list(pending.triggers) if pending else [])
+        pending_triggers=list(pending.triggers) if pending else [],
+    )
 
 
 async def layer_tokens(db: AsyncSession, session_row: Session) -> LayerTokens:
@@ -54,8 +68,18 @@ async def layer_tokens_of_page(db: AsyncSession, rows: list[Session]) -> list[La
         if c is None:
             out.append(LayerTokens(rom=0, kernel=0, l2=0, promoted=0, l1=0, total=0))
             continue
-        out.append(LayerTokens(rom=c.rom_tokens, kernel=c.kernel_tokens, l2=c.l2_tokens,
-                               promoted=c.promoted_tokens, l1=c.l1_tokens,
-                               total=c.rom_tokens + c.kernel_tokens + c.l2_tokens
-                               + c.promoted_tokens + c.l1_tokens))
+        out.append(
+            LayerTokens(
+                rom=c.rom_tokens,
+                kernel=c.kernel_tokens,
+                l2=c.l2_tokens,
+                promoted=c.promoted_tokens,
+                l1=c.l1_tokens,
+                total=c.rom_tokens
+                + c.kernel_tokens
+                + c.l2_tokens
+                + c.promoted_tokens
+                + c.l1_tokens,
+            )
+        )
     return out

@@ -58,8 +58,7 @@ def _blocks(content: Any, loc: list[str | int]) -> list[dict[str, Any]] | str | 
         raise MessageShapeError("content must be a string or a list of blocks", loc)
     for i, block in enumerate(content):
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise MessageShapeError("each content block must be an object with a type",
-                                    [*loc, i])
+            raise MessageShapeError("each content block must be an object with a type", [*loc, i])
     return content
 
 
@@ -75,11 +74,13 @@ def _tool_call_from_openai(call: Any, loc: list[str | int]) -> dict[str, Any]:
             try:
                 parsed = jsonlimits.loads(args) if args.strip() else {}
             except jsonlimits.JsonTooDeep as exc:
-                raise MessageShapeError(str(exc), [*loc, "function", "arguments", *exc.loc],
-                                        "json_too_deep") from exc
+                raise MessageShapeError(
+                    str(exc), [*loc, "function", "arguments", *exc.loc], "json_too_deep"
+                ) from exc
             except ValueError as exc:
-                raise MessageShapeError("tool call arguments must be JSON",
-                                        [*loc, "function", "arguments"]) from exc
+                raise MessageShapeError(
+                    "tool call arguments must be JSON", [*loc, "function", "arguments"]
+                ) from exc
         else:
             parsed = args
         call_id, name, tool_input = call.get("id"), fn["name"], parsed
@@ -105,12 +106,21 @@ def canonicalise(raw: dict[str, Any], index: int) -> list[CanonicalMessage]:
         tool_use_id = raw.get("tool_call_id") or raw.get("tool_use_id")
         if not isinstance(tool_use_id, str) or not tool_use_id:
             raise MessageShapeError("a tool message needs tool_call_id", [*loc, "tool_call_id"])
-        return [CanonicalMessage("tool", content, tool_use_id=tool_use_id,
-                                 is_error=bool(raw.get("is_error", False)), name=name,
-                                 metadata=meta)]
+        return [
+            CanonicalMessage(
+                "tool",
+                content,
+                tool_use_id=tool_use_id,
+                is_error=bool(raw.get("is_error", False)),
+                name=name,
+                metadata=meta,
+            )
+        ]
     if role == "assistant":
-        calls = [_tool_call_from_openai(c, [*loc, "tool_calls", i])
-                 for i, c in enumerate(raw.get("tool_calls") or [])]
+        calls = [
+            _tool_call_from_openai(c, [*loc, "tool_calls", i])
+            for i, c in enumerate(raw.get("tool_calls") or [])
+        ]
         if isinstance(content, list):
             kept = []
             for i, block in enumerate(content):
@@ -122,8 +132,11 @@ def canonicalise(raw: dict[str, Any], index: int) -> list[CanonicalMessage]:
         ids = [c["id"] for c in calls]
         if len(ids) != len(set(ids)):
             raise MessageShapeError("tool call ids must be unique", [*loc, "tool_calls"])
-        return [CanonicalMessage("assistant", content, tool_calls=calls or None, name=name,
-                                 metadata=meta)]
+        return [
+            CanonicalMessage(
+                "assistant", content, tool_calls=calls or None, name=name, metadata=meta
+            )
+        ]
     if role in ("user", "system"):
         if role == "user" and isinstance(content, list):
             out: list[CanonicalMessage] = []
@@ -132,12 +145,18 @@ def canonicalise(raw: dict[str, Any], index: int) -> list[CanonicalMessage]:
                 if block["type"] == "tool_result":
                     tid = block.get("tool_use_id")
                     if not isinstance(tid, str) or not tid:
-                        raise MessageShapeError("a tool_result block needs tool_use_id",
-                                                [*loc, "content", i])
-                    out.append(CanonicalMessage(
-                        "tool", _blocks(block.get("content"), [*loc, "content", i, "content"]),
-                        tool_use_id=tid, is_error=bool(block.get("is_error", False)),
-                        metadata=meta))
+                        raise MessageShapeError(
+                            "a tool_result block needs tool_use_id", [*loc, "content", i]
+                        )
+                    out.append(
+                        CanonicalMessage(
+                            "tool",
+                            _blocks(block.get("content"), [*loc, "content", i, "content"]),
+                            tool_use_id=tid,
+                            is_error=bool(block.get("is_error", False)),
+                            metadata=meta,
+                        )
+                    )
                 else:
                     rest.append(block)
             if out:

@@ -41,8 +41,11 @@ def to_anthropic(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
             system.append(_as_text(m.get("content")))
             continue
         if role == "tool":
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m["tool_use_id"],
-                                     "content": _as_blocks(m.get("content"))}
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": m["tool_use_id"],
+                "content": _as_blocks(m.get("content")),
+            }
             if m.get("is_error"):
                 block["is_error"] = True
             api_role, blocks = "user", [block]
@@ -50,8 +53,14 @@ def to_anthropic(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
             api_role = "assistant"
             blocks = _as_blocks(m.get("content"))
             for call in m.get("tool_calls") or ():
-                blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"],
-                               "input": call.get("input", {})})
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": call["name"],
+                        "input": call.get("input", {}),
+                    }
+                )
         else:
             api_role, blocks = "user", _as_blocks(m.get("content"))
         if not blocks:
@@ -76,18 +85,31 @@ def to_openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for m in messages:
         role = m["role"]
         if role == "tool":
-            out.append({"role": "tool", "tool_call_id": m["tool_use_id"],
-                        "content": _as_text(m.get("content"))})
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": m["tool_use_id"],
+                    "content": _as_text(m.get("content")),
+                }
+            )
         elif role == "assistant":
-            msg: dict[str, Any] = {"role": "assistant",
-                                   "content": _as_text(m.get("content")) or None}
+            msg: dict[str, Any] = {
+                "role": "assistant",
+                "content": _as_text(m.get("content")) or None,
+            }
             calls = m.get("tool_calls") or []
             if calls:
                 msg["tool_calls"] = [
-                    {"id": c["id"], "type": "function",
-                     "function": {"name": c["name"],
-                                  "arguments": json.dumps(c.get("input", {}))}}
-                    for c in calls]
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {
+                            "name": c["name"],
+                            "arguments": json.dumps(c.get("input", {})),
+                        },
+                    }
+                    for c in calls
+                ]
             out.append(msg)
         else:
             out.append({"role": role, "content": _as_text(m.get("content"))})

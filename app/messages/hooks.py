@@ -60,8 +60,9 @@ def all_of(*hooks: OnPressure) -> OnPressure:
     """Several after-commit hooks as one: each that applies runs, in order; one that fails
     does not stop the next."""
 
-    def run_all(batch: AppendedBatch, row: Mapping[str, Any]
-                ) -> Callable[[], Awaitable[None]] | None:
+    def run_all(
+        batch: AppendedBatch, row: Mapping[str, Any]
+    ) -> Callable[[], Awaitable[None]] | None:
         due = [f for f in (h(batch, row) for h in hooks) if f is not None]
         if not due:
             return None

@@ -63,55 +63,87 @@ class NewMessage:
     created_at: datetime
 
 
-async def append_rows(conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                      agent_id: str | None, rows: list[NewMessage]) -> asyncpg.Record | None:
+async def append_rows(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    agent_id: str | None,
+    rows: list[NewMessage],
+) -> asyncpg.Record | None:
     """Append `rows` in one statement (see `_APPEND`); None when the session does not exist
     in the tenant, or belongs to another agent than `agent_id` (None: any agent). The
     record: last_seq, agent_id, config, l1_start_seq, fixed_tokens, l1_tokens, job_status
     (the memory columns are None for a session without memory state), inserted."""
     row = await conn.fetchrow(
-        _APPEND, tenant_id, session_id, len(rows), sum(r.token_count for r in rows), agent_id,
-        [r.role for r in rows], [dumps(r.content) for r in rows],
+        _APPEND,
+        tenant_id,
+        session_id,
+        len(rows),
+        sum(r.token_count for r in rows),
+        agent_id,
+        [r.role for r in rows],
+        [dumps(r.content) for r in rows],
         [dumps(r.tool_calls) if r.tool_calls else None for r in rows],
-        [r.tool_use_id for r in rows], [r.is_error for r in rows], [r.name for r in rows],
-        [r.text for r in rows], [r.token_count for r in rows],
-        [dumps(r.metadata or {}) for r in rows], [r.created_at for r in rows])
+        [r.tool_use_id for r in rows],
+        [r.is_error for r in rows],
+        [r.name for r in rows],
+        [r.text for r in rows],
+        [r.token_count for r in rows],
+        [dumps(r.metadata or {}) for r in rows],
+        [r.created_at for r in rows],
+    )
     if row is not None and row["inserted"] != len(rows):  # the tenant row is gone
         raise RuntimeError(f"append inserted {row['inserted']} of {len(rows)} messages")
     return row
 
 
-async def lock_session(db: AsyncSession, tenant_id: uuid.UUID,
-                       session_id: uuid.UUID) -> Session | None:
-    result = await db.execute(sa.select(Session).where(
-        col(Session.tenant_id) == tenant_id, col(Session.id) == session_id,
-        col(Session.erasure_id).is_(None)).with_for_update())
+async def lock_session(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> Session | None:
+    result = await db.execute(
+        sa.select(Session)
+        .where(
+            col(Session.tenant_id) == tenant_id,
+            col(Session.id) == session_id,
+            col(Session.erasure_id).is_(None),
+        )
+        .with_for_update()
+    )
     return result.scalar_one_or_none()
 
 
-async def page(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *,
-               after_seq: int, limit: int) -> list[Message]:
+async def page(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *, after_seq: int, limit: int
+) -> list[Message]:
     result = await db.execute(
-        sa.select(Message).where(col(Message.tenant_id) == tenant_id,
-                                 col(Message.session_id) == session_id,
-                                 col(Message.seq) > after_seq)
-        .order_by(col(Message.seq)).limit(limit))
+        sa.select(Message)
+        .where(
+            col(Message.tenant_id) == tenant_id,
+            col(Message.session_id) == session_id,
+            col(Message.seq) > after_seq,
+        )
+        .order_by(col(Message.seq))
+        .limit(limit)
+    )
     return list(result.scalars())
 
 
-async def get_idempotent(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID,
-                         key: str) -> IdempotencyRecord | None:
-    result = await db.execute(sa.select(IdempotencyRecord).where(
-        col(IdempotencyRecord.tenant_id) == tenant_id,
-        col(IdempotencyRecord.session_id) == session_id, col(IdempotencyRecord.key) == key))
+async def get_idempotent(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, key: str
+) -> IdempotencyRecord | None:
+    result = await db.execute(
+        sa.select(IdempotencyRecord).where(
+            col(IdempotencyRecord.tenant_id) == tenant_id,
+            col(IdempotencyRecord.session_id) == session_id,
+            col(IdempotencyRecord.key) == key,
+        )
+    )
     return result.scalar_one_or_none()
 
 
 async def save_idempotent(db: AsyncSession, record: IdempotencyRecord) -> None:
     db.add(record)
     await db.flush()
-
-
 
 
 # The Idempotency-Key path on the hot paths' pool (no ORM): read the key's first result,
@@ -135,17 +167,31 @@ RETURNING 1
 """
 
 
-async def read_idempotent(conn: asyncpg.Connection, tenant_id: uuid.UUID,
-                          session_id: uuid.UUID, agent_id: str | None,
-                          key: str) -> asyncpg.Record | None:
+async def read_idempotent(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    agent_id: str | None,
+    key: str,
+) -> asyncpg.Record | None:
     """The key's record as (agent_id, request_hash, response), both None without one; None
     when the session is not in the tenant, or of another agent than `agent_id`."""
     return await conn.fetchrow(_READ_IDEMPOTENT, tenant_id, session_id, agent_id, key)
 
 
-async def save_idempotent_pg(conn: asyncpg.Connection, tenant_id: uuid.UUID,
-                             session_id: uuid.UUID, key: str, request_hash: str,
-                             status_code: int, response: dict[str, Any]) -> bool:
+async def save_idempotent_pg(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    key: str,
+    request_hash: str,
+    status_code: int,
+    response: dict[str, Any],
+) -> bool:
     """Store the key's first result; False when another request stored one first."""
-    return await conn.fetchval(_SAVE_IDEMPOTENT, tenant_id, session_id, key, request_hash,
-                               status_code, dumps(response)) is not None
+    return (
+        await conn.fetchval(
+            _SAVE_IDEMPOTENT, tenant_id, session_id, key, request_hash, status_code, dumps(response)
+        )
+        is not None
+    )

@@ -23,16 +23,28 @@ from app.state import app_state
 router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
 
 
-@router.post("/sessions/{session_id}/messages", status_code=201,
-             response_model=MessagesAppended, summary="Append messages to a session",
-             responses={200: {"model": MessagesAppended, "description": (
-                 "A replay: this Idempotency-Key's first result (`replayed: true`); "
-                 "nothing was appended.")}})
+@router.post(
+    "/sessions/{session_id}/messages",
+    status_code=201,
+    response_model=MessagesAppended,
+    summary="Append messages to a session",
+    responses={
+        200: {
+            "model": MessagesAppended,
+            "description": (
+                "A replay: this Idempotency-Key's first result (`replayed: true`); "
+                "nothing was appended."
+            ),
+        }
+    },
+)
 async def append_messages(
     session_id: uuid.UUID,
     body: Annotated[MessagesAppend, Body(openapi_examples=examples.APPEND)],
-    caller: CallerDep, request: Request,
-    response: Response, background: BackgroundTasks,
+    caller: CallerDep,
+    request: Request,
+    response: Response,
+    background: BackgroundTasks,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> MessagesAppended:
     """Append one or more messages in one transaction.
@@ -42,24 +54,34 @@ async def append_messages(
     A message over `LOOM_MAX_MESSAGE_BYTES` (its JSON) is 413 `message_too_large`; the
     whole request is bounded by `LOOM_MAX_REQUEST_BYTES` (413 `payload_too_large`).
     """
-    result = await service.append_as(app_state(request.app), caller, session_id, body,
-                                     idempotency_key=idempotency_key,
-                                     body_bytes=request.scope.get(BODY_BYTES_SCOPE_KEY, 0),
-                                     defer=background.add_task)  # after the response
+    result = await service.append_as(
+        app_state(request.app),
+        caller,
+        session_id,
+        body,
+        idempotency_key=idempotency_key,
+        body_bytes=request.scope.get(BODY_BYTES_SCOPE_KEY, 0),
+        defer=background.add_task,
+    )  # after the response
     if result.replayed:
         response.status_code = 200
     return result
 
 
-@router.get("/sessions/{session_id}/messages", response_model=MessageList,
-            summary="Read a session's full history")
+@router.get(
+    "/sessions/{session_id}/messages",
+    response_model=MessageList,
+    summary="Read a session's full history",
+)
 @read_only
 async def list_messages(
-    session: SessionDep, db: DbDep, caller: CallerDep,
+    session: SessionDep,
+    db: DbDep,
+    caller: CallerDep,
     after_seq: Annotated[int | None, Query(ge=0, le=2**63 - 1)] = None,
-    offset: Annotated[int | None, Query(ge=0, le=2**63 - 1,
-                                        description="Skip this many oldest messages.")]
-    = None,
+    offset: Annotated[
+        int | None, Query(ge=0, le=2**63 - 1, description="Skip this many oldest messages.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: CursorQuery = None,
 ) -> MessageList:
@@ -72,7 +94,8 @@ async def list_messages(
         start = after_seq
     elif offset is not None:
         start = offset  # seqs start at 1 and have no gaps, so offset n = after seq n
-    rows = await service.read_page(db, caller, session.id, after_seq=start,
-                                   limit=fetch_limit(limit))
+    rows = await service.read_page(
+        db, caller, session.id, after_seq=start, limit=fetch_limit(limit)
+    )
     shown, nxt = page(rows, limit, lambda m: {"after_seq": m.seq})
     return MessageList(items=[service.to_public(m) for m in shown], next_cursor=nxt)

@@ -37,10 +37,19 @@ log = logging.getLogger("loom.messages")
 
 
 def to_public(m: Message) -> MessagePublic:
-    return MessagePublic(session_id=m.session_id, seq=m.seq, role=m.role, content=m.content,
-                         tool_calls=m.tool_calls, tool_use_id=m.tool_use_id,
-                         is_error=m.is_error, name=m.name, token_count=m.token_count,
-                         metadata=m.meta or {}, created_at=m.created_at)
+    return MessagePublic(
+        session_id=m.session_id,
+        seq=m.seq,
+        role=m.role,
+        content=m.content,
+        tool_calls=m.tool_calls,
+        tool_use_id=m.tool_use_id,
+        is_error=m.is_error,
+        name=m.name,
+        token_count=m.token_count,
+        metadata=m.meta or {},
+        created_at=m.created_at,
+    )
 
 
 # Bodies at least this big are measured and token-counted in a worker thread, so a large
@@ -56,14 +65,24 @@ def check_sizes(body: MessagesAppend, max_message_bytes: int) -> None:
         try:
             size = len(m.__pydantic_serializer__.to_json(m, exclude_none=True))
         except PydanticSerializationError:  # e.g. lone surrogates (refused later, as 422)
-            size = len(json.dumps(m.model_dump(exclude_none=True), ensure_ascii=False)
-                       .encode("utf-8", "surrogatepass"))
+            size = len(
+                json.dumps(m.model_dump(exclude_none=True), ensure_ascii=False).encode(
+                    "utf-8", "surrogatepass"
+                )
+            )
         if size > max_message_bytes:
             raise PayloadTooLarge(
                 f"Message {i} is {size} bytes; at most {max_message_bytes} per message "
-                "(large tool results belong in shared memory).", code="message_too_large",
-                details=[{"loc": ["body", "messages", i], "size_bytes": size,
-                          "max_bytes": max_message_bytes}])
+                "(large tool results belong in shared memory).",
+                code="message_too_large",
+                details=[
+                    {
+                        "loc": ["body", "messages", i],
+                        "size_bytes": size,
+                        "max_bytes": max_message_bytes,
+                    }
+                ],
+            )
 
 
 def check_created_at(body: MessagesAppend, now: datetime) -> None:
@@ -72,12 +91,22 @@ def check_created_at(body: MessagesAppend, now: datetime) -> None:
     latest = now + MAX_CLOCK_SKEW
     for i, m in enumerate(body.messages):
         if m.created_at is not None and m.created_at > latest:
-            msg = (f"created_at {m.created_at.isoformat()} is more than "
-                   f"{int(MAX_CLOCK_SKEW.total_seconds()) // 60} minutes after the server's "
-                   f"clock ({now.isoformat()}).")
-            raise Unprocessable(f"Message {i}: {msg}", code="created_at_in_future",
-                                details=[{"loc": ["body", "messages", i, "created_at"],
-                                          "msg": msg, "type": "created_at_in_future"}])
+            msg = (
+                f"created_at {m.created_at.isoformat()} is more than "
+                f"{int(MAX_CLOCK_SKEW.total_seconds()) // 60} minutes after the server's "
+                f"clock ({now.isoformat()})."
+            )
+            raise Unprocessable(
+                f"Message {i}: {msg}",
+                code="created_at_in_future",
+                details=[
+                    {
+                        "loc": ["body", "messages", i, "created_at"],
+                        "msg": msg,
+                        "type": "created_at_in_future",
+                    }
+                ],
+            )
 
 
 def _texts_and_counts(canonical: list[CanonicalMessage]) -> list[tuple[str, int]]:
@@ -90,9 +119,11 @@ def _canonical(body: MessagesAppend) -> list[CanonicalMessage]:
         try:
             canonical = canonicalise(m.model_dump(exclude_none=True), i)
         except MessageShapeError as exc:
-            raise Unprocessable(str(exc), code=exc.kind if exc.kind != "message_shape" else None,
-                                details=[{"loc": exc.loc, "msg": str(exc),
-                                          "type": exc.kind}]) from exc
+            raise Unprocessable(
+                str(exc),
+                code=exc.kind if exc.kind != "message_shape" else None,
+                details=[{"loc": exc.loc, "msg": str(exc), "type": exc.kind}],
+            ) from exc
         for c in canonical:  # e.g. each tool result of an Anthropic user message
             c.created_at = m.created_at
         out.extend(canonical)
@@ -117,10 +148,19 @@ class Stores:
     sessionmaker: async_sessionmaker[AsyncSession]
 
 
-async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: MessagesAppend,
-                 *, idempotency_key: str | None, max_messages: int,
-                 max_message_bytes: int | None = None, large: bool = False,
-                 hooks: AppendHooks, defer: Defer | None = None) -> MessagesAppended:
+async def append(
+    stores: Stores,
+    caller: Caller,
+    session_id: uuid.UUID,
+    body: MessagesAppend,
+    *,
+    idempotency_key: str | None,
+    max_messages: int,
+    max_message_bytes: int | None = None,
+    large: bool = False,
+    hooks: AppendHooks,
+    defer: Defer | None = None,
+) -> MessagesAppended:
     """Append a batch atomically. A retried Idempotency-Key returns the first result.
 
     The common batch is one statement on the pool (`repository.append_rows`: seqs, rows,
@@ -139,8 +179,9 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
     finds the session (changed since its last pass, busy, no job queued) and enqueues it.
     """
     if len(body.messages) > max_messages:
-        raise PayloadTooLarge(f"At most {max_messages} messages per request.",
-                              code="too_many_messages")
+        raise PayloadTooLarge(
+            f"At most {max_messages} messages per request.", code="too_many_messages"
+        )
     if max_message_bytes is not None:
         if large:
             await asyncio.to_thread(check_sizes, body, max_message_bytes)
@@ -159,17 +200,26 @@ async def append(stores: Stores, caller: Caller, session_id: uuid.UUID, body: Me
     if idempotency_key is not None and not before and not after:
         async with stores.connection() as conn:
             result, follow_up = await _append_idempotent(
-                conn, caller, session_id, body, canonical, idempotency_key, large, hooks)
+                conn, caller, session_id, body, canonical, idempotency_key, large, hooks
+            )
         await _committed(follow_up, defer)
         return result
     async with transaction(stores.sessionmaker) as db:
-        return await _append_locked(db, caller, session_id, body, canonical, before,
-                                    idempotency_key=idempotency_key, large=large, hooks=hooks,
-                                    defer=defer)
+        return await _append_locked(
+            db,
+            caller,
+            session_id,
+            body,
+            canonical,
+            before,
+            idempotency_key=idempotency_key,
+            large=large,
+            hooks=hooks,
+            defer=defer,
+        )
 
 
-async def _committed(follow_up: Callable[[], Awaitable[None]] | None,
-                     defer: Defer | None) -> None:
+async def _committed(follow_up: Callable[[], Awaitable[None]] | None, defer: Defer | None) -> None:
     """Run the pressure follow-up of a committed append: handed to `defer`, or now."""
     if follow_up is None:
         return
@@ -189,8 +239,9 @@ def _never_fails(follow_up: Callable[[], Awaitable[None]]) -> Callable[[], Await
     return run
 
 
-def _deferred(follow_up: Callable[[], Awaitable[None]], defer: Defer
-              ) -> Callable[[], Awaitable[None]]:
+def _deferred(
+    follow_up: Callable[[], Awaitable[None]], defer: Defer
+) -> Callable[[], Awaitable[None]]:
     async def hand_over() -> None:
         defer(_never_fails(follow_up))
 
@@ -214,17 +265,31 @@ class App(Protocol):
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]: ...
 
 
-async def append_as(state: App, caller: Caller, session_id: uuid.UUID,
-                    body: MessagesAppend, *, idempotency_key: str | None,
-                    body_bytes: int, defer: Defer | None = None) -> MessagesAppended:
+async def append_as(
+    state: App,
+    caller: Caller,
+    session_id: uuid.UUID,
+    body: MessagesAppend,
+    *,
+    idempotency_key: str | None,
+    body_bytes: int,
+    defer: Defer | None = None,
+) -> MessagesAppended:
     """`append` with the app's stores, hooks and limits: what `POST .../messages` and the
     MCP `append_messages` tool run. `body_bytes`: the size of the request that carried it."""
     settings = state.settings
-    return await append(Stores(state.connection, state.sessionmaker), caller, session_id, body,
-                        hooks=state.hooks.append, idempotency_key=idempotency_key,
-                        max_messages=settings.max_messages_per_request,
-                        max_message_bytes=settings.max_message_bytes,
-                        large=body_bytes >= LARGE_BODY_BYTES, defer=defer)
+    return await append(
+        Stores(state.connection, state.sessionmaker),
+        caller,
+        session_id,
+        body,
+        hooks=state.hooks.append,
+        idempotency_key=idempotency_key,
+        max_messages=settings.max_messages_per_request,
+        max_message_bytes=settings.max_message_bytes,
+        large=body_bytes >= LARGE_BODY_BYTES,
+        defer=defer,
+    )
 
 
 def _agent_filter(caller: Caller) -> str | None:
@@ -234,38 +299,67 @@ def _agent_filter(caller: Caller) -> str | None:
 
 async def _rows(canonical: list[CanonicalMessage], large: bool) -> list[NewMessage]:
     """The rows to store: token counts, and the time now where no created_at was given."""
-    counted = (await asyncio.to_thread(_texts_and_counts, canonical) if large
-               else _texts_and_counts(canonical))
+    counted = (
+        await asyncio.to_thread(_texts_and_counts, canonical)
+        if large
+        else _texts_and_counts(canonical)
+    )
     now = datetime.now(UTC)
-    return [NewMessage(m.role, m.content, m.tool_calls, m.tool_use_id, m.is_error, m.name,
-                       text, tokens, m.metadata, m.created_at or now)
-            for m, (text, tokens) in zip(canonical, counted, strict=True)]
+    return [
+        NewMessage(
+            m.role,
+            m.content,
+            m.tool_calls,
+            m.tool_use_id,
+            m.is_error,
+            m.name,
+            text,
+            tokens,
+            m.metadata,
+            m.created_at or now,
+        )
+        for m, (text, tokens) in zip(canonical, counted, strict=True)
+    ]
 
 
-async def _write(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID,
-                 rows: list[NewMessage]
-                 ) -> tuple[MessagesAppended, AppendedBatch, Mapping[str, Any]]:
+async def _write(
+    conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID, rows: list[NewMessage]
+) -> tuple[MessagesAppended, AppendedBatch, Mapping[str, Any]]:
     """Append `rows` (`repository.append_rows`): the response, the batch for the hooks and
     the pressure row; 404 when the session is not the caller's to append to."""
-    written = await repository.append_rows(conn, caller.tenant_id, session_id,
-                                           _agent_filter(caller), rows)
+    written = await repository.append_rows(
+        conn, caller.tenant_id, session_id, _agent_filter(caller), rows
+    )
     if written is None:
         raise SessionNotFound()
     last_seq = int(written["last_seq"])
     first_seq = last_seq - len(rows) + 1
-    public = [MessagePublic(session_id=session_id, seq=first_seq + i, role=r.role,
-                            content=r.content, tool_calls=r.tool_calls,
-                            tool_use_id=r.tool_use_id, is_error=r.is_error, name=r.name,
-                            token_count=r.token_count, metadata=r.metadata or {},
-                            created_at=r.created_at) for i, r in enumerate(rows)]
+    public = [
+        MessagePublic(
+            session_id=session_id,
+            seq=first_seq + i,
+            role=r.role,
+            content=r.content,
+            tool_calls=r.tool_calls,
+            tool_use_id=r.tool_use_id,
+            is_error=r.is_error,
+            name=r.name,
+            token_count=r.token_count,
+            metadata=r.metadata or {},
+            created_at=r.created_at,
+        )
+        for i, r in enumerate(rows)
+    ]
     result = MessagesAppended(messages=public, last_seq=last_seq)
-    batch = AppendedBatch(caller.tenant_id, session_id, written["agent_id"], first_seq,
-                          last_seq, public)
+    batch = AppendedBatch(
+        caller.tenant_id, session_id, written["agent_id"], first_seq, last_seq, public
+    )
     return result, batch, written
 
 
-def _pressure_follow_up(hooks: AppendHooks, batch: AppendedBatch,
-                        written: Mapping[str, Any]) -> Callable[[], Awaitable[None]] | None:
+def _pressure_follow_up(
+    hooks: AppendHooks, batch: AppendedBatch, written: Mapping[str, Any]
+) -> Callable[[], Awaitable[None]] | None:
     if hooks.on_pressure is None or written["l1_start_seq"] is None:
         return None  # a session without memory state has nothing to compress yet
     return hooks.on_pressure(batch, written)
@@ -275,24 +369,33 @@ class _KeyTaken(Exception):
     """Another request with the same Idempotency-Key committed first (rolls back ours)."""
 
 
-async def _append_idempotent(conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID,
-                             body: MessagesAppend, canonical: list[CanonicalMessage],
-                             idempotency_key: str, large: bool, hooks: AppendHooks
-                             ) -> tuple[MessagesAppended, Callable[[], Awaitable[None]] | None]:
+async def _append_idempotent(
+    conn: asyncpg.Connection,
+    caller: Caller,
+    session_id: uuid.UUID,
+    body: MessagesAppend,
+    canonical: list[CanonicalMessage],
+    idempotency_key: str,
+    large: bool,
+    hooks: AppendHooks,
+) -> tuple[MessagesAppended, Callable[[], Awaitable[None]] | None]:
     """An append with an Idempotency-Key and no hook, on the pool (see
     `repository.read_idempotent`): the key's first result, or the append and its record in
     one transaction. Returns the result and the pressure follow-up to run (committed)."""
     body_hash = request_hash(body)
     rows: list[NewMessage] | None = None
     for _ in range(2):
-        found = await repository.read_idempotent(conn, caller.tenant_id, session_id,
-                                                 _agent_filter(caller), idempotency_key)
+        found = await repository.read_idempotent(
+            conn, caller.tenant_id, session_id, _agent_filter(caller), idempotency_key
+        )
         if found is None:
             raise SessionNotFound()
         if found["request_hash"] is not None:
             if found["request_hash"] != body_hash:
-                raise Conflict("This Idempotency-Key was used with a different request.",
-                               code="idempotency_key_reused")
+                raise Conflict(
+                    "This Idempotency-Key was used with a different request.",
+                    code="idempotency_key_reused",
+                )
             replay = MessagesAppended.model_validate(found["response"])
             replay.replayed = True
             return replay, None
@@ -301,8 +404,14 @@ async def _append_idempotent(conn: asyncpg.Connection, caller: Caller, session_i
             async with conn.transaction():
                 result, batch, written = await _write(conn, caller, session_id, rows)
                 if not await repository.save_idempotent_pg(
-                        conn, caller.tenant_id, session_id, idempotency_key, body_hash, 201,
-                        result.model_dump(mode="json")):
+                    conn,
+                    caller.tenant_id,
+                    session_id,
+                    idempotency_key,
+                    body_hash,
+                    201,
+                    result.model_dump(mode="json"),
+                ):
                     raise _KeyTaken()
         except _KeyTaken:
             continue  # rolled back: replay the first result
@@ -310,35 +419,50 @@ async def _append_idempotent(conn: asyncpg.Connection, caller: Caller, session_i
     raise RuntimeError("the Idempotency-Key's record vanished")  # records are never deleted
 
 
-async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID,
-                         body: MessagesAppend, canonical: list[CanonicalMessage],
-                         before: list[BeforeAppend], *,
-                         idempotency_key: str | None, large: bool,
-                         hooks: AppendHooks, defer: Defer | None) -> MessagesAppended:
+async def _append_locked(
+    db: AsyncSession,
+    caller: Caller,
+    session_id: uuid.UUID,
+    body: MessagesAppend,
+    canonical: list[CanonicalMessage],
+    before: list[BeforeAppend],
+    *,
+    idempotency_key: str | None,
+    large: bool,
+    hooks: AppendHooks,
+    defer: Defer | None,
+) -> MessagesAppended:
     # serialise with other appends to this session (and start the transaction the shared
     # statement then runs in), before looking for a first result
     visible_session(caller, await repository.lock_session(db, caller.tenant_id, session_id))
     body_hash = request_hash(body) if idempotency_key is not None else ""
     if idempotency_key is not None:
-        record = await repository.get_idempotent(db, caller.tenant_id, session_id,
-                                                 idempotency_key)
+        record = await repository.get_idempotent(db, caller.tenant_id, session_id, idempotency_key)
         if record is not None:
             if record.request_hash != body_hash:
-                raise Conflict("This Idempotency-Key was used with a different request.",
-                               code="idempotency_key_reused")
+                raise Conflict(
+                    "This Idempotency-Key was used with a different request.",
+                    code="idempotency_key_reused",
+                )
             replay = MessagesAppended.model_validate(record.response)
             replay.replayed = True
             return replay
     for hook in before:
         await hook.run(db, caller, session_id, canonical)
     rows = await _rows(canonical, large)
-    result, batch, written = await _write(await pg.driver_connection(db), caller, session_id,
-                                          rows)
+    result, batch, written = await _write(await pg.driver_connection(db), caller, session_id, rows)
     if idempotency_key is not None:
-        await repository.save_idempotent(db, IdempotencyRecord(
-            tenant_id=caller.tenant_id, session_id=session_id, key=idempotency_key,
-            request_hash=body_hash, status_code=201,
-            response=result.model_dump(mode="json")))
+        await repository.save_idempotent(
+            db,
+            IdempotencyRecord(
+                tenant_id=caller.tenant_id,
+                session_id=session_id,
+                key=idempotency_key,
+                request_hash=body_hash,
+                status_code=201,
+                response=result.model_dump(mode="json"),
+            ),
+        )
     for after in hooks.after:  # asked again: a before hook may have rewritten the batch
         if after.applies(canonical):
             await after.run(db, caller, batch)
@@ -348,7 +472,7 @@ async def _append_locked(db: AsyncSession, caller: Caller, session_id: uuid.UUID
     return result
 
 
-async def read_page(db: AsyncSession, caller: Caller, session_id: uuid.UUID, *, after_seq: int,
-                    limit: int) -> list[Message]:
-    return await repository.page(db, caller.tenant_id, session_id, after_seq=after_seq,
-                                 limit=limit)
+async def read_page(
+    db: AsyncSession, caller: Caller, session_id: uuid.UUID, *, after_seq: int, limit: int
+) -> list[Message]:
+    return await repository.page(db, caller.tenant_id, session_id, after_seq=after_seq, limit=limit)

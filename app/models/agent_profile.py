@@ -13,17 +13,19 @@ class AgentProfile(SQLModel, table=True):
     """One published version of an agent's ROM source; versions are never edited."""
 
     __tablename__ = "agent_profiles"
-    __table_args__ = (tenant_pk("agent_profiles", "id"),
-                      sa.UniqueConstraint("tenant_id", "agent_id", "version",
-                                          name="uq_agent_profiles_tenant_agent_version"),)
+    __table_args__ = (
+        tenant_pk("agent_profiles", "id"),
+        sa.UniqueConstraint(
+            "tenant_id", "agent_id", "version", name="uq_agent_profiles_tenant_agent_version"
+        ),
+    )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
     version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     system_prompt: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    patterns: list[Any] = Field(default_factory=list,
-                                sa_column=sa.Column(JSONB, nullable=False))
+    patterns: list[Any] = Field(default_factory=list, sa_column=sa.Column(JSONB, nullable=False))
     backend_schema: Any = Field(default=None, sa_column=sa.Column(JSONB))
     # default fact extraction config of the agent's new sessions (issue 19; null = off)
     facts: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(JSONB))

@@ -16,13 +16,15 @@ class ApiKey(SQLModel, table=True):
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_fk())
-    name: str = Field(default="", sa_column=sa.Column(sa.String(200), nullable=False,
-                                                      server_default=""))
+    name: str = Field(
+        default="", sa_column=sa.Column(sa.String(200), nullable=False, server_default="")
+    )
     role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
     # SHA-256 of the secret. Keys carry 256 random bits, so a slow hash adds nothing.
     key_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     prefix: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
-    revoked_at: datetime | None = Field(default=None,
-                                        sa_column=sa.Column(sa.DateTime(timezone=True)))
+    revoked_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )

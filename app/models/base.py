@@ -47,14 +47,14 @@ def row_columns(fields: Sequence[str], model: type[SQLModel]) -> tuple[str, ...]
 
 
 def ts_column(**kw: object) -> sa.Column:
-    return sa.Column(sa.DateTime(timezone=True), nullable=False,
-                     server_default=sa.func.now(), **kw)  # type: ignore[arg-type]
+    return sa.Column(sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now(), **kw)  # type: ignore[arg-type]
 
 
 def tenant_fk() -> sa.Column:
     """`tenant_id` of a global table (tenants' API keys)."""
-    return sa.Column(sa.Uuid, sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False,
-                     index=True)
+    return sa.Column(
+        sa.Uuid, sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False, index=True
+    )
 
 
 def tenant_key() -> sa.Column:
@@ -71,6 +71,9 @@ def tenant_pk(table: str, *columns: str) -> sa.PrimaryKeyConstraint:
 
 def session_fk(table: str) -> sa.ForeignKeyConstraint:
     """(tenant_id, session_id) -> sessions: the rows go with their session."""
-    return sa.ForeignKeyConstraint(["tenant_id", "session_id"],
-                                   ["sessions.tenant_id", "sessions.id"],
-                                   ondelete="CASCADE", name=f"fk_{table}_session_id_sessions")
+    return sa.ForeignKeyConstraint(
+        ["tenant_id", "session_id"],
+        ["sessions.tenant_id", "sessions.id"],
+        ondelete="CASCADE",
+        name=f"fk_{table}_session_id_sessions",
+    )

@@ -23,8 +23,9 @@ class ContextManifest(SQLModel, table=True):
         tenant_pk("context_manifests", "id"),
         session_fk("context_manifests"),
         # a session's history, newest first (the list, the per-session retention)
-        sa.Index("ix_context_manifests_session_created", "tenant_id", "session_id",
-                 "created_at", "id"),
+        sa.Index(
+            "ix_context_manifests_session_created", "tenant_id", "session_id", "created_at", "id"
+        ),
         # the age sweep, across tenants
         sa.Index("ix_context_manifests_created", "created_at"),
     )

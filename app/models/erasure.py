@@ -26,8 +26,13 @@ class Erasure(SQLModel, table=True):
         sa.CheckConstraint("status IN ('running', 'completed')", name="status"),
         sa.CheckConstraint("status = 'running' OR subject IS NULL", name="no_subject_kept"),
         sa.Index("ix_erasures_tenant_hash", "tenant_id", "subject_hash"),
-        sa.Index("ix_erasures_running", "tenant_id", "kind", "subject",
-                 postgresql_where=sa.text("status = 'running'")),
+        sa.Index(
+            "ix_erasures_running",
+            "tenant_id",
+            "kind",
+            "subject",
+            postgresql_where=sa.text("status = 'running'"),
+        ),
         # the recovery sweep, across tenants (app.erasure.tasks)
         sa.Index("ix_erasures_status_updated", "status", "updated_at"),
     )
@@ -40,9 +45,12 @@ class Erasure(SQLModel, table=True):
     status: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     requested_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     requested_role: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
-    counts: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(
-        JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")))
+    counts: dict[str, Any] = Field(
+        default_factory=dict,
+        sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    )
     started_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
-    finished_at: datetime | None = Field(default=None, sa_column=sa.Column(
-        sa.DateTime(timezone=True)))
+    finished_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -22,11 +22,18 @@ class MemoryItemVersion(SQLModel, table=True):
     __tablename__ = "memory_item_versions"
     __table_args__ = (
         tenant_pk("memory_item_versions", "item_id", "version"),
-        sa.CheckConstraint("change IN ('add', 'update', 'invalidate', 'forget', 'confirm', "
-                           "'edit', 'delete', 'promote')", name="change"),
+        sa.CheckConstraint(
+            "change IN ('add', 'update', 'invalidate', 'forget', 'confirm', "
+            "'edit', 'delete', 'promote')",
+            name="change",
+        ),
         # what an erasure of a session finds among the versions (app.erasure)
-        sa.Index("ix_memory_item_versions_source_session", "tenant_id", "source_session_id",
-                 postgresql_where=sa.text("source_session_id IS NOT NULL")),
+        sa.Index(
+            "ix_memory_item_versions_source_session",
+            "tenant_id",
+            "source_session_id",
+            postgresql_where=sa.text("source_session_id IS NOT NULL"),
+        ),
     )
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
@@ -34,24 +41,35 @@ class MemoryItemVersion(SQLModel, table=True):
     version: int = Field(sa_column=sa.Column(sa.Integer, primary_key=True))
     text: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     importance: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
-    tags: list[str] = Field(default_factory=list, sa_column=sa.Column(
-        ARRAY(sa.Text), nullable=False, server_default=sa.text("'{}'::text[]")))
-    valid_from: datetime | None = Field(default=None, sa_column=sa.Column(
-        sa.DateTime(timezone=True)))
-    invalid_at: datetime | None = Field(default=None, sa_column=sa.Column(
-        sa.DateTime(timezone=True)))
+    tags: list[str] = Field(
+        default_factory=list,
+        sa_column=sa.Column(ARRAY(sa.Text), nullable=False, server_default=sa.text("'{}'::text[]")),
+    )
+    valid_from: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
+    invalid_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
     superseded_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     source_session_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
-    source_seqs: list[int] = Field(default_factory=list, sa_column=sa.Column(
-        ARRAY(sa.Integer), nullable=False, server_default=sa.text("'{}'::integer[]")))
+    source_seqs: list[int] = Field(
+        default_factory=list,
+        sa_column=sa.Column(
+            ARRAY(sa.Integer), nullable=False, server_default=sa.text("'{}'::integer[]")
+        ),
+    )
     change: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     changed_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     fact_key: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    stated_at: datetime | None = Field(default=None, sa_column=sa.Column(
-        sa.DateTime(timezone=True)))
-    sources: list[dict[str, Any]] = Field(default_factory=list, sa_column=sa.Column(
-        JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")))
+    stated_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
+    sources: list[dict[str, Any]] = Field(
+        default_factory=list,
+        sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
+    )
     # who: extraction, api, mcp or tool; the API key and the agent acting
     actor: str | None = Field(default=None, sa_column=sa.Column(sa.String(16)))
     actor_key_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
@@ -66,38 +84,53 @@ class FactExtraction(SQLModel, table=True):
     """
 
     __tablename__ = "fact_extractions"
-    __table_args__ = (tenant_pk("fact_extractions", "session_id"), session_fk("fact_extractions"),
-                      # the cron pass's look for lost jobs, across tenants
-                      sa.Index("ix_fact_extractions_status_updated", "status", "updated_at"))
+    __table_args__ = (
+        tenant_pk("fact_extractions", "session_id"),
+        session_fk("fact_extractions"),
+        # the cron pass's look for lost jobs, across tenants
+        sa.Index("ix_fact_extractions_status_updated", "status", "updated_at"),
+    )
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
-    watermark_seq: int = Field(default=0, sa_column=sa.Column(
-        sa.BigInteger, nullable=False, server_default="0"))
-    status: str = Field(default="idle", sa_column=sa.Column(sa.String(16), nullable=False,
-                                                            server_default="idle"))
+    watermark_seq: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
+    status: str = Field(
+        default="idle", sa_column=sa.Column(sa.String(16), nullable=False, server_default="idle")
+    )
     job_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    attempts: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
-                                                         server_default="0"))
+    attempts: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
     last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     skipped: str | None = Field(default=None, sa_column=sa.Column(sa.String(64)))
-    runs: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
-                                                     server_default="0"))
+    runs: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
     last_result: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(JSONB))
-    llm_calls: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
-                                                          server_default="0"))
-    llm_input_tokens: int = Field(default=0, sa_column=sa.Column(
-        sa.BigInteger, nullable=False, server_default="0"))
-    llm_output_tokens: int = Field(default=0, sa_column=sa.Column(
-        sa.BigInteger, nullable=False, server_default="0"))
-    enqueued_at: datetime | None = Field(default=None, sa_column=sa.Column(
-        sa.DateTime(timezone=True)))
-    started_at: datetime | None = Field(default=None, sa_column=sa.Column(
-        sa.DateTime(timezone=True)))
-    finished_at: datetime | None = Field(default=None, sa_column=sa.Column(
-        sa.DateTime(timezone=True)))
+    llm_calls: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
+    llm_input_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
+    llm_output_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
+    enqueued_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
+    started_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
+    finished_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     # message ranges whose batch failed every try ([{first_seq, last_seq, error, at}]):
     # the watermark moved past them; `POST .../memory/extract?retry_failed=true` re-runs them
-    failed_ranges: list[dict[str, Any]] = Field(default_factory=list, sa_column=sa.Column(
-        JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")))
+    failed_ranges: list[dict[str, Any]] = Field(
+        default_factory=list,
+        sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
+    )

@@ -13,8 +13,10 @@ class IdempotencyRecord(SQLModel, table=True):
     """The first response to a request made with an Idempotency-Key."""
 
     __tablename__ = "idempotency_records"
-    __table_args__ = (tenant_pk("idempotency_records", "session_id", "key"),
-                      session_fk("idempotency_records"))
+    __table_args__ = (
+        tenant_pk("idempotency_records", "session_id", "key"),
+        session_fk("idempotency_records"),
+    )
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))

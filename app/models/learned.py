@@ -13,17 +13,21 @@ class LearnedVersion(SQLModel, table=True):
     """One immutable version of an agent's learned artifacts (DSPy-style results)."""
 
     __tablename__ = "learned_versions"
-    __table_args__ = (tenant_pk("learned_versions", "id"),
-                      sa.UniqueConstraint("tenant_id", "agent_id", "version",
-                                          name="uq_learned_versions_agent_version"),)
+    __table_args__ = (
+        tenant_pk("learned_versions", "id"),
+        sa.UniqueConstraint(
+            "tenant_id", "agent_id", "version", name="uq_learned_versions_agent_version"
+        ),
+    )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
     version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     # {"signatures": {...}, "demonstrations": [...], "tuned_prompts": {...}, "metadata": {...}}
-    content: dict[str, Any] = Field(default_factory=dict,
-                                    sa_column=sa.Column(JSONB, nullable=False))
+    content: dict[str, Any] = Field(
+        default_factory=dict, sa_column=sa.Column(JSONB, nullable=False)
+    )
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
 
@@ -35,9 +39,10 @@ class LearnedHead(SQLModel, table=True):
     """
 
     __tablename__ = "learned_heads"
-    __table_args__ = (tenant_pk("learned_heads", "id"),
-                      sa.UniqueConstraint("tenant_id", "agent_id",
-                                          name="uq_learned_heads_agent"))
+    __table_args__ = (
+        tenant_pk("learned_heads", "id"),
+        sa.UniqueConstraint("tenant_id", "agent_id", name="uq_learned_heads_agent"),
+    )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())

@@ -11,15 +11,18 @@ class MemorySnapshot(SQLModel, table=True):
     """An L2 written to swap when it exceeded ``max_l2_tokens`` (then L2 was cleared)."""
 
     __tablename__ = "memory_snapshots"
-    __table_args__ = (tenant_pk("memory_snapshots", "id"), session_fk("memory_snapshots"),
-                      sa.Index("ix_memory_snapshots_session_created", "session_id",
-                               "created_at"),)
+    __table_args__ = (
+        tenant_pk("memory_snapshots", "id"),
+        session_fk("memory_snapshots"),
+        sa.Index("ix_memory_snapshots_session_created", "session_id", "created_at"),
+    )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, nullable=False))
-    snapshot_type: str = Field(default="l2_summary",
-                               sa_column=sa.Column(sa.String(32), nullable=False))
+    snapshot_type: str = Field(
+        default="l2_summary", sa_column=sa.Column(sa.String(32), nullable=False)
+    )
     content: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     token_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     summary_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))

@@ -24,29 +24,37 @@ class MemoryState(SQLModel, table=True):
 
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
-    version: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
-                                                        server_default="0"))
-    l1_start_seq: int = Field(default=1, sa_column=sa.Column(sa.BigInteger, nullable=False,
-                                                             server_default="1"))
+    version: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
+    l1_start_seq: int = Field(
+        default=1, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="1")
+    )
     # tokens of the messages before l1_start_seq (moved with it, by compression): L1 holds
     # sessions.message_tokens - swapped_tokens, read by the append's pressure check
-    swapped_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
-                                                              server_default="0"))
+    swapped_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
     rom: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(JSONB, nullable=False))
-    rom_text: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False,
-                                                          server_default=""))
-    rom_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
-                                                           server_default="0"))
-    kernel: dict[str, Any] = Field(default_factory=dict,
-                                   sa_column=sa.Column(JSONB, nullable=False))
-    kernel_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
-                                                              server_default="0"))
-    promoted_seqs: list[int] = Field(default_factory=list,
-                                     sa_column=sa.Column(JSONB, nullable=False))
-    promoted_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
-                                                                server_default="0"))
-    l2_tokens: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False,
-                                                          server_default="0"))
+    rom_text: str = Field(
+        default="", sa_column=sa.Column(sa.Text, nullable=False, server_default="")
+    )
+    rom_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
+    kernel: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(JSONB, nullable=False))
+    kernel_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
+    promoted_seqs: list[int] = Field(
+        default_factory=list, sa_column=sa.Column(JSONB, nullable=False)
+    )
+    promoted_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
+    l2_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
 
@@ -84,5 +92,7 @@ L1_TOKENS_SQL = "s.message_tokens - m.swapped_tokens"
 L1_COUNT_SQL = "s.last_seq - m.l1_start_seq + 1"
 MEMORY_TOKENS_SQL = f"{FIXED_TOKENS_SQL} + {L1_TOKENS_SQL}"
 # what `app.jobs.triggers.pressure_from_row` reads
-PRESSURE_SQL = (f"s.config, s.last_seq, m.l1_start_seq, {FIXED_TOKENS_SQL} AS fixed_tokens, "
-                f"{L1_TOKENS_SQL} AS l1_tokens, j.status AS job_status")
+PRESSURE_SQL = (
+    f"s.config, s.last_seq, m.l1_start_seq, {FIXED_TOKENS_SQL} AS fixed_tokens, "
+    f"{L1_TOKENS_SQL} AS l1_tokens, j.status AS job_status"
+)

@@ -29,16 +29,23 @@ class MemorySummary(SQLModel, table=True):
         tenant_pk("memory_summaries", "id"),
         session_fk("memory_summaries"),
         # a deleted snapshot nulls only snapshot_id (PostgreSQL 15), never tenant_id
-        sa.ForeignKeyConstraint(["tenant_id", "snapshot_id"],
-                                ["memory_snapshots.tenant_id", "memory_snapshots.id"],
-                                ondelete="SET NULL (snapshot_id)",
-                                name="fk_memory_summaries_snapshot_id_memory_snapshots"),
-        sa.UniqueConstraint("tenant_id", "session_id", "start_seq",
-                            name="uq_memory_summaries_session_start"),
+        sa.ForeignKeyConstraint(
+            ["tenant_id", "snapshot_id"],
+            ["memory_snapshots.tenant_id", "memory_snapshots.id"],
+            ondelete="SET NULL (snapshot_id)",
+            name="fk_memory_summaries_snapshot_id_memory_snapshots",
+        ),
+        sa.UniqueConstraint(
+            "tenant_id", "session_id", "start_seq", name="uq_memory_summaries_session_start"
+        ),
         sa.Index("ix_memory_summaries_snapshot_id", "tenant_id", "snapshot_id"),
         # L2 (not yet archived) of one session, read by every context build
-        sa.Index("ix_memory_summaries_l2", "session_id", "start_seq",
-                 postgresql_where=sa.text("snapshot_id IS NULL")),
+        sa.Index(
+            "ix_memory_summaries_l2",
+            "session_id",
+            "start_seq",
+            postgresql_where=sa.text("snapshot_id IS NULL"),
+        ),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)

@@ -17,9 +17,11 @@ class Message(SQLModel, table=True):
         tenant_pk("messages", "session_id", "seq"),
         session_fk("messages"),
         # the text index knows the session (migration 0011; app.search.repository)
-        sa.Index("ix_messages_search_scoped",
-                 sa.text("(array_to_tsvector(ARRAY['s' || session_id::text]) || search_vector)"),
-                 postgresql_using="gin"),
+        sa.Index(
+            "ix_messages_search_scoped",
+            sa.text("(array_to_tsvector(ARRAY['s' || session_id::text]) || search_vector)"),
+            postgresql_using="gin",
+        ),
     )
 
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
@@ -31,20 +33,29 @@ class Message(SQLModel, table=True):
     content: Any = Field(default=None, sa_column=sa.Column(JSONB))
     tool_calls: list[dict[str, Any]] | None = Field(default=None, sa_column=sa.Column(JSONB))
     tool_use_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    is_error: bool = Field(default=False, sa_column=sa.Column(sa.Boolean, nullable=False,
-                                                              server_default=sa.false()))
+    is_error: bool = Field(
+        default=False, sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false())
+    )
     name: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    text: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False,
-                                                      server_default=""))
+    text: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False, server_default=""))
     token_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
-    meta: dict[str, Any] = Field(default_factory=dict,
-                                 sa_column=sa.Column("metadata", JSONB, nullable=False,
-                                                     server_default=sa.text("'{}'::jsonb")))
+    meta: dict[str, Any] = Field(
+        default_factory=dict,
+        sa_column=sa.Column(
+            "metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")
+        ),
+    )
     # Filled in the INSERT with the tenant's text search configuration.
     search_vector: Any = Field(default=None, sa_column=sa.Column(TSVECTOR))
     # BM25 |d|: lexeme positions in search_vector (generated; migration 0006_search).
-    search_length: int = Field(default=0, sa_column=sa.Column(sa.Integer, sa.Computed(
-        "coalesce(loom_tsvector_length(search_vector), 0)", persisted=True), nullable=False))
+    search_length: int = Field(
+        default=0,
+        sa_column=sa.Column(
+            sa.Integer,
+            sa.Computed("coalesce(loom_tsvector_length(search_vector), 0)", persisted=True),
+            nullable=False,
+        ),
+    )
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
 
@@ -77,5 +88,7 @@ MESSAGE_ROW_COLUMNS: tuple[str, ...] = row_columns(StoredMessage._fields[:-1], M
 
 def message_row_sql() -> str:
     """`MESSAGE_ROW_COLUMNS` as a SQL select list (named as `StoredMessage`'s fields)."""
-    return ", ".join(c if c == f else f"{c} AS {f}"
-                     for c, f in zip(MESSAGE_ROW_COLUMNS, StoredMessage._fields, strict=False))
+    return ", ".join(
+        c if c == f else f"{c} AS {f}"
+        for c, f in zip(MESSAGE_ROW_COLUMNS, StoredMessage._fields, strict=False)
+    )

@@ -13,13 +13,23 @@ class Session(SQLModel, table=True):
     """One conversation of one agent."""
 
     __tablename__ = "sessions"
-    __table_args__ = (tenant_pk("sessions", "id"),
-                      sa.Index("ix_sessions_tenant_agent_created", "tenant_id", "agent_id",
-                               "created_at"),
-                      sa.Index("ix_sessions_tenant_user_created", "tenant_id", "user_id",
-                               "created_at", postgresql_where=sa.text("user_id IS NOT NULL")),
-                      sa.Index("ix_sessions_tenant_erasure", "tenant_id", "erasure_id",
-                               postgresql_where=sa.text("erasure_id IS NOT NULL")))
+    __table_args__ = (
+        tenant_pk("sessions", "id"),
+        sa.Index("ix_sessions_tenant_agent_created", "tenant_id", "agent_id", "created_at"),
+        sa.Index(
+            "ix_sessions_tenant_user_created",
+            "tenant_id",
+            "user_id",
+            "created_at",
+            postgresql_where=sa.text("user_id IS NOT NULL"),
+        ),
+        sa.Index(
+            "ix_sessions_tenant_erasure",
+            "tenant_id",
+            "erasure_id",
+            postgresql_where=sa.text("erasure_id IS NOT NULL"),
+        ),
+    )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
@@ -29,17 +39,23 @@ class Session(SQLModel, table=True):
     # The tombstone: set when an erasure takes the session; from then on it reads as
     # deleted everywhere, and its rows go in batches (app.erasure).
     erasure_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
-    config: dict[str, Any] = Field(default_factory=dict,
-                                   sa_column=sa.Column(JSONB, nullable=False,
-                                                       server_default=sa.text("'{}'::jsonb")))
-    meta: dict[str, Any] = Field(default_factory=dict,
-                                 sa_column=sa.Column("metadata", JSONB, nullable=False,
-                                                     server_default=sa.text("'{}'::jsonb")))
+    config: dict[str, Any] = Field(
+        default_factory=dict,
+        sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    )
+    meta: dict[str, Any] = Field(
+        default_factory=dict,
+        sa_column=sa.Column(
+            "metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")
+        ),
+    )
     # Highest seq handed out; bumped under the row lock so seqs stay gap-free and unique.
-    last_seq: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
-                                                         server_default="0"))
-    message_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False,
-                                                               server_default="0"))
+    last_seq: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
+    message_tokens: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 

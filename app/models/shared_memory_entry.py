@@ -21,32 +21,45 @@ class SharedMemoryEntry(SQLModel, table=True):
     __table_args__ = (
         tenant_pk("shared_memory_entries", "id"),
         sa.UniqueConstraint("tenant_id", "ref_id", name="uq_shared_memory_entries_ref_id"),
-        sa.UniqueConstraint("tenant_id", "namespace", "scope_id", "storage_key",
-                            name="uq_shared_memory_entries_address"),
-        sa.Index("ix_shared_memory_entries_expires_at", "expires_at",
-                 postgresql_where=sa.text("expires_at IS NOT NULL")),
+        sa.UniqueConstraint(
+            "tenant_id",
+            "namespace",
+            "scope_id",
+            "storage_key",
+            name="uq_shared_memory_entries_address",
+        ),
+        sa.Index(
+            "ix_shared_memory_entries_expires_at",
+            "expires_at",
+            postgresql_where=sa.text("expires_at IS NOT NULL"),
+        ),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     namespace: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
-    scope_id: str = Field(default="", sa_column=sa.Column(sa.String(256), nullable=False,
-                                                          server_default=""))
+    scope_id: str = Field(
+        default="", sa_column=sa.Column(sa.String(256), nullable=False, server_default="")
+    )
     storage_key: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     ref_id: str = Field(sa_column=sa.Column(sa.String(32), nullable=False))
     value: bytes = Field(sa_column=sa.Column(sa.LargeBinary, nullable=False))
     content_type: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
-    meta: dict[str, Any] = Field(default_factory=dict,
-                                 sa_column=sa.Column("metadata", JSONB, nullable=False,
-                                                     server_default=sa.text("'{}'::jsonb")))
+    meta: dict[str, Any] = Field(
+        default_factory=dict,
+        sa_column=sa.Column(
+            "metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")
+        ),
+    )
     sha256: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     compressed: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
     size_bytes: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     stored_bytes: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     version: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     writer_agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    expires_at: datetime | None = Field(default=None,
-                                        sa_column=sa.Column(sa.DateTime(timezone=True)))
+    expires_at: datetime | None = Field(
+        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
+    )
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
@@ -65,10 +78,11 @@ class SharedMemoryRefHolder(SQLModel, table=True):
     __table_args__ = (
         tenant_pk("shared_memory_ref_holders", "entry_id", "session_id", "seq"),
         sa.ForeignKeyConstraint(
-            ["tenant_id", "entry_id"], ["shared_memory_entries.tenant_id",
-                                        "shared_memory_entries.id"],
+            ["tenant_id", "entry_id"],
+            ["shared_memory_entries.tenant_id", "shared_memory_entries.id"],
             name="fk_shared_memory_ref_holders_entry_id_shared_memory_entries",
-            ondelete="CASCADE"),
+            ondelete="CASCADE",
+        ),
         session_fk("shared_memory_ref_holders"),
         sa.Index("ix_shared_memory_ref_holders_message", "tenant_id", "session_id", "seq"),
     )

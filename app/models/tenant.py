@@ -21,5 +21,6 @@ class Tenant(SQLModel, table=True):
     name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False, unique=True))
     text_search_config: str = Field(
         default="english",
-        sa_column=sa.Column(sa.String(64), nullable=False, server_default="english"))
+        sa_column=sa.Column(sa.String(64), nullable=False, server_default="english"),
+    )
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -36,52 +36,82 @@ def _lines(kind: str, where: str, order: str, extra: str = "") -> str:
     """One line per row: `row_to_json` (text, in column order: cheaper than jsonb) with the
     kind spliced in front; `extra` (a jsonb to merge) goes through jsonb."""
     table = fmt.TABLE_OF[kind]
-    line = (f"(jsonb_build_object('t', '{kind}') || to_jsonb(x){extra})::text" if extra else
-            f"'{{\"t\":\"{kind}\",' || substr(row_to_json(x)::text, 2)")
-    return (f"SELECT {line} "
-            f"FROM (SELECT {_columns(table)} FROM {table} WHERE {where} ORDER BY {order}) x")
+    line = (
+        f"(jsonb_build_object('t', '{kind}') || to_jsonb(x){extra})::text"
+        if extra
+        else f'\'{{"t":"{kind}",\' || substr(row_to_json(x)::text, 2)'
+    )
+    return (
+        f"SELECT {line} "
+        f"FROM (SELECT {_columns(table)} FROM {table} WHERE {where} ORDER BY {order}) x"
+    )
 
 
 # one session's lines ($1 tenant, $2 session)
 SESSION_SQL: tuple[tuple[str, str], ...] = (
     ("session", _lines("session", "tenant_id = $1 AND id = $2 AND erasure_id IS NULL", "id")),
-    ("memory_state", _lines("memory_state", "tenant_id = $1 AND session_id = $2",
-                            "session_id")),
+    ("memory_state", _lines("memory_state", "tenant_id = $1 AND session_id = $2", "session_id")),
     ("snapshot", _lines("snapshot", "tenant_id = $1 AND session_id = $2", "created_at, id")),
     ("summary", _lines("summary", "tenant_id = $1 AND session_id = $2", "start_seq")),
     ("message", _lines("message", "tenant_id = $1 AND session_id = $2", "seq")),
-    ("shared_memory_entry", _lines(
-        "shared_memory_entry", "tenant_id = $1 AND namespace = 'session' "
-        "AND scope_id = $2::uuid::text", "storage_key")),
-    ("reference", _lines(
-        "reference", "tenant_id = $1 AND session_id = $2 AND entry_id IN (SELECT e.id FROM "
-        "shared_memory_entries e WHERE e.tenant_id = $1 AND e.namespace = 'session' "
-        "AND e.scope_id = $2::uuid::text)", "seq, entry_id")),
+    (
+        "shared_memory_entry",
+        _lines(
+            "shared_memory_entry",
+            "tenant_id = $1 AND namespace = 'session' AND scope_id = $2::uuid::text",
+            "storage_key",
+        ),
+    ),
+    (
+        "reference",
+        _lines(
+            "reference",
+            "tenant_id = $1 AND session_id = $2 AND entry_id IN (SELECT e.id FROM "
+            "shared_memory_entries e WHERE e.tenant_id = $1 AND e.namespace = 'session' "
+            "AND e.scope_id = $2::uuid::text)",
+            "seq, entry_id",
+        ),
+    ),
 )
 
 # provenance outside the export is dropped ($2: the exported sessions, or null: any live
 # session of the tenant)
-_KEEP_SOURCE = (" || CASE WHEN x.source_session_id IS NULL OR (CASE WHEN $2::uuid[] IS NULL "
-                "THEN EXISTS (SELECT 1 FROM sessions s WHERE s.tenant_id = $1 "
-                "AND s.id = x.source_session_id AND s.erasure_id IS NULL) "
-                "ELSE x.source_session_id = ANY($2::uuid[]) END) THEN '{}'::jsonb "
-                "ELSE '{\"source_session_id\": null}'::jsonb END")
+_KEEP_SOURCE = (
+    " || CASE WHEN x.source_session_id IS NULL OR (CASE WHEN $2::uuid[] IS NULL "
+    "THEN EXISTS (SELECT 1 FROM sessions s WHERE s.tenant_id = $1 "
+    "AND s.id = x.source_session_id AND s.erasure_id IS NULL) "
+    "ELSE x.source_session_id = ANY($2::uuid[]) END) THEN '{}'::jsonb "
+    "ELSE '{\"source_session_id\": null}'::jsonb END"
+)
 # the items of an export ($3: the user whose tier goes along, or null; $4: every item of
 # the tenant)
-_ITEMS = ("tenant_id = $1 AND ($4 OR (scope_kind = 'user' AND scope_id = $3::text) "
-          "OR source_session_id = ANY(coalesce($2::uuid[], '{}')))")
+_ITEMS = (
+    "tenant_id = $1 AND ($4 OR (scope_kind = 'user' AND scope_id = $3::text) "
+    "OR source_session_id = ANY(coalesce($2::uuid[], '{}')))"
+)
 ITEMS_SQL = _lines("memory_item", _ITEMS, "created_at, id", _KEEP_SOURCE)
-VERSIONS_SQL = _lines("memory_item_version",
-                      f"tenant_id = $1 AND item_id IN (SELECT id FROM memory_items WHERE "
-                      f"{_ITEMS})", "item_id, version", _KEEP_SOURCE)
+VERSIONS_SQL = _lines(
+    "memory_item_version",
+    f"tenant_id = $1 AND item_id IN (SELECT id FROM memory_items WHERE {_ITEMS})",
+    "item_id, version",
+    _KEEP_SOURCE,
+)
 # a tenant export: the shared memory outside session scopes, and its references
-TENANT_ENTRIES_SQL = _lines("shared_memory_entry", "tenant_id = $1 AND namespace <> 'session'",
-                            "namespace, scope_id, storage_key")
+TENANT_ENTRIES_SQL = _lines(
+    "shared_memory_entry",
+    "tenant_id = $1 AND namespace <> 'session'",
+    "namespace, scope_id, storage_key",
+)
 TENANT_REFS_SQL = _lines(
-    "reference", "tenant_id = $1 AND entry_id IN (SELECT e.id FROM shared_memory_entries e "
-    "WHERE e.tenant_id = $1 AND e.namespace <> 'session')", "session_id, seq, entry_id")
-SESSION_PAGE_SQL = ("SELECT id FROM sessions WHERE tenant_id = $1 AND erasure_id IS NULL "
-                    "AND id > $2 ORDER BY id LIMIT 1000")
+    "reference",
+    "tenant_id = $1 AND entry_id IN (SELECT e.id FROM shared_memory_entries e "
+    "WHERE e.tenant_id = $1 AND e.namespace <> 'session')",
+    "session_id, seq, entry_id",
+)
+SESSION_PAGE_SQL = (
+    "SELECT id FROM sessions WHERE tenant_id = $1 AND erasure_id IS NULL "
+    "AND id > $2 ORDER BY id LIMIT 1000"
+)
 
 
 class _Out:
@@ -104,15 +134,22 @@ class _Out:
         return data
 
 
-async def _rows(conn: asyncpg.Connection, out: _Out, kind: str, sql: str,
-                *args: Any) -> AsyncIterator[bytes]:
+async def _rows(
+    conn: asyncpg.Connection, out: _Out, kind: str, sql: str, *args: Any
+) -> AsyncIterator[bytes]:
     async for rec in conn.cursor(sql, *args, prefetch=PREFETCH):
         if out.add(kind, rec[0]):
             yield out.take()
 
 
-async def stream(conn: asyncpg.Connection, tenant_id: uuid.UUID, scope: dict[str, Any], *,
-                 sessions: Sequence[uuid.UUID] | None, user_id: str | None) -> AsyncIterator[bytes]:
+async def stream(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    scope: dict[str, Any],
+    *,
+    sessions: Sequence[uuid.UUID] | None,
+    user_id: str | None,
+) -> AsyncIterator[bytes]:
     """The export of `sessions` (None: every session of the tenant, with all its knowledge
     and shared memory), with `user_id`'s tier when given. `conn` must be in a transaction."""
     yield (fmt.header_line(scope, datetime.now(UTC).isoformat()) + "\n").encode()
@@ -143,8 +180,10 @@ async def stream(conn: asyncpg.Connection, tenant_id: uuid.UUID, scope: dict[str
         async for chunk in _rows(conn, out, kind, sql, tenant_id, ids, user_id, every):
             yield chunk
     if every:
-        for kind, sql in (("shared_memory_entry", TENANT_ENTRIES_SQL),
-                          ("reference", TENANT_REFS_SQL)):
+        for kind, sql in (
+            ("shared_memory_entry", TENANT_ENTRIES_SQL),
+            ("reference", TENANT_REFS_SQL),
+        ):
             async for chunk in _rows(conn, out, kind, sql, tenant_id):
                 yield chunk
     counts = dict(out.counts)

@@ -77,8 +77,16 @@ def skipped(table: str) -> frozenset[str]:
 
 
 def header_line(scope: dict[str, Any], exported_at: str) -> str:
-    return json.dumps({"t": "header", "format": FORMAT, "version": VERSION, "scope": scope,
-                       "exported_at": exported_at}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "t": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "scope": scope,
+            "exported_at": exported_at,
+        },
+        separators=(",", ":"),
+    )
 
 
 def end_line(counts: dict[str, int]) -> str:
@@ -121,9 +129,13 @@ class Reader:
         if kind == "end":
             expected = obj.get("counts")
             if not isinstance(expected, dict) or {k: v for k, v in expected.items() if v} != {
-                    k: v for k, v in self.counts.items() if v}:
-                raise FormatError(self.line, "the end line's counts differ from the lines "
-                                             "read (a truncated or edited export)")
+                k: v for k, v in self.counts.items() if v
+            }:
+                raise FormatError(
+                    self.line,
+                    "the end line's counts differ from the lines "
+                    "read (a truncated or edited export)",
+                )
             self.ended = True
             return None
         if kind not in TABLE_OF:

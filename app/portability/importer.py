@@ -32,14 +32,20 @@ def _insert_sql(kind: str, columns: list[str]) -> str:
     values = ["$2::uuid", *(f"r.{c}" for c in columns)]
     if kind == "message":
         names.append("search_vector")
-        values.append("to_tsvector((SELECT t.text_search_config FROM tenants t "
-                      "WHERE t.id = $2::uuid)::regconfig, coalesce(r.text, ''))")
+        values.append(
+            "to_tsvector((SELECT t.text_search_config FROM tenants t "
+            "WHERE t.id = $2::uuid)::regconfig, coalesce(r.text, ''))"
+        )
     if kind == "shared_memory_entry":
-        values = [("nextval('shared_memory_version_seq')" if n == "version" else v)
-                  for n, v in zip(names, values, strict=True)]
-    return (f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} "
-            f"FROM jsonb_populate_recordset(NULL::{table}, $1::jsonb) r "
-            f"ON CONFLICT DO NOTHING RETURNING 1")
+        values = [
+            ("nextval('shared_memory_version_seq')" if n == "version" else v)
+            for n, v in zip(names, values, strict=True)
+        ]
+    return (
+        f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} "
+        f"FROM jsonb_populate_recordset(NULL::{table}, $1::jsonb) r "
+        f"ON CONFLICT DO NOTHING RETURNING 1"
+    )
 
 
 @dataclass
@@ -72,8 +78,7 @@ class Importer:
         sql = _insert_sql(kind, columns)
         try:
             async with self.conn.transaction():  # a savepoint: a failure is then traced
-                done = await self.conn.fetch(sql, json.dumps([o for _, o in rows]),
-                                             self.tenant_id)
+                done = await self.conn.fetch(sql, json.dumps([o for _, o in rows]), self.tenant_id)
         except asyncpg.PostgresError:
             await self._trace(sql, rows)
             raise
@@ -119,8 +124,9 @@ async def lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield buf
 
 
-async def run(conn: asyncpg.Connection, tenant_id: uuid.UUID,
-              chunks: AsyncIterator[bytes]) -> tuple[dict[str, int], dict[str, int]]:
+async def run(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, chunks: AsyncIterator[bytes]
+) -> tuple[dict[str, int], dict[str, int]]:
     """Import everything or nothing (the caller holds the transaction); returns
     (inserted, already there) per kind."""
     reader = fmt.Reader()

@@ -21,30 +21,49 @@ from app.users import repository as users_repository
 
 router = APIRouter(tags=["portability"], responses=ERROR_RESPONSES)
 NDJSON = "application/x-ndjson"
-_STREAM: dict[int | str, dict[str, Any]] = {200: {
-    "content": {NDJSON: {"schema": {"type": "string"}}},
-    "description": "NDJSON: a header line, one line per row, an end line with the count per "
-                   "kind (see the README)."}}
+_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {NDJSON: {"schema": {"type": "string"}}},
+        "description": "NDJSON: a header line, one line per row, an end line with the count per "
+        "kind (see the README).",
+    }
+}
 
 
-def _streamed(state: AppState, caller: Caller, scope: dict[str, Any],
-              sessions: list[uuid.UUID] | None, user_id: str | None,
-              name: str) -> StreamingResponse:
+def _streamed(
+    state: AppState,
+    caller: Caller,
+    scope: dict[str, Any],
+    sessions: list[uuid.UUID] | None,
+    user_id: str | None,
+    name: str,
+) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
-        async with state.connection() as conn, conn.transaction(
-                isolation="repeatable_read", readonly=True):
-            async for chunk in export.stream(conn, caller.tenant_id, scope, sessions=sessions,
-                                             user_id=user_id):
+        async with (
+            state.connection() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            async for chunk in export.stream(
+                conn, caller.tenant_id, scope, sessions=sessions, user_id=user_id
+            ):
                 yield chunk
 
-    return StreamingResponse(body(), media_type=NDJSON, headers={
-        "Content-Disposition": f'attachment; filename="{name}.ndjson"'})
+    return StreamingResponse(
+        body(),
+        media_type=NDJSON,
+        headers={"Content-Disposition": f'attachment; filename="{name}.ndjson"'},
+    )
 
 
-@router.get("/users/{user_id}/export", response_class=StreamingResponse, responses=_STREAM,
-            summary="Export a user")
-async def export_user(user_id: Annotated[str, Path(pattern=AGENT_ID_PATTERN)],
-                      caller: CallerDep, state: StateDep) -> StreamingResponse:
+@router.get(
+    "/users/{user_id}/export",
+    response_class=StreamingResponse,
+    responses=_STREAM,
+    summary="Export a user",
+)
+async def export_user(
+    user_id: Annotated[str, Path(pattern=AGENT_ID_PATTERN)], caller: CallerDep, state: StateDep
+) -> StreamingResponse:
     """Everything about one user as NDJSON: their sessions (an agent key: its own agent's)
     with messages (original seqs and timestamps), memory state, summaries, snapshots and
     shared-memory scope, then the `user/<id>` tier and the facts drawn from those sessions,
@@ -52,26 +71,40 @@ async def export_user(user_id: Annotated[str, Path(pattern=AGENT_ID_PATTERN)],
     async with state.read_sessionmaker() as db:
         await users_access.require_visible(db, caller, user_id)
         agent = caller.agent_id if caller.role == "agent" else None
-        sessions = await users_repository.session_ids(db, caller.tenant_id, user_id,
-                                                      agent_id=agent)
-        if not sessions and not await users_repository.fact_count(db, caller.tenant_id,
-                                                                  user_id):
+        sessions = await users_repository.session_ids(db, caller.tenant_id, user_id, agent_id=agent)
+        if not sessions and not await users_repository.fact_count(db, caller.tenant_id, user_id):
             raise users_access.UserNotFound()
-    return _streamed(state, caller, {"kind": "user", "id": user_id}, sessions, user_id,
-                     f"user-{user_id}")
+    return _streamed(
+        state, caller, {"kind": "user", "id": user_id}, sessions, user_id, f"user-{user_id}"
+    )
 
 
-@router.get("/sessions/{session_id}/export", response_class=StreamingResponse,
-            responses=_STREAM, summary="Export a session")
-async def export_session(session: SessionDep, caller: CallerDep,
-                         state: StateDep) -> StreamingResponse:
+@router.get(
+    "/sessions/{session_id}/export",
+    response_class=StreamingResponse,
+    responses=_STREAM,
+    summary="Export a session",
+)
+async def export_session(
+    session: SessionDep, caller: CallerDep, state: StateDep
+) -> StreamingResponse:
     """One session as NDJSON (the user export's format), with the facts drawn from it."""
-    return _streamed(state, caller, {"kind": "session", "id": str(session.id)}, [session.id],
-                     None, f"session-{session.id}")
+    return _streamed(
+        state,
+        caller,
+        {"kind": "session", "id": str(session.id)},
+        [session.id],
+        None,
+        f"session-{session.id}",
+    )
 
 
-@router.get("/export", response_class=StreamingResponse, responses=_STREAM,
-            summary="Export the whole tenant")
+@router.get(
+    "/export",
+    response_class=StreamingResponse,
+    responses=_STREAM,
+    summary="Export the whole tenant",
+)
 async def export_tenant(caller: CallerDep, state: StateDep) -> StreamingResponse:
     """Every session, knowledge item (with versions) and shared-memory entry of the
     tenant as NDJSON. Admin keys (name the tenant with X-Tenant-Id). API keys, agent
@@ -82,13 +115,21 @@ async def export_tenant(caller: CallerDep, state: StateDep) -> StreamingResponse
 
 class ImportResult(BaseModel):
     inserted: dict[str, int] = Field(description="Rows added, per kind.")
-    already_present: dict[str, int] = Field(description=(
-        "Rows whose id was already there (left as they were: importing twice adds nothing)."))
+    already_present: dict[str, int] = Field(
+        description=(
+            "Rows whose id was already there (left as they were: importing twice adds nothing)."
+        )
+    )
 
 
-@router.post("/import", response_model=ImportResult, summary="Import an export",
-             openapi_extra={"requestBody": {"required": True, "content": {
-                 NDJSON: {"schema": {"type": "string"}}}}})
+@router.post(
+    "/import",
+    response_model=ImportResult,
+    summary="Import an export",
+    openapi_extra={
+        "requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string"}}}}
+    },
+)
 async def import_export(request: Request, caller: CallerDep, state: StateDep) -> ImportResult:
     """Import an export (of this or another tenant or instance) into the caller's tenant:
     all or nothing, idempotent by ids. A bad line is 422 `invalid_import` naming the line,
@@ -98,9 +139,9 @@ async def import_export(request: Request, caller: CallerDep, state: StateDep) ->
     async with state.connection() as conn:
         try:
             async with conn.transaction():
-                inserted, present = await importer.run(conn, caller.tenant_id,
-                                                       request.stream())
+                inserted, present = await importer.run(conn, caller.tenant_id, request.stream())
         except FormatError as exc:
-            raise Unprocessable(str(exc), code="invalid_import",
-                                details={"line": exc.line, "reason": exc.reason}) from exc
+            raise Unprocessable(
+                str(exc), code="invalid_import", details={"line": exc.line, "reason": exc.reason}
+            ) from exc
     return ImportResult(inserted=inserted, already_present=present)

@@ -15,20 +15,29 @@ router = APIRouter(tags=["profiles"], responses=ERROR_RESPONSES)
 AgentPath = Annotated[str, Path(pattern=AGENT_ID_PATTERN)]
 
 
-@router.put("/agents/{agent_id}/profile", response_model=ProfilePublic,
-            summary="Publish a new agent profile version")
+@router.put(
+    "/agents/{agent_id}/profile",
+    response_model=ProfilePublic,
+    summary="Publish a new agent profile version",
+)
 async def put_agent_profile(
-    agent_id: AgentPath, body: Annotated[ProfileUpdate, Body(openapi_examples=examples.PROFILE)],
-    db: DbDep, caller: CallerDep,
+    agent_id: AgentPath,
+    body: Annotated[ProfileUpdate, Body(openapi_examples=examples.PROFILE)],
+    db: DbDep,
+    caller: CallerDep,
 ) -> ProfilePublic:
     """Publish a new profile version; only sessions created afterwards use it."""
     return service.to_public(await service.publish(db, caller, agent_id, body))
 
 
-@router.get("/agents/{agent_id}/profile", response_model=ProfilePublic,
-            summary="Get an agent profile")
-async def get_agent_profile(agent_id: AgentPath, db: DbDep, caller: CallerDep,
-                            version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
-                            ) -> ProfilePublic:
+@router.get(
+    "/agents/{agent_id}/profile", response_model=ProfilePublic, summary="Get an agent profile"
+)
+async def get_agent_profile(
+    agent_id: AgentPath,
+    db: DbDep,
+    caller: CallerDep,
+    version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+) -> ProfilePublic:
     """The latest profile version (or ``version``)."""
     return service.to_public(await service.get(db, caller, agent_id, version))

@@ -12,11 +12,17 @@ from app.memory.schemas import RomInput
 class ProfileUpdate(RomInput):
     """A new profile version: the ROM source new sessions of this agent will freeze."""
 
-    facts: FactsInput | None = Field(default=None, description=(
-        "Default `config.facts` of the agent's new sessions (a session's own wins)."))
-    audit: StrictBool | None = Field(default=None, description=(
-        "Default `config.audit` of the agent's new sessions (a session's own wins): record "
-        "the manifest of every context build."))
+    facts: FactsInput | None = Field(
+        default=None,
+        description=("Default `config.facts` of the agent's new sessions (a session's own wins)."),
+    )
+    audit: StrictBool | None = Field(
+        default=None,
+        description=(
+            "Default `config.audit` of the agent's new sessions (a session's own wins): record "
+            "the manifest of every context build."
+        ),
+    )
 
 
 class ProfilePublic(BaseModel):

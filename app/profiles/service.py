@@ -17,34 +17,46 @@ def check_agent(caller: Caller, agent_id: str) -> None:
 
 
 def to_public(p: AgentProfile) -> ProfilePublic:
-    return ProfilePublic(agent_id=p.agent_id, version=p.version, system_prompt=p.system_prompt,
-                         patterns=p.patterns, backend_schema=p.backend_schema,
-                         facts=FactsInput.model_validate(p.facts) if p.facts else None,
-                         audit=p.audit, created_at=p.created_at)
+    return ProfilePublic(
+        agent_id=p.agent_id,
+        version=p.version,
+        system_prompt=p.system_prompt,
+        patterns=p.patterns,
+        backend_schema=p.backend_schema,
+        facts=FactsInput.model_validate(p.facts) if p.facts else None,
+        audit=p.audit,
+        created_at=p.created_at,
+    )
 
 
-async def publish(db: AsyncSession, caller: Caller, agent_id: str,
-                  body: ProfileUpdate) -> AgentProfile:
+async def publish(
+    db: AsyncSession, caller: Caller, agent_id: str, body: ProfileUpdate
+) -> AgentProfile:
     """Store the next version (a concurrent publish of the same version is a 409)."""
     check_agent(caller, agent_id)
     current = await repository.latest(db, caller.tenant_id, agent_id)
-    profile = AgentProfile(tenant_id=caller.tenant_id, agent_id=agent_id,
-                           version=(current.version if current else 0) + 1,
-                           system_prompt=body.system_prompt, patterns=body.patterns,
-                           backend_schema=body.backend_schema,
-                           facts=body.facts.model_dump() if body.facts else None,
-                           audit=body.audit)
+    profile = AgentProfile(
+        tenant_id=caller.tenant_id,
+        agent_id=agent_id,
+        version=(current.version if current else 0) + 1,
+        system_prompt=body.system_prompt,
+        patterns=body.patterns,
+        backend_schema=body.backend_schema,
+        facts=body.facts.model_dump() if body.facts else None,
+        audit=body.audit,
+    )
     try:
         async with db.begin_nested():
             await repository.add(db, profile)
     except IntegrityError as exc:
-        raise Conflict("Another version was published at the same time; retry.",
-                       code="profile_version_conflict") from exc
+        raise Conflict(
+            "Another version was published at the same time; retry.",
+            code="profile_version_conflict",
+        ) from exc
     return profile
 
 
-async def get(db: AsyncSession, caller: Caller, agent_id: str,
-              version: int | None) -> AgentProfile:
+async def get(db: AsyncSession, caller: Caller, agent_id: str, version: int | None) -> AgentProfile:
     check_agent(caller, agent_id)
     if version is None:
         found = await repository.latest(db, caller.tenant_id, agent_id)

@@ -132,8 +132,9 @@ def rank(
     return [(d.id, score) for d, score in _rank_docs(list(docs), query_lexemes, params, limit)]
 
 
-def _rank_docs(docs: list[Doc], query_lexemes: Iterable[str], params: BM25Params | None,
-               limit: int | None) -> list[tuple[Doc, float]]:
+def _rank_docs(
+    docs: list[Doc], query_lexemes: Iterable[str], params: BM25Params | None, limit: int | None
+) -> list[tuple[Doc, float]]:
     params = params or BM25Params()
     scope = [d for d in docs if d.length > 0]
     terms = sorted(set(query_lexemes))
@@ -223,8 +224,9 @@ def rank_windowed(
         rows = by_session[c.session]
         around = [rows[s] for s in range(c.seq - w, c.seq + w + 1) if s in rows]
         wl = sum(d.length for d in around)
-        window_score = sum(term_score(sum(d.tf(t) for d in around), wl, avgwl, idfs[t], params)
-                           for t in terms)
+        window_score = sum(
+            term_score(sum(d.tf(t) for d in around), wl, avgwl, idfs[t], params) for t in terms
+        )
         score = own.get(key, 0.0) + windows.weight * window_score
         if dates and c.on(dates):
             score *= windows.date_boost

@@ -16,8 +16,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 MONTH_NUMBERS = {name: i + 1 for i, name in enumerate(_MONTHS)}
 MONTH_NUMBERS.update({name[:3]: i + 1 for i, name in enumerate(_MONTHS)})
 MONTH_NUMBERS["sept"] = 9
@@ -29,7 +41,8 @@ _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
 _NAMED = re.compile(
     rf"(?:\b{_DAY}\s+(?:of\s+)?)?\b{_MONTH}(?![a-z])(?:\s+{_DAY}\b)?(?:,?\s+{_YEAR}\b)?",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _ISO = re.compile(r"\b((?:19|20)\d\d)-(\d{2})(?:-(\d{2}))?\b")
 _LONE_YEAR = re.compile(rf"\b{_YEAR}\b")
 MAX_DATES = 8
@@ -73,8 +86,12 @@ def named_dates(text: object) -> list[DateSpec]:
     found: list[tuple[int, DateSpec]] = []
     taken: list[tuple[int, int]] = []
     for m in _ISO.finditer(text):
-        found.append((m.start(), _spec(int(m.group(1)), int(m.group(2)),
-                                       int(m.group(3)) if m.group(3) else None)))
+        found.append(
+            (
+                m.start(),
+                _spec(int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None),
+            )
+        )
         taken.append(m.span())
     for m in _NAMED.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
@@ -83,9 +100,16 @@ def named_dates(text: object) -> list[DateSpec]:
         day = day_before or day_after
         if word.lower() in _AMBIGUOUS and not (day or year or _capitalised(text, m.start(2))):
             continue
-        found.append((m.start(), _spec(int(year) if year else None,
-                                       MONTH_NUMBERS[word.lower()],
-                                       int(day) if day else None)))
+        found.append(
+            (
+                m.start(),
+                _spec(
+                    int(year) if year else None,
+                    MONTH_NUMBERS[word.lower()],
+                    int(day) if day else None,
+                ),
+            )
+        )
         taken.append(m.span())
     for m in _LONE_YEAR.finditer(text):
         if not any(a <= m.start() < b for a, b in taken):
@@ -99,6 +123,8 @@ def named_dates(text: object) -> list[DateSpec]:
 
 def matches(spec: DateSpec, year: int, month: int, day: int) -> bool:
     """Whether a (UTC) calendar date falls on `spec`."""
-    return ((spec.year is None or spec.year == year)
-            and (spec.month is None or spec.month == month)
-            and (spec.day is None or spec.day == day))
+    return (
+        (spec.year is None or spec.year == year)
+        and (spec.month is None or spec.month == month)
+        and (spec.day is None or spec.day == day)
+    )

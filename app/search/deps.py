@@ -21,14 +21,17 @@ def options_for(settings: Any) -> SearchOptions:
         windows=WindowParams(
             window=int(getattr(settings, "search_window", defaults.windows.window)),
             weight=float(getattr(settings, "search_window_weight", defaults.windows.weight)),
-            date_boost=float(getattr(settings, "search_date_boost",
-                                     defaults.windows.date_boost)),
-            speaker_boost=float(getattr(settings, "search_speaker_boost",
-                                        defaults.windows.speaker_boost))),
-        rerank_timeout_seconds=float(getattr(settings, "search_rerank_timeout_seconds",
-                                             defaults.rerank_timeout_seconds)),
-        rerank_cache_ttl_seconds=int(getattr(settings, "search_rerank_cache_ttl_seconds",
-                                             defaults.rerank_cache_ttl_seconds)),
+            date_boost=float(getattr(settings, "search_date_boost", defaults.windows.date_boost)),
+            speaker_boost=float(
+                getattr(settings, "search_speaker_boost", defaults.windows.speaker_boost)
+            ),
+        ),
+        rerank_timeout_seconds=float(
+            getattr(settings, "search_rerank_timeout_seconds", defaults.rerank_timeout_seconds)
+        ),
+        rerank_cache_ttl_seconds=int(
+            getattr(settings, "search_rerank_cache_ttl_seconds", defaults.rerank_cache_ttl_seconds)
+        ),
     )
 
 

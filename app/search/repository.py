@@ -315,14 +315,26 @@ class Hit:
 
 
 def _result_row(r: asyncpg.Record) -> StoredMessage:
-    return StoredMessage(r["session_id"], r["seq"], r["role"], r["content"], r["tool_calls"],
-                     r["tool_use_id"], r["is_error"], r["name"], r["token_count"],
-                     r["meta"] or {}, r["created_at"], r["text"])
+    return StoredMessage(
+        r["session_id"],
+        r["seq"],
+        r["role"],
+        r["content"],
+        r["tool_calls"],
+        r["tool_use_id"],
+        r["is_error"],
+        r["name"],
+        r["token_count"],
+        r["meta"] or {},
+        r["created_at"],
+        r["text"],
+    )
 
 
 # The statements as asyncpg runs them, per scope kind: (`$n` SQL, parameter names).
-_STATS = {kind: positional(_STATS_SQL.format(sessions=sql))
-          for kind, sql in _SESSIONS_IN_SCOPE.items()}
+_STATS = {
+    kind: positional(_STATS_SQL.format(sessions=sql)) for kind, sql in _SESSIONS_IN_SCOPE.items()
+}
 _BM25: dict[tuple[str, WindowParams, bool], tuple[str, list[str]]] = {}
 
 
@@ -331,12 +343,18 @@ def bm25_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
     partitioned (or distributed) by tenant, so the tenant must be a plain condition."""
     scope = _MESSAGES_IN_SCOPE[kind] if routed or kind != "session" else _SESSION_UNROUTED
     return _BM25_SQL.format(
-        scope=scope, seeds=windows.seeds, window=windows.window,
-        reach=2 * windows.window, reach_rows=4 * windows.window + 1,
+        scope=scope,
+        seeds=windows.seeds,
+        window=windows.window,
+        reach=2 * windows.window,
+        reach_rows=4 * windows.window + 1,
         span=2 * windows.window + 1,
-        weight=repr(float(windows.weight)), date_boost=repr(float(windows.date_boost)),
-        speaker_boost=repr(float(windows.speaker_boost)), author=AUTHOR_SQL,
-        author_colon=AUTHOR_COLON_SQL)
+        weight=repr(float(windows.weight)),
+        date_boost=repr(float(windows.date_boost)),
+        speaker_boost=repr(float(windows.speaker_boost)),
+        author=AUTHOR_SQL,
+        author_colon=AUTHOR_COLON_SQL,
+    )
 
 
 def _bm25_statement(kind: str, windows: WindowParams, routed: bool) -> tuple[str, list[str]]:
@@ -381,14 +399,17 @@ async def hash_joins(conn: asyncpg.Connection) -> None:
     await conn.execute("SET LOCAL enable_nestloop = off; SET LOCAL jit = off")
 
 
-async def prepare(conn: asyncpg.Connection, scope: SearchScope,
-                  text: str) -> tuple[list[str], ScopeStats]:
+async def prepare(
+    conn: asyncpg.Connection, scope: SearchScope, text: str
+) -> tuple[list[str], ScopeStats]:
     """One round trip: the query's lexemes (stemmed, stop words removed, with the tenant's
     text search configuration: the one its messages were indexed with) and the scope's
     N / total length (refreshing stale per-session figures)."""
     statement = _STATS[scope.kind]
-    row = await conn.fetchrow(statement[0], *_args(statement, {
-        **scope.params(), "refresh_rows": STATS_REFRESH_ROWS, "text": text}))
+    row = await conn.fetchrow(
+        statement[0],
+        *_args(statement, {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS, "text": text}),
+    )
     n_docs, total, lexemes = row
     return list(lexemes or []), ScopeStats(int(n_docs), int(total))
 
@@ -459,32 +480,64 @@ async def bm25_top(
         return []
     statement = _bm25_statement(scope.kind, windows or WindowParams(), routed)
     await hash_joins(conn)
-    rows = await conn.fetch(statement[0], *_args(statement, bm25_params(
-        scope, lexemes, stats, params, limit, full_rows, after, before, exclude_seqs, dates,
-        exclude_from, names)))
-    return [Hit(r["session_id"], int(r["seq"]), float(r["score"]), r["role"], r["preview"],
-                _result_row(r) if r["full"] else None) for r in rows]
+    rows = await conn.fetch(
+        statement[0],
+        *_args(
+            statement,
+            bm25_params(
+                scope,
+                lexemes,
+                stats,
+                params,
+                limit,
+                full_rows,
+                after,
+                before,
+                exclude_seqs,
+                dates,
+                exclude_from,
+                names,
+            ),
+        ),
+    )
+    return [
+        Hit(
+            r["session_id"],
+            int(r["seq"]),
+            float(r["score"]),
+            r["role"],
+            r["preview"],
+            _result_row(r) if r["full"] else None,
+        )
+        for r in rows
+    ]
 
 
 # What a result shows: everything MessagePublic needs plus the text, not the tsvector (its
 # text form is long and costs more to decode than the rest of the row).
-_LOAD_SQL = """
-    SELECT """ + message_row_sql() + """, text
+_LOAD_SQL = (
+    """
+    SELECT """
+    + message_row_sql()
+    + """, text
     FROM messages
     WHERE tenant_id = $1 AND session_id = ANY($2::uuid[]) AND seq = ANY($3::bigint[])
 """
+)
 
 
-async def load_messages(conn: asyncpg.Connection, tenant_id: uuid.UUID,
-                        keys: list[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], Any]:
+async def load_messages(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, keys: list[tuple[uuid.UUID, int]]
+) -> dict[tuple[uuid.UUID, int], Any]:
     """Result rows by (session_id, seq), tenant-filtered; attribute names as on Message."""
     if not keys:
         return {}
     # The exact keys are picked out below (the two lists' cross product can only add
     # rows, never miss one).
     wanted = set(keys)
-    rows = await conn.fetch(_LOAD_SQL, tenant_id, sorted({k[0] for k in keys}),
-                            sorted({k[1] for k in keys}))
+    rows = await conn.fetch(
+        _LOAD_SQL, tenant_id, sorted({k[0] for k in keys}), sorted({k[1] for k in keys})
+    )
     out = {}
     for r in rows:
         if (r["session_id"], r["seq"]) in wanted:

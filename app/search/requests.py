@@ -26,30 +26,55 @@ from app.users import access as users_access
 
 def public(outcome: service.SearchOutcome, promoted: list[int] | None = None) -> SearchPublic:
     return SearchPublic(
-        results=[SearchHitPublic(session_id=h.message.session_id, seq=h.message.seq,
-                                 message=to_public(h.message), bm25_score=h.bm25_score,
-                                 rerank_score=h.rerank_score) for h in outcome.hits],
-        reranked=outcome.reranked, query_lexemes=outcome.lexemes,
+        results=[
+            SearchHitPublic(
+                session_id=h.message.session_id,
+                seq=h.message.seq,
+                message=to_public(h.message),
+                bm25_score=h.bm25_score,
+                rerank_score=h.rerank_score,
+            )
+            for h in outcome.hits
+        ],
+        reranked=outcome.reranked,
+        query_lexemes=outcome.lexemes,
         query_dates=[QueryDate(year=d.year, month=d.month, day=d.day) for d in outcome.dates],
-        candidates=outcome.candidates, promoted_seqs=promoted or [])
+        candidates=outcome.candidates,
+        promoted_seqs=promoted or [],
+    )
 
 
-async def search_session(state: AppState, env: SearchEnv, caller: Caller,
-                         session_id: uuid.UUID, body: SessionSearchCreate) -> SearchPublic:
+async def search_session(
+    state: AppState,
+    env: SearchEnv,
+    caller: Caller,
+    session_id: uuid.UUID,
+    body: SessionSearchCreate,
+) -> SearchPublic:
     """One session's full history (404 `session_not_found` unless the caller may see it);
     with `promote` the results go into its context (409 when they would not fit)."""
     scope = SearchScope(tenant_id=caller.tenant_id, session_id=session_id)
     async with state.connection() as conn:
         await require_visible_pg(conn, caller, session_id)
-        outcome = await service.search(conn, scope, body.query, limit=body.limit,
-                                       rerank=body.rerank, llm=env.llm, redis=env.redis,
-                                       options=env.options, after=body.after,
-                                       before=body.before, ranking=body.ranking)
+        outcome = await service.search(
+            conn,
+            scope,
+            body.query,
+            limit=body.limit,
+            rerank=body.rerank,
+            llm=env.llm,
+            redis=env.redis,
+            options=env.options,
+            after=body.after,
+            before=body.before,
+            ranking=body.ranking,
+        )
     promoted: list[int] = []
     if body.promote:
         async with transaction(state.sessionmaker) as db:
-            session = visible_session(caller, await sessions_repository.get(
-                db, caller.tenant_id, session_id))
+            session = visible_session(
+                caller, await sessions_repository.get(db, caller.tenant_id, session_id)
+            )
             promoted = await service.promote_hits(db, session, outcome.hits)
     return public(outcome, promoted)
 
@@ -65,14 +90,16 @@ async def user_scope(state: AppState, caller: Caller, user_id: str | None) -> Se
     return SearchScope(tenant_id=caller.tenant_id, user_id=user_id, agent_id=agent)
 
 
-async def search_sessions(state: AppState, env: SearchEnv, caller: Caller,
-                          body: SearchCreate) -> SearchPublic:
+async def search_sessions(
+    state: AppState, env: SearchEnv, caller: Caller, body: SearchCreate
+) -> SearchPublic:
     """The sessions of one agent (`scope=agent`, by default the caller's effective agent)
     or of the tenant; agent keys may not search another agent or the tenant (403)."""
     if body.scope == "tenant":
         if caller.role == "agent":
-            raise Forbidden("Agent keys search only their own agent's sessions.",
-                            code="scope_forbidden")
+            raise Forbidden(
+                "Agent keys search only their own agent's sessions.", code="scope_forbidden"
+            )
         scope = SearchScope(tenant_id=caller.tenant_id)
     elif body.scope == "user":
         scope = await user_scope(state, caller, body.user_id)
@@ -81,8 +108,17 @@ async def search_sessions(state: AppState, env: SearchEnv, caller: Caller,
         caller.require_agent_access(agent_id)
         scope = SearchScope(tenant_id=caller.tenant_id, agent_id=agent_id)
     async with state.connection() as conn:
-        outcome = await service.search(conn, scope, body.query, limit=body.limit,
-                                       rerank=body.rerank, llm=env.llm, redis=env.redis,
-                                       options=env.options, after=body.after,
-                                       before=body.before, ranking=body.ranking)
+        outcome = await service.search(
+            conn,
+            scope,
+            body.query,
+            limit=body.limit,
+            rerank=body.rerank,
+            llm=env.llm,
+            redis=env.redis,
+            options=env.options,
+            after=body.after,
+            before=body.before,
+            ranking=body.ranking,
+        )
     return public(outcome)

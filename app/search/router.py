@@ -15,12 +15,17 @@ from app.state import StateDep
 router = APIRouter(tags=["search"], responses=ERROR_RESPONSES)
 
 
-@router.post("/sessions/{session_id}/search", response_model=SearchPublic,
-             summary="Search one session's full history")
+@router.post(
+    "/sessions/{session_id}/search",
+    response_model=SearchPublic,
+    summary="Search one session's full history",
+)
 async def search_session(
     session_id: uuid.UUID,
     body: Annotated[SessionSearchCreate, Body(openapi_examples=examples.SESSION)],
-    caller: CallerDep, state: StateDep, env: SearchEnvDep,
+    caller: CallerDep,
+    state: StateDep,
+    env: SearchEnvDep,
 ) -> SearchPublic:
     """Search this session's full history: the conversation-aware BM25 top 50 (a message
     ranked with the turns around it), then LLM rerank, top `limit`.
@@ -31,11 +36,14 @@ async def search_session(
     return await requests.search_session(state, env, caller, session_id, body)
 
 
-@router.post("/search", response_model=SearchPublic,
-             summary="Search an agent's or the tenant's sessions")
+@router.post(
+    "/search", response_model=SearchPublic, summary="Search an agent's or the tenant's sessions"
+)
 async def search_sessions(
-    body: Annotated[SearchCreate, Body(openapi_examples=examples.SESSIONS)], caller: CallerDep,
-    state: StateDep, env: SearchEnvDep,
+    body: Annotated[SearchCreate, Body(openapi_examples=examples.SESSIONS)],
+    caller: CallerDep,
+    state: StateDep,
+    env: SearchEnvDep,
 ) -> SearchPublic:
     """Search across the sessions of one agent (`scope=agent`) or of the tenant.
 

@@ -41,8 +41,11 @@ class SearchScope:
 
     def params(self) -> dict[str, object]:
         """Bind parameters the repository's scope filters use."""
-        params: dict[str, object] = {"tenant_id": self.tenant_id,
-                                     "session_id": self.session_id, "agent_id": self.agent_id}
+        params: dict[str, object] = {
+            "tenant_id": self.tenant_id,
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+        }
         if self.user_id is not None:
             params["user_id"] = self.user_id
         return params

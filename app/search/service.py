@@ -119,8 +119,9 @@ def _key_str(key: Key) -> str:
     return f"{key[0]}:{key[1]}"
 
 
-async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandidate[Key]],
-                  options: SearchOptions) -> dict[int, float] | None:
+async def _rerank(
+    llm: Any, redis: Any, query: str, candidates: list[RerankCandidate[Key]], options: SearchOptions
+) -> dict[int, float] | None:
     """Candidate index -> LLM score, or None when the rerank is unavailable or failed."""
     model = getattr(llm, "rerank_model", None)
     ckey = cache_key(query, [c.id for c in candidates], model)
@@ -130,9 +131,14 @@ async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandi
         return {by_id[k]: v for k, v in cached.items() if k in by_id} or None
     try:
         answer = await asyncio.wait_for(
-            llm.complete(RERANK_SYSTEM, build_prompt(query, candidates),
-                         max_tokens=RERANK_MAX_TOKENS, model=model),
-            timeout=options.rerank_timeout_seconds)
+            llm.complete(
+                RERANK_SYSTEM,
+                build_prompt(query, candidates),
+                max_tokens=RERANK_MAX_TOKENS,
+                model=model,
+            ),
+            timeout=options.rerank_timeout_seconds,
+        )
     except Exception as exc:  # LLMError, timeout, anything: BM25 order stands.
         log.warning("rerank failed, keeping BM25 order: %s", type(exc).__name__)
         return None
@@ -140,18 +146,31 @@ async def _rerank(llm: Any, redis: Any, query: str, candidates: list[RerankCandi
     if scores is None:
         log.warning("rerank answer unusable, keeping BM25 order")
         return None
-    await _store_scores(redis, ckey, {_key_str(candidates[i].id): s for i, s in scores.items()},
-                        options.rerank_cache_ttl_seconds)
+    await _store_scores(
+        redis,
+        ckey,
+        {_key_str(candidates[i].id): s for i, s in scores.items()},
+        options.rerank_cache_ttl_seconds,
+    )
     return scores
 
 
-async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, limit: int,
-                 rerank: bool, llm: Any = None, redis: Any = None,
-                 options: SearchOptions | None = None, after: datetime | None = None,
-                 before: datetime | None = None,
-                 exclude_seqs: Sequence[int] = (),
-                 exclude_from: int | None = None,
-                 ranking: str = "conversation") -> SearchOutcome:
+async def search(
+    conn: asyncpg.Connection,
+    scope: SearchScope,
+    query: str,
+    *,
+    limit: int,
+    rerank: bool,
+    llm: Any = None,
+    redis: Any = None,
+    options: SearchOptions | None = None,
+    after: datetime | None = None,
+    before: datetime | None = None,
+    exclude_seqs: Sequence[int] = (),
+    exclude_from: int | None = None,
+    ranking: str = "conversation",
+) -> SearchOutcome:
     """Rank the scope's messages for `query`; best `limit` first. `conn`: a connection of
     the hot paths' pool, or the one under a request's SQLAlchemy session
     (`app.core.pg.driver_connection`); the ranking statements run in a transaction of
@@ -175,21 +194,35 @@ async def search(conn: asyncpg.Connection, scope: SearchScope, query: str, *, li
         if not lexemes:
             return SearchOutcome()
         # In BM25 order the first `limit` candidates are the answer: fetch them whole now.
-        hits = await repository.bm25_top(conn, scope, lexemes, stats,
-                                         BM25Params(options.k1, options.b), MAX_CANDIDATES,
-                                         full_rows=0 if reranking else limit,
-                                         windows=windows, after=after, before=before,
-                                         exclude_seqs=exclude_seqs, dates=dates,
-                                         exclude_from=exclude_from, routed=routed,
-                                         names=names)
+        hits = await repository.bm25_top(
+            conn,
+            scope,
+            lexemes,
+            stats,
+            BM25Params(options.k1, options.b),
+            MAX_CANDIDATES,
+            full_rows=0 if reranking else limit,
+            windows=windows,
+            after=after,
+            before=before,
+            exclude_seqs=exclude_seqs,
+            dates=dates,
+            exclude_from=exclude_from,
+            routed=routed,
+            names=names,
+        )
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits), dates=dates)
     if not hits:
         return outcome
     bm25 = {(h.session_id, h.seq): h.score for h in hits}
     ordered: list[tuple[Key, float | None]] = [(k, None) for k in bm25]
     if reranking:
-        candidates = [RerankCandidate(id=(h.session_id, h.seq), role=h.role, text=h.preview,
-                                      bm25_score=h.score) for h in hits]
+        candidates = [
+            RerankCandidate(
+                id=(h.session_id, h.seq), role=h.role, text=h.preview, bm25_score=h.score
+            )
+            for h in hits
+        ]
         scores = await _rerank(llm, redis, normalize_query(query), candidates, options)
         if scores is not None:
             outcome.reranked = True
@@ -227,4 +260,5 @@ async def promote_hits(db: AsyncSession, session_row: Any, hits: list[SearchHit]
     messages of the session itself into its context.
     """
     return await promote_seqs(
-        db, session_row, [h.message.seq for h in hits if h.message.session_id == session_row.id])
+        db, session_row, [h.message.seq for h in hits if h.message.session_id == session_row.id]
+    )

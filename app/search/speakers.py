@@ -30,10 +30,12 @@ _PUNCTUATION = "\"'\u2018\u2019\u201c\u201d.,;:!?()[]{}<>"
 # The author of message `m` in SQL, exactly `author_of`; `x.colon` is the position of the
 # first colon in the text's first MAX_AUTHOR_CHARS + 1 characters (see `AUTHOR_COLON_SQL`).
 AUTHOR_COLON_SQL = f"position(':' in left(m.text, {MAX_AUTHOR_CHARS + 1}))"
-AUTHOR_SQL = ("CASE WHEN m.name <> '' THEN lower(m.name) "
-              "WHEN x.colon > 1 AND strpos(left(m.text, x.colon - 1), E'\\n') = 0 "
-              "AND substr(m.text, x.colon + 1, 1) IN (' ', E'\\t', E'\\n', E'\\r') "
-              "THEN lower(nullif(btrim(left(m.text, x.colon - 1), ' '), '')) END")
+AUTHOR_SQL = (
+    "CASE WHEN m.name <> '' THEN lower(m.name) "
+    "WHEN x.colon > 1 AND strpos(left(m.text, x.colon - 1), E'\\n') = 0 "
+    "AND substr(m.text, x.colon + 1, 1) IN (' ', E'\\t', E'\\n', E'\\r') "
+    "THEN lower(nullif(btrim(left(m.text, x.colon - 1), ' '), '')) END"
+)
 
 
 def author_of(name: str | None, text: str | None) -> str | None:
@@ -42,7 +44,7 @@ def author_of(name: str | None, text: str | None) -> str | None:
         return name.lower()
     text = text or ""
     colon = text.find(":", 0, MAX_AUTHOR_CHARS + 1)
-    if colon < 1 or "\n" in text[:colon] or text[colon + 1:colon + 2] not in _AFTER_COLON:
+    if colon < 1 or "\n" in text[:colon] or text[colon + 1 : colon + 2] not in _AFTER_COLON:
         return None
     return text[:colon].strip(" ").lower() or None
 
@@ -57,7 +59,7 @@ def named_authors(query: object) -> list[str]:
     out: list[str] = []
     for n in range(1, MAX_NAME_WORDS + 1):
         for i in range(len(words) - n + 1):
-            phrase = " ".join(words[i:i + n])
+            phrase = " ".join(words[i : i + n])
             if phrase and phrase not in out:
                 out.append(phrase)
     return out

@@ -53,19 +53,25 @@ def parse_session_id(value: str | uuid.UUID) -> uuid.UUID | None:
 
 async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str | None:
     """The agent id of `session_id` if `caller` may see that session, else None."""
-    agent_id = await db.scalar(sa.select(_S.c.agent_id).where(
-        _S.c.tenant_id == caller.tenant_id, _S.c.id == session_id, _S.c.erasure_id.is_(None)))
+    agent_id = await db.scalar(
+        sa.select(_S.c.agent_id).where(
+            _S.c.tenant_id == caller.tenant_id, _S.c.id == session_id, _S.c.erasure_id.is_(None)
+        )
+    )
     if agent_id is None or not caller.can_see_agent(agent_id):
         return None
     return str(agent_id)
 
 
-async def require_visible_pg(conn: asyncpg.Connection, caller: Caller,
-                             session_id: uuid.UUID) -> str:
+async def require_visible_pg(
+    conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID
+) -> str:
     """`require_visible` on an asyncpg connection (the hot paths' pool)."""
     agent_id = await conn.fetchval(
-        "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2 "
-        "AND erasure_id IS NULL", caller.tenant_id, session_id)
+        "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2 AND erasure_id IS NULL",
+        caller.tenant_id,
+        session_id,
+    )
     if agent_id is None or not caller.can_see_agent(agent_id):
         raise SessionNotFound()
     return str(agent_id)
@@ -93,7 +99,10 @@ S = TypeVar("S", bound=_Owned)
 
 def visible_session(caller: Caller, session: S | None) -> S:
     """`session` if it is the caller's to see (already filtered by tenant), else 404."""
-    if session is None or session.tenant_id != caller.tenant_id or not caller.can_see_agent(
-            session.agent_id):
+    if (
+        session is None
+        or session.tenant_id != caller.tenant_id
+        or not caller.can_see_agent(session.agent_id)
+    ):
         raise SessionNotFound()
     return session

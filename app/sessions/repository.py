@@ -12,9 +12,13 @@ from app.models import Session
 
 
 async def get(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> Session | None:
-    result = await db.execute(sa.select(Session).where(col(Session.tenant_id) == tenant_id,
-                                                       col(Session.id) == session_id,
-                                                       col(Session.erasure_id).is_(None)))
+    result = await db.execute(
+        sa.select(Session).where(
+            col(Session.tenant_id) == tenant_id,
+            col(Session.id) == session_id,
+            col(Session.erasure_id).is_(None),
+        )
+    )
     return result.scalar_one_or_none()
 
 
@@ -24,11 +28,18 @@ async def add(db: AsyncSession, session: Session) -> Session:
     return session
 
 
-async def list_page(db: AsyncSession, tenant_id: uuid.UUID, *, agent_id: str | None,
-                    after: tuple[datetime, uuid.UUID] | None, limit: int,
-                    user_id: str | None = None) -> list[Session]:
-    q = sa.select(Session).where(col(Session.tenant_id) == tenant_id,
-                                 col(Session.erasure_id).is_(None))
+async def list_page(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    agent_id: str | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+    user_id: str | None = None,
+) -> list[Session]:
+    q = sa.select(Session).where(
+        col(Session.tenant_id) == tenant_id, col(Session.erasure_id).is_(None)
+    )
     if agent_id is not None:
         q = q.where(col(Session.agent_id) == agent_id)
     if user_id is not None:

@@ -27,10 +27,13 @@ from app.state import StateDep
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
 
 
-@router.post("/sessions", status_code=201, response_model=SessionPublic,
-             summary="Start a session")
-async def create_session(body: Annotated[SessionCreate, Body(openapi_examples=examples.CREATE)],
-                         db: DbDep, caller: CallerDep, state: StateDep) -> SessionPublic:
+@router.post("/sessions", status_code=201, response_model=SessionPublic, summary="Start a session")
+async def create_session(
+    body: Annotated[SessionCreate, Body(openapi_examples=examples.CREATE)],
+    db: DbDep,
+    caller: CallerDep,
+    state: StateDep,
+) -> SessionPublic:
     """Start a session for an agent."""
     session = await service.create(db, caller, body, on_created=state.hooks.session_created)
     return service.to_public(session)
@@ -39,10 +42,13 @@ async def create_session(body: Annotated[SessionCreate, Body(openapi_examples=ex
 @router.get("/sessions", response_model=SessionList, summary="List sessions")
 @read_only
 async def list_sessions(
-    db: DbDep, caller: CallerDep,
+    db: DbDep,
+    caller: CallerDep,
     agent_id: Annotated[str | None, Query(pattern=AGENT_ID_PATTERN)] = None,
-    user_id: Annotated[str | None, Query(pattern=AGENT_ID_PATTERN, description=(
-        "Only the sessions with this user."))] = None,
+    user_id: Annotated[
+        str | None,
+        Query(pattern=AGENT_ID_PATTERN, description=("Only the sessions with this user.")),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: CursorQuery = None,
 ) -> SessionList:
@@ -58,8 +64,14 @@ async def list_sessions(
             after = (datetime.fromisoformat(data["t"]), uuid.UUID(data["id"]))
         except ValueError as exc:
             raise invalid_cursor() from exc
-    rows = await repository.list_page(db, caller.tenant_id, agent_id=agent_id, after=after,
-                                      limit=fetch_limit(limit), user_id=user_id)
+    rows = await repository.list_page(
+        db,
+        caller.tenant_id,
+        agent_id=agent_id,
+        after=after,
+        limit=fetch_limit(limit),
+        user_id=user_id,
+    )
     shown, nxt = page(rows, limit, lambda s: {"t": s.created_at.isoformat(), "id": str(s.id)})
     items = [service.to_public(s) for s in shown]
     for item, tokens in zip(items, await layer_tokens_of_page(db, shown), strict=True):
@@ -67,8 +79,11 @@ async def list_sessions(
     return SessionList(items=items, next_cursor=nxt)
 
 
-@router.get("/sessions/{session_id}", response_model=SessionPublic,
-            summary="Get a session with its tokens per layer")
+@router.get(
+    "/sessions/{session_id}",
+    response_model=SessionPublic,
+    summary="Get a session with its tokens per layer",
+)
 @read_only
 async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     """One session with its counts and tokens per memory layer."""
@@ -78,17 +93,27 @@ async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     return public
 
 
-@router.patch("/sessions/{session_id}", response_model=SessionPublic,
-              summary="Change a session's config or metadata")
-async def update_session(body: Annotated[SessionUpdate, Body(openapi_examples=examples.UPDATE)],
-                         session: SessionDep, db: DbDep) -> SessionPublic:
+@router.patch(
+    "/sessions/{session_id}",
+    response_model=SessionPublic,
+    summary="Change a session's config or metadata",
+)
+async def update_session(
+    body: Annotated[SessionUpdate, Body(openapi_examples=examples.UPDATE)],
+    session: SessionDep,
+    db: DbDep,
+) -> SessionPublic:
     """Change config fields or replace metadata."""
     session = await service.update(db, session, body)
     return service.to_public(session)
 
 
-@router.delete("/sessions/{session_id}", status_code=204, response_class=Response,
-               summary="Delete a session and everything in it")
+@router.delete(
+    "/sessions/{session_id}",
+    status_code=204,
+    response_class=Response,
+    summary="Delete a session and everything in it",
+)
 async def delete_session(session: SessionDep, caller: CallerDep, state: StateDep) -> Response:
     """Delete a session and everything derived from it: messages, summaries, snapshots,
     memory, search statistics, jobs, the facts drawn from it, its shared-memory scope with

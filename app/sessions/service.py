@@ -27,12 +27,18 @@ def session_config(session: Session) -> SessionConfig:
 
 def to_public(session: Session) -> SessionPublic:
     cfg = session_config(session)
-    return SessionPublic(id=session.id, agent_id=session.agent_id, user_id=session.user_id,
-                         config=cfg,
-                         metadata=session.meta or {}, message_count=session.last_seq,
-                         message_tokens=session.message_tokens,
-                         budget=MemoryConfig.from_stored(session.config).budget,
-                         created_at=session.created_at, updated_at=session.updated_at)
+    return SessionPublic(
+        id=session.id,
+        agent_id=session.agent_id,
+        user_id=session.user_id,
+        config=cfg,
+        metadata=session.meta or {},
+        message_count=session.last_seq,
+        message_tokens=session.message_tokens,
+        budget=MemoryConfig.from_stored(session.config).budget,
+        created_at=session.created_at,
+        updated_at=session.updated_at,
+    )
 
 
 def resolve_agent(caller: Caller, requested: str | None) -> str:
@@ -42,17 +48,24 @@ def resolve_agent(caller: Caller, requested: str | None) -> str:
         return caller.agent_id
     agent = requested or caller.agent_id
     if not agent:
-        raise BadRequest("Name the session's agent with agent_id or X-Agent-Id.",
-                         code="agent_required")
+        raise BadRequest(
+            "Name the session's agent with agent_id or X-Agent-Id.", code="agent_required"
+        )
     return agent
 
 
-async def create(db: AsyncSession, caller: Caller, body: SessionCreate, *,
-                 on_created: Sequence[CreateHook]) -> Session:
+async def create(
+    db: AsyncSession, caller: Caller, body: SessionCreate, *, on_created: Sequence[CreateHook]
+) -> Session:
     agent_id = resolve_agent(caller, body.agent_id)
-    session = Session(id=uuid.uuid4(), tenant_id=caller.tenant_id, agent_id=agent_id,
-                      user_id=body.user_id, config=body.config.model_dump(),
-                      meta=body.metadata)
+    session = Session(
+        id=uuid.uuid4(),
+        tenant_id=caller.tenant_id,
+        agent_id=agent_id,
+        user_id=body.user_id,
+        config=body.config.model_dump(),
+        meta=body.metadata,
+    )
     await repository.add(db, session)
     for hook in on_created:
         await hook(db, caller, session, body)
@@ -61,16 +74,21 @@ async def create(db: AsyncSession, caller: Caller, body: SessionCreate, *,
 
 async def update(db: AsyncSession, session: Session, body: SessionUpdate) -> Session:
     if "rom" in body.model_fields_set:
-        raise RomFrozen("A session's ROM is frozen at creation; start a new session to use "
-                        "another ROM.")
+        raise RomFrozen(
+            "A session's ROM is frozen at creation; start a new session to use another ROM."
+        )
     if body.config is not None:
         merged: dict[str, Any] = {**(session.config or {}), **body.config}
         try:
             session.config = SessionConfig.model_validate(merged).model_dump()
         except ValidationError as exc:
-            raise Unprocessable("The config is not valid.", details=[
-                {"loc": ["body", "config", *e["loc"]], "msg": e["msg"], "type": e["type"]}
-                for e in exc.errors()]) from exc
+            raise Unprocessable(
+                "The config is not valid.",
+                details=[
+                    {"loc": ["body", "config", *e["loc"]], "msg": e["msg"], "type": e["type"]}
+                    for e in exc.errors()
+                ],
+            ) from exc
     if body.metadata is not None:
         session.meta = body.metadata
     session.updated_at = datetime.now(UTC)

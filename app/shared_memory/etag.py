@@ -48,8 +48,9 @@ def parse_match_header(value: str) -> MatchSpec:
         if tag.startswith("W/"):
             continue  # weak: can never satisfy a strong comparison
         if len(tag) < 2 or tag[0] != '"' or tag[-1] != '"':
-            raise BadRequest("If-Match/If-None-Match must hold quoted ETags or *",
-                             code="invalid_etag")
+            raise BadRequest(
+                "If-Match/If-None-Match must hold quoted ETags or *", code="invalid_etag"
+            )
         inner = tag[1:-1]
         if inner.isdigit() and len(inner) <= 19:
             versions.add(int(inner))
@@ -92,6 +93,8 @@ def stale(current_version: int | None) -> VersionConflict:
     """The 409 for a compare-and-set that lost (also used when a racing UPDATE matched 0 rows)."""
     return VersionConflict(
         "entry was modified: version is stale",
-        details={"current_version": current_version,
-                 "etag": format_etag(current_version) if current_version else None},
+        details={
+            "current_version": current_version,
+            "etag": format_etag(current_version) if current_version else None,
+        },
     )

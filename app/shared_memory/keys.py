@@ -38,8 +38,10 @@ MAX_SCOPE_CHARS = 128
 RESERVED_KEYS = frozenset({"watch"})
 # Characters no key, prefix or scope_id may hold (a regex character-class body, valid in
 # Python and ECMA-262 regexes alike).
-FORBIDDEN_CHARS = (r"\x00-\x1f\x7f-\xa0\xad\u1680\u180e\u2000-\u200f"
-                   r"\u2028-\u202f\u205f-\u206f\u3000\ufeff\ufff9-\ufffb")
+FORBIDDEN_CHARS = (
+    r"\x00-\x1f\x7f-\xa0\xad\u1680\u180e\u2000-\u200f"
+    r"\u2028-\u202f\u205f-\u206f\u3000\ufeff\ufff9-\ufffb"
+)
 _SEGMENT = rf"(?!\.\.?(?:/|$))[^/{FORBIDDEN_CHARS}]+"
 # The whole key rule except the length (maxLength 256): what the OpenAPI document declares.
 KEY_PATTERN = rf"^(?! )(?!.* $)(?!watch$){_SEGMENT}(?:/{_SEGMENT})*$"
@@ -129,7 +131,7 @@ def public_key(namespace: Namespace, scope_id: str, stored: str) -> str:
         prefix = agent_prefix(scope_id)
         if not stored.startswith(prefix):
             raise ValueError("storage key does not belong to this agent")
-        return stored[len(prefix):]
+        return stored[len(prefix) :]
     return stored
 
 
@@ -141,9 +143,7 @@ def validate_scope_id(scope_id: str) -> str:
     return scope_id
 
 
-def resolve_scope(
-    namespace: Namespace, scope_id: str | None, caller_agent_id: str | None
-) -> str:
+def resolve_scope(namespace: Namespace, scope_id: str | None, caller_agent_id: str | None) -> str:
     """The scope an operation acts on, from the namespace rules and the caller identity."""
     if namespace is Namespace.AGENT:
         if scope_id:

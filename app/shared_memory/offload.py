@@ -35,8 +35,9 @@ def payload(content: Any) -> tuple[bytes, str]:
     """The bytes a tool result stands for, and their content type."""
     if isinstance(content, str):
         return content.encode(), "text/plain; charset=utf-8"
-    return json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode(), \
-        "application/json"
+    return json.dumps(
+        content, separators=(",", ":"), ensure_ascii=False
+    ).encode(), "application/json"
 
 
 def _too_large(m: CanonicalMessage, threshold: int) -> bool:
@@ -53,8 +54,9 @@ def offloader(rt: SharedMemoryRuntime, s: Settings) -> BeforeAppend:
     def applies(messages: list[CanonicalMessage]) -> bool:
         return any(_too_large(m, s.tool_result_offload_bytes) for m in messages)
 
-    async def offload(db: AsyncSession, caller: Caller, session_id: uuid.UUID,
-                      messages: list[CanonicalMessage]) -> None:
+    async def offload(
+        db: AsyncSession, caller: Caller, session_id: uuid.UUID, messages: list[CanonicalMessage]
+    ) -> None:
         await offload_large_tool_results(db, rt, s, caller, session_id, messages)
 
     return BeforeAppend(applies, offload)
@@ -62,13 +64,20 @@ def offloader(rt: SharedMemoryRuntime, s: Settings) -> BeforeAppend:
 
 def holds_reference(messages: list[CanonicalMessage]) -> bool:
     """Some message carries a data reference (`metadata.data_ref`)."""
-    return any(isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)
-               for m in messages)
+    return any(
+        isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)
+        for m in messages
+    )
 
 
-async def offload_large_tool_results(db: AsyncSession, rt: SharedMemoryRuntime, s: Settings,
-                                     caller: Caller, session_id: uuid.UUID,
-                                     messages: list[CanonicalMessage]) -> None:
+async def offload_large_tool_results(
+    db: AsyncSession,
+    rt: SharedMemoryRuntime,
+    s: Settings,
+    caller: Caller,
+    session_id: uuid.UUID,
+    messages: list[CanonicalMessage],
+) -> None:
     checked = False
     for m in messages:
         if not _too_large(m, s.tool_result_offload_bytes):
@@ -77,14 +86,22 @@ async def offload_large_tool_results(db: AsyncSession, rt: SharedMemoryRuntime, 
         if not checked:  # never write into the scope of a session the caller can't see
             await access.require_visible(db, caller, session_id)
             checked = True
-        addr = keys.address(Namespace.SESSION, f"tool_results/{uuid.uuid4().hex}",
-                            str(session_id), caller.agent_id)
+        addr = keys.address(
+            Namespace.SESSION, f"tool_results/{uuid.uuid4().hex}", str(session_id), caller.agent_id
+        )
         loaded, _ = await service.write(
-            db, rt, caller, addr, data, content_type=ctype,
+            db,
+            rt,
+            caller,
+            addr,
+            data,
+            content_type=ctype,
             metadata={"kind": "tool_result", "tool_use_id": m.tool_use_id},
-            ttl_seconds=s.tool_result_ttl_seconds, if_none_match="*",
+            ttl_seconds=s.tool_result_ttl_seconds,
+            if_none_match="*",
             max_bytes=max(s.max_request_bytes, s.shared_memory_max_value_bytes),
-            compress_threshold=s.shared_memory_compress_threshold_bytes)
+            compress_threshold=s.shared_memory_compress_threshold_bytes,
+        )
         ref = loaded.reference()
         m.content = render(ref)
         m.metadata = {**(m.metadata or {}), DATA_REF: ref.model_dump(mode="json")}
@@ -92,14 +109,27 @@ async def offload_large_tool_results(db: AsyncSession, rt: SharedMemoryRuntime, 
 
 
 async def _hold_references(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
-    held = [(m.seq, m.metadata[DATA_REF]["id"]) for m in batch.messages
-            if isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)]
+    held = [
+        (m.seq, m.metadata[DATA_REF]["id"])
+        for m in batch.messages
+        if isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)
+    ]
     if not held:
         return
     ids = await repository.entry_ids_by_ref(db, batch.tenant_id, [r for _, r in held])
-    await repository.add_holders(db, [
-        {"entry_id": ids[ref_id], "session_id": batch.session_id, "seq": seq,
-         "tenant_id": batch.tenant_id} for seq, ref_id in held if ref_id in ids])
+    await repository.add_holders(
+        db,
+        [
+            {
+                "entry_id": ids[ref_id],
+                "session_id": batch.session_id,
+                "seq": seq,
+                "tenant_id": batch.tenant_id,
+            }
+            for seq, ref_id in held
+            if ref_id in ids
+        ],
+    )
 
 
 hold_references = AfterAppend(holds_reference, _hold_references)

@@ -25,7 +25,7 @@ def new_ref_id() -> str:
 
 
 def is_ref_id(value: str) -> bool:
-    body = value[len(REF_PREFIX):]
+    body = value[len(REF_PREFIX) :]
     return (
         value.startswith(REF_PREFIX)
         and len(body) == 16

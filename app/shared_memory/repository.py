@@ -37,8 +37,9 @@ def _held(tenant_id: Any) -> sa.ColumnElement[bool]:
     """A message holds the entry's reference (`tenant_id`: the tenant, named in the SQL)."""
     # correlated to the outer entry row by name: in an upsert's DO UPDATE SET, SQLAlchemy
     # would otherwise add shared_memory_entries to the subquery's FROM (any entry's holder)
-    return sa.exists().where(H.c.tenant_id == tenant_id,
-                             H.c.entry_id == sa.literal_column("shared_memory_entries.id"))
+    return sa.exists().where(
+        H.c.tenant_id == tenant_id, H.c.entry_id == sa.literal_column("shared_memory_entries.id")
+    )
 
 
 def _live(now: datetime, tenant_id: Any) -> sa.ColumnElement[bool]:
@@ -46,21 +47,29 @@ def _live(now: datetime, tenant_id: Any) -> sa.ColumnElement[bool]:
 
 
 def _at(a: Addr) -> sa.ColumnElement[bool]:
-    return sa.and_(E.c.tenant_id == a.tenant_id, E.c.namespace == a.namespace,
-                   E.c.scope_id == a.scope_id, E.c.storage_key == a.storage_key)
+    return sa.and_(
+        E.c.tenant_id == a.tenant_id,
+        E.c.namespace == a.namespace,
+        E.c.scope_id == a.scope_id,
+        E.c.storage_key == a.storage_key,
+    )
 
 
 async def get(db: AsyncSession, a: Addr, now: datetime, *, with_value: bool = True) -> Any:
     """The live entry at `a` (a Row), or None."""
     cols = list(E.c) if with_value else HEAD_COLUMNS
-    res = await db.execute(sa.select(*cols, _held(a.tenant_id).label("held"))
-                           .where(_at(a), _live(now, a.tenant_id)))
+    res = await db.execute(
+        sa.select(*cols, _held(a.tenant_id).label("held")).where(_at(a), _live(now, a.tenant_id))
+    )
     return res.first()
 
 
 async def get_by_ref(db: AsyncSession, tenant_id: uuid.UUID, ref_id: str, now: datetime) -> Any:
-    res = await db.execute(sa.select(*E.c).where(E.c.tenant_id == tenant_id,
-                                                 E.c.ref_id == ref_id, _live(now, tenant_id)))
+    res = await db.execute(
+        sa.select(*E.c).where(
+            E.c.tenant_id == tenant_id, E.c.ref_id == ref_id, _live(now, tenant_id)
+        )
+    )
     return res.first()
 
 
@@ -68,30 +77,43 @@ def _values(fields: dict[str, Any]) -> dict[str, Any]:
     return {**fields, "version": NEXT_VERSION, "updated_at": sa.func.now()}
 
 
-async def upsert(db: AsyncSession, a: Addr, fields: dict[str, Any], now: datetime,
-                 *, only_if_dead: bool = False) -> Any:
+async def upsert(
+    db: AsyncSession, a: Addr, fields: dict[str, Any], now: datetime, *, only_if_dead: bool = False
+) -> Any:
     """Insert or replace the entry; returns the row head, or None if `only_if_dead` and a
     live entry exists (create-only PUT)."""
-    ins = pg_insert(E).values(id=uuid.uuid4(), tenant_id=a.tenant_id, namespace=a.namespace,
-                              scope_id=a.scope_id, storage_key=a.storage_key,
-                              **_values(fields))
+    ins = pg_insert(E).values(
+        id=uuid.uuid4(),
+        tenant_id=a.tenant_id,
+        namespace=a.namespace,
+        scope_id=a.scope_id,
+        storage_key=a.storage_key,
+        **_values(fields),
+    )
     # The reference id is the entry's identity for messages: a replace keeps it.
     update = {k: ins.excluded[k] for k in fields if k != "ref_id"} | {
-        "version": NEXT_VERSION, "updated_at": sa.func.now(),
+        "version": NEXT_VERSION,
+        "updated_at": sa.func.now(),
         # A dead (expired) row being overwritten is a new entry: restart created_at.
         "created_at": sa.case((_live(now, a.tenant_id), E.c.created_at), else_=sa.func.now()),
     }
     where = None if not only_if_dead else sa.not_(_live(now, a.tenant_id))
-    stmt = ins.on_conflict_do_update(constraint="uq_shared_memory_entries_address",
-                                     set_=update, where=where).returning(*HEAD_COLUMNS)
+    stmt = ins.on_conflict_do_update(
+        constraint="uq_shared_memory_entries_address", set_=update, where=where
+    ).returning(*HEAD_COLUMNS)
     return (await db.execute(stmt)).first()
 
 
-async def update_if_version(db: AsyncSession, a: Addr, expected: int, fields: dict[str, Any],
-                            now: datetime) -> Any:
+async def update_if_version(
+    db: AsyncSession, a: Addr, expected: int, fields: dict[str, Any], now: datetime
+) -> Any:
     """Compare-and-set: replace only if the live entry is still at `expected`."""
-    stmt = (sa.update(E).where(_at(a), E.c.version == expected, _live(now, a.tenant_id))
-            .values(**_values(fields)).returning(*HEAD_COLUMNS))
+    stmt = (
+        sa.update(E)
+        .where(_at(a), E.c.version == expected, _live(now, a.tenant_id))
+        .values(**_values(fields))
+        .returning(*HEAD_COLUMNS)
+    )
     return (await db.execute(stmt)).first()
 
 
@@ -108,24 +130,54 @@ async def next_version(db: AsyncSession) -> int:
     return int((await db.execute(sa.select(NEXT_VERSION))).scalar_one())
 
 
-async def list_keys(db: AsyncSession, tenant_id: uuid.UUID, namespace: str, scope_id: str,
-                    prefix: str, after: str | None, limit: int, now: datetime) -> list[Any]:
+async def list_keys(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    namespace: str,
+    scope_id: str,
+    prefix: str,
+    after: str | None,
+    limit: int,
+    now: datetime,
+) -> list[Any]:
     """Live entries whose storage key starts with `prefix`, in storage-key order."""
-    conds = [E.c.tenant_id == tenant_id, E.c.namespace == namespace, E.c.scope_id == scope_id,
-             _live(now, tenant_id)]
+    conds = [
+        E.c.tenant_id == tenant_id,
+        E.c.namespace == namespace,
+        E.c.scope_id == scope_id,
+        _live(now, tenant_id),
+    ]
     if prefix:
         conds.append(sa.func.starts_with(E.c.storage_key, prefix))
     key_c = E.c.storage_key.collate("C")
     if after is not None:
         conds.append(key_c > after)
-    stmt = (sa.select(E.c.storage_key, E.c.version, E.c.size_bytes, E.c.content_type,
-                      E.c.expires_at, E.c.updated_at, E.c.sha256, E.c.writer_agent_id)
-            .where(*conds).order_by(key_c).limit(limit))
+    stmt = (
+        sa.select(
+            E.c.storage_key,
+            E.c.version,
+            E.c.size_bytes,
+            E.c.content_type,
+            E.c.expires_at,
+            E.c.updated_at,
+            E.c.sha256,
+            E.c.writer_agent_id,
+        )
+        .where(*conds)
+        .order_by(key_c)
+        .limit(limit)
+    )
     return list((await db.execute(stmt)).all())
 
 
-async def namespace_totals(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str | None,
-                           now: datetime, *, own_sessions_only: bool) -> list[Any]:
+async def namespace_totals(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    agent_id: str | None,
+    now: datetime,
+    *,
+    own_sessions_only: bool,
+) -> list[Any]:
     """(namespace, keys, bytes, stored_bytes) of live entries the caller may see.
 
     `own_sessions_only` (agent keys): the session namespace counts only the scopes of the
@@ -135,12 +187,20 @@ async def namespace_totals(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str
     conds.append(sa.or_(E.c.namespace != "agent", E.c.scope_id == (agent_id or "")))
     if own_sessions_only:
         S = table_of(Session)
-        own = sa.select(sa.cast(S.c.id, sa.Text)).where(S.c.tenant_id == tenant_id,
-                                                        S.c.agent_id == (agent_id or ""))
+        own = sa.select(sa.cast(S.c.id, sa.Text)).where(
+            S.c.tenant_id == tenant_id, S.c.agent_id == (agent_id or "")
+        )
         conds.append(sa.or_(E.c.namespace != "session", E.c.scope_id.in_(own)))
-    stmt = (sa.select(E.c.namespace, sa.func.count(), sa.func.coalesce(sa.func.sum(
-        E.c.size_bytes), 0), sa.func.coalesce(sa.func.sum(E.c.stored_bytes), 0))
-        .where(*conds).group_by(E.c.namespace))
+    stmt = (
+        sa.select(
+            E.c.namespace,
+            sa.func.count(),
+            sa.func.coalesce(sa.func.sum(E.c.size_bytes), 0),
+            sa.func.coalesce(sa.func.sum(E.c.stored_bytes), 0),
+        )
+        .where(*conds)
+        .group_by(E.c.namespace)
+    )
     return list((await db.execute(stmt)).all())
 
 
@@ -150,21 +210,29 @@ async def add_holders(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
         await db.execute(pg_insert(H).values(rows).on_conflict_do_nothing())
 
 
-async def entry_ids_by_ref(db: AsyncSession, tenant_id: uuid.UUID,
-                           ref_ids: list[str]) -> dict[str, uuid.UUID]:
-    res = await db.execute(sa.select(E.c.ref_id, E.c.id).where(
-        E.c.tenant_id == tenant_id, E.c.ref_id.in_(ref_ids)))
+async def entry_ids_by_ref(
+    db: AsyncSession, tenant_id: uuid.UUID, ref_ids: list[str]
+) -> dict[str, uuid.UUID]:
+    res = await db.execute(
+        sa.select(E.c.ref_id, E.c.id).where(E.c.tenant_id == tenant_id, E.c.ref_id.in_(ref_ids))
+    )
     return {r: i for r, i in res.all()}
 
 
 async def delete_expired(db: AsyncSession, now: datetime, limit: int) -> list[Any]:
     """Delete up to `limit` expired, unreferenced entries of any tenant (maintenance sweep)."""
-    victims = (sa.select(E.c.tenant_id, E.c.id)
-               .where(E.c.expires_at <= now, sa.not_(_held(E.c.tenant_id)))
-               .order_by(E.c.expires_at).limit(limit)
-               .with_for_update(skip_locked=True).subquery())
-    stmt = sa.delete(E).prefix_with(FAN_OUT).where(
-        sa.tuple_(E.c.tenant_id, E.c.id).in_(sa.select(victims.c.tenant_id, victims.c.id))
-    ).returning(
-        E.c.tenant_id, E.c.namespace, E.c.scope_id, E.c.storage_key, E.c.version)
+    victims = (
+        sa.select(E.c.tenant_id, E.c.id)
+        .where(E.c.expires_at <= now, sa.not_(_held(E.c.tenant_id)))
+        .order_by(E.c.expires_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .subquery()
+    )
+    stmt = (
+        sa.delete(E)
+        .prefix_with(FAN_OUT)
+        .where(sa.tuple_(E.c.tenant_id, E.c.id).in_(sa.select(victims.c.tenant_id, victims.c.id)))
+        .returning(E.c.tenant_id, E.c.namespace, E.c.scope_id, E.c.storage_key, E.c.version)
+    )
     return list((await db.execute(stmt)).all())

@@ -49,74 +49,146 @@ router = APIRouter(tags=["shared-memory"], responses=ERROR_RESPONSES)
 Responses = dict[int | str, dict[str, Any]]
 
 _EXTRA: Responses = {c: {"model": ErrorEnvelope} for c in (412, 428)}
-_RESP_500: Responses = {500: {"model": ErrorEnvelope, "description": "integrity_error: stored "
-                              "bytes do not match their SHA-256 (never served)"}}
+_RESP_500: Responses = {
+    500: {
+        "model": ErrorEnvelope,
+        "description": "integrity_error: stored bytes do not match their SHA-256 (never served)",
+    }
+}
 # The patterns are documentation only (json_schema_extra): keys.py checks the same rules and
 # answers 400 invalid_key / invalid_scope.
-ScopeQ = Annotated[str | None, Query(max_length=MAX_SCOPE_CHARS, description=(
-    f"1-{MAX_SCOPE_CHARS} characters without control characters or whitespace other than "
-    "the plain space; empty means absent. Required (400 invalid_scope without it) for "
-    "workflow/swarm/debate/session (for session: the id of a session of your tenant); "
-    "refused (400) for global and agent (agent is scoped by the authenticated agent)."),
-    json_schema_extra={"pattern": SCOPE_ID_PATTERN})]
-KeyP = Annotated[str, Path(min_length=1, max_length=MAX_KEY_CHARS, description=(
-    f"1-{MAX_KEY_CHARS} characters, no control characters, invisible format characters or "
-    "whitespace other than inner spaces; `/` separates segments (none empty, `.` or `..`); "
-    "`watch` is reserved."), json_schema_extra={"pattern": KEY_PATTERN})]
-PrefixQ = Annotated[str, Query(max_length=MAX_KEY_CHARS, description=(
-    "Only keys starting with this (same characters as a key; no leading or trailing space)."),
-    json_schema_extra={"pattern": PREFIX_PATTERN})]
+ScopeQ = Annotated[
+    str | None,
+    Query(
+        max_length=MAX_SCOPE_CHARS,
+        description=(
+            f"1-{MAX_SCOPE_CHARS} characters without control characters or whitespace other than "
+            "the plain space; empty means absent. Required (400 invalid_scope without it) for "
+            "workflow/swarm/debate/session (for session: the id of a session of your tenant); "
+            "refused (400) for global and agent (agent is scoped by the authenticated agent)."
+        ),
+        json_schema_extra={"pattern": SCOPE_ID_PATTERN},
+    ),
+]
+KeyP = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_KEY_CHARS,
+        description=(
+            f"1-{MAX_KEY_CHARS} characters, no control characters, invisible format characters or "
+            "whitespace other than inner spaces; `/` separates segments (none empty, `.` or `..`); "
+            "`watch` is reserved."
+        ),
+        json_schema_extra={"pattern": KEY_PATTERN},
+    ),
+]
+PrefixQ = Annotated[
+    str,
+    Query(
+        max_length=MAX_KEY_CHARS,
+        description=(
+            "Only keys starting with this (same characters as a key; no leading or trailing space)."
+        ),
+        json_schema_extra={"pattern": PREFIX_PATTERN},
+    ),
+]
 # `*` or a comma-separated list of quoted (`"7"`) or weak (`W/"7"`) tags (see etag.py);
 # anything else is 400 invalid_etag.
 _TAG = r'[ \t]*(?:W/[^,]*|"[^,]*"|)[ \t]*'
 ETAGS = {"pattern": rf"^(?:[ \t]*\*[ \t]*|{_TAG}(?:,{_TAG})*)$"}
-IfMatch = Annotated[str, Header(description=(
-    "Compare-and-set: a stale version is 409; If-Match on a missing entry is 412."),
-    json_schema_extra=ETAGS)]
-IfNoneMatch = Annotated[str, Header(description="`*`: create only (412)",
-                                    json_schema_extra=ETAGS)]
+IfMatch = Annotated[
+    str,
+    Header(
+        description=(
+            "Compare-and-set: a stale version is 409; If-Match on a missing entry is 412."
+        ),
+        json_schema_extra=ETAGS,
+    ),
+]
+IfNoneMatch = Annotated[str, Header(description="`*`: create only (412)", json_schema_extra=ETAGS)]
 # No body (and no Content-Type) stores an empty raw value.
-PUT_BODY = {"requestBody": {"required": False, "content": {
-    "application/json": {"schema": SharedMemoryPut.model_json_schema(),
-                         "examples": examples.PUT_JSON},
-    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-    "text/plain": {"schema": {"type": "string"}, "examples": examples.PUT_TEXT},
-}}, "parameters": [{
-    "name": "X-Loom-Metadata", "in": "header", "required": False,
-    "description": "Raw bodies: the entry's metadata (JSON bodies carry it in `metadata`). "
-                   "Anything but a JSON object is 400 invalid_metadata.",
-    "content": {"application/json": {"schema": {"type": "object"}}},
-}]}
+PUT_BODY = {
+    "requestBody": {
+        "required": False,
+        "content": {
+            "application/json": {
+                "schema": SharedMemoryPut.model_json_schema(),
+                "examples": examples.PUT_JSON,
+            },
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+            "text/plain": {"schema": {"type": "string"}, "examples": examples.PUT_TEXT},
+        },
+    },
+    "parameters": [
+        {
+            "name": "X-Loom-Metadata",
+            "in": "header",
+            "required": False,
+            "description": "Raw bodies: the entry's metadata (JSON bodies carry it in `metadata`). "
+            "Anything but a JSON object is 400 invalid_metadata.",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
+    ],
+}
 
 
-@router.get("/shared-memory/stats", response_model=SharedMemoryStats,
-            summary="Shared memory statistics per namespace")
+@router.get(
+    "/shared-memory/stats",
+    response_model=SharedMemoryStats,
+    summary="Shared memory statistics per namespace",
+)
 async def shared_memory_stats(db: DbDep, caller: CallerDep, request: Request) -> Any:
     """Per namespace: live keys and bytes you can see, reads, writes, tier hits and misses."""
     return await views.stats(db, views.runtime(request), caller)
 
 
-@router.get("/shared-memory/{namespace}/watch", response_class=StreamingResponse,
-            summary="Watch a namespace for changes (Server-Sent Events)",
-            responses={200: {"content": {"text/event-stream": {}},
-                             "description": "Server-Sent Events: ready, put, delete, "
-                             "heartbeat, and a final dropped/closed event"}})
+@router.get(
+    "/shared-memory/{namespace}/watch",
+    response_class=StreamingResponse,
+    summary="Watch a namespace for changes (Server-Sent Events)",
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "Server-Sent Events: ready, put, delete, "
+            "heartbeat, and a final dropped/closed event",
+        }
+    },
+)
 async def watch_shared_memory(
-    namespace: Namespace, db: DbDep, caller: CallerDep, request: Request,
+    namespace: Namespace,
+    db: DbDep,
+    caller: CallerDep,
+    request: Request,
     scope_id: ScopeQ = None,
     prefix: PrefixQ = "",
     include_initial: bool = False,
     heartbeat_seconds: Annotated[float | None, Query(ge=0.2, le=300)] = None,
 ) -> StreamingResponse:
     """Stream puts and deletes under `prefix` (agent namespace: only your own keys)."""
-    return await views.watch(db, views.runtime(request), caller, request, namespace, scope_id,
-                             prefix, include_initial, heartbeat_seconds)
+    return await views.watch(
+        db,
+        views.runtime(request),
+        caller,
+        request,
+        namespace,
+        scope_id,
+        prefix,
+        include_initial,
+        heartbeat_seconds,
+    )
 
 
-@router.get("/shared-memory/{namespace}", response_model=SharedMemoryKeyList,
-            summary="List the keys of a namespace")
+@router.get(
+    "/shared-memory/{namespace}",
+    response_model=SharedMemoryKeyList,
+    summary="List the keys of a namespace",
+)
 async def list_shared_memory_keys(
-    namespace: Namespace, db: DbDep, caller: CallerDep, scope_id: ScopeQ = None,
+    namespace: Namespace,
+    db: DbDep,
+    caller: CallerDep,
+    scope_id: ScopeQ = None,
     prefix: PrefixQ = "",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: CursorQuery = None,
@@ -125,13 +197,21 @@ async def list_shared_memory_keys(
     return await views.list_keys(db, caller, namespace, scope_id, prefix, limit, cursor)
 
 
-@router.put("/shared-memory/{namespace}/{key:path}", response_model=SharedMemoryEntryPublic,
-            summary="Write an entry",
-            responses={**_EXTRA, 201: {"model": SharedMemoryEntryPublic}},
-            openapi_extra=PUT_BODY)
+@router.put(
+    "/shared-memory/{namespace}/{key:path}",
+    response_model=SharedMemoryEntryPublic,
+    summary="Write an entry",
+    responses={**_EXTRA, 201: {"model": SharedMemoryEntryPublic}},
+    openapi_extra=PUT_BODY,
+)
 async def put_shared_memory_entry(
-    namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
-    response: Response, scope_id: ScopeQ = None,
+    namespace: Namespace,
+    key: KeyP,
+    db: DbDep,
+    caller: CallerDep,
+    request: Request,
+    response: Response,
+    scope_id: ScopeQ = None,
     ttl_seconds: Annotated[int | None, Query(ge=1, le=MAX_TTL_SECONDS)] = None,
     if_match: IfMatch = None,  # type: ignore[assignment]
     if_none_match: IfNoneMatch = None,  # type: ignore[assignment]
@@ -155,10 +235,20 @@ async def put_shared_memory_entry(
     _check_tags(if_match, if_none_match)
     addr = await service.resolve(db, caller, namespace, key, scope_id)
     loaded, created = await service.write(
-        db, views.runtime(request), caller, addr, data, content_type=ctype, metadata=metadata,
-        ttl_seconds=ttl, if_match=if_match, if_none_match=if_none_match, max_bytes=max_bytes,
+        db,
+        views.runtime(request),
+        caller,
+        addr,
+        data,
+        content_type=ctype,
+        metadata=metadata,
+        ttl_seconds=ttl,
+        if_match=if_match,
+        if_none_match=if_none_match,
+        max_bytes=max_bytes,
         compress_threshold=settings.shared_memory_compress_threshold_bytes,
-        require_if_match=settings.shared_memory_require_if_match)
+        require_if_match=settings.shared_memory_require_if_match,
+    )
     response.status_code = 201 if created else 200
     views.set_headers(response, loaded)
     return loaded.head(key, created)
@@ -168,47 +258,91 @@ async def put_shared_memory_entry(
 _RAW_TYPES: dict[str, Any] = {"application/octet-stream": {}, "text/plain": {}, "*/*": {}}
 
 
-@router.get("/shared-memory/{namespace}/{key:path}", response_model=None,
-            summary="Read an entry",
-            responses={200: {"model": SharedMemoryEntryPublic | DataReference,
-                             "description": "JSON entry (with `value`), or its data reference "
-                             "with `ref=true`; a raw entry's bytes with the content type "
-                             "they were stored with", "content": _RAW_TYPES},
-                       304: {"description": "If-None-Match matched"}, **_RESP_500})
+@router.get(
+    "/shared-memory/{namespace}/{key:path}",
+    response_model=None,
+    summary="Read an entry",
+    responses={
+        200: {
+            "model": SharedMemoryEntryPublic | DataReference,
+            "description": "JSON entry (with `value`), or its data reference "
+            "with `ref=true`; a raw entry's bytes with the content type "
+            "they were stored with",
+            "content": _RAW_TYPES,
+        },
+        304: {"description": "If-None-Match matched"},
+        **_RESP_500,
+    },
+)
 async def get_shared_memory_entry(
-    namespace: Namespace, key: KeyP, caller: CallerDep, request: Request,
+    namespace: Namespace,
+    key: KeyP,
+    caller: CallerDep,
+    request: Request,
     scope_id: ScopeQ = None,
     ref: Annotated[bool, Query(description="return the data reference only")] = False,
     if_none_match: Annotated[str, Header(json_schema_extra=ETAGS)] = None,  # type: ignore[assignment]
 ) -> Response:
     """The value (JSON entries: description + `value`; raw: the bytes), or its reference."""
     state = app_state(request.app)
-    loaded = await service.read(partial(transaction, state.read_sessionmaker),
-                                views.runtime_of(state), caller, namespace, key, scope_id)
+    loaded = await service.read(
+        partial(transaction, state.read_sessionmaker),
+        views.runtime_of(state),
+        caller,
+        namespace,
+        key,
+        scope_id,
+    )
     return views.entry_response(loaded, key, ref=ref, if_none_match=if_none_match)
 
 
-@router.delete("/shared-memory/{namespace}/{key:path}", status_code=204,
-               responses=_EXTRA, summary="Delete an entry")
+@router.delete(
+    "/shared-memory/{namespace}/{key:path}",
+    status_code=204,
+    responses=_EXTRA,
+    summary="Delete an entry",
+)
 async def delete_shared_memory_entry(
-    namespace: Namespace, key: KeyP, db: DbDep, caller: CallerDep, request: Request,
-    scope_id: ScopeQ = None, if_match: IfMatch = None,  # type: ignore[assignment]
+    namespace: Namespace,
+    key: KeyP,
+    db: DbDep,
+    caller: CallerDep,
+    request: Request,
+    scope_id: ScopeQ = None,
+    if_match: IfMatch = None,  # type: ignore[assignment]
 ) -> Response:
     """Delete an entry (409 `entry_referenced` while a message holds its reference)."""
     _check_tags(if_match, None)
     addr = await service.resolve(db, caller, namespace, key, scope_id)
-    await service.delete(db, views.runtime(request), caller, addr, if_match=if_match,
-                         require_if_match=app_state(request.app).settings
-                         .shared_memory_require_if_match)
+    await service.delete(
+        db,
+        views.runtime(request),
+        caller,
+        addr,
+        if_match=if_match,
+        require_if_match=app_state(request.app).settings.shared_memory_require_if_match,
+    )
     return Response(status_code=204)
 
 
-@router.get("/refs/{ref_id}", response_model=None, summary="Read the data behind a reference",
-            responses={200: {"model": DataReference, "description": "the bytes with their "
-                             "content type; with `meta=true` the reference (JSON)",
-                             "content": _RAW_TYPES}, **_RESP_500})
+@router.get(
+    "/refs/{ref_id}",
+    response_model=None,
+    summary="Read the data behind a reference",
+    responses={
+        200: {
+            "model": DataReference,
+            "description": "the bytes with their "
+            "content type; with `meta=true` the reference (JSON)",
+            "content": _RAW_TYPES,
+        },
+        **_RESP_500,
+    },
+)
 async def get_data_reference(
-    ref_id: Annotated[str, Path(max_length=64)], db: DbDep, caller: CallerDep,
+    ref_id: Annotated[str, Path(max_length=64)],
+    db: DbDep,
+    caller: CallerDep,
     request: Request,
     meta: Annotated[bool, Query(description="return the reference, not the data")] = False,
 ) -> Response:
@@ -247,9 +381,13 @@ def _json_body(raw: bytes) -> SharedMemoryPut:
         return SharedMemoryPut.model_validate(parsed)
     except ValueError as exc:
         errors = exc.errors() if isinstance(exc, ValidationError) else []
-        raise Unprocessable("The body is not a valid entry.", details=[
-            {"loc": ["body", *e.get("loc", ())], "msg": e.get("msg"), "type": e.get("type")}
-            for e in errors]) from exc
+        raise Unprocessable(
+            "The body is not a valid entry.",
+            details=[
+                {"loc": ["body", *e.get("loc", ())], "msg": e.get("msg"), "type": e.get("type")}
+                for e in errors
+            ],
+        ) from exc
 
 
 def _no_constants(name: str) -> Any:
@@ -262,11 +400,13 @@ def _metadata_header(raw: str | None) -> dict[str, Any]:
     try:
         value = jsonlimits.loads(raw, parse_constant=_no_constants)
     except jsonlimits.JsonTooDeep as exc:
-        raise Unprocessable(f"X-Loom-Metadata: {exc}", code="json_too_deep",
-                            details=[exc.detail(["header", "x-loom-metadata"])]) from exc
+        raise Unprocessable(
+            f"X-Loom-Metadata: {exc}",
+            code="json_too_deep",
+            details=[exc.detail(["header", "x-loom-metadata"])],
+        ) from exc
     except ValueError as exc:
         raise BadRequest("X-Loom-Metadata must be a JSON object.", code="invalid_metadata") from exc
     if not isinstance(value, dict):
         raise BadRequest("X-Loom-Metadata must be a JSON object.", code="invalid_metadata")
     return value
-

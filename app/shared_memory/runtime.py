@@ -70,8 +70,9 @@ class SharedMemoryRuntime:
         self._counters[(tenant, namespace, name)] += n
 
     def local_counts(self, tenant: str) -> Counter[tuple[str, str]]:
-        return Counter({(ns, name): v for (t, ns, name), v in self._counters.items()
-                        if t == tenant})
+        return Counter(
+            {(ns, name): v for (t, ns, name), v in self._counters.items() if t == tenant}
+        )
 
     async def read_counts(self, tenant: str) -> Counter[tuple[str, str]]:
         """Counters of every process (Redis) plus this process's unflushed ones."""
@@ -116,8 +117,9 @@ class SharedMemoryRuntime:
                 fn(event)
             return
         if event.get("o") != self.origin:
-            self.tier.invalidate((event["t"], event["ns"], event["sc"], event["sk"]),
-                                 event.get("v"))
+            self.tier.invalidate(
+                (event["t"], event["ns"], event["sc"], event["sk"]), event.get("v")
+            )
         for w in list(self._watchers.get((event["t"], event["ns"], event["sc"]), ())):
             if event["sk"].startswith(w.storage_prefix):
                 w.offer(event)

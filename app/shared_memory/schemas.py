@@ -22,7 +22,8 @@ class SharedMemoryPut(BaseModel):
     value: Any = Field(description="any JSON value (stored as compact UTF-8 JSON)")
     metadata: dict[str, Any] = Field(default_factory=dict)
     ttl_seconds: Annotated[int, Field(ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS), JSON_INT] | None = (
-        None)
+        None
+    )
 
 
 class SharedMemoryEntryPublic(BaseModel):
@@ -78,4 +79,5 @@ class SharedMemoryNamespaceStats(BaseModel):
 class SharedMemoryStats(BaseModel):
     namespaces: list[SharedMemoryNamespaceStats]
     memory_tier: dict[str, int] = Field(
-        description="this API process's memory tier: bytes, items, max_bytes, evictions")
+        description="this API process's memory tier: bytes, items, max_bytes, evictions"
+    )

@@ -66,27 +66,57 @@ class Loaded:
     def head(self, key: str, created: bool | None = None) -> dict[str, Any]:
         """The public description (SharedMemoryEntryPublic fields, without value)."""
         return {
-            "namespace": self.namespace, "key": key, "version": self.version,
-            "scope_id": self.scope_id or None, "etag": etag.format_etag(self.version),
-            "content_type": self.content_type, "size_bytes": self.size_bytes,
-            "stored_bytes": self.stored_bytes, "compressed": self.compressed,
-            "checksum": self.sha256, "ref_id": self.ref_id, "metadata": self.metadata,
-            "writer_agent_id": self.writer_agent_id, "expires_at": self.expires_at,
-            "created_at": self.created_at, "updated_at": self.updated_at, "created": created,
+            "namespace": self.namespace,
+            "key": key,
+            "version": self.version,
+            "scope_id": self.scope_id or None,
+            "etag": etag.format_etag(self.version),
+            "content_type": self.content_type,
+            "size_bytes": self.size_bytes,
+            "stored_bytes": self.stored_bytes,
+            "compressed": self.compressed,
+            "checksum": self.sha256,
+            "ref_id": self.ref_id,
+            "metadata": self.metadata,
+            "writer_agent_id": self.writer_agent_id,
+            "expires_at": self.expires_at,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "created": created,
         }
 
     def reference(self) -> DataReference:
-        return DataReference(id=self.ref_id, size_bytes=self.size_bytes, checksum=self.sha256,
-                             content_type=self.content_type, location=self.location,
-                             compressed=self.compressed, stored_at=self.updated_at,
-                             metadata=self.metadata)
+        return DataReference(
+            id=self.ref_id,
+            size_bytes=self.size_bytes,
+            checksum=self.sha256,
+            content_type=self.content_type,
+            location=self.location,
+            compressed=self.compressed,
+            stored_at=self.updated_at,
+            metadata=self.metadata,
+        )
 
 
 def _from_row(row: Any, data: bytes = b"") -> Loaded:
-    return Loaded(row.namespace, row.scope_id, row.storage_key, row.version, row.content_type,
-                  row.size_bytes, row.stored_bytes, row.compressed, row.sha256, row.ref_id,
-                  row.metadata or {}, row.writer_agent_id, row.expires_at, row.created_at,
-                  row.updated_at, data)
+    return Loaded(
+        row.namespace,
+        row.scope_id,
+        row.storage_key,
+        row.version,
+        row.content_type,
+        row.size_bytes,
+        row.stored_bytes,
+        row.compressed,
+        row.sha256,
+        row.ref_id,
+        row.metadata or {},
+        row.writer_agent_id,
+        row.expires_at,
+        row.created_at,
+        row.updated_at,
+        data,
+    )
 
 
 def _now() -> datetime:
@@ -101,8 +131,9 @@ def _tier_key(ra: repository.Addr) -> tuple[str, str, str, str]:
     return (str(ra.tenant_id), ra.namespace, ra.scope_id, ra.storage_key)
 
 
-async def resolve(db: AsyncSession, caller: Caller, namespace: Namespace, key: str | None,
-                  scope_id: str | None) -> Address:
+async def resolve(
+    db: AsyncSession, caller: Caller, namespace: Namespace, key: str | None, scope_id: str | None
+) -> Address:
     """Validate namespace/scope/key for this caller (session scopes must exist in-tenant)."""
     if key is None:
         scope = keys.resolve_scope(namespace, scope_id, caller.agent_id)
@@ -152,15 +183,17 @@ async def load(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr) -
     return await _load_stored(db, rt, ra, now)
 
 
-async def _load_stored(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr,
-                       now: datetime) -> Loaded | None:
+async def _load_stored(
+    db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr, now: datetime
+) -> Loaded | None:
     rt.count(str(ra.tenant_id), ra.namespace, "misses")
     row = await repository.get(db, ra, now)
     if row is None:
         return None
     try:
-        data = codec.decode(row.value, compressed=row.compressed, sha256=row.sha256,
-                            size=row.size_bytes)
+        data = codec.decode(
+            row.value, compressed=row.compressed, sha256=row.sha256, size=row.size_bytes
+        )
     except IntegrityError:
         INTEGRITY_ERRORS.inc()
         raise
@@ -170,8 +203,7 @@ async def _load_stored(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository
     return loaded
 
 
-async def read_at(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller,
-                  a: Address) -> Loaded:
+async def read_at(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address) -> Loaded:
     """The entry at an address already resolved for this caller (`resolve`)."""
     ra = _addr(caller, a)
     rt.count(str(caller.tenant_id), ra.namespace, "reads")
@@ -185,16 +217,22 @@ def _not_found(a: Address) -> EntryNotFound:
     return EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
 
 
-async def read(open_db: Callable[[], AbstractAsyncContextManager[AsyncSession]],
-               rt: SharedMemoryRuntime, caller: Caller, namespace: Namespace, key: str,
-               scope_id: str | None) -> Loaded:
+async def read(
+    open_db: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+    rt: SharedMemoryRuntime,
+    caller: Caller,
+    namespace: Namespace,
+    key: str,
+    scope_id: str | None,
+) -> Loaded:
     """The entry at namespace/key for this caller. A memory-tier hit of a namespace whose
     address needs no lookup (all but `session`, whose scope must be a visible session)
     opens no database session: `open_db()` is entered only when PostgreSQL is needed."""
     if namespace is Namespace.SESSION:
         async with open_db() as db:
-            return await read_at(db, rt, caller,
-                                 await resolve(db, caller, namespace, key, scope_id))
+            return await read_at(
+                db, rt, caller, await resolve(db, caller, namespace, key, scope_id)
+            )
     a = keys.address(namespace, key, scope_id, caller.agent_id)
     ra = _addr(caller, a)
     rt.count(str(caller.tenant_id), ra.namespace, "reads")
@@ -210,38 +248,74 @@ async def read(open_db: Callable[[], AbstractAsyncContextManager[AsyncSession]],
 
 def _referenced() -> VersionConflict:
     # Referenced data is immutable: a message's reference (and its checksum) must stay true.
-    return VersionConflict("The entry is held by a message's data reference; it cannot be "
-                           "changed or deleted while referenced.", code="entry_referenced")
+    return VersionConflict(
+        "The entry is held by a message's data reference; it cannot be "
+        "changed or deleted while referenced.",
+        code="entry_referenced",
+    )
 
 
 def _event(op: str, ra: repository.Addr, key: str, version: int, **extra: Any) -> dict[str, Any]:
-    return {"op": op, "t": str(ra.tenant_id), "ns": ra.namespace, "sc": ra.scope_id,
-            "sk": ra.storage_key, "k": key, "v": version, "at": _now().isoformat(), **extra}
+    return {
+        "op": op,
+        "t": str(ra.tenant_id),
+        "ns": ra.namespace,
+        "sc": ra.scope_id,
+        "sk": ra.storage_key,
+        "k": key,
+        "v": version,
+        "at": _now().isoformat(),
+        **extra,
+    }
 
 
 async def write(
-    db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address, data: bytes, *,
-    content_type: str, metadata: dict[str, Any], ttl_seconds: int | None,
-    if_match: str | None = None, if_none_match: str | None = None,
-    max_bytes: int, compress_threshold: int, require_if_match: bool = False,
+    db: AsyncSession,
+    rt: SharedMemoryRuntime,
+    caller: Caller,
+    a: Address,
+    data: bytes,
+    *,
+    content_type: str,
+    metadata: dict[str, Any],
+    ttl_seconds: int | None,
+    if_match: str | None = None,
+    if_none_match: str | None = None,
+    max_bytes: int,
+    compress_threshold: int,
+    require_if_match: bool = False,
 ) -> tuple[Loaded, bool]:
     """Store `data` at `a`; returns (entry without data, created?)."""
     if len(data) > max_bytes:
-        raise ValueTooLarge(f"The value is over the {max_bytes}-byte limit.",
-                            details={"size_bytes": len(data), "max_bytes": max_bytes})
+        raise ValueTooLarge(
+            f"The value is over the {max_bytes}-byte limit.",
+            details={"size_bytes": len(data), "max_bytes": max_bytes},
+        )
     ra = _addr(caller, a)
     now = _now()
     current = await repository.get(db, ra, now, with_value=False)
     cur_version = current.version if current is not None else None
-    etag.check_write(if_match=if_match, if_none_match=if_none_match,
-                     current_version=cur_version, require_if_match=require_if_match)
+    etag.check_write(
+        if_match=if_match,
+        if_none_match=if_none_match,
+        current_version=cur_version,
+        require_if_match=require_if_match,
+    )
     if current is not None and current.held:
         raise _referenced()
     enc = codec.encode(data, threshold=compress_threshold)
-    fields = {"value": enc.stored, "content_type": content_type, "metadata": metadata,
-              "sha256": enc.sha256, "compressed": enc.compressed, "size_bytes": enc.size,
-              "stored_bytes": len(enc.stored), "writer_agent_id": caller.agent_id,
-              "expires_at": ttl_expiry(now, ttl_seconds), "ref_id": new_ref_id()}
+    fields = {
+        "value": enc.stored,
+        "content_type": content_type,
+        "metadata": metadata,
+        "sha256": enc.sha256,
+        "compressed": enc.compressed,
+        "size_bytes": enc.size,
+        "stored_bytes": len(enc.stored),
+        "writer_agent_id": caller.agent_id,
+        "expires_at": ttl_expiry(now, ttl_seconds),
+        "ref_id": new_ref_id(),
+    }
     if if_match is not None:
         fields.pop("ref_id")  # an update keeps the entry's reference id
         row = await repository.update_if_version(db, ra, cur_version or 0, fields, now)
@@ -251,15 +325,22 @@ async def write(
                 raise EntryPreconditionFailed("If-Match given but the entry does not exist")
             raise etag.stale(latest.version)
     else:
-        row = await repository.upsert(db, ra, fields, now,
-                                      only_if_dead=if_none_match is not None)
+        row = await repository.upsert(db, ra, fields, now, only_if_dead=if_none_match is not None)
         if row is None:
             raise EntryPreconditionFailed("entry already exists")
     created = cur_version is None
     loaded = _from_row(row)
     rt.count(str(caller.tenant_id), ra.namespace, "writes")
-    event = _event("put", ra, a.key, loaded.version, sz=enc.size, ct=content_type,
-                   cs=enc.sha256, w=caller.agent_id)
+    event = _event(
+        "put",
+        ra,
+        a.key,
+        loaded.version,
+        sz=enc.size,
+        ct=content_type,
+        cs=enc.sha256,
+        w=caller.agent_id,
+    )
     if loaded.is_json and enc.size <= EVENT_VALUE_MAX:
         event["val"] = json.loads(data)
     cached = replace(loaded, data=data)
@@ -274,8 +355,15 @@ async def write(
     return loaded, created
 
 
-async def delete(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address, *,
-                 if_match: str | None, require_if_match: bool = False) -> int:
+async def delete(
+    db: AsyncSession,
+    rt: SharedMemoryRuntime,
+    caller: Caller,
+    a: Address,
+    *,
+    if_match: str | None,
+    require_if_match: bool = False,
+) -> int:
     """Delete the entry; referenced entries are refused (409 `entry_referenced`)."""
     ra = _addr(caller, a)
     now = _now()
@@ -284,8 +372,12 @@ async def delete(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: A
         if if_match is not None:
             raise EntryPreconditionFailed("If-Match given but the entry does not exist")
         raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
-    etag.check_write(if_match=if_match, if_none_match=None, current_version=current.version,
-                     require_if_match=require_if_match)
+    etag.check_write(
+        if_match=if_match,
+        if_none_match=None,
+        current_version=current.version,
+        require_if_match=require_if_match,
+    )
     if current.held:
         raise _referenced()
     gone = await repository.delete(db, ra, now, current.version if if_match else None)
@@ -318,18 +410,19 @@ async def _may_see_scope(db: AsyncSession, caller: Caller, namespace: str, scope
     return True
 
 
-async def resolve_ref(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller,
-                      ref_id: str) -> Loaded:
+async def resolve_ref(
+    db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, ref_id: str
+) -> Loaded:
     """The entry behind a data reference, with the visibility of its namespace."""
     row = await repository.get_by_ref(db, caller.tenant_id, ref_id, _now())
     if row is None or not await _may_see_scope(db, caller, row.namespace, row.scope_id):
         raise RefNotFound("No such data reference.")
     try:
-        data = codec.decode(row.value, compressed=row.compressed, sha256=row.sha256,
-                            size=row.size_bytes)
+        data = codec.decode(
+            row.value, compressed=row.compressed, sha256=row.sha256, size=row.size_bytes
+        )
     except IntegrityError:
         INTEGRITY_ERRORS.inc()
         raise
     rt.count(str(caller.tenant_id), row.namespace, "reads")
     return _from_row(row, data)
-

@@ -41,10 +41,23 @@ async def _announce(ctx: dict[str, Any], rows: list[Any]) -> None:
     try:
         pipe = redis.pipeline(transaction=False)
         for r in rows:
-            pipe.publish(CHANNEL, json.dumps({
-                "op": "delete", "reason": "expired", "t": str(r.tenant_id), "ns": r.namespace,
-                "sc": r.scope_id, "sk": r.storage_key, "v": r.version, "at": now,
-                "o": "worker"}, separators=(",", ":")))
+            pipe.publish(
+                CHANNEL,
+                json.dumps(
+                    {
+                        "op": "delete",
+                        "reason": "expired",
+                        "t": str(r.tenant_id),
+                        "ns": r.namespace,
+                        "sc": r.scope_id,
+                        "sk": r.storage_key,
+                        "v": r.version,
+                        "at": now,
+                        "o": "worker",
+                    },
+                    separators=(",", ":"),
+                ),
+            )
         await pipe.execute()
     except Exception as exc:  # expired entries are never served anyway; events are a courtesy
         log.warning("expiry events not published: %s", type(exc).__name__)

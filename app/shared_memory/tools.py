@@ -55,8 +55,12 @@ async def shared_memory_read(ctx: ToolContext, args: dict[str, Any]) -> Any:
     caller = _caller(ctx)
     addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
     loaded = await service.read_at(ctx.db, ctx.state.shared_memory, caller, addr)
-    out: dict[str, Any] = {"namespace": a.namespace.value, "key": a.key,
-                           "version": loaded.version, "content_type": loaded.content_type}
+    out: dict[str, Any] = {
+        "namespace": a.namespace.value,
+        "key": a.key,
+        "version": loaded.version,
+        "content_type": loaded.content_type,
+    }
     if loaded.size_bytes > ctx.state.settings.tool_result_offload_bytes:
         out["reference"] = render(loaded.reference())
     elif loaded.is_json:
@@ -75,13 +79,25 @@ async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
     addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
     if_match = etag.format_etag(a.if_version) if a.if_version is not None else None
     loaded, created = await service.write(
-        ctx.db, ctx.state.shared_memory, caller, addr, dump_json(a.value),
-        content_type="application/json", metadata={"via": "tool"}, ttl_seconds=a.ttl_seconds,
-        if_match=if_match, max_bytes=s.shared_memory_max_value_bytes,
+        ctx.db,
+        ctx.state.shared_memory,
+        caller,
+        addr,
+        dump_json(a.value),
+        content_type="application/json",
+        metadata={"via": "tool"},
+        ttl_seconds=a.ttl_seconds,
+        if_match=if_match,
+        max_bytes=s.shared_memory_max_value_bytes,
         compress_threshold=s.shared_memory_compress_threshold_bytes,
-        require_if_match=s.shared_memory_require_if_match)
-    return {"namespace": a.namespace.value, "key": a.key, "version": loaded.version,
-            "created": created}
+        require_if_match=s.shared_memory_require_if_match,
+    )
+    return {
+        "namespace": a.namespace.value,
+        "key": a.key,
+        "version": loaded.version,
+        "created": created,
+    }
 
 
 async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
@@ -89,20 +105,32 @@ async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
     caller = _caller(ctx)
     addr = await service.resolve(ctx.db, caller, a.namespace, None, a.scope_id)
     sprefix = keys.storage_prefix(a.namespace, addr.scope_id, a.prefix)
-    rows = await repository.list_keys(ctx.db, caller.tenant_id, a.namespace.value,
-                                      addr.scope_id, sprefix, None, a.limit + 1, service._now())
-    return {"namespace": a.namespace.value,
-            "keys": [keys.public_key(a.namespace, addr.scope_id, r.storage_key)
-                     for r in rows[:a.limit]],
-            "truncated": len(rows) > a.limit}
+    rows = await repository.list_keys(
+        ctx.db,
+        caller.tenant_id,
+        a.namespace.value,
+        addr.scope_id,
+        sprefix,
+        None,
+        a.limit + 1,
+        service._now(),
+    )
+    return {
+        "namespace": a.namespace.value,
+        "keys": [
+            keys.public_key(a.namespace, addr.scope_id, r.storage_key) for r in rows[: a.limit]
+        ],
+        "truncated": len(rows) > a.limit,
+    }
 
 
 async def shared_memory_delete(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Target, args)
     caller = _caller(ctx)
     addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
-    await service.delete(ctx.db, ctx.state.shared_memory, caller, addr, if_match=None,
-                         require_if_match=False)
+    await service.delete(
+        ctx.db, ctx.state.shared_memory, caller, addr, if_match=None, require_if_match=False
+    )
     return {"namespace": a.namespace.value, "key": a.key, "deleted": True}
 
 

@@ -32,8 +32,7 @@ def runtime_of(state: AppState) -> SharedMemoryRuntime:
 
 def dump_json(value: Any) -> bytes:
     """Compact UTF-8 JSON: the stored form of JSON values (and the checksummed bytes)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode()
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 def set_headers(response: Response, loaded: service.Loaded) -> None:
@@ -66,10 +65,12 @@ def _iso(x: Any) -> str:
     return x.isoformat()
 
 
-def entry_response(loaded: service.Loaded, key: str, *, ref: bool,
-                   if_none_match: str | None) -> Response:
-    if if_none_match is not None and etag.matches(etag.parse_match_header(if_none_match),
-                                                  loaded.version):
+def entry_response(
+    loaded: service.Loaded, key: str, *, ref: bool, if_none_match: str | None
+) -> Response:
+    if if_none_match is not None and etag.matches(
+        etag.parse_match_header(if_none_match), loaded.version
+    ):
         resp = Response(status_code=304)
         set_headers(resp, loaded)
         return resp
@@ -85,9 +86,15 @@ def entry_response(loaded: service.Loaded, key: str, *, ref: bool,
     return resp
 
 
-async def list_keys(db: AsyncSession, caller: Caller, namespace: Namespace,
-                    scope_id: str | None, prefix: str, limit: int,
-                    cursor: str | None) -> dict[str, Any]:
+async def list_keys(
+    db: AsyncSession,
+    caller: Caller,
+    namespace: Namespace,
+    scope_id: str | None,
+    prefix: str,
+    limit: int,
+    cursor: str | None,
+) -> dict[str, Any]:
     addr = await service.resolve(db, caller, namespace, None, scope_id)
     sprefix = keys.storage_prefix(namespace, addr.scope_id, prefix)
     after = None
@@ -96,38 +103,87 @@ async def list_keys(db: AsyncSession, caller: Caller, namespace: Namespace,
         after = data["after"]
         if not after.startswith(sprefix):
             raise invalid_cursor()
-    rows = await repository.list_keys(db, caller.tenant_id, namespace.value, addr.scope_id,
-                                      sprefix, after, fetch_limit(limit), service._now())
+    rows = await repository.list_keys(
+        db,
+        caller.tenant_id,
+        namespace.value,
+        addr.scope_id,
+        sprefix,
+        after,
+        fetch_limit(limit),
+        service._now(),
+    )
     shown, nxt = page(rows, limit, lambda r: {"after": r.storage_key})
-    items = [{"key": keys.public_key(namespace, addr.scope_id, r.storage_key),
-              "version": r.version, "size_bytes": r.size_bytes,
-              "content_type": r.content_type, "expires_at": r.expires_at,
-              "updated_at": r.updated_at} for r in shown]
-    return {"namespace": namespace, "scope_id": addr.scope_id or None, "items": items,
-            "next_cursor": nxt}
+    items = [
+        {
+            "key": keys.public_key(namespace, addr.scope_id, r.storage_key),
+            "version": r.version,
+            "size_bytes": r.size_bytes,
+            "content_type": r.content_type,
+            "expires_at": r.expires_at,
+            "updated_at": r.updated_at,
+        }
+        for r in shown
+    ]
+    return {
+        "namespace": namespace,
+        "scope_id": addr.scope_id or None,
+        "items": items,
+        "next_cursor": nxt,
+    }
 
 
 async def stats(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller) -> dict[str, Any]:
-    totals = {r[0]: r for r in await repository.namespace_totals(
-        db, caller.tenant_id, caller.agent_id, service._now(),
-        own_sessions_only=caller.role == "agent")}
+    totals = {
+        r[0]: r
+        for r in await repository.namespace_totals(
+            db,
+            caller.tenant_id,
+            caller.agent_id,
+            service._now(),
+            own_sessions_only=caller.role == "agent",
+        )
+    }
     counts = await rt.read_counts(str(caller.tenant_id))
     out = []
     for ns in Namespace:
         t = totals.get(ns.value)
-        out.append({"namespace": ns, "keys": int(t[1]) if t else 0,
-                    "bytes": int(t[2]) if t else 0, "stored_bytes": int(t[3]) if t else 0,
-                    **{name: counts[(ns.value, name)] for name in
-                       ("reads", "writes", "hits", "misses")}})
+        out.append(
+            {
+                "namespace": ns,
+                "keys": int(t[1]) if t else 0,
+                "bytes": int(t[2]) if t else 0,
+                "stored_bytes": int(t[3]) if t else 0,
+                **{
+                    name: counts[(ns.value, name)] for name in ("reads", "writes", "hits", "misses")
+                },
+            }
+        )
     tier = rt.tier.stats()
-    return {"namespaces": out, "memory_tier": {
-        "bytes": tier.bytes, "items": tier.items, "max_bytes": tier.max_bytes,
-        "evictions": tier.evictions, "hits": tier.hits, "misses": tier.misses}}
+    return {
+        "namespaces": out,
+        "memory_tier": {
+            "bytes": tier.bytes,
+            "items": tier.items,
+            "max_bytes": tier.max_bytes,
+            "evictions": tier.evictions,
+            "hits": tier.hits,
+            "misses": tier.misses,
+        },
+    }
 
 
-async def watch(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, request: Request,
-                namespace: Namespace, scope_id: str | None, prefix: str,
-                include_initial: bool, heartbeat: float | None) -> StreamingResponse:
+async def watch(
+    db: AsyncSession,
+    rt: SharedMemoryRuntime,
+    caller: Caller,
+    request: Request,
+    namespace: Namespace,
+    scope_id: str | None,
+    prefix: str,
+    include_initial: bool,
+    heartbeat: float | None,
+) -> StreamingResponse:
     addr = await service.resolve(db, caller, namespace, None, scope_id)
     scope = addr.scope_id
     sprefix = keys.storage_prefix(namespace, scope, prefix)
@@ -156,27 +212,45 @@ async def watch(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, reque
 
     async def frames() -> Any:
         try:
-            async for frame in stream(watcher, initial, render, heartbeat or DEFAULT_HEARTBEAT,
-                                      request.is_disconnected):
+            async for frame in stream(
+                watcher, initial, render, heartbeat or DEFAULT_HEARTBEAT, request.is_disconnected
+            ):
                 yield frame
         finally:
             rt.remove_watcher(tenant, namespace.value, scope, watcher)
 
-    return StreamingResponse(frames(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        frames(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
-async def _initial(db: AsyncSession, caller: Caller, namespace: Namespace, scope: str,
-                   sprefix: str, scope_out: str | None) -> list[bytes]:
+async def _initial(
+    db: AsyncSession,
+    caller: Caller,
+    namespace: Namespace,
+    scope: str,
+    sprefix: str,
+    scope_out: str | None,
+) -> list[bytes]:
     frames: list[bytes] = []
     after: str | None = None
     while True:
-        rows = await repository.list_keys(db, caller.tenant_id, namespace.value, scope,
-                                          sprefix, after, 500, service._now())
+        rows = await repository.list_keys(
+            db, caller.tenant_id, namespace.value, scope, sprefix, after, 500, service._now()
+        )
         for r in rows:
-            event = {"op": "put", "ns": namespace.value, "v": r.version, "sz": r.size_bytes,
-                     "ct": r.content_type, "cs": r.sha256, "w": r.writer_agent_id,
-                     "at": r.updated_at.isoformat()}
+            event = {
+                "op": "put",
+                "ns": namespace.value,
+                "v": r.version,
+                "sz": r.size_bytes,
+                "ct": r.content_type,
+                "cs": r.sha256,
+                "w": r.writer_agent_id,
+                "at": r.updated_at.isoformat(),
+            }
             key = keys.public_key(namespace, scope, r.storage_key)
             name, data = public_event(event, key, scope_out, initial=True)
             frames.append(sse(name, data, str(r.version)))

@@ -48,17 +48,27 @@ def sse(event: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
     return f"{head}event: {event}\ndata: {body}\n\n".encode()
 
 
-def public_event(event: dict[str, Any], public_key: str, scope_out: str | None,
-                 *, initial: bool = False) -> tuple[str, dict[str, Any]]:
+def public_event(
+    event: dict[str, Any], public_key: str, scope_out: str | None, *, initial: bool = False
+) -> tuple[str, dict[str, Any]]:
     """The SSE event name and payload a client sees for a pub/sub event."""
     data: dict[str, Any] = {
-        "op": event["op"], "namespace": event["ns"], "scope_id": scope_out, "key": public_key,
-        "version": event.get("v"), "etag": format_etag(event["v"]) if event.get("v") else None,
-        "at": event.get("at"), "initial": initial,
+        "op": event["op"],
+        "namespace": event["ns"],
+        "scope_id": scope_out,
+        "key": public_key,
+        "version": event.get("v"),
+        "etag": format_etag(event["v"]) if event.get("v") else None,
+        "at": event.get("at"),
+        "initial": initial,
     }
     if event["op"] == "put":
-        data.update(size_bytes=event.get("sz"), content_type=event.get("ct"),
-                    checksum=event.get("cs"), writer_agent_id=event.get("w"))
+        data.update(
+            size_bytes=event.get("sz"),
+            content_type=event.get("ct"),
+            checksum=event.get("cs"),
+            writer_agent_id=event.get("w"),
+        )
         if "val" in event:
             data["value"] = event["val"]
     elif event.get("reason"):
@@ -87,8 +97,7 @@ async def stream(
             continue
         if item is _CLOSE:
             name = "dropped" if watcher.closed_reason == "slow_consumer" else "closed"
-            yield sse(name,
-                      {"reason": watcher.closed_reason, "missed": watcher.missed})
+            yield sse(name, {"reason": watcher.closed_reason, "missed": watcher.missed})
             return
         rendered = render(item)
         if rendered is not None:

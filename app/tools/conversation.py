@@ -59,67 +59,93 @@ RECALL_DESCRIPTION = (
     "first. Messages are numbered from 1 (`seq`); `offset` skips that many, so "
     "offset 20, limit 10 returns messages 21-30. Summaries name the range they cover "
     "(`covers msg:120-135`): use it to recall the exact messages. Set `promote` to "
-    "keep the recalled messages in your context for the next turns.")
+    "keep the recalled messages in your context for the next turns."
+)
 
-register_tool("recall_conversation", {
-    "description": RECALL_DESCRIPTION,
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "offset": {"type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 0,
-                       "description": "How many of the oldest messages to skip."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": RECALL_MAX, "default": 20},
-            "promote": {"type": "boolean", "default": False},
+register_tool(
+    "recall_conversation",
+    {
+        "description": RECALL_DESCRIPTION,
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": INT64_MAX,
+                    "default": 0,
+                    "description": "How many of the oldest messages to skip.",
+                },
+                "limit": {"type": "integer", "minimum": 1, "maximum": RECALL_MAX, "default": 20},
+                "promote": {"type": "boolean", "default": False},
+            },
+            "additionalProperties": False,
         },
-        "additionalProperties": False,
     },
-})
+)
 
-register_tool("search_conversation", {
-    "description": (
-        "Search the full history of this conversation (or all conversations of this agent "
-        "or tenant) for messages about a topic. Keyword search with stemming that ranks a "
-        "message together with the turns around it, reranked by relevance; `after` and "
-        "`before` limit the messages' times. By default the results from this conversation "
-        "are promoted into your context; use clear_recalled_context to drop them."),
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for, in plain words."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 10},
-            "promote": {"type": "boolean", "default": True},
-            "scope": {"type": "string", "enum": ["session", "agent", "tenant"],
-                      "default": "session"},
-            "after": {"type": "string", "format": "date-time",
-                      "description": "Only messages from this time on (RFC 3339, with a "
-                                     "timezone)."},
-            "before": {"type": "string", "format": "date-time",
-                       "description": "Only messages before this time."},
+register_tool(
+    "search_conversation",
+    {
+        "description": (
+            "Search the full history of this conversation (or all conversations of this agent "
+            "or tenant) for messages about a topic. Keyword search with stemming that ranks a "
+            "message together with the turns around it, reranked by relevance; `after` and "
+            "`before` limit the messages' times. By default the results from this conversation "
+            "are promoted into your context; use clear_recalled_context to drop them."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for, in plain words."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 10},
+                "promote": {"type": "boolean", "default": True},
+                "scope": {
+                    "type": "string",
+                    "enum": ["session", "agent", "tenant"],
+                    "default": "session",
+                },
+                "after": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "Only messages from this time on (RFC 3339, with a timezone).",
+                },
+                "before": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "Only messages before this time.",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
         },
-        "required": ["query"],
-        "additionalProperties": False,
     },
-})
+)
 
-register_tool("clear_recalled_context", {
-    "description": "Remove every promoted (recalled) message from your context; returns "
-                   "how many were removed.",
-    "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
-})
+register_tool(
+    "clear_recalled_context",
+    {
+        "description": "Remove every promoted (recalled) message from your context; returns "
+        "how many were removed.",
+        "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+    },
+)
 
 
 async def recall_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     """Messages offset+1 .. offset+limit of this session."""
     data = parse_args(RecallInput, args)
-    rows = await messages_repository.page(ctx.db, ctx.session.tenant_id, ctx.session.id,
-                                          after_seq=data.offset, limit=data.limit)
+    rows = await messages_repository.page(
+        ctx.db, ctx.session.tenant_id, ctx.session.id, after_seq=data.offset, limit=data.limit
+    )
     promoted: list[int] = []
     if data.promote and rows:
         promoted = await search_service.promote_seqs(ctx.db, ctx.session, [m.seq for m in rows])
     last = ctx.session.last_seq
     return {
-        "messages": [{"seq": m.seq, "role": m.role, **_text(m.text, RECALL_TEXT_CHARS)}
-                     for m in rows],
+        "messages": [
+            {"seq": m.seq, "role": m.role, **_text(m.text, RECALL_TEXT_CHARS)} for m in rows
+        ],
         "total_messages": last,
         "has_more": bool(rows) and rows[-1].seq < last,
         "promoted_seqs": promoted,
@@ -141,19 +167,34 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     env = search_env_for(ctx.state)
     try:
         outcome = await search_service.search(
-            await pg.driver_connection(ctx.db), scope, data.query, limit=data.limit,
-            rerank=True, llm=env.llm, redis=env.redis, options=env.options,
-            after=data.after, before=data.before)
+            await pg.driver_connection(ctx.db),
+            scope,
+            data.query,
+            limit=data.limit,
+            rerank=True,
+            llm=env.llm,
+            redis=env.redis,
+            options=env.options,
+            after=data.after,
+            before=data.before,
+        )
     except AppError:
         raise
     except Exception as exc:
         raise ToolError("SEARCH_FAILED", "The search could not be run.") from exc
     result: dict[str, Any] = {
-        "results": [{"session_id": str(h.message.session_id), "seq": h.message.seq,
-                     "role": h.message.role, **_text(h.message.text, SEARCH_TEXT_CHARS),
-                     "created_at": _iso(h.message.created_at),
-                     "bm25_score": round(h.bm25_score, 6), "rerank_score": h.rerank_score}
-                    for h in outcome.hits],
+        "results": [
+            {
+                "session_id": str(h.message.session_id),
+                "seq": h.message.seq,
+                "role": h.message.role,
+                **_text(h.message.text, SEARCH_TEXT_CHARS),
+                "created_at": _iso(h.message.created_at),
+                "bm25_score": round(h.bm25_score, 6),
+                "rerank_score": h.rerank_score,
+            }
+            for h in outcome.hits
+        ],
         "reranked": outcome.reranked,
         "promoted_seqs": [],
     }
@@ -161,7 +202,8 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
         try:
             async with ctx.db.begin_nested():
                 result["promoted_seqs"] = await search_service.promote_hits(
-                    ctx.db, session, outcome.hits)
+                    ctx.db, session, outcome.hits
+                )
         except AppError as exc:
             # The agent still gets the results; it learns why they were not promoted.
             result["promote_error"] = {"code": str(exc.code).upper(), "message": exc.message}

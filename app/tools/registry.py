@@ -36,8 +36,12 @@ from app.state import AppState, app_state
 
 log = logging.getLogger("loom.tools")
 
-PROVIDER_MODULES = ("app.tools.conversation", "app.tools.shared_memory_defs",
-                    "app.shared_memory.tools", "app.tools.facts")
+PROVIDER_MODULES = (
+    "app.tools.conversation",
+    "app.tools.shared_memory_defs",
+    "app.shared_memory.tools",
+    "app.tools.facts",
+)
 
 
 @dataclass(slots=True)
@@ -110,8 +114,9 @@ def parse_args(model: type[BaseModel], args: dict[str, Any]) -> Any:
     try:
         return model.model_validate(args)
     except ValidationError as exc:
-        details = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))}
-                   for e in exc.errors()]
+        details = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in exc.errors()
+        ]
         raise ToolError("INVALID_PARAMETER", "The tool input is not valid.", details) from exc
 
 
@@ -141,8 +146,11 @@ async def execute(ctx: ToolContext, name: str, args: Any) -> ToolOutcome:
     """Run tool `name`; every failure becomes an error outcome, never an exception."""
     _load_providers()
     if name not in _definitions and name not in _handlers:
-        return _error("UNKNOWN_TOOL", f"There is no tool named {name[:200]!r}.",
-                      {"available": sorted(_definitions)})
+        return _error(
+            "UNKNOWN_TOOL",
+            f"There is no tool named {name[:200]!r}.",
+            {"available": sorted(_definitions)},
+        )
     handler = _handlers.get(name)
     if handler is None:
         return _error("TOOL_UNAVAILABLE", f"The tool {name!r} is not available on this server.")
@@ -167,6 +175,7 @@ async def execute(ctx: ToolContext, name: str, args: Any) -> ToolOutcome:
             return _error("INVALID_PARAMETER", mapped.message, {"reason": mapped.code})
         log.exception("tool %s failed", name)
         return _error("INTERNAL_ERROR", "The tool failed unexpectedly.")
-    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
-                                                             default=str)
+    text = (
+        output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+    )
     return ToolOutcome(text, False)

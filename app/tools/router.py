@@ -21,30 +21,44 @@ from app.tools.schemas import (
 router = APIRouter(tags=["tools"], responses=ERROR_RESPONSES)
 
 
-ToolFormat = Annotated[Literal["anthropic", "openai"], Query(
-    alias="format", description="`anthropic` tool definitions (default) or `openai` "
-    "function tools (`{\"type\": \"function\", \"function\": {name, description, "
-    "parameters}}`).")]
+ToolFormat = Annotated[
+    Literal["anthropic", "openai"],
+    Query(
+        alias="format",
+        description="`anthropic` tool definitions (default) or `openai` "
+        'function tools (`{"type": "function", "function": {name, description, '
+        "parameters}}`).",
+    ),
+]
 
 
-@router.get("/sessions/{session_id}/tools", response_model=ToolListPublic,
-            summary="List the built-in tools")
-async def list_session_tools(session: SessionDep,
-                             tool_format: ToolFormat = "anthropic") -> ToolListPublic:
+@router.get(
+    "/sessions/{session_id}/tools", response_model=ToolListPublic, summary="List the built-in tools"
+)
+async def list_session_tools(
+    session: SessionDep, tool_format: ToolFormat = "anthropic"
+) -> ToolListPublic:
     """Definitions of the built-in tools (swap recall/search, shared memory), in the
     Anthropic or OpenAI function-calling shape."""
     definitions = registry.definitions()
     if tool_format == "openai":
-        return ToolListPublic(tools=[OpenAIToolPublic.model_validate(t)
-                                     for t in openai_tools(definitions)])
+        return ToolListPublic(
+            tools=[OpenAIToolPublic.model_validate(t) for t in openai_tools(definitions)]
+        )
     return ToolListPublic(tools=[ToolDefinitionPublic.model_validate(d) for d in definitions])
 
 
-@router.post("/sessions/{session_id}/tool-calls", response_model=ToolResultPublic,
-             summary="Execute a built-in tool call")
+@router.post(
+    "/sessions/{session_id}/tool-calls",
+    response_model=ToolResultPublic,
+    summary="Execute a built-in tool call",
+)
 async def execute_session_tool_call(
-    session: SessionDep, body: Annotated[ToolCallCreate, Body(openapi_examples=examples.TOOL_CALL)],
-    db: DbDep, caller: CallerDep, request: Request,
+    session: SessionDep,
+    body: Annotated[ToolCallCreate, Body(openapi_examples=examples.TOOL_CALL)],
+    db: DbDep,
+    caller: CallerDep,
+    request: Request,
 ) -> ToolResultPublic:
     """Execute a `tool_use` block in this session and return its `tool_result` block.
 
@@ -55,5 +69,4 @@ async def execute_session_tool_call(
     """
     ctx = registry.ToolContext(db=db, session=session, caller=caller, request=request)
     outcome = await registry.execute(ctx, body.name, body.input)
-    return ToolResultPublic(tool_use_id=body.id, content=outcome.content,
-                            is_error=outcome.is_error)
+    return ToolResultPublic(tool_use_id=body.id, content=outcome.content, is_error=outcome.is_error)

@@ -27,8 +27,9 @@ class OpenAIToolPublic(BaseModel):
 
 
 class ToolListPublic(BaseModel):
-    tools: list[ToolDefinitionPublic] | list[OpenAIToolPublic] = Field(description=(
-        "Anthropic tool definitions, or OpenAI function tools with `format=openai`."))
+    tools: list[ToolDefinitionPublic] | list[OpenAIToolPublic] = Field(
+        description=("Anthropic tool definitions, or OpenAI function tools with `format=openai`.")
+    )
 
 
 class ToolCallCreate(BaseModel):
@@ -39,9 +40,13 @@ class ToolCallCreate(BaseModel):
     type: Literal["tool_use"] = "tool_use"
     id: str = Field(min_length=1, max_length=200)
     name: str = Field(max_length=200)
-    input: Any = Field(default_factory=dict, description=(
-        "The tool input; anything that is not valid for the tool comes back as a "
-        "tool_result with is_error true and code INVALID_PARAMETER."))
+    input: Any = Field(
+        default_factory=dict,
+        description=(
+            "The tool input; anything that is not valid for the tool comes back as a "
+            "tool_result with is_error true and code INVALID_PARAMETER."
+        ),
+    )
 
 
 class ToolResultPublic(BaseModel):

@@ -42,13 +42,16 @@ def sees_every_user(role: str) -> bool:
     return role != "agent"
 
 
-def agent_knows_user(tenant_id: Any, agent_id: str | None,
-                     user_id: Any) -> sa.ColumnElement[bool]:
+def agent_knows_user(tenant_id: Any, agent_id: str | None, user_id: Any) -> sa.ColumnElement[bool]:
     """The agent has a live session with the user (`user_id`: a value or a column)."""
     if agent_id is None:
         return sa.false()
-    return sa.exists().where(_S.c.tenant_id == tenant_id, _S.c.agent_id == agent_id,
-                             _S.c.user_id == user_id, _S.c.erasure_id.is_(None))
+    return sa.exists().where(
+        _S.c.tenant_id == tenant_id,
+        _S.c.agent_id == agent_id,
+        _S.c.user_id == user_id,
+        _S.c.erasure_id.is_(None),
+    )
 
 
 async def may_see(db: AsyncSession, caller: Caller, user_id: str) -> bool:
@@ -56,8 +59,9 @@ async def may_see(db: AsyncSession, caller: Caller, user_id: str) -> bool:
     key may, e.g., write facts about a user before their first session)."""
     if sees_every_user(caller.role):
         return True
-    return bool(await db.scalar(sa.select(
-        agent_knows_user(caller.tenant_id, caller.agent_id, user_id))))
+    return bool(
+        await db.scalar(sa.select(agent_knows_user(caller.tenant_id, caller.agent_id, user_id)))
+    )
 
 
 async def require_visible(db: AsyncSession, caller: Caller, user_id: str) -> None:

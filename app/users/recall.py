@@ -29,14 +29,17 @@ if TYPE_CHECKING:
 
     from app.core.config import Settings
 
-HEADER = ("## Earlier conversations with this user\nTurns from your other sessions with "
-          "this person that match the current message:")
+HEADER = (
+    "## Earlier conversations with this user\nTurns from your other sessions with "
+    "this person that match the current message:"
+)
 LINE_CHARS = 400
 MIN_TOKENS = 32
 
 _NEWEST_USER_TEXT = sa.text(
     "SELECT text FROM messages WHERE tenant_id = :t AND session_id = :s AND role = 'user' "
-    "ORDER BY seq DESC LIMIT 1")
+    "ORDER BY seq DESC LIMIT 1"
+)
 
 
 def line(role: str, created_at: Any, text: str) -> str:
@@ -59,13 +62,15 @@ def fit(lines: list[str], tokens: int, count: Callable[[str], int]) -> tuple[str
     return None
 
 
-def provider(connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]],
-             settings: Settings) -> BlockProvider:
+def provider(
+    connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]], settings: Settings
+) -> BlockProvider:
     """The block provider over the hot-path pool's `connection` (the search runs on
     asyncpg)."""
 
-    async def user_recall(open_db: OpenDb, session_row: Any,
-                          budget_tokens: int) -> ContextBlock | None:
+    async def user_recall(
+        open_db: OpenDb, session_row: Any, budget_tokens: int
+    ) -> ContextBlock | None:
         cfg = (session_row.config or {}).get("user_recall")
         user_id = getattr(session_row, "user_id", None)
         if not cfg or not cfg.get("enabled", True) or not user_id:
@@ -75,17 +80,19 @@ def provider(connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connec
         if tokens < MIN_TOKENS:
             return None
         async with open_db() as db:
-            query = await db.scalar(_NEWEST_USER_TEXT, {"t": session_row.tenant_id,
-                                                        "s": session_row.id})
+            query = await db.scalar(
+                _NEWEST_USER_TEXT, {"t": session_row.tenant_id, "s": session_row.id}
+            )
         if not query or not query.strip():
             return None
         most = int(cfg.get("max_messages", 6))
-        scope = SearchScope(tenant_id=session_row.tenant_id, user_id=user_id,
-                            agent_id=session_row.agent_id)
+        scope = SearchScope(
+            tenant_id=session_row.tenant_id, user_id=user_id, agent_id=session_row.agent_id
+        )
         async with connection() as conn:
-            outcome = await search_service.search(conn, scope, query, limit=most * 3,
-                                                  rerank=False,
-                                                  options=options_for(settings))
+            outcome = await search_service.search(
+                conn, scope, query, limit=most * 3, rerank=False, options=options_for(settings)
+            )
         own = str(session_row.id)
         hits = [h.message for h in outcome.hits if str(h.message.session_id) != own][:most]
         lines = [line(m.role, m.created_at, m.text or "") for m in hits if m.text]

@@ -21,11 +21,14 @@ UserPath = Annotated[str, Path(pattern=AGENT_ID_PATTERN)]
 
 
 def _public(row: object, fact_count: int | None = None) -> UserPublic:
-    return UserPublic(id=row.user_id, session_count=row.session_count,  # type: ignore[attr-defined]
-                      message_count=row.message_count,  # type: ignore[attr-defined]
-                      first_seen=row.first_seen,  # type: ignore[attr-defined]
-                      last_activity=row.last_activity,  # type: ignore[attr-defined]
-                      fact_count=fact_count)
+    return UserPublic(
+        id=row.user_id,  # type: ignore[attr-defined]
+        session_count=row.session_count,  # type: ignore[attr-defined]
+        message_count=row.message_count,  # type: ignore[attr-defined]
+        first_seen=row.first_seen,  # type: ignore[attr-defined]
+        last_activity=row.last_activity,  # type: ignore[attr-defined]
+        fact_count=fact_count,
+    )
 
 
 def _own_agent(caller: object) -> str | None:
@@ -36,16 +39,23 @@ def _own_agent(caller: object) -> str | None:
 
 @router.get("/users", response_model=UserList, summary="List users")
 @read_only
-async def list_users(db: DbDep, caller: CallerDep,
-                     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-                     cursor: CursorQuery = None) -> UserList:
+async def list_users(
+    db: DbDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: CursorQuery = None,
+) -> UserList:
     """The tenant's users (every `user_id` sessions were created with), by id, with their
     session count and last activity. Agent keys list the users their agent has sessions
     with, counting those sessions only."""
     data = decode_cursor(cursor, {"u": str})
-    rows = await repository.list_page(db, caller.tenant_id, agent_id=_own_agent(caller),
-                                      after=data["u"] if data else None,
-                                      limit=fetch_limit(limit))
+    rows = await repository.list_page(
+        db,
+        caller.tenant_id,
+        agent_id=_own_agent(caller),
+        after=data["u"] if data else None,
+        limit=fetch_limit(limit),
+    )
     shown, nxt = page(rows, limit, lambda r: {"u": r.user_id})
     return UserList(items=[_public(r) for r in shown], next_cursor=nxt)
 
@@ -61,16 +71,27 @@ async def get_user(user_id: UserPath, db: DbDep, caller: CallerDep) -> UserPubli
     if row is None:
         if not facts:
             raise access.UserNotFound()
-        return UserPublic(id=user_id, session_count=0, message_count=0, first_seen=None,
-                          last_activity=None, fact_count=facts)
+        return UserPublic(
+            id=user_id,
+            session_count=0,
+            message_count=0,
+            first_seen=None,
+            last_activity=None,
+            fact_count=facts,
+        )
     return _public(row, facts)
 
 
-@router.delete("/users/{user_id}", response_model=ErasurePublic, status_code=200,
-               responses={202: {"model": ErasurePublic, "description": "Erasure running"}},
-               summary="Erase a user")
-async def erase_user(user_id: UserPath, caller: CallerDep, state: StateDep,
-                     response: Response) -> ErasurePublic:
+@router.delete(
+    "/users/{user_id}",
+    response_model=ErasurePublic,
+    status_code=200,
+    responses={202: {"model": ErasurePublic, "description": "Erasure running"}},
+    summary="Erase a user",
+)
+async def erase_user(
+    user_id: UserPath, caller: CallerDep, state: StateDep, response: Response
+) -> ErasurePublic:
     """Erase everything about this person: their sessions with every message, summary,
     snapshot, memory state, search statistics, idempotency record, job row and queued
     job, the facts drawn from those sessions and the `user/<id>` tier with every version,

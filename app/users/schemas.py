@@ -12,10 +12,15 @@ class UserPublic(BaseModel):
     session_count: int
     message_count: int = Field(description="Messages in those sessions.")
     first_seen: datetime | None = Field(description="Creation of the oldest session.")
-    last_activity: datetime | None = Field(description="The latest change (an append, a "
-                                           "config change) in any of those sessions.")
-    fact_count: int | None = Field(default=None, description=(
-        "Items in the `user/<id>` knowledge tier (valid or not); only on GET of one user."))
+    last_activity: datetime | None = Field(
+        description="The latest change (an append, a config change) in any of those sessions."
+    )
+    fact_count: int | None = Field(
+        default=None,
+        description=(
+            "Items in the `user/<id>` knowledge tier (valid or not); only on GET of one user."
+        ),
+    )
 
 
 class UserList(BaseModel):

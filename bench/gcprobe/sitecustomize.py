@@ -25,8 +25,15 @@ if _OUT:
 
     def _dump(*_: object) -> None:
         with open(_OUT + ".tmp", "w") as f:
-            json.dump({"pauses": pauses, "lags": lags, "threshold": gc.get_threshold(),
-                       "frozen": gc.get_freeze_count()}, f)
+            json.dump(
+                {
+                    "pauses": pauses,
+                    "lags": lags,
+                    "threshold": gc.get_threshold(),
+                    "frozen": gc.get_freeze_count(),
+                },
+                f,
+            )
         os.replace(_OUT + ".tmp", _OUT)  # whole, for the reader waiting for it
         pauses.clear()
         lags.clear()

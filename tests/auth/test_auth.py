@@ -8,8 +8,15 @@ import sqlalchemy as sa
 from app.auth.keys import hash_key
 from tests.support.api import make_client, new_session
 
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/docs", "/openapi.json", "/redoc",
-          "/docs/oauth2-redirect"}
+PUBLIC = {
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/docs",
+    "/openapi.json",
+    "/redoc",
+    "/docs/oauth2-redirect",
+}
 
 
 def _operations(app):
@@ -28,14 +35,29 @@ def _fill(path: str, ids: dict[str, str]) -> str:
 
 async def _snapshot(db, tenant_id: str):
     """Every row of one tenant, in every table (all tables carry tenant_id)."""
-    tables = (await db.execute(sa.text(
-        "select tablename from pg_tables where schemaname = 'public' "
-        "and tablename <> 'alembic_version' order by 1"))).scalars().all()
+    tables = (
+        (
+            await db.execute(
+                sa.text(
+                    "select tablename from pg_tables where schemaname = 'public' "
+                    "and tablename <> 'alembic_version' order by 1"
+                )
+            )
+        )
+        .scalars()
+        .all()
+    )
     rows = {}
     for t in tables:
-        rows[t] = (await db.execute(sa.text(
-            f'select md5(string_agg(x::text, \',\' order by x::text)) from "{t}" x '
-            "where tenant_id = :t"), {"t": tenant_id})).scalar()
+        rows[t] = (
+            await db.execute(
+                sa.text(
+                    f"select md5(string_agg(x::text, ',' order by x::text)) from \"{t}\" x "
+                    "where tenant_id = :t"
+                ),
+                {"t": tenant_id},
+            )
+        ).scalar()
     return rows
 
 
@@ -49,8 +71,7 @@ async def test_every_operation_requires_a_valid_key(app, tenant):
     anon.headers.pop("Authorization")
     bogus = make_client(app, "lm_not_a_real_key")
     revoked = await tenant.create_key("service")
-    r = await tenant.admin.delete(f"/v1/api-keys/{revoked['id']}",
-                                  params={"tenant_id": tenant.id})
+    r = await tenant.admin.delete(f"/v1/api-keys/{revoked['id']}", params={"tenant_id": tenant.id})
     assert r.status_code == 204
     revoked_client = make_client(app, revoked["secret"], {"X-Agent-Id": "agent-1"})
     ops = list(_operations(app))
@@ -70,15 +91,17 @@ async def test_other_tenants_key_changes_nothing(app, tenant, admin_client, db):
     """Create real objects in tenant A; tenant B's service key gets 404/403 on each."""
     a = tenant.client_for(tenant.service_key, {"X-Agent-Id": "agent-1"})
     sid = await new_session(a)
-    await a.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "secret of tenant A"}]})
+    await a.post(
+        f"/v1/sessions/{sid}/messages",
+        json={"messages": [{"role": "user", "content": "secret of tenant A"}]},
+    )
     key_a = await tenant.create_key("agent", "agent-1")
     ids = {"session_id": sid, "key_id": key_a["id"], "agent_id": "agent-1"}
 
-    tb = (await admin_client.post("/v1/tenants",
-                                  json={"name": f"b-{uuid.uuid4().hex[:8]}"})).json()["id"]
-    kb = (await admin_client.post("/v1/api-keys", json={"tenant_id": tb,
-                                                        "role": "service"})).json()
+    tb = (
+        await admin_client.post("/v1/tenants", json={"name": f"b-{uuid.uuid4().hex[:8]}"})
+    ).json()["id"]
+    kb = (await admin_client.post("/v1/api-keys", json={"tenant_id": tb, "role": "service"})).json()
     b = tenant.client_for(kb["secret"], {"X-Agent-Id": "agent-1"})
     before = await _snapshot(db, tenant.id)
     for method, path in _operations(app):
@@ -99,8 +122,9 @@ async def test_agent_key_with_foreign_agent_header_is_403(app, tenant):
     agent = await tenant.new_client(role="agent", agent_id="alice")
     sid = await new_session(agent)
     ids = {"session_id": sid, "agent_id": "alice"}
-    foreign = tenant.client_for(agent.headers["Authorization"].split()[1],
-                                {"X-Agent-Id": "mallory"})
+    foreign = tenant.client_for(
+        agent.headers["Authorization"].split()[1], {"X-Agent-Id": "mallory"}
+    )
     for method, path in _operations(app):
         if path.startswith(("/v1/tenants", "/v1/api-keys")):
             continue  # not agent-scoped: agent keys get 403 there anyway
@@ -112,8 +136,11 @@ async def test_key_secret_shown_once_and_only_hash_stored(tenant, db):
     created = await tenant.create_key("service")
     secret = created["secret"]
     assert secret.startswith("lm_") and len(secret) >= 3 + 43
-    row = (await db.execute(sa.text("select key_hash, prefix from api_keys where id = :i"),
-                            {"i": created["id"]})).one()
+    row = (
+        await db.execute(
+            sa.text("select key_hash, prefix from api_keys where id = :i"), {"i": created["id"]}
+        )
+    ).one()
     assert row.key_hash == hash_key(secret) and secret not in row.key_hash
     listed = await tenant.admin.get("/v1/api-keys", params={"tenant_id": tenant.id})
     assert listed.status_code == 200
@@ -127,8 +154,9 @@ async def test_revocation_takes_effect_on_next_request(app, tenant):
     created = await tenant.create_key("service")
     c = tenant.client_for(created["secret"], {"X-Agent-Id": "a"})
     assert (await c.get("/v1/sessions")).status_code == 200
-    assert (await tenant.admin.delete(f"/v1/api-keys/{created['id']}",
-                                      params={"tenant_id": tenant.id})).status_code == 204
+    assert (
+        await tenant.admin.delete(f"/v1/api-keys/{created['id']}", params={"tenant_id": tenant.id})
+    ).status_code == 204
     assert (await c.get("/v1/sessions")).status_code == 401
 
 
@@ -146,17 +174,20 @@ async def test_roles(app, tenant, admin_client):
     r = await admin_client.get("/v1/sessions", headers={"X-Tenant-Id": tenant.id})
     assert r.status_code == 200
     assert (await admin_client.get("/v1/sessions")).status_code == 400
-    assert (await admin_client.get("/v1/sessions",
-                                   headers={"X-Tenant-Id": str(uuid.uuid4())})).status_code == 404
-    assert (await admin_client.get("/v1/sessions",
-                                   headers={"X-Tenant-Id": "nope"})).status_code == 400
+    assert (
+        await admin_client.get("/v1/sessions", headers={"X-Tenant-Id": str(uuid.uuid4())})
+    ).status_code == 404
+    assert (
+        await admin_client.get("/v1/sessions", headers={"X-Tenant-Id": "nope"})
+    ).status_code == 400
 
 
 async def test_rate_limit_429_with_retry_after(settings, tenant):
     from app.main import create_app
 
-    limited = create_app(settings.model_copy(update={"rate_limit_per_second": 1.0,
-                                                     "rate_limit_burst": 3}))
+    limited = create_app(
+        settings.model_copy(update={"rate_limit_per_second": 1.0, "rate_limit_burst": 3})
+    )
     async with limited.router.lifespan_context(limited):
         c = make_client(limited, tenant.service_key, {"X-Agent-Id": "a"})
         codes = [(await c.get("/v1/sessions")).status_code for _ in range(5)]

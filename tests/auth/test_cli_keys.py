@@ -15,16 +15,32 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_create_key_cli(app, settings, db):
-    out = subprocess.run([sys.executable, "-m", "app.launcher.cli", "create-key",  # noqa: ASYNC221
-                          "--role", "service", "--tenant-name", "cli-tenant"],
-                         env=settings_env(settings), cwd=ROOT, capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(  # noqa: ASYNC221
+        [
+            sys.executable,
+            "-m",
+            "app.launcher.cli",
+            "create-key",
+            "--role",
+            "service",
+            "--tenant-name",
+            "cli-tenant",
+        ],
+        env=settings_env(settings),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
-    made = json.loads(out.stdout[out.stdout.index("{"):])
+    made = json.loads(out.stdout[out.stdout.index("{") :])
     assert made["secret"].startswith("lm_") and made["role"] == "service"
     assert made["secret"] not in out.stderr
-    stored = (await db.execute(sa.text("select key_hash from api_keys where tenant_id = :t"),
-                               {"t": made["tenant_id"]})).scalar_one()
+    stored = (
+        await db.execute(
+            sa.text("select key_hash from api_keys where tenant_id = :t"), {"t": made["tenant_id"]}
+        )
+    ).scalar_one()
     assert stored == hash_key(made["secret"])
     async with make_client(app, made["secret"], {"X-Agent-Id": "cli"}) as c:
         r = await c.post("/v1/sessions", json={})

@@ -17,8 +17,9 @@ async def test_revocation_reaches_another_process(settings, tenant):
         async with httpx.AsyncClient(base_url=base, headers=headers) as other:
             for _ in range(3):  # resolved once, then served from that process's cache
                 assert (await other.get("/v1/sessions")).status_code == 200
-            r = await tenant.admin.delete(f"/v1/api-keys/{created['id']}",
-                                          params={"tenant_id": tenant.id})
+            r = await tenant.admin.delete(
+                f"/v1/api-keys/{created['id']}", params={"tenant_id": tenant.id}
+            )
             assert r.status_code == 204
             deadline = time.monotonic() + 2
             status = 200

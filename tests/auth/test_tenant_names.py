@@ -17,8 +17,9 @@ async def test_second_tenant_with_a_name_is_409_naming_the_first(admin_client):
     name = f"acme-{uuid.uuid4().hex[:8]}"
     first = await admin_client.post("/v1/tenants", json={"name": name})
     assert first.status_code == 201, first.text
-    again = await admin_client.post("/v1/tenants", json={"name": name,
-                                                         "text_search_config": "simple"})
+    again = await admin_client.post(
+        "/v1/tenants", json={"name": name, "text_search_config": "simple"}
+    )
     assert again.status_code == 409, again.text
     error = again.json()["error"]
     assert error["code"] == "tenant_exists"
@@ -29,9 +30,14 @@ async def test_second_tenant_with_a_name_is_409_naming_the_first(admin_client):
 
 
 def _create_key(settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.launcher.cli", "create-key", *args],
-                          env=settings_env(settings), cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "app.launcher.cli", "create-key", *args],
+        env=settings_env(settings),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 async def test_create_key_with_a_tenant_name_reuses_that_tenant(app, admin_client, settings):

@@ -5,8 +5,9 @@ from typing import Any
 import httpx
 
 
-async def test_me_describes_each_kind_of_key(tenant: Any, admin_client: httpx.AsyncClient,
-                                             app: Any) -> None:
+async def test_me_describes_each_kind_of_key(
+    tenant: Any, admin_client: httpx.AsyncClient, app: Any
+) -> None:
     service = tenant.client_for(tenant.service_key)
     me = (await service.get("/v1/me")).json()
     assert (me["role"], me["tenant_id"], me["agent_id"]) == ("service", tenant.id, None)
@@ -25,8 +26,9 @@ async def test_me_describes_each_kind_of_key(tenant: Any, admin_client: httpx.As
     named = (await admin_client.get("/v1/me", headers={"X-Tenant-Id": tenant.id})).json()
     assert named["tenant_id"] == tenant.id
 
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://t") as anonymous:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as anonymous:
         assert (await anonymous.get("/v1/me")).status_code == 401
     bad = await service.get("/v1/me", headers={"X-Agent-Id": "no spaces allowed"})
     assert bad.status_code == 400, bad.text

@@ -66,6 +66,7 @@ def loom(loom_tenant: TenantKeys) -> Iterator[LoomClient]:
 @pytest.fixture
 async def aloom(loom_tenant: TenantKeys) -> AsyncIterator[AsyncLoomClient]:
     """The async client with the tenant's service key, acting as `agent-1`."""
-    async with AsyncLoomClient(loom_tenant.base_url, loom_tenant.service_key,
-                               agent_id=AGENT) as client:
+    async with AsyncLoomClient(
+        loom_tenant.base_url, loom_tenant.service_key, agent_id=AGENT
+    ) as client:
         yield client

@@ -50,14 +50,15 @@ async def test_session_life_cycle(aloom: AsyncLoomClient) -> None:
 
 async def test_shared_memory_conflict_and_watch(aloom: AsyncLoomClient) -> None:
     entry = await aloom.put_shared_memory("debate", "round", 1, scope_id="d-1")
-    async with aloom.watch_shared_memory("debate", scope_id="d-1",
-                                         heartbeat_seconds=0.5) as events:
+    async with aloom.watch_shared_memory("debate", scope_id="d-1", heartbeat_seconds=0.5) as events:
         assert isinstance(await events.__anext__(), ReadyEvent)
-        updated = await aloom.put_shared_memory("debate", "round", 2, scope_id="d-1",
-                                                if_match=entry.etag)
+        updated = await aloom.put_shared_memory(
+            "debate", "round", 2, scope_id="d-1", if_match=entry.etag
+        )
         with pytest.raises(Conflict) as stale:
-            await aloom.put_shared_memory("debate", "round", 3, scope_id="d-1",
-                                          if_match=entry.version)
+            await aloom.put_shared_memory(
+                "debate", "round", 3, scope_id="d-1", if_match=entry.version
+            )
         assert stale.value.code == "version_conflict"
         async for event in events:
             if not isinstance(event, HeartbeatEvent):
@@ -70,21 +71,30 @@ async def test_shared_memory_conflict_and_watch(aloom: AsyncLoomClient) -> None:
 
 async def test_knowledge_items(aloom: AsyncLoomClient) -> None:
     scope = f"project/{uuid.uuid4().hex[:8]}"
-    made = [await aloom.create_memory_item(scope, "fact", text=f"fact {i}", importance=i / 10)
-            for i in range(3)]
-    items = [i async for i in aloom.iter_memory_items(filters={"scope": scope},
-                                                      order_by="importance", page_size=2)]
+    made = [
+        await aloom.create_memory_item(scope, "fact", text=f"fact {i}", importance=i / 10)
+        for i in range(3)
+    ]
+    items = [
+        i
+        async for i in aloom.iter_memory_items(
+            filters={"scope": scope}, order_by="importance", page_size=2
+        )
+    ]
     assert [i.id for i in items] == [m.id for m in reversed(made)]
-    result = await aloom.query_memory_items(filters={"importance": {"$gte": 0.1},
-                                                     "scope": scope})
+    result = await aloom.query_memory_items(filters={"importance": {"$gte": 0.1}, "scope": scope})
     assert {i.text for i in result.items} == {"fact 1", "fact 2"}
     assert (await aloom.clear_memory_items(scope)).removed == 3
 
 
 async def test_in_process_through_asgi_transport(app: Any, tenant: Any) -> None:
     """`transport=` takes any httpx transport: here the app itself, no server."""
-    async with AsyncLoomClient("http://loom.test", tenant.service_key, agent_id="planner",
-                               transport=httpx.ASGITransport(app=app)) as loom:
+    async with AsyncLoomClient(
+        "http://loom.test",
+        tenant.service_key,
+        agent_id="planner",
+        transport=httpx.ASGITransport(app=app),
+    ) as loom:
         session = await loom.create_session()
         assert session.agent_id == "planner"
         await loom.append_messages(session.id, [{"role": "user", "content": "hello"}])

@@ -4,8 +4,7 @@ async one: edit `_async/` and regenerate, never `_sync/` by hand."""
 import importlib.util
 from pathlib import Path
 
-SCRIPT = (Path(__file__).resolve().parents[2] / "clients" / "python" / "scripts"
-          / "generate_sync.py")
+SCRIPT = Path(__file__).resolve().parents[2] / "clients" / "python" / "scripts" / "generate_sync.py"
 
 
 def test_sync_client_is_generated_from_async() -> None:
@@ -18,4 +17,5 @@ def test_sync_client_is_generated_from_async() -> None:
     stale = [str(p) for p, text in files.items() if not p.exists() or p.read_text() != text]
     extra = [str(p) for p in module.TARGET.glob("*.py") if p not in files]
     assert stale == [] and extra == [], (
-        "loom_client/_sync is stale: run `python clients/python/scripts/generate_sync.py`")
+        "loom_client/_sync is stale: run `python clients/python/scripts/generate_sync.py`"
+    )

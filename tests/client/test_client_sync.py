@@ -32,8 +32,9 @@ TURNS = [f"turn {i}: the lighthouse keeper logs the storm" for i in range(1, 8)]
 
 
 def test_session_life_cycle(loom: LoomClient) -> None:
-    session = loom.create_session(config={"l1_max_messages": 3, "max_context_tokens": 20000},
-                                  metadata={"ticket": "T-1"})
+    session = loom.create_session(
+        config={"l1_max_messages": 3, "max_context_tokens": 20000}, metadata={"ticket": "T-1"}
+    )
     assert session.agent_id == "agent-1" and session.metadata == {"ticket": "T-1"}
     sid = session.id
 
@@ -45,8 +46,13 @@ def test_session_life_cycle(loom: LoomClient) -> None:
     with pytest.raises(Conflict) as caught:
         loom.append_messages(sid, first[:1], idempotency_key="turn-1")
     assert caught.value.status == 409
-    loom.append_messages(sid, [{"role": "user" if i % 2 == 0 else "assistant", "content": t}
-                               for i, t in enumerate(TURNS[2:])])
+    loom.append_messages(
+        sid,
+        [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": t}
+            for i, t in enumerate(TURNS[2:])
+        ],
+    )
 
     # the iterator follows the cursors across pages (3 pages of 3, 3, 1)
     page = loom.list_messages(sid, limit=3)
@@ -76,19 +82,27 @@ def test_session_life_cycle(loom: LoomClient) -> None:
     assert loom.clear_promoted(sid).cleared == 2
     assert loom.compress(sid).enqueued is True  # queued for a worker
     assert [s.id for s in loom.iter_snapshots(sid)] == [
-        s.id for s in loom.list_snapshots(sid).items]
+        s.id for s in loom.list_snapshots(sid).items
+    ]
 
-    kernel = loom.put_kernel_tools(sid, [{"name": "lookup", "description": "Find a record",
-                                          "input_schema": {"type": "object"}}])
+    kernel = loom.put_kernel_tools(
+        sid,
+        [{"name": "lookup", "description": "Find a record", "input_schema": {"type": "object"}}],
+    )
     assert [t["name"] for t in kernel.tools] == ["lookup"]
-    assert loom.put_kernel_schema(sid, "Ledger", {"type": "object"}).schema_ == {
-        "type": "object"}
+    assert loom.put_kernel_schema(sid, "Ledger", {"type": "object"}).schema_ == {"type": "object"}
     assert loom.get_kernel_schema(sid, "Ledger").name == "Ledger"
     assert loom.get_kernel(sid).schemas[0]["name"] == "Ledger"
     openai_ctx = loom.context(sid, format="openai")
     assert set(openai_ctx) == {"messages", "tools"}
-    assert openai_ctx["tools"][0] == {"type": "function", "function": {
-        "name": "lookup", "description": "Find a record", "parameters": {"type": "object"}}}
+    assert openai_ctx["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Find a record",
+            "parameters": {"type": "object"},
+        },
+    }
 
     updated = loom.update_session(sid, metadata={"ticket": "T-2"})
     assert updated.metadata == {"ticket": "T-2"}
@@ -102,8 +116,9 @@ def test_session_life_cycle(loom: LoomClient) -> None:
 
 
 def test_shared_memory_compare_and_set(loom: LoomClient) -> None:
-    created = loom.put_shared_memory("global", "plan/current", {"step": 1},
-                                     metadata={"by": "planner"})
+    created = loom.put_shared_memory(
+        "global", "plan/current", {"step": 1}, metadata={"by": "planner"}
+    )
     v1 = created.version
     assert created.created is True and created.etag == f'"{v1}"'
     replaced = loom.put_shared_memory("global", "plan/current", {"step": 2}, if_match=v1)
@@ -122,12 +137,17 @@ def test_shared_memory_compare_and_set(loom: LoomClient) -> None:
     assert loom.get_shared_memory_if_changed("global", "plan/current", entry.etag) is None
     assert loom.get_shared_memory_if_changed("global", "plan/current", v1) is not None
 
-    raw = loom.put_shared_memory_bytes("workflow", "blob.bin", b"\x00\x01binary",
-                                       scope_id="wf-1", metadata={"kind": "bytes"})
+    raw = loom.put_shared_memory_bytes(
+        "workflow", "blob.bin", b"\x00\x01binary", scope_id="wf-1", metadata={"kind": "bytes"}
+    )
     blob = loom.get_shared_memory("workflow", "blob.bin", scope_id="wf-1")
     assert isinstance(blob, SharedMemoryBlob)
     assert (blob.content, blob.content_type, blob.version, blob.etag) == (
-        b"\x00\x01binary", "application/octet-stream", raw.version, raw.etag)
+        b"\x00\x01binary",
+        "application/octet-stream",
+        raw.version,
+        raw.etag,
+    )
     ref = loom.get_shared_memory_ref("workflow", "blob.bin", scope_id="wf-1")
     assert ref.id == raw.ref_id and ref.size_bytes == 8
     assert loom.get_ref(raw.ref_id).content == b"\x00\x01binary"
@@ -135,9 +155,9 @@ def test_shared_memory_compare_and_set(loom: LoomClient) -> None:
 
     for i in range(5):
         loom.put_shared_memory("agent", f"notes/{i}", i)
-    assert [k.key for k in loom.iter_shared_memory_keys("agent", prefix="notes/",
-                                                        page_size=2)] == [
-        f"notes/{i}" for i in range(5)]
+    assert [k.key for k in loom.iter_shared_memory_keys("agent", prefix="notes/", page_size=2)] == [
+        f"notes/{i}" for i in range(5)
+    ]
     stats = {s.namespace: s for s in loom.shared_memory_stats().namespaces}
     assert stats["agent"].keys == 5 and stats["global"].keys == 1
 
@@ -162,8 +182,9 @@ def entry_events(events: Iterator[WatchEvent], n: int) -> list[WatchEvent]:
 
 def test_watch_yields_typed_events(loom: LoomClient) -> None:
     loom.put_shared_memory("swarm", "tasks/seed", "x", scope_id="s-1")
-    with loom.watch_shared_memory("swarm", scope_id="s-1", prefix="tasks/",
-                                  include_initial=True, heartbeat_seconds=0.5) as events:
+    with loom.watch_shared_memory(
+        "swarm", scope_id="s-1", prefix="tasks/", include_initial=True, heartbeat_seconds=0.5
+    ) as events:
         ready = next(events)
         assert isinstance(ready, ReadyEvent)
         initial = next(events)
@@ -175,7 +196,12 @@ def test_watch_yields_typed_events(loom: LoomClient) -> None:
     assert isinstance(put, PutEvent) and not put.initial
     assert isinstance(delete, DeleteEvent)
     assert (put.key, put.version, put.etag, put.value, put.writer_agent_id) == (
-        "tasks/1", written.version, written.etag, {"todo": "map"}, "agent-1")
+        "tasks/1",
+        written.version,
+        written.etag,
+        {"todo": "map"},
+        "agent-1",
+    )
     assert (delete.event, delete.key) == ("delete", "tasks/seed")
 
 
@@ -187,13 +213,17 @@ def test_watch_errors_raise_on_enter(loom: LoomClient) -> None:
 
 def test_knowledge(loom: LoomClient) -> None:
     task = f"task/{uuid.uuid4().hex[:8]}"
-    item = loom.create_memory_item(task, "decision", text="Use PostgreSQL for the ledger",
-                                   tags=["db"], importance=0.9)
+    item = loom.create_memory_item(
+        task, "decision", text="Use PostgreSQL for the ledger", tags=["db"], importance=0.9
+    )
     assert loom.get_memory_item(item.id).text == "Use PostgreSQL for the ledger"
     for i in range(4):
         loom.create_memory_item(task, "note", payload={"n": i})
-    notes = list(loom.iter_memory_items(filters={"scope": task, "kind": "note"},
-                                        order_by="-created_at", page_size=3))  # oldest first
+    notes = list(
+        loom.iter_memory_items(
+            filters={"scope": task, "kind": "note"}, order_by="-created_at", page_size=3
+        )
+    )  # oldest first
     assert [n.payload for n in notes] == [{"n": i} for i in range(4)]
     package = loom.create_context_package(2000, task_id=task.split("/")[1])
     assert item.id in {i.id for i in package.items} and package.text
@@ -229,13 +259,23 @@ def test_tools_in_both_shapes(loom: LoomClient) -> None:
 
     result = loom.call_tool(sid, "recall_conversation", {"offset": 0, "limit": 2})
     assert not result.is_error and '"seq":1' in result.content.replace(" ", "")
-    block = {"type": "tool_use", "id": "toolu_9", "name": "recall_conversation",
-             "input": {"limit": 1}}
+    block = {
+        "type": "tool_use",
+        "id": "toolu_9",
+        "name": "recall_conversation",
+        "input": {"limit": 1},
+    }
     anthropic_result = loom.execute_tool_call(sid, block)
-    assert anthropic_result["type"] == "tool_result" and anthropic_result["tool_use_id"] == (
-        "toolu_9") and anthropic_result["is_error"] is False
-    call = {"id": "call_9", "type": "function",
-            "function": {"name": "recall_conversation", "arguments": '{"limit": 1}'}}
+    assert (
+        anthropic_result["type"] == "tool_result"
+        and anthropic_result["tool_use_id"] == ("toolu_9")
+        and anthropic_result["is_error"] is False
+    )
+    call = {
+        "id": "call_9",
+        "type": "function",
+        "function": {"name": "recall_conversation", "arguments": '{"limit": 1}'},
+    }
     assert loom.execute_tool_call(sid, call)["role"] == "tool"
     broken = {**call, "function": {"name": "recall_conversation", "arguments": "{nope"}}
     assert "INVALID_PARAMETER" in loom.execute_tool_call(sid, broken)["content"]
@@ -251,8 +291,7 @@ def test_errors_and_auth(loom: LoomClient, loom_tenant: TenantKeys) -> None:
     with pytest.raises(ValidationError) as invalid:
         loom.list_messages(sid, limit=1000)
     assert invalid.value.details[0]["loc"] == ["query", "limit"]
-    with LoomClient(loom_tenant.base_url, "lm_not_a_key") as stranger, \
-            pytest.raises(Unauthorized):
+    with LoomClient(loom_tenant.base_url, "lm_not_a_key") as stranger, pytest.raises(Unauthorized):
         stranger.list_sessions()
 
     # a service key mints an agent key; the agent sees only its own sessions
@@ -277,6 +316,5 @@ def test_admin_and_health(loom_admin: LoomClient, loom_tenant: TenantKeys) -> No
     keys = list(admin.iter_api_keys(page_size=2))
     assert {k.id for k in extra} <= {k.id for k in keys} and len(keys) == 4
     admin.revoke_api_key(extra[0].id)
-    with LoomClient(loom_tenant.base_url, extra[0].secret) as revoked, \
-            pytest.raises(Unauthorized):
+    with LoomClient(loom_tenant.base_url, extra[0].secret) as revoked, pytest.raises(Unauthorized):
         revoked.list_sessions()

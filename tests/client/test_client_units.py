@@ -31,25 +31,39 @@ from loom_client.models.watch import SSEParser
 from loom_client.providers import tool_calls_in, tool_result_for, tool_use_of
 
 
-def envelope(status: int, code: str, details: Any = None,
-             headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.Response(status, headers=headers, json={
-        "error": {"code": code, "message": f"{code} happened", "details": details}})
+def envelope(
+    status: int, code: str, details: Any = None, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    return httpx.Response(
+        status,
+        headers=headers,
+        json={"error": {"code": code, "message": f"{code} happened", "details": details}},
+    )
 
 
-def mock_client(handler: Callable[[httpx.Request], httpx.Response],
-                **kwargs: Any) -> LoomClient:
-    return LoomClient("http://loom.test", "lm_key", transport=httpx.MockTransport(handler),
-                      **kwargs)
+def mock_client(handler: Callable[[httpx.Request], httpx.Response], **kwargs: Any) -> LoomClient:
+    return LoomClient(
+        "http://loom.test", "lm_key", transport=httpx.MockTransport(handler), **kwargs
+    )
 
 
-@pytest.mark.parametrize(("status", "cls"), [
-    (404, NotFound), (409, Conflict), (422, ValidationError), (429, RateLimited),
-    (503, Unavailable), (500, ServerError), (418, LoomError)])
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [
+        (404, NotFound),
+        (409, Conflict),
+        (422, ValidationError),
+        (429, RateLimited),
+        (503, Unavailable),
+        (500, ServerError),
+        (418, LoomError),
+    ],
+)
 def test_envelope_becomes_typed_error(status: int, cls: type[LoomError]) -> None:
     details = [{"loc": ["query", "limit"], "msg": "too big", "type": "less_than_equal"}]
-    client = mock_client(lambda request: envelope(status, "some_code", details,
-                                                  {"Retry-After": "3"}))
+    client = mock_client(
+        lambda request: envelope(status, "some_code", details, {"Retry-After": "3"})
+    )
     with pytest.raises(cls) as caught:
         client.get_session("s1")
     error = caught.value
@@ -77,8 +91,7 @@ def test_headers_agent_tenant_options_and_copies() -> None:
 
     client = mock_client(handler, agent_id="a1", tenant_id="t1")
     client.healthz()
-    client.healthz(options={"agent_id": "a2", "tenant_id": None,
-                            "headers": {"X-Trace": "1"}})
+    client.healthz(options={"agent_id": "a2", "tenant_id": None, "headers": {"X-Trace": "1"}})
     other = client.with_agent("a3")
     other.healthz()
     other.close()  # a copy leaves the shared connections open
@@ -102,11 +115,13 @@ def test_request_shapes() -> None:
 
     client = mock_client(handler)
     for call in (
-        lambda: client.put_shared_memory("workflow", "a b/c?d", {"x": 1}, scope_id="wf-1",
-                                         if_match=3),
+        lambda: client.put_shared_memory(
+            "workflow", "a b/c?d", {"x": 1}, scope_id="wf-1", if_match=3
+        ),
         lambda: client.delete_shared_memory("global", "k", if_match='"4"'),
-        lambda: client.append_messages("s1", [{"role": "user", "content": "hi"}],
-                                       idempotency_key="turn-1"),
+        lambda: client.append_messages(
+            "s1", [{"role": "user", "content": "hi"}], idempotency_key="turn-1"
+        ),
         lambda: client.compress("s1", wait=True),
     ):
         with pytest.raises(NotFound):
@@ -131,14 +146,26 @@ async def test_async_client_maps_errors_too() -> None:
 def test_sse_parser() -> None:
     parser = SSEParser()
     stream = [
-        ": a comment", "event: ready", 'data: {"at":"2026-01-01T00:00:00+00:00"}', "",
-        "id: 7", "event: put", 'data: {"op":"put","namespace":"global","scope_id":null,',
-        'data: "key":"cfg/a","version":7,"etag":"\\"7\\"","initial":false,"value":[1]}', "",
-        "event: delete", 'data: {"op":"delete","namespace":"global","key":"k",'
-        '"reason":"expired"}', "",
-        "event: heartbeat", 'data: {"at":"2026-01-01T00:00:15+00:00"}', "",
-        "event: surprise", "data: 42", "",
-        "event: put", "",  # no data: nothing to dispatch
+        ": a comment",
+        "event: ready",
+        'data: {"at":"2026-01-01T00:00:00+00:00"}',
+        "",
+        "id: 7",
+        "event: put",
+        'data: {"op":"put","namespace":"global","scope_id":null,',
+        'data: "key":"cfg/a","version":7,"etag":"\\"7\\"","initial":false,"value":[1]}',
+        "",
+        "event: delete",
+        'data: {"op":"delete","namespace":"global","key":"k","reason":"expired"}',
+        "",
+        "event: heartbeat",
+        'data: {"at":"2026-01-01T00:00:15+00:00"}',
+        "",
+        "event: surprise",
+        "data: 42",
+        "",
+        "event: put",
+        "",  # no data: nothing to dispatch
     ]
     events = [e for e in (parser.feed(line) for line in stream) if e is not None]
     ready, put, delete, heartbeat, unknown = events
@@ -150,17 +177,27 @@ def test_sse_parser() -> None:
 
 
 def test_tool_call_shapes() -> None:
-    anthropic_block = {"type": "tool_use", "id": "toolu_1", "name": "recall_conversation",
-                       "input": {"offset": 2}}
-    openai_call = {"id": "call_1", "type": "function",
-                   "function": {"name": "recall_conversation", "arguments": '{"offset": 2}'}}
+    anthropic_block = {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "recall_conversation",
+        "input": {"offset": 2},
+    }
+    openai_call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "recall_conversation", "arguments": '{"offset": 2}'},
+    }
     assert tool_use_of(anthropic_block) == ("anthropic", anthropic_block)
     assert tool_use_of(openai_call) == ("openai", {**anthropic_block, "id": "call_1"})
     bad = {**openai_call, "function": {"name": "x", "arguments": "{not json"}}
     assert tool_use_of(bad)[1]["input"] == "{not json"  # the server answers the error
     result = ToolResult(tool_use_id="call_1", content='{"ok":true}', is_error=False)
     assert tool_result_for("openai", result) == {
-        "role": "tool", "tool_call_id": "call_1", "content": '{"ok":true}'}
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": '{"ok":true}',
+    }
     assert tool_result_for("anthropic", result)["type"] == "tool_result"
     text = {"type": "text", "text": "let me look"}
     assert tool_calls_in([text, anthropic_block]) == [anthropic_block]

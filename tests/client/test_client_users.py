@@ -17,14 +17,13 @@ def test_users_sync(loom: LoomClient) -> None:
     hits = loom.search("order 55", scope="user", user_id=user, rerank=False)
     assert hits.results and hits.results[0].session_id == s.id
     data = loom.export_user(user)
-    assert data.startswith(b'{') and data.rstrip().endswith(b"}")
+    assert data.startswith(b"{") and data.rstrip().endswith(b"}")
     again = loom.import_export(data)
     assert sum(again.inserted.values()) == 0 and again.already_present["message"] == 1
     receipt = loom.erase_user(user)
     assert receipt.status == "completed" and receipt.counts["messages"] == 1
     assert loom.get_erasure(receipt.erasure_id).counts == receipt.counts
-    assert [e.erasure_id for e in loom.find_erasures(user_id=user).items] == [
-        receipt.erasure_id]
+    assert [e.erasure_id for e in loom.find_erasures(user_id=user).items] == [receipt.erasure_id]
     try:
         loom.get_user(user)
         raise AssertionError("erased user still there")

@@ -49,8 +49,14 @@ def page(browser: Any) -> Iterator[Any]:
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    pg.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
-          if m.type == "error" and "Content Security Policy" in m.text else None)
+    pg.on(
+        "console",
+        lambda m: (
+            errors.append(f"console {m.type}: {m.text}")
+            if m.type == "error" and "Content Security Policy" in m.text
+            else None
+        ),
+    )
     pg.set_default_timeout(15_000)
     yield pg
     context.close()

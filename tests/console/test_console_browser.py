@@ -12,9 +12,11 @@ from tests.console.sample import Tenant, layered_session, long_session
 pytestmark = pytest.mark.slow
 
 AGENT = "planner"
-XSS = ['payload <script>window.__xss = "script"</script>',
-       'payload <img src=x onerror="window.__xss = \'img\'">',
-       'payload <svg onload="window.__xss = \'svg\'"></svg>']
+XSS = [
+    'payload <script>window.__xss = "script"</script>',
+    "payload <img src=x onerror=\"window.__xss = 'img'\">",
+    "payload <svg onload=\"window.__xss = 'svg'\"></svg>",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,13 +26,13 @@ def layered(console_tenant: Tenant) -> str:
         return layered_session(c, metadata={"project": "apollo"})
 
 
-def test_sign_in_lists_sessions_with_tokens_per_layer(page: Any, server: str,
-                                                      console_tenant: Tenant, layered: str):
+def test_sign_in_lists_sessions_with_tokens_per_layer(
+    page: Any, server: str, console_tenant: Tenant, layered: str
+):
     sign_in(page, server, console_tenant.service_key)
     assert page.text_content("#role") == "service"
     # the key is in this tab's sessionStorage, not in the URL or a cookie
-    assert page.evaluate("sessionStorage.getItem('loom.console.key')") == \
-        console_tenant.service_key
+    assert page.evaluate("sessionStorage.getItem('loom.console.key')") == console_tenant.service_key
     assert console_tenant.service_key not in page.url
     assert page.context.cookies() == []
     row = page.locator(f'#sessions-table tr[data-session="{layered}"]')
@@ -58,15 +60,18 @@ def expect_text(locator: Any, text: str) -> None:
     expect(locator).to_have_text(text)
 
 
-def test_session_layer_bar_equals_the_built_context(page: Any, server: str,
-                                                    console_tenant: Tenant, layered: str):
+def test_session_layer_bar_equals_the_built_context(
+    page: Any, server: str, console_tenant: Tenant, layered: str
+):
     sign_in(page, server, console_tenant.service_key, f"#/session/{layered}")
     page.locator("#timeline .msg").first.wait_for()
     with console_tenant.client(AGENT) as c:
         ctx = c.post(f"/v1/sessions/{layered}/context", json={"format": "raw"}).json()
         memory = c.get(f"/v1/sessions/{layered}/memory").json()
-    shown = {tr.get_attribute("data-layer"): int(tr.locator(".tokens").text_content())
-             for tr in page.locator("#layer-table tbody tr").all()}
+    shown = {
+        tr.get_attribute("data-layer"): int(tr.locator(".tokens").text_content())
+        for tr in page.locator("#layer-table tbody tr").all()
+    }
     # every layer of the build, recalled (absent while recall is off) as 0, and what is free
     expected = {"recalled": 0, **ctx["tokens"], "free": ctx["budget"] - ctx["total_tokens"]}
     assert shown == expected
@@ -106,8 +111,10 @@ def test_session_layer_bar_equals_the_built_context(page: Any, server: str,
         ctx = c.post(f"/v1/sessions/{layered}/context", json={"format": "raw"}).json()
         promoted = c.get(f"/v1/sessions/{layered}/memory").json()["promoted_seqs"]
     assert ctx["tokens"]["promoted"] > 0 and {1, 2} <= set(promoted)  # with seq 2's result
-    expect_text(page.locator('#layer-table tr[data-layer="promoted"] .tokens'),
-               str(ctx["tokens"]["promoted"]))
+    expect_text(
+        page.locator('#layer-table tr[data-layer="promoted"] .tokens'),
+        str(ctx["tokens"]["promoted"]),
+    )
     page.click("#clear-promoted")
     page.locator("#action-status", has_text=f"cleared {len(promoted)} promoted").wait_for()
     page.click("#compress")
@@ -119,10 +126,10 @@ def test_session_layer_bar_equals_the_built_context(page: Any, server: str,
     page.locator("#rendered-json", has_text='"layers"').wait_for()
 
 
-def test_search_and_follow_a_hit(page: Any, server: str, console_tenant: Tenant,
-                                 layered: str):
-    sign_in(page, server, console_tenant.service_key,
-            f"#/search?q=rows&scope=session&session={layered}")
+def test_search_and_follow_a_hit(page: Any, server: str, console_tenant: Tenant, layered: str):
+    sign_in(
+        page, server, console_tenant.service_key, f"#/search?q=rows&scope=session&session={layered}"
+    )
     hit = page.locator("#search-results .hit").first
     hit.wait_for()
     assert hit.locator("mark").first.text_content() == "rows"
@@ -161,16 +168,20 @@ def test_shared_memory_updates_live(page: Any, server: str, console_tenant: Tena
         assert second["version"] != first["version"]
         expect_text(row.locator(".version"), str(second["version"]))
         page.locator("#sm-value", has_text='"step": 2').wait_for()
-        c.put("/v1/shared-memory/global/fresh", json={"value": [1, 2, 3]},
-              params={"ttl_seconds": 3600}).raise_for_status()
+        c.put(
+            "/v1/shared-memory/global/fresh",
+            json={"value": [1, 2, 3]},
+            params={"ttl_seconds": 3600},
+        ).raise_for_status()
         page.locator('#sm-keys tr[data-key="fresh"]').wait_for()
         c.delete("/v1/shared-memory/global/plan").raise_for_status()
         page.locator('#sm-keys tr[data-key="plan"]').wait_for(state="detached")
         assert page.locator("#sm-events li").count() >= 3
 
 
-def test_agent_key_sees_only_its_own_sessions(page: Any, server: str, console_tenant: Tenant,
-                                              layered: str):
+def test_agent_key_sees_only_its_own_sessions(
+    page: Any, server: str, console_tenant: Tenant, layered: str
+):
     key = console_tenant.agent_key("reviewer")
     with console_tenant.client(key=key) as c:
         own = c.post("/v1/sessions", json={}).json()["id"]
@@ -186,12 +197,15 @@ def test_agent_key_sees_only_its_own_sessions(page: Any, server: str, console_te
     assert page.locator("#timeline .msg").count() == 0
 
 
-def test_stored_markup_is_shown_as_text_and_never_runs(page: Any, server: str,
-                                                       console_tenant: Tenant):
+def test_stored_markup_is_shown_as_text_and_never_runs(
+    page: Any, server: str, console_tenant: Tenant
+):
     with console_tenant.client(AGENT) as c:
         sid = c.post("/v1/sessions", json={"metadata": {"note": XSS[1]}}).json()["id"]
-        c.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-            {"role": "user", "content": text} for text in XSS]}).raise_for_status()
+        c.post(
+            f"/v1/sessions/{sid}/messages",
+            json={"messages": [{"role": "user", "content": text} for text in XSS]},
+        ).raise_for_status()
         c.put(f"/v1/shared-memory/global/{XSS[2]}", json={"value": XSS[0]}).raise_for_status()
     sign_in(page, server, console_tenant.service_key, f"#/session/{sid}")
     page.locator("#msg-3").wait_for()
@@ -209,16 +223,22 @@ def test_stored_markup_is_shown_as_text_and_never_runs(page: Any, server: str,
     assert page.locator("main img, main script, main svg").count() == 0
 
 
-def test_console_calls_only_the_public_api(page: Any, server: str, console_tenant: Tenant,
-                                           layered: str):
+def test_console_calls_only_the_public_api(
+    page: Any, server: str, console_tenant: Tenant, layered: str
+):
     """Every request the pages make is a static file or a route of the OpenAPI document."""
     paths = httpx.get(f"{server}/openapi.json").json()["paths"]
     patterns = [re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", p) + "$") for p in paths]
     seen: list[str] = []
     page.on("request", lambda r: seen.append(r.url))
     sign_in(page, server, console_tenant.service_key)
-    for target in (f"#/session/{layered}", "#/search?q=rows&scope=agent", "#/shared",
-                   "#/knowledge?run=1", "#/jobs"):
+    for target in (
+        f"#/session/{layered}",
+        "#/search?q=rows&scope=agent",
+        "#/shared",
+        "#/knowledge?run=1",
+        "#/jobs",
+    ):
         page.goto(f"{server}/console{target}")
         page.wait_for_load_state("networkidle")
     assert seen
@@ -227,8 +247,9 @@ def test_console_calls_only_the_public_api(page: Any, server: str, console_tenan
         assert path.startswith("/console") or any(p.match(path) for p in patterns), url
 
 
-def test_admin_key_names_the_tenant(page: Any, server: str, settings: Any,
-                                    console_tenant: Tenant, layered: str):
+def test_admin_key_names_the_tenant(
+    page: Any, server: str, settings: Any, console_tenant: Tenant, layered: str
+):
     sign_in(page, server, settings.admin_key.get_secret_value())
     assert page.text_content("#role") == "admin"
     page.locator("text=Admin keys act in one tenant").wait_for()
@@ -264,9 +285,15 @@ def test_a_10000_message_session_pages(page: Any, server: str, console_tenant: T
 def test_knowledge_items_by_scope_and_filter(page: Any, server: str, console_tenant: Tenant):
     with console_tenant.client(AGENT) as c:
         for kind, importance in (("decision", 0.9), ("note", 0.2)):
-            c.post("/v1/memory-items", json={
-                "scope": "project/console", "kind": kind, "importance": importance,
-                "text": f"a {kind} of the console project"}).raise_for_status()
+            c.post(
+                "/v1/memory-items",
+                json={
+                    "scope": "project/console",
+                    "kind": kind,
+                    "importance": importance,
+                    "text": f"a {kind} of the console project",
+                },
+            ).raise_for_status()
     sign_in(page, server, console_tenant.service_key, "#/knowledge?scope=project/console")
     page.locator("#k-table tbody tr[data-id]").first.wait_for()
     assert page.locator("#k-table tbody tr[data-id]").count() == 2
@@ -275,17 +302,23 @@ def test_knowledge_items_by_scope_and_filter(page: Any, server: str, console_ten
     expect_text(page.locator("#k-table tbody tr[data-id] td:nth-child(2)"), "decision")
 
 
-def test_jobs_page_lists_the_tenants_jobs_and_the_queue(page: Any, server: str,
-                                                        console_tenant: Tenant, layered: str):
+def test_jobs_page_lists_the_tenants_jobs_and_the_queue(
+    page: Any, server: str, console_tenant: Tenant, layered: str
+):
     """The jobs of GET /v1/jobs, row for row, with the queue's depth and the worker state."""
     with console_tenant.client(AGENT) as c:
         listed = c.get("/v1/jobs", params={"limit": 50}).json()
     assert listed["items"]
     sign_in(page, server, console_tenant.service_key, "#/jobs")
     page.locator("#jobs-table tbody tr").first.wait_for()
-    rows = [(tr.get_attribute("data-session"), tr.get_attribute("data-kind"),
-             tr.locator(".badge").text_content())
-            for tr in page.locator("#jobs-table tbody tr").all()]
+    rows = [
+        (
+            tr.get_attribute("data-session"),
+            tr.get_attribute("data-kind"),
+            tr.locator(".badge").text_content(),
+        )
+        for tr in page.locator("#jobs-table tbody tr").all()
+    ]
     assert rows == [(j["session_id"], j["kind"], j["status"]) for j in listed["items"]]
     assert int(page.text_content("#queue-depth").replace(",", "")) >= 0
     assert page.locator("#worker-alive .badge").count() == 1

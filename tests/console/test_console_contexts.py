@@ -18,8 +18,9 @@ def audited(console_tenant: Tenant) -> tuple[str, list[str]]:
         return audited_session(c)
 
 
-def test_history_why_replay_and_diff(page: Any, server: str, console_tenant: Tenant,
-                                     audited: tuple[str, list[str]]):
+def test_history_why_replay_and_diff(
+    page: Any, server: str, console_tenant: Tenant, audited: tuple[str, list[str]]
+):
     sid, built = audited
     sign_in(page, server, console_tenant.service_key, f"#/session/{sid}")
     page.click("#context-history")
@@ -34,8 +35,9 @@ def test_history_why_replay_and_diff(page: Any, server: str, console_tenant: Ten
     assert [r.get_attribute("data-id") for r in rows.all()] == list(reversed(built))
     # one layer bar per build, a segment per non-empty layer
     first = rows.first
-    assert first.locator(".bar .seg").count() == sum(1 for v in listed[0]["tokens"].values()
-                                                     if v > 0)
+    assert first.locator(".bar .seg").count() == sum(
+        1 for v in listed[0]["tokens"].values() if v > 0
+    )
     # the newest build is shown: its blocks in order, and why each is there on a click
     page.locator("#blocks-table tr.block-row").first.wait_for()
     keys = [r.get_attribute("data-key") for r in page.locator("#blocks-table tr.block-row").all()]
@@ -56,6 +58,7 @@ def test_history_why_replay_and_diff(page: Any, server: str, console_tenant: Ten
     page.click("#diff-button")
     page.locator("#diff-table").wait_for()
     assert page.text_content("#diff-summary").startswith(
-        f"{len(d['added'])} added · {len(d['removed'])} removed · {len(d['changed'])} changed")
+        f"{len(d['added'])} added · {len(d['removed'])} removed · {len(d['changed'])} changed"
+    )
     assert page.locator("#diff-table tr.diff-added").count() == len(d["added"])
     assert page.locator("#diff-table tr.diff-removed").count() == len(d["removed"])

@@ -14,17 +14,22 @@ pytestmark = pytest.mark.slow
 
 
 def test_user_page_shows_sessions_and_facts_and_erases_with_confirmation(
-        page: Any, server: str, console_tenant: Tenant) -> None:
+    page: Any, server: str, console_tenant: Tenant
+) -> None:
     user = f"console-{uuid.uuid4().hex[:8]}"
     with console_tenant.client("support") as c:
         sids = []
         for _ in range(2):
             r = c.post("/v1/sessions", json={"user_id": user})
             sids.append(r.json()["id"])
-            c.post(f"/v1/sessions/{sids[-1]}/messages",
-                   json={"messages": [{"role": "user", "content": "hello"}]})
-        c.post("/v1/memory-items", json={"scope": f"user/{user}", "kind": "fact",
-                                         "text": "Prefers the night shift."})
+            c.post(
+                f"/v1/sessions/{sids[-1]}/messages",
+                json={"messages": [{"role": "user", "content": "hello"}]},
+            )
+        c.post(
+            "/v1/memory-items",
+            json={"scope": f"user/{user}", "kind": "fact", "text": "Prefers the night shift."},
+        )
     sign_in(page, server, console_tenant.service_key, "#/users")
     page.locator(f'#users-table tr[data-user="{user}"] a').click()
     page.locator("#user-title").wait_for()

@@ -8,9 +8,12 @@ from tests.support.api import new_session
 
 TURNS = [
     {"role": "user", "content": "Find the invoice for order 42 — café Ünïcode"},
-    {"role": "assistant", "content": "Looking it up.",
-     "tool_calls": [{"id": "t1", "name": "lookup", "input": {"order": 42, "big": 2**70}}]},
-    {"role": "tool", "tool_use_id": "t1", "content": "{\"invoice\": \"INV-42\"}"},
+    {
+        "role": "assistant",
+        "content": "Looking it up.",
+        "tool_calls": [{"id": "t1", "name": "lookup", "input": {"order": 42, "big": 2**70}}],
+    },
+    {"role": "tool", "tool_use_id": "t1", "content": '{"invoice": "INV-42"}'},
     {"role": "assistant", "content": "Invoice INV-42, 19.50 EUR."},
 ]
 

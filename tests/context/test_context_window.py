@@ -29,8 +29,11 @@ async def test_uncompressed_backlog_becomes_one_pointer(client, db):
         assert c == b + 1
     assert covered[-1][1] + 1 == ctx["l1_seqs"][0]
     # nothing was written by the build
-    n = (await db.execute(sa.text("select count(*) from memory_summaries where session_id = :s"),
-                          {"s": sid})).scalar()
+    n = (
+        await db.execute(
+            sa.text("select count(*) from memory_summaries where session_id = :s"), {"s": sid}
+        )
+    ).scalar()
     assert n == 0
 
 
@@ -38,8 +41,14 @@ async def test_current_turn_older_than_window_is_kept(client):
     sid = await new_session(client, max_context_tokens=100_000)
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "please audit every invoice"}]
     for i in range(60):
-        msgs.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"t{i}", "name": "fetch", "input": {"n": i}}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"t{i}", "name": "fetch", "input": {"n": i}}
+                ],
+            }
+        )
         msgs.append({"role": "tool", "tool_call_id": f"t{i}", "content": f"invoice {i} ok"})
     await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
     ctx = (await client.post(f"/v1/sessions/{sid}/context", json={"format": "anthropic"})).json()
@@ -61,13 +70,18 @@ async def test_session_without_memory_state_gets_one_on_its_first_context(client
     """Sessions made before memory existed have no state row: the first build creates an
     empty one (same single read path) and answers as for any session."""
     sid = await new_session(client)
-    await client.post(f"/v1/sessions/{sid}/messages",
-                      json={"messages": [{"role": "user", "content": "hello there"}]})
+    await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={"messages": [{"role": "user", "content": "hello there"}]},
+    )
     await db.execute(sa.text("delete from memory_states where session_id = :s"), {"s": sid})
     await db.commit()
     r = await client.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})
     assert r.status_code == 200, r.text
     assert r.json()["l1_seqs"] == [1]
-    n = (await db.execute(sa.text("select count(*) from memory_states where session_id = :s"),
-                          {"s": sid})).scalar_one()
+    n = (
+        await db.execute(
+            sa.text("select count(*) from memory_states where session_id = :s"), {"s": sid}
+        )
+    ).scalar_one()
     assert n == 1

@@ -13,10 +13,19 @@ LAYERS = ("rom", "kernel", "block", "l2", "recalled", "promoted", "l1")
 
 
 def _block(key: str, layer: str, tokens: int, seq: int = 0) -> dict[str, Any]:
-    return {"position": 0, "key": key, "layer": layer, "name": None, "tokens": tokens,
-            "cache_control": None, "sources": [{"kind": "message", "seq": seq}],
-            "why": "because", "truncated_to": None, "tool_calls_left_out": [],
-            "replay": None}
+    return {
+        "position": 0,
+        "key": key,
+        "layer": layer,
+        "name": None,
+        "tokens": tokens,
+        "cache_control": None,
+        "sources": [{"kind": "message", "seq": seq}],
+        "why": "because",
+        "truncated_to": None,
+        "tool_calls_left_out": [],
+        "replay": None,
+    }
 
 
 def _numbered(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -25,7 +34,9 @@ def _numbered(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 blocks_st = st.lists(
     st.tuples(st.integers(0, 400), st.sampled_from(LAYERS), st.integers(0, 5000)),
-    min_size=0, max_size=30, unique_by=lambda t: t[0],
+    min_size=0,
+    max_size=30,
+    unique_by=lambda t: t[0],
 ).map(lambda items: _numbered([_block(f"msg:{k}", layer, tok, k) for k, layer, tok in items]))
 
 
@@ -53,15 +64,21 @@ def pairs(draw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[s
         if how != "same":
             changed[x["key"]] = how
         b.append(y)
-    new = draw(st.lists(st.tuples(st.integers(1000, 2000), st.sampled_from(LAYERS),
-                                  st.integers(0, 5000)), unique_by=lambda t: t[0],
-                        max_size=10))
+    new = draw(
+        st.lists(
+            st.tuples(st.integers(1000, 2000), st.sampled_from(LAYERS), st.integers(0, 5000)),
+            unique_by=lambda t: t[0],
+            max_size=10,
+        )
+    )
     added = [_block(f"msg:{k}", layer, tok, k) for k, layer, tok in new]
     for blk in added:  # inserted anywhere: positions move, which alone changes nothing
         b.insert(draw(st.integers(0, len(b))), blk)
-    expect = {"removed": [x["key"] for x in a if x["key"] in removed],
-              "added": [x["key"] for x in b if x["key"] in {y["key"] for y in added}],
-              "changed": changed}
+    expect = {
+        "removed": [x["key"] for x in a if x["key"] in removed],
+        "added": [x["key"] for x in b if x["key"] in {y["key"] for y in added}],
+        "changed": changed,
+    }
     return a, _numbered(b), expect
 
 
@@ -72,15 +89,21 @@ def test_diff_names_exactly_what_was_added_removed_and_changed(pair):
     assert [x["key"] for x in d["removed"]] == expect["removed"]
     assert [x["key"] for x in d["added"]] == expect["added"]
     assert {x["key"] for x in d["changed"]} == set(expect["changed"])
-    kinds = {"tokens": "tokens", "layer": "layer", "truncated": "truncated_to",
-             "sources": "sources"}
+    kinds = {
+        "tokens": "tokens",
+        "layer": "layer",
+        "truncated": "truncated_to",
+        "sources": "sources",
+    }
     for x in d["changed"]:
         assert x["fields"] == [kinds[expect["changed"][x["key"]]]]
         assert x["token_delta"] == x["tokens_b"] - x["tokens_a"]
     assert d["token_delta"] == sum(x["tokens"] for x in b) - sum(x["tokens"] for x in a)
-    assert d["token_delta"] == (sum(x["token_delta"] for x in d["added"])
-                                + sum(x["token_delta"] for x in d["removed"])
-                                + sum(x["token_delta"] for x in d["changed"]))
+    assert d["token_delta"] == (
+        sum(x["token_delta"] for x in d["added"])
+        + sum(x["token_delta"] for x in d["removed"])
+        + sum(x["token_delta"] for x in d["changed"])
+    )
     assert d["unchanged"] == len(b) - len(d["added"]) - len(d["changed"])
 
 
@@ -102,15 +125,24 @@ def test_a_build_against_itself_is_empty(blocks):
 
 def _manifest(blocks: list[dict[str, Any]], **over: Any) -> dict[str, Any]:
     tokens = {"l1": sum(b["tokens"] for b in blocks), "overhead": 24}
-    return {"blocks": blocks, "tokens": tokens, "total_tokens": tokens["l1"] + 24,
-            "budget": 1000, "sha256": {"anthropic": "x", "openai": "y"},
-            "config_sha256": "c", **over}
+    return {
+        "blocks": blocks,
+        "tokens": tokens,
+        "total_tokens": tokens["l1"] + 24,
+        "budget": 1000,
+        "sha256": {"anthropic": "x", "openai": "y"},
+        "config_sha256": "c",
+        **over,
+    }
 
 
 def test_manifest_diff_reports_layers_hashes_and_config():
     a = _manifest([_block("msg:1", "l1", 10), _block("msg:2", "l1", 20)])
-    b = _manifest([_block("msg:2", "l1", 20), _block("msg:3", "l1", 7)],
-                  sha256={"anthropic": "x", "openai": "z"}, config_sha256="d")
+    b = _manifest(
+        [_block("msg:2", "l1", 20), _block("msg:3", "l1", 7)],
+        sha256={"anthropic": "x", "openai": "z"},
+        config_sha256="d",
+    )
     d = diff(a, b)
     assert [x["key"] for x in d["added"]] == ["msg:3"]
     assert [x["key"] for x in d["removed"]] == ["msg:1"]

@@ -14,16 +14,23 @@ from tests.support.api import new_session
 
 TURNS = [
     {"role": "user", "content": "Find the invoice for order 42"},
-    {"role": "assistant", "content": "Looking it up.",
-     "tool_calls": [{"id": "t1", "name": "lookup", "input": {"order": 42}}]},
-    {"role": "tool", "tool_use_id": "t1", "content": "{\"invoice\": \"INV-42\"}"},
+    {
+        "role": "assistant",
+        "content": "Looking it up.",
+        "tool_calls": [{"id": "t1", "name": "lookup", "input": {"order": 42}}],
+    },
+    {"role": "tool", "tool_use_id": "t1", "content": '{"invoice": "INV-42"}'},
     {"role": "assistant", "content": "Invoice INV-42, 19.50 EUR."},
 ]
 
 
 async def _stored(db: Any, session_id: str) -> int:
-    return int(await db.scalar(sa.text(
-        "SELECT count(*) FROM context_manifests WHERE session_id = :s"), {"s": session_id}))
+    return int(
+        await db.scalar(
+            sa.text("SELECT count(*) FROM context_manifests WHERE session_id = :s"),
+            {"s": session_id},
+        )
+    )
 
 
 async def _build(client: Any, sid: str, **body: Any) -> dict[str, Any]:
@@ -57,8 +64,10 @@ async def test_recorded_build_lists_reads_replays_and_diffs(client, db):
     await client.post(f"/v1/sessions/{sid}/messages", json={"messages": TURNS})
     first = await _build(client, sid)
     assert first["recorded"] is True and first["manifest"] is None
-    await client.post(f"/v1/sessions/{sid}/messages",
-                      json={"messages": [{"role": "user", "content": "And order 43?"}]})
+    await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={"messages": [{"role": "user", "content": "And order 43?"}]},
+    )
     second = await _build(client, sid, format="openai", manifest=True)
     assert second["recorded"] is True
     m2 = second["manifest"]
@@ -67,41 +76,45 @@ async def test_recorded_build_lists_reads_replays_and_diffs(client, db):
     assert [b["key"] for b in m2["blocks"]] == ["msg:1", "msg:2", "msg:3", "msg:4", "msg:5"]
     assert all(b["why"] for b in m2["blocks"])
     assert m2["tokens"] == second["tokens"] and m2["total_tokens"] == second["total_tokens"]
-    assert sum(b["tokens"] for b in m2["blocks"]) + m2["tokens"]["overhead"] \
-        == m2["total_tokens"]
+    assert sum(b["tokens"] for b in m2["blocks"]) + m2["tokens"]["overhead"] == m2["total_tokens"]
     assert await _stored(db, sid) == 2
 
     r = await client.get(f"/v1/sessions/{sid}/contexts", params={"limit": 1})
     assert r.status_code == 200, r.text
     page1 = r.json()
     assert [i["context_id"] for i in page1["items"]] == [second["context_id"]]
-    r = await client.get(f"/v1/sessions/{sid}/contexts",
-                         params={"limit": 1, "cursor": page1["next_cursor"]})
+    r = await client.get(
+        f"/v1/sessions/{sid}/contexts", params={"limit": 1, "cursor": page1["next_cursor"]}
+    )
     assert [i["context_id"] for i in r.json()["items"]] == [first["context_id"]]
     assert r.json()["next_cursor"] is None
 
     r = await client.get(f"/v1/sessions/{sid}/contexts/{second['context_id']}")
     assert r.status_code == 200 and r.json() == m2
-    stored = json.loads(await db.scalar(sa.text(
-        "SELECT manifest::text FROM context_manifests WHERE id = :i"),
-        {"i": second["context_id"]}))
+    stored = json.loads(
+        await db.scalar(
+            sa.text("SELECT manifest::text FROM context_manifests WHERE id = :i"),
+            {"i": second["context_id"]},
+        )
+    )
     assert stored == m2
 
     for fmt in ("anthropic", "openai", "raw"):
         r = await client.post(
-            f"/v1/sessions/{sid}/contexts/{first['context_id']}/replay", params={"format": fmt})
+            f"/v1/sessions/{sid}/contexts/{first['context_id']}/replay", params={"format": fmt}
+        )
         assert r.status_code == 200, r.text
         assert r.json()["sha256"] == r.json()["sha256"]
         got = r.json()
-        manifest = (await client.get(
-            f"/v1/sessions/{sid}/contexts/{first['context_id']}")).json()
+        manifest = (await client.get(f"/v1/sessions/{sid}/contexts/{first['context_id']}")).json()
         assert got["sha256"] == manifest["sha256"][fmt]
     # the first build's own bytes, re-rendered
     r = await client.post(f"/v1/sessions/{sid}/contexts/{first['context_id']}/replay")
     assert r.json()["messages"] == first["messages"] and r.json()["system"] == first["system"]
 
-    r = await client.get(f"/v1/sessions/{sid}/contexts/{first['context_id']}/diff/"
-                         f"{second['context_id']}")
+    r = await client.get(
+        f"/v1/sessions/{sid}/contexts/{first['context_id']}/diff/{second['context_id']}"
+    )
     assert r.status_code == 200, r.text
     d = r.json()
     assert [a["key"] for a in d["added"]] == ["msg:5"] and d["removed"] == []
@@ -113,11 +126,19 @@ async def test_replay_names_what_was_erased_or_changed(client, db):
     sid = await new_session(client, audit=True)
     await client.post(f"/v1/sessions/{sid}/messages", json={"messages": TURNS})
     built = await _build(client, sid)
-    await client.put(f"/v1/sessions/{sid}/kernel/tools", json={"tools": [
-        {"name": "lookup", "description": "Find an order.",
-         "input_schema": {"type": "object"}}]})
-    await db.execute(sa.text("DELETE FROM messages WHERE session_id = :s AND seq = 4"),
-                     {"s": sid})
+    await client.put(
+        f"/v1/sessions/{sid}/kernel/tools",
+        json={
+            "tools": [
+                {
+                    "name": "lookup",
+                    "description": "Find an order.",
+                    "input_schema": {"type": "object"},
+                }
+            ]
+        },
+    )
+    await db.execute(sa.text("DELETE FROM messages WHERE session_id = :s AND seq = 4"), {"s": sid})
     await db.commit()
     r = await client.post(f"/v1/sessions/{sid}/contexts/{built['context_id']}/replay")
     assert r.status_code == 409, r.text
@@ -134,10 +155,12 @@ async def test_another_agents_key_gets_404_on_every_route(tenant, client):
     b = (await _build(client, sid))["context_id"]
     other = await tenant.new_client(role="agent", agent_id="agent-2")
     own = await tenant.new_client(role="agent", agent_id="agent-1")
-    routes = [("GET", f"/v1/sessions/{sid}/contexts"),
-              ("GET", f"/v1/sessions/{sid}/contexts/{a}"),
-              ("POST", f"/v1/sessions/{sid}/contexts/{a}/replay"),
-              ("GET", f"/v1/sessions/{sid}/contexts/{a}/diff/{b}")]
+    routes = [
+        ("GET", f"/v1/sessions/{sid}/contexts"),
+        ("GET", f"/v1/sessions/{sid}/contexts/{a}"),
+        ("POST", f"/v1/sessions/{sid}/contexts/{a}/replay"),
+        ("GET", f"/v1/sessions/{sid}/contexts/{a}/diff/{b}"),
+    ]
     for method, path in routes:
         r = await other.request(method, path)
         assert r.status_code == 404, (path, r.text)
@@ -166,8 +189,9 @@ async def test_record_per_request_and_profile_default(client, db):
     audited = await new_session(client, audit=True)
     assert (await _build(client, audited, record=False))["recorded"] is False
     assert await _stored(db, audited) == 0
-    r = await client.put("/v1/agents/agent-1/profile",
-                         json={"system_prompt": "You are careful.", "audit": True})
+    r = await client.put(
+        "/v1/agents/agent-1/profile", json={"system_prompt": "You are careful.", "audit": True}
+    )
     assert r.status_code in (200, 201), r.text
     assert r.json()["audit"] is True
     sid3 = await new_session(client)
@@ -188,6 +212,7 @@ async def test_bad_input_is_a_clear_error(client):
     assert r.status_code == 400
     r = await client.get(f"/v1/sessions/{sid}/contexts/not-a-uuid")
     assert r.status_code == 422
-    r = await client.post(f"/v1/sessions/{sid}/contexts/{uuid.uuid4()}/replay",
-                          params={"format": "xml"})
+    r = await client.post(
+        f"/v1/sessions/{sid}/contexts/{uuid.uuid4()}/replay", params={"format": "xml"}
+    )
     assert r.status_code == 422

@@ -24,8 +24,10 @@ from app.models import Session
 from app.state import app_state
 
 BUILDS = 1000
-WORDS = ("invoice order billing database migration cache redis postgres deploy review "
-         "schema search recall context budget summary token window agent tool").split()
+WORDS = (
+    "invoice order billing database migration cache redis postgres deploy review "
+    "schema search recall context budget summary token window agent tool"
+).split()
 
 
 def _text(rnd: random.Random, n: int) -> str:
@@ -38,96 +40,150 @@ def _turn(rnd: random.Random, step: int, long: bool) -> list[dict[str, Any]]:
     user = {"role": "user", "content": _text(rnd, 1500 if long else rnd.choice((6, 12, 40)))}
     if step % 3 == 0:
         tid = f"call_{step}"
-        return [user,
-                {"role": "assistant", "content": "Checking.",
-                 "tool_calls": [{"id": tid, "name": "lookup", "input": {"q": step}}]},
-                {"role": "tool", "tool_use_id": tid, "content": _text(rnd, 20)},
-                {"role": "assistant", "content": _text(rnd, 15)}]
+        return [
+            user,
+            {
+                "role": "assistant",
+                "content": "Checking.",
+                "tool_calls": [{"id": tid, "name": "lookup", "input": {"q": step}}],
+            },
+            {"role": "tool", "tool_use_id": tid, "content": _text(rnd, 20)},
+            {"role": "assistant", "content": _text(rnd, 15)},
+        ]
     return [user, {"role": "assistant", "content": _text(rnd, rnd.choice((8, 25, 60)))}]
 
 
 async def _sessions(client: Any) -> list[str]:
     project = f"p{uuid.uuid4().hex[:8]}"
     for i in range(6):
-        r = await client.post("/v1/memory-items", json={
-            "scope": f"project/{project}", "kind": "fact", "importance": 0.5 + i / 10,
-            "text": f"The {WORDS[i]} {WORDS[i + 5]} is owned by team {i}."})
+        r = await client.post(
+            "/v1/memory-items",
+            json={
+                "scope": f"project/{project}",
+                "kind": "fact",
+                "importance": 0.5 + i / 10,
+                "text": f"The {WORDS[i]} {WORDS[i + 5]} is owned by team {i}.",
+            },
+        )
         assert r.status_code == 201, r.text
-        r = await client.post("/v1/memory-items", json={
-            "scope": f"project/{project}", "kind": "note", "importance": 0.3 + i / 10,
-            "text": f"Note {i} about {WORDS[i + 2]}."})
+        r = await client.post(
+            "/v1/memory-items",
+            json={
+                "scope": f"project/{project}",
+                "kind": "note",
+                "importance": 0.3 + i / 10,
+                "text": f"Note {i} about {WORDS[i + 2]}.",
+            },
+        )
         assert r.status_code == 201, r.text
-    r = await client.put("/v1/agents/agent-1/learned", json={
-        "signatures": {"qa": {"inputs": ["question"], "outputs": ["answer"]}},
-        "demonstrations": [{"question": "q", "answer": "a"}],
-        "tuned_prompts": {"system": "Be brief."}})
+    r = await client.put(
+        "/v1/agents/agent-1/learned",
+        json={
+            "signatures": {"qa": {"inputs": ["question"], "outputs": ["answer"]}},
+            "demonstrations": [{"question": "q", "answer": "a"}],
+            "tuned_prompts": {"system": "Be brief."},
+        },
+    )
     assert r.status_code in (200, 201), r.text
     configs: list[dict[str, Any]] = [
-        {"max_context_tokens": 1800, "l1_max_messages": 8,
-         "facts": {"enabled": True, "scope": f"project/{project}", "share": 0.1},
-         "recall": {"share": 0.2, "max_messages": 6}},
-        {"max_context_tokens": 2400, "l1_max_messages": 10,
-         "knowledge": {"project_id": project, "share": 0.1, "learned": True}},
-        {"max_context_tokens": 1200, "l1_max_messages": 6,
-         "recall": {"share": 0.15, "max_messages": 4}},
+        {
+            "max_context_tokens": 1800,
+            "l1_max_messages": 8,
+            "facts": {"enabled": True, "scope": f"project/{project}", "share": 0.1},
+            "recall": {"share": 0.2, "max_messages": 6},
+        },
+        {
+            "max_context_tokens": 2400,
+            "l1_max_messages": 10,
+            "knowledge": {"project_id": project, "share": 0.1, "learned": True},
+        },
+        {
+            "max_context_tokens": 1200,
+            "l1_max_messages": 6,
+            "recall": {"share": 0.15, "max_messages": 4},
+        },
         {"max_context_tokens": 3000, "l1_max_messages": 12},
     ]
     out = []
     for cfg in configs:
-        r = await client.post("/v1/sessions", json={
-            "config": {**cfg, "audit": True},
-            "rom": {"system_prompt": "You are the billing agent.", "patterns": ["be exact"]}})
+        r = await client.post(
+            "/v1/sessions",
+            json={
+                "config": {**cfg, "audit": True},
+                "rom": {"system_prompt": "You are the billing agent.", "patterns": ["be exact"]},
+            },
+        )
         assert r.status_code == 201, r.text
         out.append(r.json()["id"])
-    r = await client.put(f"/v1/sessions/{out[2]}/kernel/tools", json={"tools": [
-        {"name": "lookup", "description": "Find a thing.",
-         "input_schema": {"type": "object", "properties": {"q": {"type": "integer"}}}}]})
+    r = await client.put(
+        f"/v1/sessions/{out[2]}/kernel/tools",
+        json={
+            "tools": [
+                {
+                    "name": "lookup",
+                    "description": "Find a thing.",
+                    "input_schema": {"type": "object", "properties": {"q": {"type": "integer"}}},
+                }
+            ]
+        },
+    )
     assert r.status_code == 200, r.text
     return out
 
 
 async def test_a_thousand_recorded_builds_replay_to_the_same_bytes(app, tenant, client, db):
     state = app_state(app)
-    caller = Caller(tenant_id=uuid.UUID(tenant.id), role="service", agent_id="agent-1",
-                    key_id=None)
+    caller = Caller(tenant_id=uuid.UUID(tenant.id), role="service", agent_id="agent-1", key_id=None)
     rnd = random.Random(30)
     sids = await _sessions(client)
     recorded: list[tuple[str, str]] = []
-    seen = {"summary": 0, "stand_in": 0, "recalled": 0, "promoted": 0, "block:facts": 0,
-            "block:knowledge": 0, "block:learned": 0, "truncated": 0, "gap": 0}
+    seen = {
+        "summary": 0,
+        "stand_in": 0,
+        "recalled": 0,
+        "promoted": 0,
+        "block:facts": 0,
+        "block:knowledge": 0,
+        "block:learned": 0,
+        "truncated": 0,
+        "gap": 0,
+    }
     step = 0
     while len(recorded) < BUILDS:
         step += 1
         for n, sid in enumerate(sids):
-            r = await client.post(f"/v1/sessions/{sid}/messages",
-                                  json={"messages": _turn(rnd, step,
-                                                          n == 2 and step % 10 == 5)})
+            r = await client.post(
+                f"/v1/sessions/{sid}/messages",
+                json={"messages": _turn(rnd, step, n == 2 and step % 10 == 5)},
+            )
             assert r.status_code == 201, r.text
             if step % 7 == n:
-                r = await client.post(f"/v1/sessions/{sid}/memory/compress",
-                                      params={"wait": "true"})
+                r = await client.post(
+                    f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"}
+                )
                 assert r.status_code in (200, 202), r.text
 
             if n == 3 and step % 5 == 0 and step > 6:
                 await client.delete(f"/v1/sessions/{sid}/memory/promoted")
-                r = await client.post(f"/v1/sessions/{sid}/memory/promote",
-                                      json={"seqs": [1, 2]})
+                r = await client.post(f"/v1/sessions/{sid}/memory/promote", json={"seqs": [1, 2]})
                 assert r.status_code in (200, 409), r.text
             # the builds of one turn (the session's recall searches once for them), and
             # now and then one that recalls for a query of its own
             formats: list[Any] = list(FORMATS)
             bodies = [ContextRequest(format=f) for f in formats]
             if step % 3 == n % 3:
-                bodies.append(ContextRequest(format=rnd.choice(formats), recall=RecallInput(
-                    share=0.2, query=_text(rnd, 3))))
+                bodies.append(
+                    ContextRequest(
+                        format=rnd.choice(formats),
+                        recall=RecallInput(share=0.2, query=_text(rnd, 3)),
+                    )
+                )
             for body in bodies:
-                built = await service.build_session_context(state, caller, uuid.UUID(sid),
-                                                            body)
+                built = await service.build_session_context(state, caller, uuid.UUID(sid), body)
                 extra, _ = await manifest_service.finish(state, built, body, body.format)
                 assert extra["recorded"]
                 recorded.append((sid, extra["context_id"]))
-                m = manifest_service.make(built, body, body.format,
-                                          uuid.UUID(extra["context_id"]))
+                m = manifest_service.make(built, body, body.format, uuid.UUID(extra["context_id"]))
                 for b in m["blocks"]:
                     kind = b["key"].split(":")[0]
                     for what in ("summary", "stand_in", "gap"):
@@ -140,27 +196,41 @@ async def test_a_thousand_recorded_builds_replay_to_the_same_bytes(app, tenant, 
     # every mechanism took part
     assert all(v > 0 for k, v in seen.items() if k != "gap"), seen
 
-    rows = (await db.execute(sa.text(
-        "SELECT id, session_id, manifest FROM context_manifests WHERE tenant_id = :t"),
-        {"t": uuid.UUID(tenant.id)})).all()
+    rows = (
+        await db.execute(
+            sa.text("SELECT id, session_id, manifest FROM context_manifests WHERE tenant_id = :t"),
+            {"t": uuid.UUID(tenant.id)},
+        )
+    ).all()
     assert len(rows) == len(recorded) >= BUILDS
-    sessions = {str(s.id): s for s in (await db.execute(sa.select(Session).where(
-        Session.tenant_id == uuid.UUID(tenant.id)))).scalars()}  # type: ignore[arg-type]
+    sessions = {
+        str(s.id): s
+        for s in (
+            await db.execute(
+                sa.select(Session).where(
+                    Session.tenant_id == uuid.UUID(tenant.id)  # type: ignore[arg-type]
+                )
+            )
+        ).scalars()
+    }
     loaded: dict[str, replay.Sources] = {}  # builds of one turn name the same sources
     for row in rows:
-        key = json.dumps([row.session_id.hex, [b["sources"] for b in row.manifest["blocks"]]],
-                         sort_keys=True)
+        key = json.dumps(
+            [row.session_id.hex, [b["sources"] for b in row.manifest["blocks"]]], sort_keys=True
+        )
         if key not in loaded:
-            loaded[key] = await replay.load_sources(db, uuid.UUID(tenant.id), row.session_id,
-                                                    row.manifest)
+            loaded[key] = await replay.load_sources(
+                db, uuid.UUID(tenant.id), row.session_id, row.manifest
+            )
         sources = loaded[key]
         again, changes = replay.rebuild(row.manifest, sessions[str(row.session_id)], sources)
         assert again is not None and not changes, (row.id, changes)
         # the recorded format's bytes again (render checks every recorded hash: 409 else)
         fmt = row.manifest["format"]
         # (a raw build returns its manifest, so it hashed every format)
-        assert list(row.manifest["sha256"]) == ([fmt] if fmt != "raw" else
-                                                ["raw", "openai", "anthropic"])
+        assert list(row.manifest["sha256"]) == (
+            [fmt] if fmt != "raw" else ["raw", "openai", "anthropic"]
+        )
         _, digest = replay.render(row.manifest, again, fmt)
         assert digest == row.manifest["sha256"][fmt]
         # and the other formats of the same rebuilt context

@@ -10,8 +10,10 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from app.context.manifest_tasks import sweep_context_manifests
 from tests.support.api import new_session
 
-TURN = [{"role": "user", "content": "Where is the invoice?"},
-        {"role": "assistant", "content": "In the billing folder."}]
+TURN = [
+    {"role": "user", "content": "Where is the invoice?"},
+    {"role": "assistant", "content": "In the billing folder."},
+]
 
 
 async def _record(client: Any, sid: str, n: int) -> list[str]:
@@ -24,14 +26,19 @@ async def _record(client: Any, sid: str, n: int) -> list[str]:
 
 
 async def _ids(db: Any, sid: str) -> list[str]:
-    rows = await db.execute(sa.text(
-        "SELECT id FROM context_manifests WHERE session_id = :s "
-        "ORDER BY created_at DESC, id DESC"), {"s": sid})
+    rows = await db.execute(
+        sa.text(
+            "SELECT id FROM context_manifests WHERE session_id = :s "
+            "ORDER BY created_at DESC, id DESC"
+        ),
+        {"s": sid},
+    )
     return [str(r[0]) for r in rows]
 
 
 async def test_sweep_keeps_the_newest_per_session_and_drops_old_ones(
-        settings, client, db, _test_engine):
+    settings, client, db, _test_engine
+):
     a = await new_session(client, audit=True)
     b = await new_session(client, audit=True)
     for sid in (a, b):
@@ -39,13 +46,21 @@ async def test_sweep_keeps_the_newest_per_session_and_drops_old_ones(
     in_a = await _record(client, a, 6)
     in_b = await _record(client, b, 2)
     # b's oldest build is 40 days old
-    await db.execute(sa.text("UPDATE context_manifests SET created_at = :t WHERE id = :i"),
-                     {"t": datetime.now(UTC) - timedelta(days=40), "i": in_b[0]})
+    await db.execute(
+        sa.text("UPDATE context_manifests SET created_at = :t WHERE id = :i"),
+        {"t": datetime.now(UTC) - timedelta(days=40), "i": in_b[0]},
+    )
     await db.commit()
-    ctx = {"settings": settings.model_copy(update={
-               "context_manifests_keep": 4, "context_manifests_days": 30.0,
-               "context_manifests_sweep_batch": 10_000}),
-           "sessionmaker": async_sessionmaker(_test_engine, expire_on_commit=False)}
+    ctx = {
+        "settings": settings.model_copy(
+            update={
+                "context_manifests_keep": 4,
+                "context_manifests_days": 30.0,
+                "context_manifests_sweep_batch": 10_000,
+            }
+        ),
+        "sessionmaker": async_sessionmaker(_test_engine, expire_on_commit=False),
+    }
     counts = await sweep_context_manifests(ctx)
     assert counts["expired"] >= 1 and counts["over_keep"] >= 2
     assert await _ids(db, a) == list(reversed(in_a))[:4]
@@ -59,21 +74,29 @@ async def test_sweep_keeps_the_newest_per_session_and_drops_old_ones(
     assert len(await _ids(db, a)) == 4 and len(await _ids(db, b)) == 1
 
 
-async def test_a_pass_is_bounded_and_zero_turns_a_limit_off(settings, client, db,
-                                                             _test_engine):
+async def test_a_pass_is_bounded_and_zero_turns_a_limit_off(settings, client, db, _test_engine):
     sid = await new_session(client, audit=True)
     await client.post(f"/v1/sessions/{sid}/messages", json={"messages": TURN})
     await _record(client, sid, 5)
     sm = async_sessionmaker(_test_engine, expire_on_commit=False)
-    off = {"settings": settings.model_copy(update={
-               "context_manifests_keep": 0, "context_manifests_days": 0.0}),
-           "sessionmaker": sm}
+    off = {
+        "settings": settings.model_copy(
+            update={"context_manifests_keep": 0, "context_manifests_days": 0.0}
+        ),
+        "sessionmaker": sm,
+    }
     assert await sweep_context_manifests(off) == {"expired": 0, "over_keep": 0}
     assert len(await _ids(db, sid)) == 5
-    bounded = {"settings": settings.model_copy(update={
-                   "context_manifests_keep": 1, "context_manifests_days": 0.0,
-                   "context_manifests_sweep_batch": 2}),
-               "sessionmaker": sm}
+    bounded = {
+        "settings": settings.model_copy(
+            update={
+                "context_manifests_keep": 1,
+                "context_manifests_days": 0.0,
+                "context_manifests_sweep_batch": 2,
+            }
+        ),
+        "sessionmaker": sm,
+    }
     counts = await sweep_context_manifests(bounded)
     # at most 2 rows a pass (of this session or of another test's in the same database)
     assert counts["over_keep"] <= 2 and len(await _ids(db, sid)) >= 3

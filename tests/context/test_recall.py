@@ -5,15 +5,23 @@ import pytest
 
 from tests.support.api import new_session
 
-FILLER = ["we compared lunch menus for the offsite", "the printer jammed again today",
-          "traffic on the bridge was slow", "my cat knocked over a plant"]
+FILLER = [
+    "we compared lunch menus for the offsite",
+    "the printer jammed again today",
+    "traffic on the bridge was slow",
+    "my cat knocked over a plant",
+]
 QUESTION = "Where does my sister Wilhelmina live these days?"
 
 
 def filler(n: int, start: int = 0) -> list[dict]:
-    return [{"role": "user" if (start + i) % 2 == 0 else "assistant",
-             "content": f"{FILLER[(start + i) % len(FILLER)]} (note {start + i})"}
-            for i in range(n)]
+    return [
+        {
+            "role": "user" if (start + i) % 2 == 0 else "assistant",
+            "content": f"{FILLER[(start + i) % len(FILLER)]} (note {start + i})",
+        }
+        for i in range(n)
+    ]
 
 
 async def append(client, sid: str, messages: list[dict]) -> list[int]:
@@ -32,9 +40,17 @@ async def long_session(client, **config) -> str:
     """The answer 200 turns before the newest question."""
     sid = await new_session(client, max_context_tokens=20_000, **config)
     await append(client, sid, filler(10))
-    [answer] = await append(client, sid, [
-        {"role": "assistant", "content": "Wilhelmina, your sister, moved to Reykjavik and "
-                                         "lives near the harbour."}])
+    [answer] = await append(
+        client,
+        sid,
+        [
+            {
+                "role": "assistant",
+                "content": "Wilhelmina, your sister, moved to Reykjavik and "
+                "lives near the harbour.",
+            }
+        ],
+    )
     assert answer == 11
     await append(client, sid, filler(200, start=11))
     await append(client, sid, [{"role": "user", "content": QUESTION}])
@@ -94,14 +110,26 @@ async def test_openai_and_raw_formats_say_what_was_recalled(client):
 async def test_tool_groups_are_recalled_whole(client):
     sid = await new_session(client, max_context_tokens=20_000, recall={})
     await append(client, sid, filler(6))
-    await append(client, sid, [
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Looking it up."},
-            {"type": "tool_use", "id": "call_a", "name": "lookup", "input": {"q": "x"}},
-            {"type": "tool_use", "id": "call_b", "name": "lookup", "input": {"q": "y"}}]},
-        {"role": "tool", "tool_call_id": "call_a", "content": "no record"},
-        {"role": "tool", "tool_call_id": "call_b",
-         "content": "Wilhelmina: sister, address Reykjavik harbour 4"}])
+    await append(
+        client,
+        sid,
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Looking it up."},
+                    {"type": "tool_use", "id": "call_a", "name": "lookup", "input": {"q": "x"}},
+                    {"type": "tool_use", "id": "call_b", "name": "lookup", "input": {"q": "y"}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_a", "content": "no record"},
+            {
+                "role": "tool",
+                "tool_call_id": "call_b",
+                "content": "Wilhelmina: sister, address Reykjavik harbour 4",
+            },
+        ],
+    )
     await append(client, sid, filler(200, start=9))
     await append(client, sid, [{"role": "user", "content": QUESTION}])
     ctx = await context(client, sid)
@@ -122,8 +150,19 @@ async def test_tool_groups_are_recalled_whole(client):
 async def test_an_empty_or_stop_word_newest_message_recalls_nothing(client, newest):
     sid = await new_session(client, recall={})
     await append(client, sid, filler(30))
-    await append(client, sid, [{"role": "user", "content": newest or [
-        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}])
+    await append(
+        client,
+        sid,
+        [
+            {
+                "role": "user",
+                "content": newest
+                or [
+                    {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+                ],
+            }
+        ],
+    )
     ctx = await context(client, sid)
     assert ctx["recall"] is None
 
@@ -132,8 +171,11 @@ async def test_recall_is_the_first_thing_to_shrink(client):
     # A small window: recall takes only what is free (and its share); a message bigger
     # than that is not recalled at all, and nothing else changes.
     sid = await new_session(client, max_context_tokens=1_000, recall={"share": 0.5})
-    await append(client, sid, [{"role": "assistant",
-                                "content": "Wilhelmina lives in Reykjavik. " + "detail " * 600}])
+    await append(
+        client,
+        sid,
+        [{"role": "assistant", "content": "Wilhelmina lives in Reykjavik. " + "detail " * 600}],
+    )
     await append(client, sid, filler(40, start=1))
     await append(client, sid, [{"role": "user", "content": QUESTION}])
     ctx = await context(client, sid)
@@ -149,15 +191,22 @@ async def test_recall_is_the_first_thing_to_shrink(client):
 
 
 async def test_a_given_query_and_validation(client):
-    sid = await new_session(client, max_context_tokens=20_000,
-                            recall={"query": "Reykjavik harbour", "max_messages": 1})
+    sid = await new_session(
+        client, max_context_tokens=20_000, recall={"query": "Reykjavik harbour", "max_messages": 1}
+    )
     await append(client, sid, [{"role": "user", "content": "Reykjavik harbour is cold"}])
     await append(client, sid, filler(200, start=1))
     await append(client, sid, [{"role": "user", "content": "unrelated words entirely"}])
     ctx = await context(client, sid)
     assert ctx["recall"]["seqs"] == [1] and ctx["recall"]["query"] == "Reykjavik harbour"
-    for bad in ({"share": 0}, {"share": 0.9}, {"max_messages": 0}, {"max_messages": 51},
-                {"share": "0.1"}, {"bogus": 1}):
+    for bad in (
+        {"share": 0},
+        {"share": 0.9},
+        {"max_messages": 0},
+        {"max_messages": 51},
+        {"share": "0.1"},
+        {"bogus": 1},
+    ):
         resp = await client.post("/v1/sessions", json={"config": {"recall": bad}})
         assert resp.status_code == 422, (bad, resp.text)
         resp = await client.post(f"/v1/sessions/{sid}/context", json={"recall": bad})

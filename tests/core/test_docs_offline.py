@@ -11,14 +11,14 @@ ASSET_TYPES = ("text/javascript", "application/javascript", "text/css", "image/p
 
 @pytest.fixture
 async def anonymous(app: Any) -> Any:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://t") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         yield c
 
 
 def _references(html: str) -> list[str]:
     return re.findall(r'(?:src|href|spec-url)="([^"]*)"', html) + re.findall(
-        r"url: '([^']*)'", html)
+        r"url: '([^']*)'", html
+    )
 
 
 @pytest.mark.parametrize("page", ["/docs", "/redoc"])
@@ -34,10 +34,10 @@ async def test_page_references_only_local_urls(anonymous: httpx.AsyncClient, pag
         assert ref.startswith("/") and not ref.startswith("//"), ref
 
 
-@pytest.mark.parametrize(("page", "marker"), [("/docs", b"SwaggerUIBundle"),
-                                              ("/redoc", b"Redoc")])
-async def test_every_referenced_asset_is_served(anonymous: httpx.AsyncClient, page: str,
-                                                marker: bytes) -> None:
+@pytest.mark.parametrize(("page", "marker"), [("/docs", b"SwaggerUIBundle"), ("/redoc", b"Redoc")])
+async def test_every_referenced_asset_is_served(
+    anonymous: httpx.AsyncClient, page: str, marker: bytes
+) -> None:
     html = (await anonymous.get(page)).text
     scripts = re.findall(r'<script src="([^"]+)"', html)
     styles = re.findall(r'<link[^>]*rel="stylesheet"[^>]*href="([^"]+)"', html)

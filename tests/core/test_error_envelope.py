@@ -10,15 +10,21 @@ APP = Path(__file__).resolve().parents[2] / "app"
 
 def _builds_envelope(node: ast.AST) -> bool:
     """A dict literal `{"error": {"code": ...}}`."""
-    return (isinstance(node, ast.Dict) and any(
-        isinstance(k, ast.Constant) and k.value == "error" and isinstance(v, ast.Dict)
+    return isinstance(node, ast.Dict) and any(
+        isinstance(k, ast.Constant)
+        and k.value == "error"
+        and isinstance(v, ast.Dict)
         and any(isinstance(kk, ast.Constant) and kk.value == "code" for kk in v.keys)
-        for k, v in zip(node.keys, node.values, strict=True)))
+        for k, v in zip(node.keys, node.values, strict=True)
+    )
 
 
 def test_only_errors_py_builds_the_envelope() -> None:
-    builders = sorted(str(path.relative_to(APP.parent)) for path in APP.rglob("*.py")
-                      if any(_builds_envelope(n) for n in ast.walk(ast.parse(path.read_text()))))
+    builders = sorted(
+        str(path.relative_to(APP.parent))
+        for path in APP.rglob("*.py")
+        if any(_builds_envelope(n) for n in ast.walk(ast.parse(path.read_text())))
+    )
     assert builders == ["app/core/errors.py"]
 
 

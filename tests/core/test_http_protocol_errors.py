@@ -20,16 +20,24 @@ from tests.support.live import free_port
 async def _app(scope, receive, send):
     if scope["type"] != "http":
         return
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")],
+        }
+    )
     await send({"type": "http.response.body", "body": b"ok"})
 
 
 @contextmanager
 def _server(protocol) -> Iterator[int]:
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(_app, host="127.0.0.1", port=port, http=protocol,
-                                           lifespan="off", log_level="critical"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            _app, host="127.0.0.1", port=port, http=protocol, lifespan="off", log_level="critical"
+        )
+    )
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -51,10 +59,10 @@ def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
             data += chunk
             if b"\r\n\r\n" in data:
                 head, _, body = data.partition(b"\r\n\r\n")
-                headers = dict(line.split(": ", 1) for line in
-                               head.decode("latin-1").split("\r\n")[1:])
-                length = int({k.lower(): v for k, v in headers.items()}
-                             .get("content-length", "-1"))
+                headers = dict(
+                    line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:]
+                )
+                length = int({k.lower(): v for k, v in headers.items()}.get("content-length", "-1"))
                 if 0 <= length <= len(body):
                     break
     head, _, body = data.partition(b"\r\n\r\n")
@@ -70,14 +78,18 @@ BAD_REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize("protocol", [EnvelopeHTTPProtocol, EnvelopeH11Protocol],
-                         ids=["auto", "h11"])
+@pytest.mark.parametrize(
+    "protocol", [EnvelopeHTTPProtocol, EnvelopeH11Protocol], ids=["auto", "h11"]
+)
 def test_parser_rejections_are_the_envelope(protocol):
     with _server(protocol) as port:
         status, _, body = _raw(port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert status == 200 and body == b"ok"
-        extra = [b"GET / HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n"] \
-            if protocol is EnvelopeHTTPProtocol else []  # h11 lets other controls through
+        extra = (
+            [b"GET / HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n"]
+            if protocol is EnvelopeHTTPProtocol
+            else []
+        )  # h11 lets other controls through
         for request in BAD_REQUESTS + extra:
             status, headers, body = _raw(port, request)
             assert status == 400, (request, body)

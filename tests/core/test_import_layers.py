@@ -60,7 +60,7 @@ def _circle(graph: dict[str, frozenset[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)) is not None:
                 return found
         state[node] = 2
@@ -74,9 +74,12 @@ def _circle(graph: dict[str, frozenset[str]]) -> list[str] | None:
 
 
 def _importers(target: str) -> set[str]:
-    return {m for m, deps in imports().items()
-            if any(d == target or d.startswith(target + ".") for d in deps)
-            and not (m == target or m.startswith(target + "."))}
+    return {
+        m
+        for m, deps in imports().items()
+        if any(d == target or d.startswith(target + ".") for d in deps)
+        and not (m == target or m.startswith(target + "."))
+    }
 
 
 def test_the_reader_sees_the_app() -> None:
@@ -106,7 +109,19 @@ def test_messages_declares_its_hooks_and_knows_none_of_their_implementers() -> N
     # (its router, the HTTP edge, reads the started app's state like every router)
     for name, deps in imports().items():
         if name.startswith("app.messages") and name != "app.messages.router":
-            bad = {d for d in deps if d.startswith(("app.memory", "app.jobs", "app.knowledge",
-                                                    "app.shared_memory", "app.context",
-                                                    "app.state", "app.wiring"))}
+            bad = {
+                d
+                for d in deps
+                if d.startswith(
+                    (
+                        "app.memory",
+                        "app.jobs",
+                        "app.knowledge",
+                        "app.shared_memory",
+                        "app.context",
+                        "app.state",
+                        "app.wiring",
+                    )
+                )
+            }
             assert not bad, f"{name} imports {sorted(bad)}"

@@ -33,11 +33,13 @@ def assert_error(resp, status: int, code: str | None = None) -> dict:
 
 
 async def _message_count(db, sid: str) -> int:
-    return (await db.execute(sa.text("select count(*) from messages where session_id = :s"),
-                             {"s": sid})).scalar_one()
+    return (
+        await db.execute(sa.text("select count(*) from messages where session_id = :s"), {"s": sid})
+    ).scalar_one()
 
 
 # --- 1. JSON nesting ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("depth", [300, 999, 5000])
 async def test_deep_json_in_message_fields_is_422_naming_the_field(client, db, depth):
@@ -46,13 +48,21 @@ async def test_deep_json_in_message_fields_is_422_naming_the_field(client, db, d
     # Sent as text: the client's own json.dumps would recurse too deep.
     for raw, field in (
         ('{"messages":[{"role":"user","content":"hi","metadata":' + d + "}]}", "metadata"),
-        ('{"messages":[{"role":"user","content":[{"type":"text","text":"x","x":' + d
-         + "}]}]}", "content"),
-        ('{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"f",'
-         '"input":' + d + "}]}]}", "tool_calls"),
+        (
+            '{"messages":[{"role":"user","content":[{"type":"text","text":"x","x":' + d + "}]}]}",
+            "content",
+        ),
+        (
+            '{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"f",'
+            '"input":' + d + "}]}]}",
+            "tool_calls",
+        ),
     ):
-        r = await client.post(f"/v1/sessions/{sid}/messages", content=raw,
-                              headers={"Content-Type": "application/json"})
+        r = await client.post(
+            f"/v1/sessions/{sid}/messages",
+            content=raw,
+            headers={"Content-Type": "application/json"},
+        )
         err = assert_error(r, 422, "json_too_deep")
         assert err["details"][0]["loc"][:4] == ["body", "messages", 0, field]
         assert "64" in err["message"] and field in err["message"]
@@ -62,11 +72,15 @@ async def test_deep_json_in_message_fields_is_422_naming_the_field(client, db, d
 async def test_json_at_the_limit_is_stored_and_served(client):
     sid = await new_session(client)
     # body { messages [ { metadata ... } ] }: 3 levels around the metadata
-    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "hi", "metadata": deep(61)}]})
+    r = await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={"messages": [{"role": "user", "content": "hi", "metadata": deep(61)}]},
+    )
     assert r.status_code == 201, r.text
-    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "hi", "metadata": deep(62)}]})
+    r = await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={"messages": [{"role": "user", "content": "hi", "metadata": deep(62)}]},
+    )
     assert_error(r, 422, "json_too_deep")
     page = await client.get(f"/v1/sessions/{sid}/messages")
     assert page.status_code == 200 and len(page.json()["items"]) == 1
@@ -75,18 +89,40 @@ async def test_json_at_the_limit_is_stored_and_served(client):
 async def test_deep_openai_arguments_string_is_422(client, db):
     sid = await new_session(client)
     for depth in (100, 999, 5000):
-        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "f", "arguments": deep_text(depth)}}]}]})
+        r = await client.post(
+            f"/v1/sessions/{sid}/messages",
+            json={
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "f", "arguments": deep_text(depth)},
+                            }
+                        ],
+                    }
+                ]
+            },
+        )
         err = assert_error(r, 422, "json_too_deep")
-        assert err["details"][0]["loc"][:7] == ["body", "messages", 0, "tool_calls", 0,
-                                                "function", "arguments"]
+        assert err["details"][0]["loc"][:7] == [
+            "body",
+            "messages",
+            0,
+            "tool_calls",
+            0,
+            "function",
+            "arguments",
+        ]
     assert await _message_count(db, sid) == 0
 
 
-@pytest.mark.parametrize("route", ["session_metadata", "memory_item", "learned", "kernel",
-                                   "tool_input", "shared_json"])
+@pytest.mark.parametrize(
+    "route", ["session_metadata", "memory_item", "learned", "kernel", "tool_input", "shared_json"]
+)
 async def test_deep_json_in_other_bodies_is_422(client, route):
     body = deep_text(999)
     if route == "session_metadata":
@@ -102,38 +138,58 @@ async def test_deep_json_in_other_bodies_is_422(client, route):
     elif route == "tool_input":
         sid = await new_session(client)
         method, path = "POST", f"/v1/sessions/{sid}/tool-calls"
-        raw = ('{"type":"tool_use","id":"t1","name":"shared_memory_write","input":'
-               '{"namespace":"agent","key":"k","value":' + body + "}}")
+        raw = (
+            '{"type":"tool_use","id":"t1","name":"shared_memory_write","input":'
+            '{"namespace":"agent","key":"k","value":' + body + "}}"
+        )
     else:
         method, path, raw = "PUT", "/v1/shared-memory/agent/k", '{"value":' + body + "}"
-    r = await client.request(method, path, content=raw,
-                             headers={"Content-Type": "application/json"})
+    r = await client.request(
+        method, path, content=raw, headers={"Content-Type": "application/json"}
+    )
     err = assert_error(r, 422, "json_too_deep")
     assert err["details"][0]["loc"][0] == "body"
 
 
 async def test_deep_json_in_metadata_header_is_422(client):
     for depth in (300, 999):
-        r = await client.put("/v1/shared-memory/agent/raw", content=b"bytes",
-                             headers={"Content-Type": "application/octet-stream",
-                                      "X-Loom-Metadata": deep_text(depth)})
+        r = await client.put(
+            "/v1/shared-memory/agent/raw",
+            content=b"bytes",
+            headers={
+                "Content-Type": "application/octet-stream",
+                "X-Loom-Metadata": deep_text(depth),
+            },
+        )
         err = assert_error(r, 422, "json_too_deep")
         assert err["details"][0]["loc"][:2] == ["header", "x-loom-metadata"]
     assert (await client.get("/v1/shared-memory/agent/raw")).status_code == 404
-    ok = await client.put("/v1/shared-memory/agent/raw", content=b"bytes",
-                          headers={"Content-Type": "application/octet-stream",
-                                   "X-Loom-Metadata": json.dumps(deep(10))})
+    ok = await client.put(
+        "/v1/shared-memory/agent/raw",
+        content=b"bytes",
+        headers={
+            "Content-Type": "application/octet-stream",
+            "X-Loom-Metadata": json.dumps(deep(10)),
+        },
+    )
     assert ok.status_code == 201, ok.text
 
 
 async def test_brackets_inside_strings_do_not_count(client):
     sid = await new_session(client)
-    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "[" * 5000 + '\\"{' * 100, "metadata": {"k": "{" * 999}}]})
+    r = await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {"role": "user", "content": "[" * 5000 + '\\"{' * 100, "metadata": {"k": "{" * 999}}
+            ]
+        },
+    )
     assert r.status_code == 201, r.text
 
 
 # --- 2. Cursors ---------------------------------------------------------------------------
+
 
 def _unsigned(payload: str) -> str:
     return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
@@ -145,7 +201,9 @@ FORGED = [
     _unsigned('{"o":"importance:desc","v":' + "9" * 401 + ',"i":"x"}'),
     _unsigned("[" * 5000 + "]" * 5000),
     _unsigned('{"after":' + '{"a":' * 5000 + "1" + "}" * 5001),
-    "%%%garbage", "a.b", "x" * 5000,
+    "%%%garbage",
+    "a.b",
+    "x" * 5000,
 ]
 
 
@@ -190,25 +248,37 @@ async def test_signed_cursor_with_wrong_types_is_400(client, tenant):
     for path, payload in cases:
         r = await client.get(path, params={"cursor": encode_cursor(payload)})
         assert_error(r, 400, "invalid_cursor")
-    r = await client.post("/v1/memory-items/query", json={"cursor": encode_cursor(
-        {"o": "importance:desc", "v": 10**401, "i": "00000000-0000-0000-0000-000000000000"})})
+    r = await client.post(
+        "/v1/memory-items/query",
+        json={
+            "cursor": encode_cursor(
+                {"o": "importance:desc", "v": 10**401, "i": "00000000-0000-0000-0000-000000000000"}
+            )
+        },
+    )
     assert_error(r, 400, "invalid_cursor")
 
 
 async def test_tampered_cursor_is_400_and_a_real_one_pages(client):
     sid = await new_session(client)
-    await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": str(i)} for i in range(5)]})
+    await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={"messages": [{"role": "user", "content": str(i)} for i in range(5)]},
+    )
     page = (await client.get(f"/v1/sessions/{sid}/messages", params={"limit": 2})).json()
     cursor = page["next_cursor"]
     body, tag = cursor.split(".")
     forged_body = _unsigned('{"after_seq":0}')
-    for bad in (f"{forged_body}.{tag}", cursor[:-1] + ("A" if cursor[-1] != "A" else "B"),
-                cursor + "\n"):
+    for bad in (
+        f"{forged_body}.{tag}",
+        cursor[:-1] + ("A" if cursor[-1] != "A" else "B"),
+        cursor + "\n",
+    ):
         r = await client.get(f"/v1/sessions/{sid}/messages", params={"cursor": bad})
         assert_error(r, 400, "invalid_cursor")
-    nxt = (await client.get(f"/v1/sessions/{sid}/messages",
-                            params={"cursor": cursor, "limit": 2})).json()
+    nxt = (
+        await client.get(f"/v1/sessions/{sid}/messages", params={"cursor": cursor, "limit": 2})
+    ).json()
     assert [m["seq"] for m in nxt["items"]] == [3, 4]
 
 
@@ -232,8 +302,9 @@ async def small_app(settings):
     """The app with small request and message limits (same stores)."""
     from app.main import create_app
 
-    s = settings.model_copy(update={"max_request_bytes": SMALL_REQUEST,
-                                    "max_message_bytes": SMALL_MESSAGE})
+    s = settings.model_copy(
+        update={"max_request_bytes": SMALL_REQUEST, "max_message_bytes": SMALL_MESSAGE}
+    )
     application = create_app(s)
     async with application.router.lifespan_context(application):
         yield application
@@ -257,36 +328,57 @@ async def _chunks(total: int, size: int = 16_384):
 
 async def test_chunked_body_over_the_limit_is_413_and_nothing_stored(small_client, db):
     sid = await new_session(small_client)
-    r = await small_client.post(f"/v1/sessions/{sid}/messages", content=_chunks(SMALL_REQUEST),
-                                headers={"Content-Type": "application/json"})
+    r = await small_client.post(
+        f"/v1/sessions/{sid}/messages",
+        content=_chunks(SMALL_REQUEST),
+        headers={"Content-Type": "application/json"},
+    )
     assert "content-length" not in {k.lower() for k in r.request.headers}
     assert_error(r, 413, "payload_too_large")
     assert await _message_count(db, sid) == 0
     # a raw shared-memory value, chunked, too
-    r = await small_client.put("/v1/shared-memory/agent/big", content=_chunks(SMALL_REQUEST),
-                               headers={"Content-Type": "application/octet-stream"})
+    r = await small_client.put(
+        "/v1/shared-memory/agent/big",
+        content=_chunks(SMALL_REQUEST),
+        headers={"Content-Type": "application/octet-stream"},
+    )
     assert_error(r, 413, "payload_too_large")
     assert (await small_client.get("/v1/shared-memory/agent/big")).status_code == 404
     # under the limit, chunked is fine
-    r = await small_client.post(f"/v1/sessions/{sid}/messages", content=_chunks(1000),
-                                headers={"Content-Type": "application/json"})
+    r = await small_client.post(
+        f"/v1/sessions/{sid}/messages",
+        content=_chunks(1000),
+        headers={"Content-Type": "application/json"},
+    )
     assert r.status_code == 201, r.text
 
 
 async def test_message_over_the_per_message_limit_is_413(small_client, db):
     sid = await new_session(small_client)
-    r = await small_client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "ok"},
-        {"role": "user", "content": "y" * (SMALL_MESSAGE + 1)}]})
+    r = await small_client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {"role": "user", "content": "ok"},
+                {"role": "user", "content": "y" * (SMALL_MESSAGE + 1)},
+            ]
+        },
+    )
     err = assert_error(r, 413, "message_too_large")
     assert err["details"][0]["loc"] == ["body", "messages", 1]
-    r = await small_client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "ok", "metadata": {"m": "z" * SMALL_MESSAGE}}]})
+    r = await small_client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [{"role": "user", "content": "ok", "metadata": {"m": "z" * SMALL_MESSAGE}}]
+        },
+    )
     assert_error(r, 413, "message_too_large")
     assert await _message_count(db, sid) == 0
     # many messages each under the limit are fine while the batch is under the request limit
-    r = await small_client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "w " * 1500} for _ in range(20)]})
+    r = await small_client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={"messages": [{"role": "user", "content": "w " * 1500} for _ in range(20)]},
+    )
     assert r.status_code == 201, r.text
 
 
@@ -327,8 +419,10 @@ async def test_large_append_does_not_stall_the_event_loop(patient_client):
 
     tick = asyncio.create_task(ticker())
     try:
-        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-            {"role": "user", "content": words} for _ in range(2)]})
+        r = await client.post(
+            f"/v1/sessions/{sid}/messages",
+            json={"messages": [{"role": "user", "content": words} for _ in range(2)]},
+        )
     finally:
         tick.cancel()
     assert r.status_code == 201, r.text
@@ -338,32 +432,45 @@ async def test_large_append_does_not_stall_the_event_loop(patient_client):
 
 # --- 4. Tool inputs -----------------------------------------------------------------------
 
+
 async def _tool(client, sid, name, tool_input):
-    r = await client.post(f"/v1/sessions/{sid}/tool-calls", json={
-        "type": "tool_use", "id": "toolu_1", "name": name, "input": tool_input})
+    r = await client.post(
+        f"/v1/sessions/{sid}/tool-calls",
+        json={"type": "tool_use", "id": "toolu_1", "name": name, "input": tool_input},
+    )
     assert r.status_code == 200, r.text
     block = r.json()
     return block["is_error"], json.loads(block["content"])
 
 
-@pytest.mark.parametrize("name,tool_input", [
-    ("recall_conversation", {"offset": 2**63}),
-    ("recall_conversation", {"offset": 10**30}),
-    ("recall_conversation", {"limit": 2**63}),
-    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
-                             "ttl_seconds": 10**30}),
-    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
-                             "ttl_seconds": 10**12}),
-    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
-                             "if_version": 10**30}),
-    ("shared_memory_write", {"namespace": "agent", "key": "k", "value": 1,
-                             "if_version": 2**63}),
-    ("shared_memory_list", {"namespace": "agent", "limit": 10**30}),
-    ("search_conversation", {"query": "x", "limit": 2**63}),
-    ("shared_memory_read", {"namespace": "agent", "key": "k" * 10_000}),
-])
-async def test_out_of_range_tool_inputs_are_invalid_parameter(client, db, name, tool_input,
-                                                              caplog):
+@pytest.mark.parametrize(
+    "name,tool_input",
+    [
+        ("recall_conversation", {"offset": 2**63}),
+        ("recall_conversation", {"offset": 10**30}),
+        ("recall_conversation", {"limit": 2**63}),
+        (
+            "shared_memory_write",
+            {"namespace": "agent", "key": "k", "value": 1, "ttl_seconds": 10**30},
+        ),
+        (
+            "shared_memory_write",
+            {"namespace": "agent", "key": "k", "value": 1, "ttl_seconds": 10**12},
+        ),
+        (
+            "shared_memory_write",
+            {"namespace": "agent", "key": "k", "value": 1, "if_version": 10**30},
+        ),
+        (
+            "shared_memory_write",
+            {"namespace": "agent", "key": "k", "value": 1, "if_version": 2**63},
+        ),
+        ("shared_memory_list", {"namespace": "agent", "limit": 10**30}),
+        ("search_conversation", {"query": "x", "limit": 2**63}),
+        ("shared_memory_read", {"namespace": "agent", "key": "k" * 10_000}),
+    ],
+)
+async def test_out_of_range_tool_inputs_are_invalid_parameter(client, db, name, tool_input, caplog):
     sid = await new_session(client)
     is_error, content = await _tool(client, sid, name, tool_input)
     assert is_error is True
@@ -376,8 +483,12 @@ async def test_tool_inputs_at_the_bounds_work(client):
     sid = await new_session(client)
     is_error, content = await _tool(client, sid, "recall_conversation", {"offset": 2**63 - 1})
     assert is_error is False and content["messages"] == []
-    is_error, content = await _tool(client, sid, "shared_memory_write", {
-        "namespace": "agent", "key": "k", "value": 1, "ttl_seconds": 10 * 365 * 24 * 3600})
+    is_error, content = await _tool(
+        client,
+        sid,
+        "shared_memory_write",
+        {"namespace": "agent", "key": "k", "value": 1, "ttl_seconds": 10 * 365 * 24 * 3600},
+    )
     assert is_error is False, content
     tools = (await client.get(f"/v1/sessions/{sid}/tools")).json()["tools"]
     write = next(t for t in tools if t["name"] == "shared_memory_write")
@@ -386,17 +497,18 @@ async def test_tool_inputs_at_the_bounds_work(client):
 
 # --- 5. Filter lists ----------------------------------------------------------------------
 
+
 async def test_filter_with_too_many_values_is_422(client):
     kinds = [f"k{i}" for i in range(40_000)]
-    for path, body in (("/v1/memory-items/query", {"filters": {"kind": kinds}}),
-                       ("/v1/memory-items/query", {"filters": {"kind": {"$ne": kinds}}}),
-                       ("/v1/memory-items/clear", {"scope": "task/t1",
-                                                   "filters": {"tags": kinds}})):
+    for path, body in (
+        ("/v1/memory-items/query", {"filters": {"kind": kinds}}),
+        ("/v1/memory-items/query", {"filters": {"kind": {"$ne": kinds}}}),
+        ("/v1/memory-items/clear", {"scope": "task/t1", "filters": {"tags": kinds}}),
+    ):
         r = await client.post(path, json=body)
         err = assert_error(r, 422, "invalid_query")
         assert "at most 1000" in json.dumps(err["details"])
-    r = await client.post("/v1/memory-items/query",
-                          json={"filters": {"kind": kinds[:1000]}})
+    r = await client.post("/v1/memory-items/query", json={"filters": {"kind": kinds[:1000]}})
     assert r.status_code == 200, r.text
 
 
@@ -415,8 +527,7 @@ async def wide_filters_app(settings):
 async def test_too_many_query_arguments_are_422_not_500(wide_filters_app, tenant):
     many = {f: [f"{f}{i}" for i in range(9_000)] for f in ("kind", "source", "text")}
     many["id"] = [f"00000000-0000-0000-0000-{i:012d}" for i in range(9_000)]
-    async with make_client(wide_filters_app, tenant.service_key,
-                           {"X-Agent-Id": "agent-1"}) as c:
+    async with make_client(wide_filters_app, tenant.service_key, {"X-Agent-Id": "agent-1"}) as c:
         r = await c.post("/v1/memory-items/query", json={"filters": many})
     assert_error(r, 422, "too_many_values")
 
@@ -432,8 +543,11 @@ async def test_bad_x_agent_id_is_400_invalid_agent_id(tenant, db):
         r = await c.post("/v1/sessions", json={})
         err = assert_error(r, 400, "invalid_agent_id")
         assert "x-agent-id" in err["message"].lower()
-    n = (await db.execute(sa.text("select count(*) from sessions where tenant_id = :t"),
-                          {"t": tenant.id})).scalar_one()
+    n = (
+        await db.execute(
+            sa.text("select count(*) from sessions where tenant_id = :t"), {"t": tenant.id}
+        )
+    ).scalar_one()
     assert n == 0
     ok = tenant.client_for(tenant.service_key, {"X-Agent-Id": "a2:x"})
     assert (await ok.post("/v1/sessions", json={})).status_code == 201  # ':' is allowed
@@ -443,8 +557,7 @@ async def test_bad_agent_id_in_body_path_and_query_is_the_same_400(client, tenan
     for bad in ("éé", "a" * 300):
         for method, path, kwargs in (
             ("POST", "/v1/sessions", {"json": {"agent_id": bad}}),
-            ("POST", "/v1/search", {"json": {"query": "x", "scope": "agent",
-                                             "agent_id": bad}}),
+            ("POST", "/v1/search", {"json": {"query": "x", "scope": "agent", "agent_id": bad}}),
             ("GET", "/v1/sessions", {"params": {"agent_id": bad}}),
             ("GET", f"/v1/agents/{bad}/profile", {}),
             ("GET", f"/v1/agents/{bad}/learned", {}),
@@ -452,8 +565,9 @@ async def test_bad_agent_id_in_body_path_and_query_is_the_same_400(client, tenan
             r = await client.request(method, path, **kwargs)
             err = assert_error(r, 400, "invalid_agent_id")
             assert err["details"][0]["loc"][-1] == "agent_id", err
-        r = await tenant.admin.post("/v1/api-keys", json={"tenant_id": tenant.id,
-                                                          "role": "agent", "agent_id": bad})
+        r = await tenant.admin.post(
+            "/v1/api-keys", json={"tenant_id": tenant.id, "role": "agent", "agent_id": bad}
+        )
         assert_error(r, 400, "invalid_agent_id")
     # other validation errors keep their 422
     r = await client.post("/v1/sessions", json={"agent_id": "ok", "config": "nope"})

@@ -62,12 +62,16 @@ def access(lines: list[dict[str, Any]], request_id: str) -> dict[str, Any]:
 
 
 async def test_json_access_lines_carry_the_request_id_route_status_and_duration(
-        json_app: Any, tenant: Any, json_lines: Lines) -> None:
+    json_app: Any, tenant: Any, json_lines: Lines
+) -> None:
     secret_text = f"the launch code is swordfish-{uuid.uuid4().hex}"
     async with api.make_client(json_app, tenant.service_key, {"X-Agent-Id": "agent-1"}) as c:
         sid = await api.new_session(c)
-        given = await c.post(f"/v1/sessions/{sid}/messages", headers={"X-Request-Id": "trace-1"},
-                             json={"messages": [{"role": "user", "content": secret_text}]})
+        given = await c.post(
+            f"/v1/sessions/{sid}/messages",
+            headers={"X-Request-Id": "trace-1"},
+            json={"messages": [{"role": "user", "content": secret_text}]},
+        )
         made = await c.get(f"/v1/sessions/{sid}/messages")
         missing = await c.get(f"/v1/sessions/{uuid.uuid4()}", headers={"X-Request-Id": "nf-2"})
     assert given.status_code == 201 and given.headers["x-request-id"] == "trace-1"
@@ -86,15 +90,17 @@ async def test_json_access_lines_carry_the_request_id_route_status_and_duration(
     assert access(lines, "nf-2")["route"] == "/v1/sessions/{session_id}"
 
     # the server's lines (the test client's own, httpx's, name the URLs it asked for)
-    everything = "\n".join(json.dumps(x) for x in lines
-                           if not x["logger"].startswith(("httpx", "httpcore")))
+    everything = "\n".join(
+        json.dumps(x) for x in lines if not x["logger"].startswith(("httpx", "httpcore"))
+    )
     assert sid not in everything  # route templates, never raw paths
     for secret in (secret_text, "swordfish", tenant.service_key, "Bearer", "authorization"):
         assert secret.lower() not in everything.lower()
 
 
 async def test_an_unexpected_error_answers_and_logs_with_the_request_id(
-        json_app: Any, json_lines: Lines) -> None:
+    json_app: Any, json_lines: Lines
+) -> None:
     transport = httpx.ASGITransport(app=json_app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
         resp = await c.get("/boom", headers={"X-Request-Id": "boom-1"})
@@ -109,19 +115,24 @@ async def test_an_unexpected_error_answers_and_logs_with_the_request_id(
 
 
 @pytest.mark.parametrize("bad", ["has space", "x" * 129, "ünïcode".encode(), b"nul\x00", ""])
-async def test_an_unusable_request_id_is_replaced(client: httpx.AsyncClient,
-                                                  bad: str | bytes) -> None:
+async def test_an_unusable_request_id_is_replaced(
+    client: httpx.AsyncClient, bad: str | bytes
+) -> None:
     headers: Any = {"X-Request-Id": bad}  # a str or raw bytes, as a client may send
     resp = await client.get("/healthz", headers=headers)
     assert GENERATED.fullmatch(resp.headers["x-request-id"])
 
 
 async def test_text_mode_echoes_ids_and_writes_no_access_lines(
-        client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture) -> None:
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     ok = await client.get("/healthz", headers={"X-Request-Id": "t" * 128})
-    refused = await client.post("/v1/sessions", content=b"{", headers={
-        "content-type": "application/json", "X-Request-Id": "bad-body"})
+    refused = await client.post(
+        "/v1/sessions",
+        content=b"{",
+        headers={"content-type": "application/json", "X-Request-Id": "bad-body"},
+    )
     assert ok.headers["x-request-id"] == "t" * 128
     assert refused.status_code == 422 and refused.headers["x-request-id"] == "bad-body"
     assert not [r for r in caplog.records if r.name == "loom.access"]
@@ -131,8 +142,9 @@ def test_json_lines_are_single_lines_with_the_traceback() -> None:
     try:
         raise ValueError("bad\nvalue")
     except ValueError:
-        record = logging.LogRecord("loom.test", logging.ERROR, __file__, 1, "failed: %s",
-                                   ("x",), sys.exc_info())
+        record = logging.LogRecord(
+            "loom.test", logging.ERROR, __file__, 1, "failed: %s", ("x",), sys.exc_info()
+        )
     out = JsonFormatter().format(record)
     assert "\n" not in out
     line = json.loads(out)
@@ -168,10 +180,16 @@ def test_the_workers_health_lines_are_quiet_in_text_logs():
 
     from app.core.logs import QuietHealth, dict_config
 
-    health = logging.LogRecord("arq.worker", logging.INFO, __file__, 1,
-                               "recording health: %s", ("j_complete=3 queued=0",), None)
-    job = logging.LogRecord("arq.worker", logging.INFO, __file__, 1, "  0.50s → job", None,
-                            None)
+    health = logging.LogRecord(
+        "arq.worker",
+        logging.INFO,
+        __file__,
+        1,
+        "recording health: %s",
+        ("j_complete=3 queued=0",),
+        None,
+    )
+    job = logging.LogRecord("arq.worker", logging.INFO, __file__, 1, "  0.50s → job", None, None)
     root = logging.getLogger()
     before = root.level
     try:

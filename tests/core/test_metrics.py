@@ -38,7 +38,8 @@ def metric(text: str, name: str, **labels: str) -> float:
 
 
 async def test_requests_are_counted_and_timed_by_route_template_and_status(
-        client: httpx.AsyncClient) -> None:
+    client: httpx.AsyncClient,
+) -> None:
     sid = await api.new_session(client)
     before = (await client.get("/metrics")).text
     for _ in range(3):
@@ -54,12 +55,30 @@ async def test_requests_are_counted_and_timed_by_route_template_and_status(
     assert grew("http_requests_total", handler=SESSION, method="GET", status="404") == 1
     # a path no route matches is one series, not one per path
     assert grew("http_requests_total", handler="none", method="GET", status="404") == 1
-    assert grew("http_request_duration_seconds_count", handler=SESSION, method="GET",
-                status="200") == 3
-    assert grew("http_request_duration_seconds_bucket", handler=SESSION, method="GET",
-                status="200", le="+Inf") == 3
-    assert grew("http_request_duration_seconds_bucket", handler=SESSION, method="GET",
-                status="200", le="30.0") == 3
+    assert (
+        grew("http_request_duration_seconds_count", handler=SESSION, method="GET", status="200")
+        == 3
+    )
+    assert (
+        grew(
+            "http_request_duration_seconds_bucket",
+            handler=SESSION,
+            method="GET",
+            status="200",
+            le="+Inf",
+        )
+        == 3
+    )
+    assert (
+        grew(
+            "http_request_duration_seconds_bucket",
+            handler=SESSION,
+            method="GET",
+            status="200",
+            le="30.0",
+        )
+        == 3
+    )
     assert sid not in after and "/no/such" not in after
     # scrapes are not counted
     assert metric(after, "http_requests_total", handler="/metrics") == 0
@@ -69,73 +88,114 @@ async def test_requests_are_counted_and_timed_by_route_template_and_status(
 # our buckets), before `app.core.metrics.RequestMetrics` replaced it: dashboards and alerts
 # read these, so they must not change.
 HTTP_FAMILIES = {
-    "http_requests": ("counter", "Total number of requests by method, status and handler.",
-                      ("handler", "method", "status")),
-    "http_request_duration_seconds": ("histogram", "Duration of HTTP requests in seconds",
-                                      ("handler", "method", "status")),
+    "http_requests": (
+        "counter",
+        "Total number of requests by method, status and handler.",
+        ("handler", "method", "status"),
+    ),
+    "http_request_duration_seconds": (
+        "histogram",
+        "Duration of HTTP requests in seconds",
+        ("handler", "method", "status"),
+    ),
 }
-HTTP_BUCKETS = ("0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
-                "1.0", "2.5", "5.0", "10.0", "30.0", "+Inf")
+HTTP_BUCKETS = (
+    "0.001",
+    "0.0025",
+    "0.005",
+    "0.01",
+    "0.025",
+    "0.05",
+    "0.1",
+    "0.25",
+    "0.5",
+    "1.0",
+    "2.5",
+    "5.0",
+    "10.0",
+    "30.0",
+    "+Inf",
+)
 
 
 async def test_the_request_metrics_keep_their_names_help_labels_and_buckets(
-        client: httpx.AsyncClient) -> None:
+    client: httpx.AsyncClient,
+) -> None:
     assert (await client.get("/healthz")).status_code == 200
     text = (await client.get("/metrics")).text
-    families = {f.name: f for f in text_string_to_metric_families(text)
-                if f.name.startswith("http_") and not f.name.endswith("_created")}
+    families = {
+        f.name: f
+        for f in text_string_to_metric_families(text)
+        if f.name.startswith("http_") and not f.name.endswith("_created")
+    }
     assert {name: (f.type, f.documentation) for name, f in families.items()} == {
-        name: (kind, doc) for name, (kind, doc, _) in HTTP_FAMILIES.items()}
+        name: (kind, doc) for name, (kind, doc, _) in HTTP_FAMILIES.items()
+    }
     for name, (_, _, labels) in HTTP_FAMILIES.items():
         for sample in families[name].samples:
             assert tuple(k for k in sample.labels if k != "le") == labels, sample
-    assert tuple(s.labels["le"] for s in families["http_request_duration_seconds"].samples
-                 if s.name.endswith("_bucket") and s.labels["handler"] == "/healthz"
-                 and s.labels["status"] == "200") == HTTP_BUCKETS
+    assert (
+        tuple(
+            s.labels["le"]
+            for s in families["http_request_duration_seconds"].samples
+            if s.name.endswith("_bucket")
+            and s.labels["handler"] == "/healthz"
+            and s.labels["status"] == "200"
+        )
+        == HTTP_BUCKETS
+    )
     assert "http_requests_created" in text  # prometheus_client's usual series
 
 
 async def test_the_handler_label_is_the_template_the_instrumentator_resolved(
-        client: httpx.AsyncClient, app: Any, settings: Settings) -> None:
+    client: httpx.AsyncClient, app: Any, settings: Settings
+) -> None:
     """Routes of included routers (with their prefix), app routes, a 405 (path matched,
     method not), a path of a `{key:path}` route, a request refused before routing (413),
     the console's static files and a path no route matches."""
     sid = uuid.uuid4()
     big = b"x" * (settings.max_request_bytes + 1)
-    cases = [("GET", f"/v1/sessions/{sid}", None, "/v1/sessions/{session_id}", "404"),
-             ("GET", "/healthz", None, "/healthz", "200"),
-             ("PUT", f"/v1/sessions/{sid}/context", None,
-              "/v1/sessions/{session_id}/context", "405"),
-             ("GET", "/v1/shared-memory/global/a/b", None,
-              "/v1/shared-memory/{namespace}/{key:path}", "404"),
-             ("POST", f"/v1/sessions/{sid}/messages", big,
-              "/v1/sessions/{session_id}/messages", "413"),
-             ("GET", "/console/static/console.css", None, "none", "200"),
-             ("GET", "/no/such/path", None, "none", "404")]
+    cases = [
+        ("GET", f"/v1/sessions/{sid}", None, "/v1/sessions/{session_id}", "404"),
+        ("GET", "/healthz", None, "/healthz", "200"),
+        ("PUT", f"/v1/sessions/{sid}/context", None, "/v1/sessions/{session_id}/context", "405"),
+        (
+            "GET",
+            "/v1/shared-memory/global/a/b",
+            None,
+            "/v1/shared-memory/{namespace}/{key:path}",
+            "404",
+        ),
+        ("POST", f"/v1/sessions/{sid}/messages", big, "/v1/sessions/{session_id}/messages", "413"),
+        ("GET", "/console/static/console.css", None, "none", "200"),
+        ("GET", "/no/such/path", None, "none", "404"),
+    ]
     before = (await client.get("/metrics")).text
     for method, path, body, _, status in cases:
-        resp = await client.request(method, path, content=body,
-                                    headers={"Content-Type": "application/json"})
+        resp = await client.request(
+            method, path, content=body, headers={"Content-Type": "application/json"}
+        )
         assert str(resp.status_code) == status, (path, resp.status_code)
     after = (await client.get("/metrics")).text
     for method, _, _, handler, status in cases:
-        grew = (metric(after, "http_requests_total", handler=handler, method=method,
-                       status=status)
-                - metric(before, "http_requests_total", handler=handler, method=method,
-                         status=status))
+        grew = metric(
+            after, "http_requests_total", handler=handler, method=method, status=status
+        ) - metric(before, "http_requests_total", handler=handler, method=method, status=status)
         assert grew >= 1, (method, handler, status)
 
 
 async def test_store_gauges_show_the_pools_and_redis(
-        client: httpx.AsyncClient, app: Any, settings: Settings,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    client: httpx.AsyncClient, app: Any, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     await api.new_session(client)  # the auth lookup uses the asyncpg pool
     text = (await client.get("/metrics")).text
     assert metric(text, "loom_db_pool_max_connections", pool="asyncpg") == settings.db_pool_size
     opened = metric(text, "loom_db_pool_open_connections", pool="asyncpg")
     assert opened >= 1
-    assert (metric(text, "loom_db_pool_idle_connections", pool="asyncpg")
-            + metric(text, "loom_db_pool_in_use_connections", pool="asyncpg")) == opened
+    assert (
+        metric(text, "loom_db_pool_idle_connections", pool="asyncpg")
+        + metric(text, "loom_db_pool_in_use_connections", pool="asyncpg")
+    ) == opened
     assert 'loom_db_pool_in_use_connections{pool="sqlalchemy"}' in text
     assert metric(text, "loom_db_pool_max_connections", pool="sqlalchemy") > 0
     assert metric(text, "loom_redis_up") == 1
@@ -148,7 +208,8 @@ async def test_store_gauges_show_the_pools_and_redis(
 
 
 def test_serve_makes_a_fresh_directory_or_empties_the_given_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(ENV, "")  # restored (unset) after the test
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -184,18 +245,26 @@ async def _until(check: Callable[[], Awaitable[bool]], seconds: float, what: str
 
 @pytest.mark.slow
 async def test_one_scrape_shows_every_api_process_and_the_worker(
-        settings: Settings, tmp_path: Path) -> None:
+    settings: Settings, tmp_path: Path
+) -> None:
     prom = tmp_path / "prom"
     prom.mkdir()
     (prom / "counter_999999.db").write_bytes(b"left by an earlier run")
     pool = settings.db_pool_size
-    with live_api(settings, workers=2, worker=True, PROMETHEUS_MULTIPROC_DIR=str(prom),
-                  LOOM_QUEUE_NAME=f"loom:test:metrics:{uuid.uuid4().hex[:12]}",
-                  LOOM_LLM_PROVIDER="none", LOOM_LOG_LEVEL="warning") as base:
+    with live_api(
+        settings,
+        workers=2,
+        worker=True,
+        PROMETHEUS_MULTIPROC_DIR=str(prom),
+        LOOM_QUEUE_NAME=f"loom:test:metrics:{uuid.uuid4().hex[:12]}",
+        LOOM_LLM_PROVIDER="none",
+        LOOM_LOG_LEVEL="warning",
+    ) as base:
         assert not (prom / "counter_999999.db").exists()  # emptied on start
         # a new connection per request, so either API process may answer
         close = {"Connection": "close"}
         async with httpx.AsyncClient(base_url=base, timeout=30, headers=close) as c:
+
             async def scrape() -> str:
                 resp = await c.get("/metrics")
                 assert resp.status_code == 200
@@ -217,19 +286,27 @@ async def test_one_scrape_shows_every_api_process_and_the_worker(
             assert settings.admin_key is not None
             admin = {"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"}
             tenant = (await c.post("/v1/tenants", json={"name": "metrics"}, headers=admin)).json()
-            key = (await c.post("/v1/api-keys", headers=admin,
-                                json={"tenant_id": tenant["id"], "role": "service"})).json()
+            key = (
+                await c.post(
+                    "/v1/api-keys",
+                    headers=admin,
+                    json={"tenant_id": tenant["id"], "role": "service"},
+                )
+            ).json()
             h = {"Authorization": f"Bearer {key['secret']}", "X-Agent-Id": "m"}
             sid = (await c.post("/v1/sessions", json={"config": SMALL}, headers=h)).json()["id"]
             for n in range(8):
-                resp = await c.post(f"/v1/sessions/{sid}/messages", headers=h,
-                                    json={"messages": exchange(n)})
+                resp = await c.post(
+                    f"/v1/sessions/{sid}/messages", headers=h, json={"messages": exchange(n)}
+                )
                 assert resp.status_code == 201, resp.text
 
             async def job_ran() -> bool:
                 text = await scrape()
-                return (metric(text, "loom_compression_jobs_run_total") >= 1
-                        and metric(text, "loom_summaries_written_total") >= 1)
+                return (
+                    metric(text, "loom_compression_jobs_run_total") >= 1
+                    and metric(text, "loom_summaries_written_total") >= 1
+                )
 
             await _until(job_ran, 60, "the worker's job counters in the API's /metrics")
 

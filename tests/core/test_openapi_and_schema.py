@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_committed_openapi_matches_served(settings):
     served = create_app(settings).openapi()
     committed = json.loads((ROOT / "openapi" / "openapi.json").read_text())
-    assert committed == json.loads(json.dumps(served)), \
+    assert committed == json.loads(json.dumps(served)), (
         "openapi/openapi.json is stale: run `loom-memory openapi`"
+    )
 
 
 def test_openapi_has_bearer_auth_and_unique_operation_ids(settings):
@@ -31,9 +32,14 @@ def test_openapi_has_bearer_auth_and_unique_operation_ids(settings):
 
 async def test_migrated_schema_matches_models(app):
     def diff(conn: sa.Connection) -> list:
-        ctx = MigrationContext.configure(conn, opts={"compare_type": True,
-                                                     "include_name": include_name,
-                                                     "include_object": include_object})
+        ctx = MigrationContext.configure(
+            conn,
+            opts={
+                "compare_type": True,
+                "include_name": include_name,
+                "include_object": include_object,
+            },
+        )
         return compare_metadata(ctx, metadata)
 
     async with app.state.loom.engine.connect() as conn:
@@ -44,13 +50,14 @@ async def test_migrated_schema_matches_models(app):
 async def test_served_docs_and_openapi(app):
     import httpx
 
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://t") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         assert (await c.get("/docs")).status_code == 200
         served = (await c.get("/openapi.json")).json()
         assert served["openapi"].startswith("3.1")
         assert (await c.get("/healthz")).json() == {"status": "ok"}
         ready = await c.get("/readyz")
-        assert ready.status_code == 200 and ready.json()["checks"] == {"database": "ok",
-                                                                        "redis": "ok"}
+        assert ready.status_code == 200 and ready.json()["checks"] == {
+            "database": "ok",
+            "redis": "ok",
+        }
         assert (await c.get("/metrics")).status_code == 200

@@ -56,7 +56,8 @@ def test_every_json_request_body_has_a_real_example(settings: Settings) -> None:
 
 
 async def test_the_default_append_example_stores_what_it_says(
-        app: Any, client: httpx.AsyncClient) -> None:
+    app: Any, client: httpx.AsyncClient
+) -> None:
     doc = app.openapi()
     op = doc["paths"]["/v1/sessions/{session_id}/messages"]["post"]
     examples = op["requestBody"]["content"]["application/json"]["examples"]
@@ -83,10 +84,18 @@ async def test_the_default_append_example_stores_what_it_says(
 def test_acting_headers_are_declared_where_they_are_read(settings: Settings) -> None:
     doc = create_app(settings).openapi()
     schemes = doc["components"]["securitySchemes"]
-    assert schemes["AgentId"] == {**schemes["AgentId"], "type": "apiKey", "in": "header",
-                                  "name": "X-Agent-Id"}
-    assert schemes["TenantId"] == {**schemes["TenantId"], "type": "apiKey", "in": "header",
-                                   "name": "X-Tenant-Id"}
+    assert schemes["AgentId"] == {
+        **schemes["AgentId"],
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Agent-Id",
+    }
+    assert schemes["TenantId"] == {
+        **schemes["TenantId"],
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Tenant-Id",
+    }
     paths = doc["paths"]
     acting = paths["/v1/sessions"]["post"]["security"]
     # the bare key suffices (agent keys), each header is an optional addition
@@ -94,20 +103,26 @@ def test_acting_headers_are_declared_where_they_are_read(settings: Settings) -> 
     assert {"HTTPBearer": [], "AgentId": []} in acting
     assert {"HTTPBearer": [], "TenantId": []} in acting
     assert paths["/v1/api-keys"]["get"]["security"] == [
-        {"HTTPBearer": []}, {"HTTPBearer": [], "TenantId": []}]
+        {"HTTPBearer": []},
+        {"HTTPBearer": [], "TenantId": []},
+    ]
     assert paths["/v1/tenants"]["post"]["security"] == [{"HTTPBearer": []}]
     assert "security" not in paths["/healthz"]["get"]
     for method, path, op in _operations(doc):
-        if path.startswith("/v1/") and path not in ("/v1/tenants", "/v1/api-keys",
-                                                     "/v1/api-keys/{key_id}"):
+        if path.startswith("/v1/") and path not in (
+            "/v1/tenants",
+            "/v1/api-keys",
+            "/v1/api-keys/{key_id}",
+        ):
             assert op["security"] == acting, f"{method} {path}"
 
 
 async def test_the_headers_work_as_swagger_sends_them(app: Any, tenant: Any) -> None:
     """Authorize with a service key and an agent id: Swagger UI sends both headers."""
     headers = {"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "planner"}
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://t", headers=headers) as c:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t", headers=headers
+    ) as c:
         resp = await c.post("/v1/sessions", json={})
         assert resp.status_code == 201 and resp.json()["agent_id"] == "planner"
         # a service key's X-Tenant-Id is ignored on the key routes, as everywhere else

@@ -27,8 +27,7 @@ def success_bodies(doc: dict[str, Any]) -> list[tuple[str, str, str, dict[str, A
     return out
 
 
-def test_every_operation_shows_an_example_of_its_success_response(
-        doc: dict[str, Any]) -> None:
+def test_every_operation_shows_an_example_of_its_success_response(doc: dict[str, Any]) -> None:
     bodies = success_bodies(doc)
     for where, status, media, content in bodies:
         assert "example" in content or "examples" in content, (where, status, media)
@@ -46,8 +45,7 @@ def test_the_json_examples_fit_their_schemas(doc: dict[str, Any]) -> None:
             continue
         schema = {**content["schema"], "components": doc["components"]}
         try:
-            jsonschema.validate(content["example"], schema,
-                                cls=jsonschema.Draft202012Validator)
+            jsonschema.validate(content["example"], schema, cls=jsonschema.Draft202012Validator)
         except jsonschema.ValidationError as exc:
             pytest.fail(f"{where} {status}: {exc.message} at {list(exc.absolute_path)}")
         checked += 1
@@ -55,11 +53,24 @@ def test_the_json_examples_fit_their_schemas(doc: dict[str, Any]) -> None:
 
 
 def test_values_fit_the_field() -> None:
-    schemas = {"S": {"type": "object", "properties": {
-        "id": {"type": "string", "format": "uuid"}, "role": {"type": "string"},
-        "token_count": {"type": "integer", "minimum": 0}, "kind": {"enum": ["a", "b"]},
-        "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-        "tags": {"type": "array", "items": {"type": "string"}}}}}
+    schemas = {
+        "S": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "format": "uuid"},
+                "role": {"type": "string"},
+                "token_count": {"type": "integer", "minimum": 0},
+                "kind": {"enum": ["a", "b"]},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+        }
+    }
     assert example({"$ref": "#/components/schemas/S"}, schemas) == {
-        "id": UUID, "role": "user", "token_count": 128, "kind": "a", "note": "note",
-        "tags": ["tag"]}
+        "id": UUID,
+        "role": "user",
+        "token_count": 128,
+        "kind": "a",
+        "note": "note",
+        "tags": ["tag"],
+    }

@@ -8,10 +8,14 @@ from hypothesis import strategies as st
 from app.core.pg import loads
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-2**80, max_value=2**80)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 @given(JSON)
@@ -23,6 +27,6 @@ def test_decodes_like_the_stdlib(value):
 
 
 def test_integers_beyond_64_bits_stay_integers():
-    for v in (2**64, 2**70, -2**63 - 1, 10**30):
+    for v in (2**64, 2**70, -(2**63) - 1, 10**30):
         got = loads(json.dumps({"v": v, "s": "text"}))["v"]
         assert got == v and isinstance(got, int)

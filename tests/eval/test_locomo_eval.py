@@ -17,40 +17,79 @@ from app.eval.locomo_data import parse_samples
 from app.launcher import cli
 
 DEV_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev"
-FILLER = ["we compared lunch menus for the offsite", "the printer jammed again today",
-          "traffic on the bridge was slow", "my cat knocked over a plant"]
+FILLER = [
+    "we compared lunch menus for the offsite",
+    "the printer jammed again today",
+    "traffic on the bridge was slow",
+    "my cat knocked over a plant",
+]
 
 
 def conversation() -> list[dict[str, Any]]:
     """Two sessions: the answer to an old question early in the first, 200 turns of
     filler, and the answer to a recent question in the last turns."""
-    first = [{"speaker": "Ann", "dia_id": "D1:1", "text": "My sister Wilhelmina moved to "
-                                                          "Reykjavik last spring."},
-             {"speaker": "Bo", "dia_id": "D1:2", "text": "Reykjavik, wow!",
-              "blip_caption": "a photo of a harbour"}]
-    first += [{"speaker": "Ann" if i % 2 else "Bo", "dia_id": f"D1:{i}",
-               "text": f"{FILLER[i % 4]} (note {i})"} for i in range(3, 203)]
-    second = [{"speaker": "Ann", "dia_id": "D2:1", "text": "I adopted a beagle named Ziggy."},
-              {"speaker": "Bo", "dia_id": "D2:2", "text": "Ziggy is a great name."}]
-    return [{"sample_id": "tiny-1", "conversation": {
-        "speaker_a": "Ann", "speaker_b": "Bo",
-        "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": first,
-        "session_2_date_time": "10:00 am on 2 June, 2023", "session_2": second},
-        "qa": [{"question": "Where does Ann's sister Wilhelmina live?", "answer": "Reykjavik",
-                "evidence": ["D1:1"], "category": 4},
-               {"question": "What is the name of Ann's beagle?", "answer": "Ziggy",
-                "evidence": ["D:2:1", "D2:01"], "category": 4},
-               {"question": "Unanswerable", "answer": "-", "evidence": ["D9:9"],
-                "category": 5}]}]
+    first = [
+        {
+            "speaker": "Ann",
+            "dia_id": "D1:1",
+            "text": "My sister Wilhelmina moved to Reykjavik last spring.",
+        },
+        {
+            "speaker": "Bo",
+            "dia_id": "D1:2",
+            "text": "Reykjavik, wow!",
+            "blip_caption": "a photo of a harbour",
+        },
+    ]
+    first += [
+        {
+            "speaker": "Ann" if i % 2 else "Bo",
+            "dia_id": f"D1:{i}",
+            "text": f"{FILLER[i % 4]} (note {i})",
+        }
+        for i in range(3, 203)
+    ]
+    second = [
+        {"speaker": "Ann", "dia_id": "D2:1", "text": "I adopted a beagle named Ziggy."},
+        {"speaker": "Bo", "dia_id": "D2:2", "text": "Ziggy is a great name."},
+    ]
+    return [
+        {
+            "sample_id": "tiny-1",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": first,
+                "session_2_date_time": "10:00 am on 2 June, 2023",
+                "session_2": second,
+            },
+            "qa": [
+                {
+                    "question": "Where does Ann's sister Wilhelmina live?",
+                    "answer": "Reykjavik",
+                    "evidence": ["D1:1"],
+                    "category": 4,
+                },
+                {
+                    "question": "What is the name of Ann's beagle?",
+                    "answer": "Ziggy",
+                    "evidence": ["D:2:1", "D2:01"],
+                    "category": 4,
+                },
+                {"question": "Unanswerable", "answer": "-", "evidence": ["D9:9"], "category": 5},
+            ],
+        }
+    ]
 
 
 async def test_the_harness_measures_search_and_the_context_at_each_budget(app, tenant):
     [sample] = parse_samples(conversation())
-    assert sample.skipped == 1 and [q.evidence for q in sample.questions] == [["D1:1"],
-                                                                            ["D2:1"]]
+    assert sample.skipped == 1 and [q.evidence for q in sample.questions] == [["D1:1"], ["D2:1"]]
     options = locomo.Options(budgets=(600, 3000), settle_seconds=0)
-    async with AsyncLoomClient("http://loom.test", tenant.service_key,
-                               transport=httpx.ASGITransport(app=app)) as loom:
+    async with AsyncLoomClient(
+        "http://loom.test", tenant.service_key, transport=httpx.ASGITransport(app=app)
+    ) as loom:
         result = await locomo.run(loom, [sample], options, log=lambda _: None)
         # what it stored: one session per budget, the whole conversation with its times
         [info] = result["samples"]
@@ -83,9 +122,13 @@ async def test_the_harness_measures_search_and_the_context_at_each_budget(app, t
     assert figs["search"]["r@10"] == 100.0 and figs["search"]["questions"] == 2
     at = figs["context"]["3000"]
     assert at["recall"]["evidence_recall"] == 100.0 and at["last_n"]["evidence_recall"] == 50.0
-    assert at["recent"] == {"questions": 1, "recall": 100.0, "no_recall": at["recent"][
-        "no_recall"], "last_n": 100.0, "recalled_tokens_mean": at["recent"][
-        "recalled_tokens_mean"]}
+    assert at["recent"] == {
+        "questions": 1,
+        "recall": 100.0,
+        "no_recall": at["recent"]["no_recall"],
+        "last_n": 100.0,
+        "recalled_tokens_mean": at["recent"]["recalled_tokens_mean"],
+    }
     assert at["recall"]["latency_ms"]["n"] == 2
 
 
@@ -93,34 +136,54 @@ def test_measures():
     assert measures.last_n_that_fit([5, 5, 5], 11) == 2
     assert measures.last_n_that_fit([50], 10) == 0
     assert measures.percentile([1, 2, 3, 4], 50) == 2.5 and measures.percentile([], 50) is None
-    text = measures.context_text([{"type": "text", "text": "a  b"}],
-                                 [{"role": "user", "content": [{"type": "text",
-                                                                "text": "Ann: x\ny"}]}])
-    assert measures.evidence_in(text, ["D1", "D2", "D3"],
-                                {"D1": "Ann: x y", "D2": "a b", "D3": "zz"}) == 2 / 3
+    text = measures.context_text(
+        [{"type": "text", "text": "a  b"}],
+        [{"role": "user", "content": [{"type": "text", "text": "Ann: x\ny"}]}],
+    )
+    assert (
+        measures.evidence_in(text, ["D1", "D2", "D3"], {"D1": "Ann: x y", "D2": "a b", "D3": "zz"})
+        == 2 / 3
+    )
 
 
 def test_bad_arguments_are_refused_before_anything_starts(capsys, tmp_path):
     assert cli.main(["eval", "locomo", "--data", str(tmp_path / "none.json")]) == 2
     assert "not found" in capsys.readouterr().err
     (tmp_path / "d.json").write_text("[]")
-    assert cli.main(["eval", "locomo", "--data", str(tmp_path / "d.json"),
-                     "--budgets", "100"]) == 2
+    assert cli.main(["eval", "locomo", "--data", str(tmp_path / "d.json"), "--budgets", "100"]) == 2
     assert "256" in capsys.readouterr().err
     # a server that does not answer: one line, no trace
-    assert cli.main(["eval", "locomo", "--data", str(tmp_path / "d.json"),
-                     "--url", "http://127.0.0.1:1", "--key", "lm_x"]) == 1
+    assert (
+        cli.main(
+            [
+                "eval",
+                "locomo",
+                "--data",
+                str(tmp_path / "d.json"),
+                "--url",
+                "http://127.0.0.1:1",
+                "--key",
+                "lm_x",
+            ]
+        )
+        == 1
+    )
     assert capsys.readouterr().err.startswith("eval failed: ConnectError")
 
 
 @pytest.mark.skipif(not DEV_DATA.is_dir(), reason="LoCoMo dev data not beside the repo")
 async def test_fast_mode_on_the_dev_half(app, settings, tmp_path):
     """One conversation, two budgets, the first questions: what `.ci/run` runs."""
-    args = eval_cli.parse(["--data", str(DEV_DATA), "--fast", "--settle", "0",
-                           "--out", str(tmp_path)])
-    result = await eval_cli.evaluate("http://loom.test", settings.admin_key.get_secret_value(),
-                                     args, log=lambda _: None,
-                                     transport=httpx.ASGITransport(app=app))
+    args = eval_cli.parse(
+        ["--data", str(DEV_DATA), "--fast", "--settle", "0", "--out", str(tmp_path)]
+    )
+    result = await eval_cli.evaluate(
+        "http://loom.test",
+        settings.admin_key.get_secret_value(),
+        args,
+        log=lambda _: None,
+        transport=httpx.ASGITransport(app=app),
+    )
     notes = eval_cli.write(result, tmp_path)
     assert result["meta"]["samples"] == ["conv-26"]
     assert result["meta"]["questions"] == locomo.FAST_QUESTIONS

@@ -11,19 +11,22 @@ from tests.fakes.fact_model import Rule, last_month
 
 SCENARIO = [
     Rule("I live in Paris", "The user lives in Paris.", "user.home_city"),
-    Rule("moved to Berlin last month", "The user lives in Berlin.", "user.home_city",
-         when=last_month),
+    Rule(
+        "moved to Berlin last month", "The user lives in Berlin.", "user.home_city", when=last_month
+    ),
     Rule("I prefer tea", "The user prefers tea in the morning.", "user.morning_drink"),
-    Rule("switched to coffee", "The user prefers coffee in the morning.",
-         "user.morning_drink"),
+    Rule("switched to coffee", "The user prefers coffee in the morning.", "user.morning_drink"),
     Rule("cat called Tom", "The user has a cat named Tom.", "user.pet.tom"),
     Rule("Tom died", "The user's cat Tom died.", "user.pet.tom"),
     Rule("I work as a teacher", "The user works as a teacher.", "user.job", update=True),
-    Rule("maths at Lycee Hoche", "The user works as a maths teacher at Lycee Hoche.",
-         "user.job", update=True),
+    Rule(
+        "maths at Lycee Hoche",
+        "The user works as a maths teacher at Lycee Hoche.",
+        "user.job",
+        update=True,
+    ),
     Rule("joined Globex", "The user works as an engineer at Globex.", "user.job"),
-    Rule("sister lives in Lisbon", "The user's sister lives in Lisbon.",
-         "user.sister.home_city"),
+    Rule("sister lives in Lisbon", "The user's sister lives in Lisbon.", "user.sister.home_city"),
 ]
 
 
@@ -32,27 +35,31 @@ async def talk(client: httpx.AsyncClient, sid: str, *turns: tuple[str, str]) -> 
     msgs: list[dict[str, Any]] = []
     for when, text in turns:
         msgs.append({"role": "user", "content": text, "created_at": when})
-        msgs.append({"role": "assistant", "content": "Noted.",
-                     "created_at": when.replace(":00Z", ":30Z")})
+        msgs.append(
+            {"role": "assistant", "content": "Noted.", "created_at": when.replace(":00Z", ":30Z")}
+        )
     r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
     assert r.status_code == 201, r.text
 
 
 async def extract(client: httpx.AsyncClient, sid: str, **params: Any) -> dict[str, Any]:
-    r = await client.post(f"/v1/sessions/{sid}/memory/extract",
-                          params={"wait": "true", **params})
+    r = await client.post(f"/v1/sessions/{sid}/memory/extract", params={"wait": "true", **params})
     assert r.status_code == 200, r.text
     return dict(r.json())
 
 
-async def scope_facts(client: httpx.AsyncClient, scope: str, *,
-                      as_of: str | None = None) -> list[dict[str, Any]]:
+async def scope_facts(
+    client: httpx.AsyncClient, scope: str, *, as_of: str | None = None
+) -> list[dict[str, Any]]:
     """Every fact of a scope (valid or not; with `as_of`, those true then), oldest first."""
     params: dict[str, str] = {"include_invalidated": "true"}
     if as_of is not None:
         params = {"as_of": as_of}
-    r = await client.post("/v1/memory-items/query", params=params, json={
-        "filters": {"kind": "fact", "scope": scope}, "order_by": "-timestamp", "limit": 200})
+    r = await client.post(
+        "/v1/memory-items/query",
+        params=params,
+        json={"filters": {"kind": "fact", "scope": scope}, "order_by": "-timestamp", "limit": 200},
+    )
     assert r.status_code == 200, r.text
     return list(r.json()["items"])
 
@@ -75,7 +82,13 @@ async def timeline(client: httpx.AsyncClient, scope: str) -> list[tuple[Any, ...
     out = []
     for f in facts:
         h = await history(client, f["id"])
-        out.append((f["text"], f["valid_from"], f["invalid_at"],
-                    text.get(f["superseded_by"]) if f["superseded_by"] else None,
-                    tuple(v["change"] for v in h["versions"])))
+        out.append(
+            (
+                f["text"],
+                f["valid_from"],
+                f["invalid_at"],
+                text.get(f["superseded_by"]) if f["superseded_by"] else None,
+                tuple(v["change"] for v in h["versions"]),
+            )
+        )
     return sorted(out, key=lambda t: (t[1], t[0]))

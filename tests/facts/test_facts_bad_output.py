@@ -16,8 +16,17 @@ from tests.facts.support import facts_session, items, run_burst_worker, say
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolUse
 from tests.jobs.support import drain_queue
 
-GOOD_CANDIDATE = {"facts": [{"text": "The user prefers coffee.", "key": "user.drink",
-                             "importance": 0.8, "tags": ["drink"], "source_seqs": [1]}]}
+GOOD_CANDIDATE = {
+    "facts": [
+        {
+            "text": "The user prefers coffee.",
+            "key": "user.drink",
+            "importance": 0.8,
+            "tags": ["drink"],
+            "source_seqs": [1],
+        }
+    ]
+}
 STORED = "The user prefers tea."
 
 
@@ -29,29 +38,54 @@ def step2(decision: dict[str, Any]) -> ToolUse:
 VARIANTS: list[tuple[str, list[Any], str]] = [
     ("schema", [ToolUse({"facts": [{"text": "x"}]})], "does not match the schema"),
     ("not_json_shape", [ToolUse({"facts": "none"})], "does not match the schema"),
-    ("seq_outside", [ToolUse({"facts": [{**GOOD_CANDIDATE["facts"][0],
-                                         "source_seqs": [99]}]})], "outside the batch"),
+    (
+        "seq_outside",
+        [ToolUse({"facts": [{**GOOD_CANDIDATE["facts"][0], "source_seqs": [99]}]})],
+        "outside the batch",
+    ),
     ("no_tool_call", [Reply("I found some facts!")], "no record_facts tool call"),
-    ("unknown_op", [ToolUse(GOOD_CANDIDATE), step2({"candidate": 0, "op": "MERGE"})],
-     "does not match the schema"),
-    ("unknown_id", [ToolUse(GOOD_CANDIDATE),
-                    step2({"candidate": 0, "op": "INVALIDATE",
-                           "target_id": str(uuid.uuid4())})], "which was not shown"),
-    ("unknown_candidate", [ToolUse(GOOD_CANDIDATE), step2({"candidate": 3, "op": "ADD"})],
-     "unknown fact 3"),
-    ("update_without_text", [ToolUse(GOOD_CANDIDATE), step2({"candidate": 0, "op": "UPDATE",
-                                                              "target_id": "{stored}"})],
-     "gives no text"),
+    (
+        "unknown_op",
+        [ToolUse(GOOD_CANDIDATE), step2({"candidate": 0, "op": "MERGE"})],
+        "does not match the schema",
+    ),
+    (
+        "unknown_id",
+        [
+            ToolUse(GOOD_CANDIDATE),
+            step2({"candidate": 0, "op": "INVALIDATE", "target_id": str(uuid.uuid4())}),
+        ],
+        "which was not shown",
+    ),
+    (
+        "unknown_candidate",
+        [ToolUse(GOOD_CANDIDATE), step2({"candidate": 3, "op": "ADD"})],
+        "unknown fact 3",
+    ),
+    (
+        "update_without_text",
+        [ToolUse(GOOD_CANDIDATE), step2({"candidate": 0, "op": "UPDATE", "target_id": "{stored}"})],
+        "gives no text",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "answers", "error"), VARIANTS, ids=[v[0] for v in VARIANTS])
 async def test_bad_output_writes_nothing_and_fails_visibly(
-        name: str, answers: list[Any], error: str, client: httpx.AsyncClient,
-        settings: Settings, fake_llm: FakeLLMServer, llm_settings_for_facts: Settings) -> None:
+    name: str,
+    answers: list[Any],
+    error: str,
+    client: httpx.AsyncClient,
+    settings: Settings,
+    fake_llm: FakeLLMServer,
+    llm_settings_for_facts: Settings,
+) -> None:
     await drain_queue(settings)
-    stored = (await client.post("/v1/memory-items", json={
-        "scope": "agent", "kind": "fact", "text": STORED})).json()
+    stored = (
+        await client.post(
+            "/v1/memory-items", json={"scope": "agent", "kind": "fact", "text": STORED}
+        )
+    ).json()
     sid = await facts_session(client)
     await say(client, sid, ("I prefer coffee now.", "ok"))
 
@@ -92,8 +126,11 @@ async def test_bad_output_writes_nothing_and_fails_visibly(
 
 
 async def test_a_retry_after_bad_output_applies_once(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer,
-        llm_settings_for_facts: Settings) -> None:
+    client: httpx.AsyncClient,
+    settings: Settings,
+    fake_llm: FakeLLMServer,
+    llm_settings_for_facts: Settings,
+) -> None:
     await drain_queue(settings)
     sid = await facts_session(client)
     await say(client, sid, ("I prefer coffee now.", "ok"))

@@ -21,16 +21,63 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.support.api import make_client
 
 CAP = 1500
-HOBBIES = ["chess", "rowing", "pottery", "jazz piano", "birdwatching", "fencing", "origami",
-           "salsa", "climbing", "baking", "sailing", "archery", "knitting", "judo", "tango",
-           "cycling", "astronomy", "gardening", "surfing", "calligraphy", "poker", "skiing",
-           "karate", "chess problems", "violin", "drumming", "hiking", "painting", "yoga",
-           "running", "swimming", "rugby", "golf", "tennis", "squash", "cricket", "bowling",
-           "darts", "snooker", "boxing", "sculpture", "magic", "kayaking", "diving",
-           "parkour", "skating", "juggling", "quilting", "woodwork", "beekeeping"]
-STORED = [("The user is based in Paris.", "user.home_city"),
-          ("The user is employed by Acme as an accountant.", "user.employer"),
-          ("The user owns a dog called Rex.", "user.pet.rex")]
+HOBBIES = [
+    "chess",
+    "rowing",
+    "pottery",
+    "jazz piano",
+    "birdwatching",
+    "fencing",
+    "origami",
+    "salsa",
+    "climbing",
+    "baking",
+    "sailing",
+    "archery",
+    "knitting",
+    "judo",
+    "tango",
+    "cycling",
+    "astronomy",
+    "gardening",
+    "surfing",
+    "calligraphy",
+    "poker",
+    "skiing",
+    "karate",
+    "chess problems",
+    "violin",
+    "drumming",
+    "hiking",
+    "painting",
+    "yoga",
+    "running",
+    "swimming",
+    "rugby",
+    "golf",
+    "tennis",
+    "squash",
+    "cricket",
+    "bowling",
+    "darts",
+    "snooker",
+    "boxing",
+    "sculpture",
+    "magic",
+    "kayaking",
+    "diving",
+    "parkour",
+    "skating",
+    "juggling",
+    "quilting",
+    "woodwork",
+    "beekeeping",
+]
+STORED = [
+    ("The user is based in Paris.", "user.home_city"),
+    ("The user is employed by Acme as an accountant.", "user.employer"),
+    ("The user owns a dog called Rex.", "user.pet.rex"),
+]
 CHANGES = [
     Rule("settled in Berlin", "The user's home is now Berlin.", "user.home_city"),
     Rule("started at Globex", "The user works for Globex.", "user.employer"),
@@ -39,32 +86,36 @@ CHANGES = [
 
 
 @pytest.fixture(scope="module")
-async def small_cap_app(settings: Settings, fake_llm_server: FakeLLMServer
-                        ) -> AsyncIterator[Any]:
-    application = create_app(facts_settings(settings, fake_llm_server.base_url,
-                                            facts_input_tokens=CAP))
+async def small_cap_app(settings: Settings, fake_llm_server: FakeLLMServer) -> AsyncIterator[Any]:
+    application = create_app(
+        facts_settings(settings, fake_llm_server.base_url, facts_input_tokens=CAP)
+    )
     async with application.router.lifespan_context(application):
         yield application
 
 
 @pytest.fixture
 async def small(small_cap_app: Any, tenant: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with make_client(small_cap_app, tenant.service_key,
-                           {"X-Agent-Id": "agent-1"}) as c:
+    async with make_client(small_cap_app, tenant.service_key, {"X-Agent-Id": "agent-1"}) as c:
         yield c
 
 
 async def seed(client: httpx.AsyncClient) -> dict[str, str]:
     """50 unrelated facts and the 3 that will change, each with its key."""
     ids = {}
-    facts = [(f"The user enjoys {h} at weekends.", f"user.hobby.h{i}")
-             for i, h in enumerate(HOBBIES)] + STORED
+    facts = [
+        (f"The user enjoys {h} at weekends.", f"user.hobby.h{i}") for i, h in enumerate(HOBBIES)
+    ] + STORED
     for text, key in facts:
-        r = await client.post("/v1/memory-items", json={"scope": "agent", "kind": "fact",
-                                                        "text": text})
+        r = await client.post(
+            "/v1/memory-items", json={"scope": "agent", "kind": "fact", "text": text}
+        )
         assert r.status_code == 201, r.text
-        r = await client.patch(f"/v1/memory-items/{r.json()['id']}", json={
-            "key": key, "valid_from": "2026-01-01T00:00:00Z"}, headers={"If-Match": '"1"'})
+        r = await client.patch(
+            f"/v1/memory-items/{r.json()['id']}",
+            json={"key": key, "valid_from": "2026-01-01T00:00:00Z"},
+            headers={"If-Match": '"1"'},
+        )
         assert r.status_code == 200, r.text
         ids[text] = r.json()["id"]
     return ids
@@ -72,24 +123,30 @@ async def seed(client: httpx.AsyncClient) -> dict[str, str]:
 
 def request_tokens(body: dict[str, Any]) -> int:
     parts = [str(body.get("system", ""))]
-    parts += [m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
-              for m in body.get("messages", [])]
+    parts += [
+        m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+        for m in body.get("messages", [])
+    ]
     parts += [json.dumps(t["input_schema"]) for t in body.get("tools", [])]
     return sum(count_text(p) for p in parts)
 
 
 @pytest.mark.parametrize("crowded", [False, True], ids=["all_shown", "past_the_cap"])
 async def test_paraphrased_contradictions_among_50_facts_are_all_found(
-        crowded: bool, llm_client: httpx.AsyncClient, small: httpx.AsyncClient,
-        fake_llm: FakeLLMServer) -> None:
+    crowded: bool, llm_client: httpx.AsyncClient, small: httpx.AsyncClient, fake_llm: FakeLLMServer
+) -> None:
     client = small if crowded else llm_client
     model = FactModel(CHANGES)
     fake_llm.respond_with_tools(model)
     ids = await seed(client)
     sid = await facts_session(client)
-    await talk(client, sid, ("2026-03-01T09:00:00Z", "I finally settled in Berlin."),
-               ("2026-03-02T09:00:00Z", "Also I started at Globex on Monday."),
-               ("2026-03-03T09:00:00Z", "Sad news, Rex passed away."))
+    await talk(
+        client,
+        sid,
+        ("2026-03-01T09:00:00Z", "I finally settled in Berlin."),
+        ("2026-03-02T09:00:00Z", "Also I started at Globex on Monday."),
+        ("2026-03-03T09:00:00Z", "Sad news, Rex passed away."),
+    )
     result = (await extract(client, sid))["result"]
     assert result["invalidated"] == 3, result
     facts = {f["text"]: f for f in await scope_facts(client, "agent/agent-1")}

@@ -53,12 +53,20 @@ async def quiet(quiet_app: Any, tenant: Any) -> AsyncIterator[httpx.AsyncClient]
 
 async def worker(settings: Settings, poll: float = 0.1, on_end: Any = None) -> Worker:
     """A burst worker with the production hooks (the follow-up after each job)."""
-    w = Worker(functions=[*compression_functions(settings), *facts_functions(settings)],
-               redis_settings=arq_settings(str(settings.redis_url)),
-               queue_name=settings.queue_name, burst=True, poll_delay=poll,
-               ctx={"settings": settings}, on_startup=startup, on_shutdown=shutdown,
-               on_job_end=on_end, after_job_end=run_after_job, handle_signals=False,
-               max_jobs=4)
+    w = Worker(
+        functions=[*compression_functions(settings), *facts_functions(settings)],
+        redis_settings=arq_settings(str(settings.redis_url)),
+        queue_name=settings.queue_name,
+        burst=True,
+        poll_delay=poll,
+        ctx={"settings": settings},
+        on_startup=startup,
+        on_shutdown=shutdown,
+        on_job_end=on_end,
+        after_job_end=run_after_job,
+        handle_signals=False,
+        max_jobs=4,
+    )
     try:
         await w.main()
     finally:
@@ -79,15 +87,17 @@ async def score(settings: Settings, sid: str) -> float | None:
 
 
 async def test_a_short_session_is_extracted_after_the_quiet_time_with_no_call(
-        quiet: httpx.AsyncClient, quiet_settings: Settings, settings: Settings,
-        fake_llm: FakeLLMServer) -> None:
+    quiet: httpx.AsyncClient, quiet_settings: Settings, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     fake_llm.respond_with_tools(FactModel(SCENARIO))
     sid = await facts_session(quiet)
     await talk(quiet, sid, ("2026-03-05T09:00:00Z", "I moved to Berlin last month."))
     first = await score(settings, sid)
-    assert first is not None and await status(quiet, sid) == {**await status(quiet, sid),
-                                                              "status": "pending"}
+    assert first is not None and await status(quiet, sid) == {
+        **await status(quiet, sid),
+        "status": "pending",
+    }
     await asyncio.sleep(0.5)
     await talk(quiet, sid, ("2026-03-05T09:01:00Z", "My sister lives in Lisbon."))
     said = time.time()
@@ -99,26 +109,33 @@ async def test_a_short_session_is_extracted_after_the_quiet_time_with_no_call(
     started = datetime.fromisoformat(done["started_at"]).timestamp()
     assert QUIET - 0.5 <= started - said <= QUIET + 10
     assert {f["text"] for f in await scope_facts(quiet, "agent/agent-1")} == {
-        "The user lives in Berlin.", "The user's sister lives in Lisbon."}
+        "The user lives in Berlin.",
+        "The user's sister lives in Lisbon.",
+    }
     # no compression ran: extraction does not wait for it
     assert (await quiet.get(f"/v1/sessions/{sid}/memory")).json()["compression"] is None
 
 
-async def test_n_messages_start_it_at_once(quiet: httpx.AsyncClient, settings: Settings,
-                                          fake_llm: FakeLLMServer) -> None:
+async def test_n_messages_start_it_at_once(
+    quiet: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     fake_llm.respond_with_tools(FactModel(SCENARIO))
     sid = await facts_session(quiet)  # LOOM_FACTS_EVERY_MESSAGES: 6
-    await talk(quiet, sid, ("2026-01-03T09:00:00Z", "I live in Paris."),
-               ("2026-01-04T09:00:00Z", "I prefer tea."))
+    await talk(
+        quiet,
+        sid,
+        ("2026-01-03T09:00:00Z", "I live in Paris."),
+        ("2026-01-04T09:00:00Z", "I prefer tea."),
+    )
     assert (await score(settings, sid) or 0) / 1000 > time.time() + 1  # waits for quiet
     await talk(quiet, sid, ("2026-01-05T09:00:00Z", "I have a cat called Tom."))
     assert (await score(settings, sid) or 0) / 1000 <= time.time()  # 6 waiting: now
 
 
 async def test_messages_after_a_runs_last_look_are_extracted_after_it(
-        quiet: httpx.AsyncClient, quiet_settings: Settings, settings: Settings,
-        fake_llm: FakeLLMServer) -> None:
+    quiet: httpx.AsyncClient, quiet_settings: Settings, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     fake_llm.respond_with_tools(FactModel(SCENARIO))
     sid = await facts_session(quiet)
@@ -138,21 +155,27 @@ async def test_messages_after_a_runs_last_look_are_extracted_after_it(
         await worker(quiet_settings)
     done = await status(quiet, sid)
     assert done["watermark_seq"] == 4 and done["runs"] == 2, done
-    assert {f["text"] for f in await scope_facts(quiet, "agent/agent-1")
-            if f["invalid_at"] is None} == {"The user lives in Berlin."}
+    assert {
+        f["text"] for f in await scope_facts(quiet, "agent/agent-1") if f["invalid_at"] is None
+    } == {"The user lives in Berlin."}
 
 
 async def test_a_poison_batch_is_set_aside_and_retried_on_demand(
-        client: httpx.AsyncClient, llm_client: httpx.AsyncClient, settings: Settings,
-        fake_llm: FakeLLMServer, llm_settings_for_facts: Settings) -> None:
+    client: httpx.AsyncClient,
+    llm_client: httpx.AsyncClient,
+    settings: Settings,
+    fake_llm: FakeLLMServer,
+    llm_settings_for_facts: Settings,
+) -> None:
     await drain_queue(settings)
     model = FactModel(SCENARIO)
     poisoned = {"on": True}
 
     def answer(req: Any) -> Any:
         if poisoned["on"] and "Paris" in req.text and req.tool_name == "record_facts":
-            return {"facts": [{"text": "?", "key": "Not A Key", "importance": 1,
-                               "source_seqs": [1]}]}
+            return {
+                "facts": [{"text": "?", "key": "Not A Key", "importance": 1, "source_seqs": [1]}]
+            }
         return model(req)
 
     fake_llm.set_default(ToolUse(answer))
@@ -171,17 +194,21 @@ async def test_a_poison_batch_is_set_aside_and_retried_on_demand(
     await run_burst_worker(llm_settings_for_facts)
     assert (await status(client, sid))["watermark_seq"] == 4
     assert [f["text"] for f in await scope_facts(client, "agent/agent-1")] == [
-        "The user prefers tea in the morning."]
+        "The user prefers tea in the morning."
+    ]
     # the model is fixed: a retry call re-runs the failed range
     poisoned["on"] = False
     body = await extract(llm_client, sid, retry_failed="true")
     assert body["extraction"]["failed_ranges"] == [] and body["result"]["added"] == 1
     assert {f["text"] for f in await scope_facts(client, "agent/agent-1")} == {
-        "The user prefers tea in the morning.", "The user lives in Paris."}
+        "The user prefers tea in the morning.",
+        "The user lives in Paris.",
+    }
 
 
-async def test_a_race_lost_keeps_the_last_result(llm_client: httpx.AsyncClient,
-                                                 fake_llm: FakeLLMServer) -> None:
+async def test_a_race_lost_keeps_the_last_result(
+    llm_client: httpx.AsyncClient, fake_llm: FakeLLMServer
+) -> None:
     fake_llm.respond_with_tools(FactModel(SCENARIO))
     sid = await facts_session(llm_client)
     await talk(llm_client, sid, ("2026-01-03T09:00:00Z", "I live in Paris."))
@@ -193,8 +220,12 @@ async def test_a_race_lost_keeps_the_last_result(llm_client: httpx.AsyncClient,
 
 
 async def test_the_cron_pass_enqueues_lost_extractions(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer,
-        llm_settings_for_facts: Settings, db: Any) -> None:
+    client: httpx.AsyncClient,
+    settings: Settings,
+    fake_llm: FakeLLMServer,
+    llm_settings_for_facts: Settings,
+    db: Any,
+) -> None:
     from app.facts.tasks import recover_fact_extractions
 
     await drain_queue(settings)
@@ -202,8 +233,13 @@ async def test_the_cron_pass_enqueues_lost_extractions(
     sid = await facts_session(client)
     await talk(client, sid, ("2026-01-03T09:00:00Z", "I live in Paris."))
     await drain_queue(settings)  # the enqueue is lost (as with Redis down)
-    await db.execute(sa.text("UPDATE fact_extractions SET status = 'pending', updated_at = "
-                             "now() - interval '1 hour' WHERE session_id = :s"), {"s": sid})
+    await db.execute(
+        sa.text(
+            "UPDATE fact_extractions SET status = 'pending', updated_at = "
+            "now() - interval '1 hour' WHERE session_id = :s"
+        ),
+        {"s": sid},
+    )
     await db.commit()
     ctx: dict[str, Any] = {"settings": llm_settings_for_facts}
     await startup(ctx)
@@ -216,11 +252,13 @@ async def test_the_cron_pass_enqueues_lost_extractions(
     done = await status(client, sid)
     assert done["status"] == "succeeded" and done["watermark_seq"] == 2, done
     assert [f["text"] for f in await scope_facts(client, "agent/agent-1")] == [
-        "The user lives in Paris."]
+        "The user lives in Paris."
+    ]
 
 
-async def test_without_an_llm_the_reason_is_said(client: httpx.AsyncClient,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+async def test_without_an_llm_the_reason_is_said(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="loom.facts"):
         assert say_why_facts_wait(None, None) and not say_why_facts_wait(None, object())
     assert [r.getMessage() for r in caplog.records] == [NO_LLM_LINE]

@@ -80,9 +80,13 @@ class FactModel:
                 continue
             for r in self.rules:
                 if r.trigger in text:
-                    fact: dict[str, Any] = {"text": r.fact, "key": r.key,
-                                            "importance": r.importance, "tags": [r.key],
-                                            "source_seqs": [seq]}
+                    fact: dict[str, Any] = {
+                        "text": r.fact,
+                        "key": r.key,
+                        "importance": r.importance,
+                        "tags": [r.key],
+                        "source_seqs": [seq],
+                    }
                     if r.when is not None:
                         said = datetime.strptime(when.strip(), "%Y-%m-%d %H:%M UTC").date()
                         fact["valid_from"] = r.when(said)
@@ -105,16 +109,20 @@ class FactModel:
             elif before[1] == text:
                 decisions.append({"candidate": i, "op": "NONE", "target_id": before[0]})
             elif rule is not None and rule.update:
-                decisions.append({"candidate": i, "op": "UPDATE", "target_id": before[0],
-                                  "text": text})
+                decisions.append(
+                    {"candidate": i, "op": "UPDATE", "target_id": before[0], "text": text}
+                )
                 latest[key] = (before[0], text)
             else:
-                decisions.append({"candidate": i, "op": "INVALIDATE",
-                                  "target_id": before[0]})
+                decisions.append({"candidate": i, "op": "INVALIDATE", "target_id": before[0]})
                 latest[key] = (f"new-{i}", text)
         return {"decisions": decisions}
 
     def shown_in_decisions(self) -> list[str]:
         """Texts of the stored facts shown in every decide prompt so far."""
-        return [text.strip() for tool, p in self.prompts if tool == "decide_facts"
-                for _, _, text in STORED.findall(p)]
+        return [
+            text.strip()
+            for tool, p in self.prompts
+            if tool == "decide_facts"
+            for _, _, text in STORED.findall(p)
+        ]

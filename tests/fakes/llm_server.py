@@ -208,8 +208,7 @@ class FakeLLMServer:
         """Answer every (unscripted) request with this text or callable of the request."""
         self.set_default(Reply(text))
 
-    def respond_with_tools(self, fn: Callable[[RecordedRequest], Any],
-                           delay: float = 0.0) -> None:
+    def respond_with_tools(self, fn: Callable[[RecordedRequest], Any], delay: float = 0.0) -> None:
         """Answer every (unscripted) request with a call of its forced tool, input `fn(req)`."""
         self.set_default(ToolUse(fn, delay))
 
@@ -270,7 +269,8 @@ class FakeLLMServer:
             deadline = None if action.seconds is None else time.monotonic() + action.seconds
             # threading.Event (set from the test thread): poll it rather than block the loop.
             while not release.is_set() and (  # noqa: ASYNC110
-                    deadline is None or time.monotonic() < deadline):
+                deadline is None or time.monotonic() < deadline
+            ):
                 await asyncio.sleep(0.02)
             action = action.then or Reply(default_text)
         model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
@@ -347,26 +347,63 @@ class FakeLLMServer:
         in_tokens = max(1, len(json.dumps(req.json)) // 4)
         out_tokens = max(1, len(json.dumps(data)) // 4)
         if provider == "anthropic":
-            return JSONResponse({
-                "id": f"msg_fake{n:06d}", "type": "message", "role": "assistant",
-                "model": model, "stop_reason": "tool_use", "stop_sequence": None,
-                "content": [{"type": "tool_use", "id": f"toolu_fake{n:06d}", "name": name,
-                             "input": data}],
-                "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens,
-                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
-            }, headers={"request-id": f"req_fake{n:06d}"})
-        return JSONResponse({
-            "id": f"chatcmpl-fake{n:06d}", "object": "chat.completion",
-            "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
-                         "message": {"role": "assistant", "content": None, "refusal": None,
-                                     "tool_calls": [{
-                                         "id": f"call_{n:06d}", "type": "function",
-                                         "function": {"name": name,
-                                                      "arguments": json.dumps(data)}}]}}],
-            "usage": {"prompt_tokens": in_tokens, "completion_tokens": out_tokens,
-                      "total_tokens": in_tokens + out_tokens},
-        })
+            return JSONResponse(
+                {
+                    "id": f"msg_fake{n:06d}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "stop_reason": "tool_use",
+                    "stop_sequence": None,
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_fake{n:06d}",
+                            "name": name,
+                            "input": data,
+                        }
+                    ],
+                    "usage": {
+                        "input_tokens": in_tokens,
+                        "output_tokens": out_tokens,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                    },
+                },
+                headers={"request-id": f"req_fake{n:06d}"},
+            )
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-fake{n:06d}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "logprobs": None,
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "refusal": None,
+                            "tool_calls": [
+                                {
+                                    "id": f"call_{n:06d}",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": json.dumps(data)},
+                                }
+                            ],
+                        },
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": in_tokens,
+                    "completion_tokens": out_tokens,
+                    "total_tokens": in_tokens + out_tokens,
+                },
+            }
+        )
 
     def _error(self, provider: str, action: Fail) -> Response:
         # retry-after-ms keeps SDK retries fast in tests while still exercising them.
@@ -378,8 +415,9 @@ class FakeLLMServer:
                 "error": {"type": etype, "message": action.message},
             }
         else:
-            body = {"error": {"message": action.message, "type": etype, "param": None,
-                              "code": None}}
+            body = {
+                "error": {"message": action.message, "type": etype, "param": None, "code": None}
+            }
         return JSONResponse(body, status_code=action.status, headers=headers)
 
     def _app(self) -> Starlette:

@@ -50,7 +50,8 @@ class Api:
 
 def fault_settings(pg: PrivatePostgres, redis: PrivateRedis, **over: Any) -> Settings:
     values: dict[str, Any] = {
-        "DATABASE_URL": pg.url, "REDIS_URL": redis.url,
+        "DATABASE_URL": pg.url,
+        "REDIS_URL": redis.url,
         "LOOM_ADMIN_KEY": "lm_fault_" + secrets.token_urlsafe(16),
         "LOOM_QUEUE_NAME": f"loom:fault:{uuid.uuid4().hex[:8]}",
         # reads go to PostgreSQL, not the in-process tier
@@ -67,20 +68,34 @@ async def api(private_pg: PrivatePostgres, private_redis: PrivateRedis) -> Async
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application, raise_app_exceptions=False)
         assert settings.admin_key is not None
-        admin = httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60,
-                                  headers={"Authorization":
-                                           f"Bearer {settings.admin_key.get_secret_value()}"})
-        tenant = (await admin.post("/v1/tenants",
-                                   json={"name": f"faults-{uuid.uuid4().hex[:8]}"})).json()
-        key = (await admin.post("/v1/api-keys", json={"tenant_id": tenant["id"],
-                                                      "role": "service"})).json()["secret"]
-        client = httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60,
-                                   headers={"Authorization": f"Bearer {key}",
-                                            "X-Agent-Id": "a"})
+        admin = httpx.AsyncClient(
+            transport=transport,
+            base_url="http://t",
+            timeout=60,
+            headers={"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"},
+        )
+        tenant = (
+            await admin.post("/v1/tenants", json={"name": f"faults-{uuid.uuid4().hex[:8]}"})
+        ).json()
+        key = (
+            await admin.post("/v1/api-keys", json={"tenant_id": tenant["id"], "role": "service"})
+        ).json()["secret"]
+        client = httpx.AsyncClient(
+            transport=transport,
+            base_url="http://t",
+            timeout=60,
+            headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "a"},
+        )
         sid = (await client.post("/v1/sessions", json={})).json()["id"]
-        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-            {"role": "user", "content": "where is the hello world deployment"},
-            {"role": "assistant", "content": "hello world runs in region west"}]})
+        r = await client.post(
+            f"/v1/sessions/{sid}/messages",
+            json={
+                "messages": [
+                    {"role": "user", "content": "where is the hello world deployment"},
+                    {"role": "assistant", "content": "hello world runs in region west"},
+                ]
+            },
+        )
         assert r.status_code == 201, r.text
         r = await client.put("/v1/shared-memory/global/k1", json={"value": {"v": 1}})
         assert r.status_code in (200, 201), r.text
@@ -94,8 +109,12 @@ async def api(private_pg: PrivatePostgres, private_redis: PrivateRedis) -> Async
 def routes(sid: str) -> list[tuple[str, str, str, Any]]:
     """(name, method, path, body) of the routes the fault tests drive."""
     return [
-        ("append", "POST", f"/v1/sessions/{sid}/messages",
-         {"messages": [{"role": "user", "content": "hello again"}]}),
+        (
+            "append",
+            "POST",
+            f"/v1/sessions/{sid}/messages",
+            {"messages": [{"role": "user", "content": "hello again"}]},
+        ),
         ("context", "POST", f"/v1/sessions/{sid}/context", {}),
         ("search", "POST", f"/v1/sessions/{sid}/search", {"query": "hello world"}),
         ("shared", "GET", "/v1/shared-memory/global/k1", None),
@@ -113,9 +132,14 @@ class Result:
     retry_after: str | None
 
 
-async def call(client: httpx.AsyncClient, name: str, method: str, path: str,
-               body: Any) -> Result:
+async def call(client: httpx.AsyncClient, name: str, method: str, path: str, body: Any) -> Result:
     started = time.monotonic()
     r = await client.request(method, path, json=body)
-    return Result(name, started, time.monotonic() - started, r.status_code, r.text,
-                  r.headers.get("retry-after"))
+    return Result(
+        name,
+        started,
+        time.monotonic() - started,
+        r.status_code,
+        r.text,
+        r.headers.get("retry-after"),
+    )

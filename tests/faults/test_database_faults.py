@@ -22,8 +22,14 @@ DEFAULTS = Settings()
 # the bound every request keeps with the database frozen: the statement timeout (or the
 # connect / pool timeout when no connection is at hand) and a little slack for the event
 # loop of this 2-core machine
-BOUND = max(DEFAULTS.db_statement_timeout_seconds, DEFAULTS.db_connect_timeout_seconds,
-            DEFAULTS.db_pool_timeout_seconds) + 1.5
+BOUND = (
+    max(
+        DEFAULTS.db_statement_timeout_seconds,
+        DEFAULTS.db_connect_timeout_seconds,
+        DEFAULTS.db_pool_timeout_seconds,
+    )
+    + 1.5
+)
 READY_BOUND = DEFAULTS.ready_timeout_seconds + 1.0
 
 
@@ -52,21 +58,22 @@ async def _all_ok(api: Api, within: float) -> float:
 
 
 async def test_frozen_database_answers_503_within_the_bound(
-        api: Api, private_pg: PrivatePostgres) -> None:
+    api: Api, private_pg: PrivatePostgres
+) -> None:
     await _all_ok(api, 10)
     private_pg.freeze()
     try:
         # concurrently: each route holds its own connection, all on the frozen server
         results = await asyncio.gather(
             *(call(api.client, *r) for r in routes(api.session_id)),
-            call(api.client, "readyz", "GET", "/readyz", None))
+            call(api.client, "readyz", "GET", "/readyz", None),
+        )
         # and once more now that the pool's connections are known dead
         again = await asyncio.gather(*(call(api.client, *r) for r in routes(api.session_id)))
     finally:
         private_pg.thaw()
     timings = {r.name: round(r.elapsed, 2) for r in results}
-    print(f"frozen PostgreSQL: {timings}; again: "
-          f"{ {r.name: round(r.elapsed, 2) for r in again} }")
+    print(f"frozen PostgreSQL: {timings}; again: { {r.name: round(r.elapsed, 2) for r in again} }")
     for r in [*results, *again]:
         _unavailable(r)
         assert r.elapsed <= (READY_BOUND if r.name == "readyz" else BOUND), (r.name, r.elapsed)
@@ -76,12 +83,15 @@ async def test_frozen_database_answers_503_within_the_bound(
 
 async def _load(api: Api, stop: asyncio.Event, out: list[Result]) -> None:
     """Every route in a loop (one request of each at a time) until `stop`."""
+
     async def loop(route: tuple[str, str, str, object]) -> None:
         while not stop.is_set():
             out.append(await call(api.client, *route))
             await asyncio.sleep(0.02)
-    await asyncio.gather(*(loop(r) for r in
-                           [("readyz", "GET", "/readyz", None), *routes(api.session_id)]))
+
+    await asyncio.gather(
+        *(loop(r) for r in [("readyz", "GET", "/readyz", None), *routes(api.session_id)])
+    )
 
 
 def _check_recovery(results: list[Result], back_at: float, what: str) -> dict[str, float]:
@@ -129,7 +139,8 @@ async def test_restart_recovers_without_500(api: Api, private_pg: PrivatePostgre
 
 
 async def test_terminated_connections_recover_without_500(
-        api: Api, private_pg: PrivatePostgres) -> None:
+    api: Api, private_pg: PrivatePostgres
+) -> None:
     await _all_ok(api, 10)
     stop = asyncio.Event()
     results: list[Result] = []
@@ -151,7 +162,8 @@ async def test_terminated_connections_recover_without_500(
 
 @pytest.mark.parametrize("fault", ["restart", "terminate"])
 async def test_first_requests_after_the_database_is_back_succeed(
-        api: Api, private_pg: PrivatePostgres, fault: str) -> None:
+    api: Api, private_pg: PrivatePostgres, fault: str
+) -> None:
     """A quiet pool full of connections the server has closed: the first request of each
     route after the fault already succeeds (the dead connections are never used)."""
     await _all_ok(api, 10)
@@ -170,4 +182,5 @@ async def test_first_requests_after_the_database_is_back_succeed(
             results.append(await call(api.client, *r))
     print(f"{fault}, quiet pool: {[(r.name, r.status, round(r.elapsed, 3)) for r in results]}")
     assert all(200 <= r.status < 300 for r in results), [
-        (r.name, r.status, r.body[:120]) for r in results if not 200 <= r.status < 300]
+        (r.name, r.status, r.body[:120]) for r in results if not 200 <= r.status < 300
+    ]

@@ -27,15 +27,25 @@ from tests.support.live import live_api, settings_env
 pytestmark = pytest.mark.slow
 
 SESSIONS, PER_SESSION = 3, 600
-PACE: dict[str, str] = {"LOOM_ERASURE_BATCH": "60", "LOOM_ERASURE_PAUSE_SECONDS": "0.08",
-        "LOOM_ERASURE_INLINE_MESSAGES": "1000000", "LOOM_ERASURE_RECOVERY_SECONDS": "2",
-        "LOOM_JOB_RECOVERY_SECONDS": "3"}
+PACE: dict[str, str] = {
+    "LOOM_ERASURE_BATCH": "60",
+    "LOOM_ERASURE_PAUSE_SECONDS": "0.08",
+    "LOOM_ERASURE_INLINE_MESSAGES": "1000000",
+    "LOOM_ERASURE_RECOVERY_SECONDS": "2",
+    "LOOM_JOB_RECOVERY_SECONDS": "3",
+}
 
 
 async def erasure_row(db: Any, tenant_id: str) -> Any:
-    row = (await db.execute(sa.text(
-        "SELECT id, status, counts FROM erasures WHERE tenant_id = :t ORDER BY started_at "
-        "DESC LIMIT 1"), {"t": tenant_id})).first()
+    row = (
+        await db.execute(
+            sa.text(
+                "SELECT id, status, counts FROM erasures WHERE tenant_id = :t ORDER BY started_at "
+                "DESC LIMIT 1"
+            ),
+            {"t": tenant_id},
+        )
+    ).first()
     await db.rollback()
     return row
 
@@ -55,8 +65,9 @@ def kill(proc: subprocess.Popen[Any]) -> None:
     proc.wait(10)
 
 
-async def test_kill_the_api_then_the_worker_mid_erasure(settings: Settings, tenant: Any,
-                                                        db: Any) -> None:
+async def test_kill_the_api_then_the_worker_mid_erasure(
+    settings: Settings, tenant: Any, db: Any
+) -> None:
     ours = settings.model_copy(update={"queue_name": f"loom:erase-faults:{uuid.uuid4().hex[:8]}"})
     user = f"k9-{uuid.uuid4().hex[:8]}"
     headers = {"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "a"}
@@ -65,16 +76,28 @@ async def test_kill_the_api_then_the_worker_mid_erasure(settings: Settings, tena
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as api:
             for _ in range(SESSIONS):
                 sid = (await api.post("/v1/sessions", json={"user_id": user})).json()["id"]
-                r = await api.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-                    {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
-                    for i in range(PER_SESSION)]})
+                r = await api.post(
+                    f"/v1/sessions/{sid}/messages",
+                    json={
+                        "messages": [
+                            {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
+                            for i in range(PER_SESSION)
+                        ]
+                    },
+                )
                 assert r.status_code == 201, r.text
-            r = await api.post("/v1/memory-items", json={"scope": f"user/{user}",
-                                                        "kind": "fact", "text": "a fact"})
+            r = await api.post(
+                "/v1/memory-items", json={"scope": f"user/{user}", "kind": "fact", "text": "a fact"}
+            )
             assert r.status_code == 201
             erase = asyncio.create_task(api.delete(f"/v1/users/{user}"))
-            first = await until(db, tenant.id, lambda r: r.counts.get("messages", 0) >= 200,
-                                30, "the API to erase some messages")
+            first = await until(
+                db,
+                tenant.id,
+                lambda r: r.counts.get("messages", 0) >= 200,
+                30,
+                "the API to erase some messages",
+            )
             # kill -9 the API in the middle of the request's erasure
             procs = [p for p in _children_serving(base)]
             assert procs, "no API process found"
@@ -90,14 +113,24 @@ async def test_kill_the_api_then_the_worker_mid_erasure(settings: Settings, tena
     try:
         workers.append(start_worker(env))
         # the sweep resumes it; kill -9 this worker too once it has made progress
-        await until(db, tenant.id, lambda r: r.counts.get("messages", 0)
-                    >= mid.counts["messages"] + 180, 60, "the worker to resume the erasure")
+        await until(
+            db,
+            tenant.id,
+            lambda r: r.counts.get("messages", 0) >= mid.counts["messages"] + 180,
+            60,
+            "the worker to resume the erasure",
+        )
         kill(workers[0])
         again = await erasure_row(db, tenant.id)
         assert again.status == "running", log_tail(workers[0])
         workers.append(start_worker(env))
-        done = await until(db, tenant.id, lambda r: r.status == "completed", 90,
-                           "the second worker to complete the erasure")
+        done = await until(
+            db,
+            tenant.id,
+            lambda r: r.status == "completed",
+            90,
+            "the second worker to complete the erasure",
+        )
     except AssertionError:
         print(*(log_tail(w) for w in workers))
         raise
@@ -109,11 +142,16 @@ async def test_kill_the_api_then_the_worker_mid_erasure(settings: Settings, tena
     counts = done.counts
     assert counts["sessions"] == SESSIONS and counts["messages"] == SESSIONS * PER_SESSION
     assert counts["memory_states"] == SESSIONS and counts["facts"] == 1
-    left = (await db.execute(sa.text(
-        "SELECT (SELECT count(*) FROM sessions WHERE tenant_id = :t AND user_id = :u) + "
-        "(SELECT count(*) FROM memory_items WHERE tenant_id = :t AND scope_id = :u) + "
-        "(SELECT count(*) FROM messages m WHERE m.tenant_id = :t)"),
-        {"t": tenant.id, "u": user})).scalar_one()
+    left = (
+        await db.execute(
+            sa.text(
+                "SELECT (SELECT count(*) FROM sessions WHERE tenant_id = :t AND user_id = :u) + "
+                "(SELECT count(*) FROM memory_items WHERE tenant_id = :t AND scope_id = :u) + "
+                "(SELECT count(*) FROM messages m WHERE m.tenant_id = :t)"
+            ),
+            {"t": tenant.id, "u": user},
+        )
+    ).scalar_one()
     assert left == 0
 
 

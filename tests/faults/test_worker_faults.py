@@ -46,15 +46,21 @@ async def wait_for(predicate: Any, seconds: float, what: str) -> Any:
         await asyncio.sleep(0.2)
 
 
-def worker_env(settings: Settings, redis: PrivateRedis, fake: FakeLLMServer,
-               **extra: str) -> dict[str, str]:
+def worker_env(
+    settings: Settings, redis: PrivateRedis, fake: FakeLLMServer, **extra: str
+) -> dict[str, str]:
     """Default job settings (no shortened timeouts), the fake LLM, the private Redis."""
-    env = settings_env(settings, REDIS_URL=redis.url, ANTHROPIC_API_KEY=FAKE_KEY,
-                       ANTHROPIC_BASE_URL=fake.base_url, LOOM_LLM_PROVIDER="anthropic",
-                       LOOM_LLM_MAX_RETRIES="0", LOOM_LLM_TIMEOUT_SECONDS="60",
-                       PYTHONPATH=str(ROOT))
-    for name in [k for k in env if k.startswith(("LOOM_COMPRESS_", "LOOM_JOB_",
-                                                 "LOOM_WORKER_"))]:
+    env = settings_env(
+        settings,
+        REDIS_URL=redis.url,
+        ANTHROPIC_API_KEY=FAKE_KEY,
+        ANTHROPIC_BASE_URL=fake.base_url,
+        LOOM_LLM_PROVIDER="anthropic",
+        LOOM_LLM_MAX_RETRIES="0",
+        LOOM_LLM_TIMEOUT_SECONDS="60",
+        PYTHONPATH=str(ROOT),
+    )
+    for name in [k for k in env if k.startswith(("LOOM_COMPRESS_", "LOOM_JOB_", "LOOM_WORKER_"))]:
         del env[name]
     env.update(extra)
     return env
@@ -63,8 +69,13 @@ def worker_env(settings: Settings, redis: PrivateRedis, fake: FakeLLMServer,
 def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     """A worker process; its log goes to a temporary file (`log_tail` reads it)."""
     log = tempfile.NamedTemporaryFile(prefix="loom-worker-", suffix=".log", delete=False)
-    proc = subprocess.Popen([sys.executable, "-m", "app.launcher.cli", "worker"], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.launcher.cli", "worker"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     proc.log_path = log.name  # type: ignore[attr-defined]
     log.close()
     return proc
@@ -92,16 +103,19 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-async def redis_api(settings: Settings, tenant: Any,
-                    private_redis: PrivateRedis) -> AsyncIterator[httpx.AsyncClient]:
+async def redis_api(
+    settings: Settings, tenant: Any, private_redis: PrivateRedis
+) -> AsyncIterator[httpx.AsyncClient]:
     """An API on the test database whose Redis is the private server; the tenant's
     service client."""
     application = create_app(settings.model_copy(update={"redis_url": private_redis.url}))
     async with application.router.lifespan_context(application):
         async with httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=application), base_url="http://test",
-                timeout=30, headers={"Authorization": f"Bearer {tenant.service_key}",
-                                     "X-Agent-Id": "agent-1"}) as c:
+            transport=httpx.ASGITransport(app=application),
+            base_url="http://test",
+            timeout=30,
+            headers={"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "agent-1"},
+        ) as c:
             yield c
 
 
@@ -123,8 +137,9 @@ async def _make_busy(api: httpx.AsyncClient, sid: str, n: int = 8) -> None:
         await append(api, sid, exchange(i, words=40))
 
 
-async def test_readyz_follows_redis(redis_api: httpx.AsyncClient,
-                                    redis_running: PrivateRedis) -> None:
+async def test_readyz_follows_redis(
+    redis_api: httpx.AsyncClient, redis_running: PrivateRedis
+) -> None:
     assert (await redis_api.get("/readyz")).status_code == 200
     redis_running.stop()
     started = time.monotonic()
@@ -138,14 +153,20 @@ async def test_readyz_follows_redis(redis_api: httpx.AsyncClient,
 
     async def ready() -> bool:
         return (await redis_api.get("/readyz")).status_code == 200
+
     await wait_for(ready, 2, "/readyz 200 after Redis is back")
-    print(f"/readyz with Redis down: 503 in {down:.2f}s; 200 again "
-          f"{time.monotonic() - back_at:.2f}s after it is back")
+    print(
+        f"/readyz with Redis down: 503 in {down:.2f}s; 200 again "
+        f"{time.monotonic() - back_at:.2f}s after it is back"
+    )
 
 
 async def test_worker_rides_out_a_redis_outage(
-        redis_api: httpx.AsyncClient, settings: Settings, redis_running: PrivateRedis,
-        fake_llm: FakeLLMServer) -> None:
+    redis_api: httpx.AsyncClient,
+    settings: Settings,
+    redis_running: PrivateRedis,
+    fake_llm: FakeLLMServer,
+) -> None:
     worker = start_worker(worker_env(settings, redis_running, fake_llm))
     try:
         sid = await new_session(redis_api)
@@ -161,22 +182,31 @@ async def test_worker_rides_out_a_redis_outage(
         redis_running.start()
         back_at = time.monotonic()
         try:
-            await wait_for(lambda: _summarised(redis_api, sid), 40,
-                           "the worker to compress the busy session after Redis is back")
+            await wait_for(
+                lambda: _summarised(redis_api, sid),
+                40,
+                "the worker to compress the busy session after Redis is back",
+            )
         except AssertionError:
             print(log_tail(worker))
             raise
         took = time.monotonic() - back_at
         assert worker.poll() is None
-        print(f"Redis down {back_at - stopped:.1f}s: same worker compressed the busy "
-              f"session {took:.1f}s after Redis was back")
+        print(
+            f"Redis down {back_at - stopped:.1f}s: same worker compressed the busy "
+            f"session {took:.1f}s after Redis was back"
+        )
     finally:
         stop(worker)
 
 
 async def test_dead_worker_job_runs_again_within_the_recovery_bound(
-        redis_api: httpx.AsyncClient, settings: Settings, redis_running: PrivateRedis,
-        fake_llm: FakeLLMServer, db: Any) -> None:
+    redis_api: httpx.AsyncClient,
+    settings: Settings,
+    redis_running: PrivateRedis,
+    fake_llm: FakeLLMServer,
+    db: Any,
+) -> None:
     """Default settings (a 300 s job timeout): the job of a SIGKILLed worker is not held
     by arq's 310 s lock but by a lease of LOOM_JOB_RECOVERY_SECONDS."""
     env = worker_env(settings, redis_running, fake_llm)
@@ -189,6 +219,7 @@ async def test_dead_worker_job_runs_again_within_the_recovery_bound(
 
         async def asked() -> bool:
             return bool(fake_llm.requests)
+
         await wait_for(asked, 30, "the worker to ask the LLM")
         before = await memory(redis_api, sid)
         first.send_signal(signal.SIGKILL)
@@ -199,21 +230,31 @@ async def test_dead_worker_job_runs_again_within_the_recovery_bound(
         assert mid["compression"]["status"] == "running"
         fake_llm.reset()  # answers again
         second = start_worker(env)
-        after = await wait_for(lambda: _summarised(redis_api, sid),
-                               DEFAULTS.job_recovery_seconds + 15,
-                               "the new worker to run the dead worker's job")
+        after = await wait_for(
+            lambda: _summarised(redis_api, sid),
+            DEFAULTS.job_recovery_seconds + 15,
+            "the new worker to run the dead worker's job",
+        )
         took = time.monotonic() - killed
-        print(f"dead worker's job done {took:.1f}s after the kill "
-              f"(LOOM_JOB_RECOVERY_SECONDS={DEFAULTS.job_recovery_seconds:g})")
+        print(
+            f"dead worker's job done {took:.1f}s after the kill "
+            f"(LOOM_JOB_RECOVERY_SECONDS={DEFAULTS.job_recovery_seconds:g})"
+        )
         assert took <= DEFAULTS.job_recovery_seconds + 5, took
     finally:
         for proc in (first, second):
             if proc is not None:
                 stop(proc)
     assert after["compression"]["attempts"] >= 2
-    rows = (await db.execute(sa.text(
-        "SELECT start_seq, end_seq, method FROM memory_summaries WHERE session_id = :s "
-        "ORDER BY start_seq"), {"s": sid})).all()
+    rows = (
+        await db.execute(
+            sa.text(
+                "SELECT start_seq, end_seq, method FROM memory_summaries WHERE session_id = :s "
+                "ORDER BY start_seq"
+            ),
+            {"s": sid},
+        )
+    ).all()
     assert rows and rows[0][0] == 1 and all(r[2] == "llm" for r in rows)
     for (_, end, _), (start, _, _) in zip(rows, rows[1:], strict=False):
         assert start == end + 1  # contiguous: no overlap, no duplicate
@@ -235,20 +276,24 @@ def _worker_children(pid: int) -> list[psutil.Process]:
     return out
 
 
-async def test_serve_restarts_a_killed_worker(settings: Settings,
-                                              redis_running: PrivateRedis,
-                                              fake_llm: FakeLLMServer) -> None:
+async def test_serve_restarts_a_killed_worker(
+    settings: Settings, redis_running: PrivateRedis, fake_llm: FakeLLMServer
+) -> None:
     port = free_port()
     env = worker_env(settings, redis_running, fake_llm, LOOM_RUN_WORKER="true")
     log = tempfile.NamedTemporaryFile(prefix="loom-serve-", suffix=".log", delete=False)
     serve = subprocess.Popen(  # noqa: ASYNC220
         [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port), "--workers", "1"],
-        cwd=ROOT, env=env,
-        stdout=log, stderr=subprocess.STDOUT)
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     serve.log_path = log.name  # type: ignore[attr-defined]
     log.close()
     new: list[psutil.Process] = []
     try:
+
         async def up() -> list[psutil.Process]:
             try:
                 async with httpx.AsyncClient(timeout=1) as c:
@@ -256,6 +301,7 @@ async def test_serve_restarts_a_killed_worker(settings: Settings,
             except httpx.HTTPError:
                 return []
             return _worker_children(serve.pid) if ok == 200 else []
+
         children = await wait_for(up, 60, "serve and its worker")
         assert len(children) == 1
         old = children[0].pid
@@ -264,6 +310,7 @@ async def test_serve_restarts_a_killed_worker(settings: Settings,
 
         async def replaced() -> list[psutil.Process]:
             return [c for c in _worker_children(serve.pid) if c.pid != old]
+
         new = await wait_for(replaced, 10, "serve to start a new worker")
         took = time.monotonic() - killed
         await asyncio.sleep(2)

@@ -67,8 +67,7 @@ def _order_by(case: Any) -> Any:
 
 def _issued_here(case: Any, cursor: Any) -> bool:
     """A cursor this operation issued for the same ordering (another is 400 by design)."""
-    return cursor is None or _ISSUED_CURSORS.get(cursor) == (case.operation.path,
-                                                             _order_by(case))
+    return cursor is None or _ISSUED_CURSORS.get(cursor) == (case.operation.path, _order_by(case))
 
 
 @schemathesis.hook
@@ -81,8 +80,12 @@ def map_case(context: Any, case: Any) -> Any:
     body = case.body
     if isinstance(body, dict) and not _issued_here(case, body.get("cursor")):
         case.body = {k: v for k, v in body.items() if k != "cursor"}
-    if (case.operation.path == "/v1/sessions/{session_id}/messages" and case.method == "POST"
-            and isinstance(body, dict) and isinstance(body.get("messages"), list)):
+    if (
+        case.operation.path == "/v1/sessions/{session_id}/messages"
+        and case.method == "POST"
+        and isinstance(body, dict)
+        and isinstance(body.get("messages"), list)
+    ):
         for m in body["messages"]:
             if isinstance(m, dict) and _in_future(m.get("created_at")):
                 m["created_at"] = "2000" + m["created_at"][4:]
@@ -95,8 +98,9 @@ def _in_future(created_at: Any) -> bool:
         when = datetime.fromisoformat(created_at) if isinstance(created_at, str) else None
     except ValueError:
         return False
-    return (when is not None and when.tzinfo is not None
-            and when > datetime.now(UTC) + MAX_CLOCK_SKEW)
+    return (
+        when is not None and when.tzinfo is not None and when > datetime.now(UTC) + MAX_CLOCK_SKEW
+    )
 
 
 def _shares_ok(shares: Any) -> bool:
@@ -113,8 +117,11 @@ def _session_config_ok(config: Any) -> bool:
         return True
     reserved = config.get("reserved_output_tokens")
     maximum = config.get("max_context_tokens", DEFAULT_MAX_CONTEXT_TOKENS)
-    if (isinstance(reserved, int) and isinstance(maximum, int)
-            and maximum - reserved < MIN_BUDGET_TOKENS):
+    if (
+        isinstance(reserved, int)
+        and isinstance(maximum, int)
+        and maximum - reserved < MIN_BUDGET_TOKENS
+    ):
         return False
     knowledge = config.get("knowledge")
     return not isinstance(knowledge, dict) or _shares_ok(knowledge.get("shares"))

@@ -15,16 +15,24 @@ from tests.support import api
 from workers.settings import compression_functions, shutdown, startup
 
 FAKE_KEY = "sk-ant-fake-test-key-0000"
-SMALL = {"max_context_tokens": 4000, "reserved_output_tokens": 400, "l1_max_messages": 10,
-         "max_l2_tokens": 2000}
+SMALL = {
+    "max_context_tokens": 4000,
+    "reserved_output_tokens": 400,
+    "l1_max_messages": 10,
+    "max_l2_tokens": 2000,
+}
 
 
 def llm_settings(settings: Settings, fake: FakeLLMServer, **over: Any) -> Settings:
     """The test settings with the LLM pointed at the fake and fast retries."""
     values: dict[str, Any] = {
-        "llm_provider": "anthropic", "anthropic_api_key": SecretStr(FAKE_KEY),
-        "anthropic_base_url": fake.base_url, "llm_timeout_seconds": 5.0,
-        "llm_max_retries": 0, "compress_retry_base_seconds": 0.0, "compress_llm_tries": 2,
+        "llm_provider": "anthropic",
+        "anthropic_api_key": SecretStr(FAKE_KEY),
+        "anthropic_base_url": fake.base_url,
+        "llm_timeout_seconds": 5.0,
+        "llm_max_retries": 0,
+        "compress_retry_base_seconds": 0.0,
+        "compress_llm_tries": 2,
         "compress_max_tries": 3,
     }
     values.update(over)
@@ -35,11 +43,18 @@ async def run_burst_worker(settings: Settings) -> Worker:
     """A real arq worker (the production startup/shutdown and job function) that runs
     every queued job, retries included, then stops."""
     assert settings.redis_url
-    worker = Worker(functions=compression_functions(settings),
-                    redis_settings=arq_settings(settings.redis_url),
-                    queue_name=settings.queue_name, burst=True, poll_delay=0,
-                    ctx={"settings": settings}, on_startup=startup, on_shutdown=shutdown,
-                    handle_signals=False, max_jobs=4)
+    worker = Worker(
+        functions=compression_functions(settings),
+        redis_settings=arq_settings(settings.redis_url),
+        queue_name=settings.queue_name,
+        burst=True,
+        poll_delay=0,
+        ctx={"settings": settings},
+        on_startup=startup,
+        on_shutdown=shutdown,
+        handle_signals=False,
+        max_jobs=4,
+    )
     try:
         await worker.main()
     finally:
@@ -69,8 +84,10 @@ async def new_session(client: httpx.AsyncClient, **config: Any) -> str:
 def exchange(n: int, words: int = 25) -> list[dict[str, Any]]:
     """One user question and one assistant answer, ~2 x (words + 10) tokens."""
     body = " ".join(f"fact{n}_{i}" for i in range(words))
-    return [{"role": "user", "content": f"question {n}: please remember {body}"},
-            {"role": "assistant", "content": f"answer {n}: noted {body}"}]
+    return [
+        {"role": "user", "content": f"question {n}: please remember {body}"},
+        {"role": "assistant", "content": f"answer {n}: noted {body}"},
+    ]
 
 
 async def append(client: httpx.AsyncClient, sid: str, msgs: list[dict[str, Any]]) -> None:

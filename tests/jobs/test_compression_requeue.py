@@ -36,7 +36,8 @@ from workers.settings import compression_functions, shutdown, startup
 
 
 async def test_an_ask_during_a_finishing_job_runs_without_the_cron(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
     for n in range(6):
@@ -56,12 +57,20 @@ async def test_an_ask_during_a_finishing_job_runs_without_the_cron(
         await end_lease(ctx)
 
     worker_settings = llm_settings(settings, fake_llm)
-    worker = Worker(functions=compression_functions(worker_settings),
-                    redis_settings=arq_settings(str(settings.redis_url)),
-                    queue_name=settings.queue_name, burst=True, poll_delay=0,
-                    ctx={"settings": worker_settings}, on_startup=startup,
-                    on_shutdown=shutdown, on_job_end=messages_arrive_at_the_end,
-                    after_job_end=run_after_job, handle_signals=False, max_jobs=2)
+    worker = Worker(
+        functions=compression_functions(worker_settings),
+        redis_settings=arq_settings(str(settings.redis_url)),
+        queue_name=settings.queue_name,
+        burst=True,
+        poll_delay=0,
+        ctx={"settings": worker_settings},
+        on_startup=startup,
+        on_shutdown=shutdown,
+        on_job_end=messages_arrive_at_the_end,
+        after_job_end=run_after_job,
+        handle_signals=False,
+        max_jobs=2,
+    )
     try:
         await worker.main()
     finally:

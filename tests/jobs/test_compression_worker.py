@@ -40,14 +40,17 @@ def metric(text: str, name: str) -> float:
 
 
 async def summaries_of(db: Any, sid: str) -> list[MemorySummary]:
-    rows = await db.execute(sa.select(MemorySummary).where(
-        col(MemorySummary.session_id) == sid).order_by(col(MemorySummary.start_seq)))
+    rows = await db.execute(
+        sa.select(MemorySummary)
+        .where(col(MemorySummary.session_id) == sid)
+        .order_by(col(MemorySummary.start_seq))
+    )
     return list(rows.scalars())
 
 
 async def test_long_conversation_gets_llm_summaries_in_background(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer,
-        app: Any, db: Any) -> None:
+    client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer, app: Any, db: Any
+) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
     assert (await memory(client, sid))["compression"] is None
@@ -89,16 +92,20 @@ async def test_long_conversation_gets_llm_summaries_in_background(
     rows = await summaries_of(db, sid)
     assert len({r.start_seq for r in rows}) == len(rows)
     metrics_after = (await client.get("/metrics")).text
-    assert metric(metrics_after, "loom_compression_jobs_run_total") > \
-        metric(metrics_before, "loom_compression_jobs_run_total")
-    assert metric(metrics_after, "loom_compression_tokens_saved_total") > \
-        metric(metrics_before, "loom_compression_tokens_saved_total")
-    assert metric(metrics_after, 'loom_summaries_written_total{method="llm"}') > \
-        metric(metrics_before, 'loom_summaries_written_total{method="llm"}')
+    assert metric(metrics_after, "loom_compression_jobs_run_total") > metric(
+        metrics_before, "loom_compression_jobs_run_total"
+    )
+    assert metric(metrics_after, "loom_compression_tokens_saved_total") > metric(
+        metrics_before, "loom_compression_tokens_saved_total"
+    )
+    assert metric(metrics_after, 'loom_summaries_written_total{method="llm"}') > metric(
+        metrics_before, 'loom_summaries_written_total{method="llm"}'
+    )
 
 
 async def test_llm_failure_retries_then_writes_heuristic_summaries(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     fake_llm.fail(529)
     sid = await new_session(client)
@@ -114,12 +121,14 @@ async def test_llm_failure_retries_then_writes_heuristic_summaries(
     assert mem["compression"]["attempts"] == 2  # one LLM try, rescheduled, then fallback
     assert fake_llm.requests, "the LLM was tried first"
     after = (await client.get("/metrics")).text
-    assert metric(after, "loom_compression_jobs_retried_total") > \
-        metric(before, "loom_compression_jobs_retried_total")
+    assert metric(after, "loom_compression_jobs_retried_total") > metric(
+        before, "loom_compression_jobs_retried_total"
+    )
 
 
 async def test_non_retryable_llm_error_falls_back_at_once(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     fake_llm.fail(401)
     sid = await new_session(client)
@@ -132,7 +141,8 @@ async def test_non_retryable_llm_error_falls_back_at_once(
 
 
 async def test_no_llm_configured_gives_heuristic(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
     for n in range(7):
@@ -144,7 +154,8 @@ async def test_no_llm_configured_gives_heuristic(
 
 
 async def test_forced_compression_from_the_api_runs_in_the_worker(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
     for n in range(2):  # 4 messages: nothing due by itself
@@ -157,39 +168,47 @@ async def test_forced_compression_from_the_api_runs_in_the_worker(
 
 
 async def test_enqueue_is_deduplicated_per_session(
-        client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any,
-        fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
     for n in range(7):
         await append(client, sid, exchange(n))
     for _ in range(3):
-        assert await enqueue_compression(app, app.state.loom.sessionmaker, uuid.UUID(tenant.id),
-                                         uuid.UUID(sid), trigger="test")
+        assert await enqueue_compression(
+            app, app.state.loom.sessionmaker, uuid.UUID(tenant.id), uuid.UUID(sid), trigger="test"
+        )
     assert await app.state.loom.redis.zcard(settings.queue_name) == 1
     await run_burst_worker(llm_settings(settings, fake_llm))
     assert (await memory(client, sid))["compression"]["runs"] == 1
 
 
 async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
-        client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any,
-        fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any, fake_llm: FakeLLMServer
+) -> None:
     sid = await new_session(client)
     for n in range(7):
         await append(client, sid, exchange(n))
     await drain_queue(settings)  # the enqueue from the append is lost
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
-    ctx = {"settings": s, "sessionmaker": app.state.loom.sessionmaker,
-           "redis_client": create_redis(s.redis_url),
-           "queue": Queue(arq_settings(s.redis_url), s.queue_name)}
+    ctx = {
+        "settings": s,
+        "sessionmaker": app.state.loom.sessionmaker,
+        "redis_client": create_redis(s.redis_url),
+        "queue": Queue(arq_settings(s.redis_url), s.queue_name),
+    }
     try:
         # the job row says pending: a lost enqueue is picked up once it is old enough
         async with app.state.loom.sessionmaker() as db:
-            await db.execute(sa.text("UPDATE compression_jobs SET updated_at = now() - "
-                                     "interval '1 hour' WHERE tenant_id = :t "
-                                     "AND session_id = :s"),
-                             {"t": uuid.UUID(tenant.id), "s": sid})
+            await db.execute(
+                sa.text(
+                    "UPDATE compression_jobs SET updated_at = now() - "
+                    "interval '1 hour' WHERE tenant_id = :t "
+                    "AND session_id = :s"
+                ),
+                {"t": uuid.UUID(tenant.id), "s": sid},
+            )
             await db.commit()
         result = await compress_busy_sessions(ctx)
     finally:
@@ -202,22 +221,26 @@ async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
 
 
 async def test_cron_pass_enqueues_busy_session_without_job_row(
-        client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any,
-        fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any, fake_llm: FakeLLMServer
+) -> None:
     sid = await new_session(client)
     for n in range(7):
         await append(client, sid, exchange(n))
     await drain_queue(settings)
     async with app.state.loom.sessionmaker() as db:
-        await db.execute(sa.text("DELETE FROM compression_jobs "
-                                 "WHERE tenant_id = :t AND session_id = :s"),
-                         {"t": uuid.UUID(tenant.id), "s": sid})
+        await db.execute(
+            sa.text("DELETE FROM compression_jobs WHERE tenant_id = :t AND session_id = :s"),
+            {"t": uuid.UUID(tenant.id), "s": sid},
+        )
         await db.commit()
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
-    ctx = {"settings": s, "sessionmaker": app.state.loom.sessionmaker,
-           "redis_client": create_redis(s.redis_url),
-           "queue": Queue(arq_settings(s.redis_url), s.queue_name)}
+    ctx = {
+        "settings": s,
+        "sessionmaker": app.state.loom.sessionmaker,
+        "redis_client": create_redis(s.redis_url),
+        "queue": Queue(arq_settings(s.redis_url), s.queue_name),
+    }
     try:
         result = await compress_busy_sessions(ctx)
     finally:
@@ -229,19 +252,21 @@ async def test_cron_pass_enqueues_busy_session_without_job_row(
 
 
 async def test_status_shows_failed_job_with_last_error(
-        client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any,
-        fake_llm: FakeLLMServer) -> None:
+    client: httpx.AsyncClient, settings: Settings, app: Any, tenant: Any, fake_llm: FakeLLMServer
+) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
     for n in range(7):
         await append(client, sid, exchange(n))
     # A database that refuses the job's writes: the memory table is locked by us.
-    s = llm_settings(settings, fake_llm, compress_max_tries=2,
-                     compress_job_timeout_seconds=1.0)
+    s = llm_settings(settings, fake_llm, compress_max_tries=2, compress_job_timeout_seconds=1.0)
     async with app.state.loom.sessionmaker() as locker:
-        await locker.execute(sa.text("SELECT 1 FROM memory_states WHERE tenant_id = :t "
-                                     "AND session_id = :s FOR UPDATE"),
-                             {"t": uuid.UUID(tenant.id), "s": sid})
+        await locker.execute(
+            sa.text(
+                "SELECT 1 FROM memory_states WHERE tenant_id = :t AND session_id = :s FOR UPDATE"
+            ),
+            {"t": uuid.UUID(tenant.id), "s": sid},
+        )
         await run_burst_worker(s)
         await locker.rollback()
     mem = await memory(client, sid)
@@ -251,7 +276,8 @@ async def test_status_shows_failed_job_with_last_error(
 
 
 async def test_append_to_a_session_whose_job_is_pending_enqueues_nothing_more(
-        client: httpx.AsyncClient, settings: Settings, app: Any) -> None:
+    client: httpx.AsyncClient, settings: Settings, app: Any
+) -> None:
     """A queued job plans when it runs: more turns on the busy session don't re-enqueue
     (no extra transaction, no Redis call), so the job row keeps its first enqueue time."""
     await drain_queue(settings)

@@ -20,18 +20,17 @@ async def _jobs(client: httpx.AsyncClient, **params: Any) -> dict[str, Any]:
 
 
 async def test_jobs_list_filters_pages_and_shows_the_queue(
-        client: httpx.AsyncClient, tenant: Any, settings: Settings) -> None:
+    client: httpx.AsyncClient, tenant: Any, settings: Settings
+) -> None:
     await drain_queue(settings)
     compressing = await new_session(client)
     for n in range(3):
         await append(client, compressing, exchange(n))
-    assert (await client.post(f"/v1/sessions/{compressing}/memory/compress")
-            ).status_code == 202
+    assert (await client.post(f"/v1/sessions/{compressing}/memory/compress")).status_code == 202
     r = await client.post("/v1/sessions", json={"config": {"facts": {"enabled": True}}})
     extracting = r.json()["id"]
     await append(client, extracting, exchange(0))
-    r = await client.post(f"/v1/sessions/{extracting}/memory/extract",
-                          params={"wait": "true"})
+    r = await client.post(f"/v1/sessions/{extracting}/memory/extract", params={"wait": "true"})
     assert r.status_code == 200, r.text  # no LLM: recorded as skipped
 
     got = await _jobs(client)
@@ -44,8 +43,9 @@ async def test_jobs_list_filters_pages_and_shows_the_queue(
     assert stamps == sorted(stamps, reverse=True)
 
     assert {j["kind"] for j in (await _jobs(client, kind="facts"))["items"]} == {"facts"}
-    assert [j["session_id"] for j in (await _jobs(client, status="pending"))["items"]] \
-        == [compressing]
+    assert [j["session_id"] for j in (await _jobs(client, status="pending"))["items"]] == [
+        compressing
+    ]
 
     first = await _jobs(client, limit=1)
     assert len(first["items"]) == 1 and first["next_cursor"]
@@ -56,11 +56,17 @@ async def test_jobs_list_filters_pages_and_shows_the_queue(
     assert (await client.get("/v1/jobs", params={"status": "lost"})).status_code == 422
 
     # a worker runs the queued job and reports itself while it runs; gone once it stops
-    worker = Worker(functions=compression_functions(settings),
-                    redis_settings=arq_settings(settings.redis_url or ""),
-                    queue_name=settings.queue_name, poll_delay=0.05, health_check_interval=10,
-                    ctx={"settings": settings}, on_startup=startup, on_shutdown=shutdown,
-                    handle_signals=False)
+    worker = Worker(
+        functions=compression_functions(settings),
+        redis_settings=arq_settings(settings.redis_url or ""),
+        queue_name=settings.queue_name,
+        poll_delay=0.05,
+        health_check_interval=10,
+        ctx={"settings": settings},
+        on_startup=startup,
+        on_shutdown=shutdown,
+        handle_signals=False,
+    )
     task = asyncio.create_task(worker.main())
     try:
         for _ in range(100):
@@ -87,16 +93,20 @@ async def test_jobs_list_filters_pages_and_shows_the_queue(
     assert (await other.get("/v1/jobs", params={"agent_id": "agent-1"})).status_code == 403
 
 
-async def test_jobs_of_another_tenant_are_not_listed(client: httpx.AsyncClient,
-                                                     admin_client: httpx.AsyncClient,
-                                                     app: Any) -> None:
+async def test_jobs_of_another_tenant_are_not_listed(
+    client: httpx.AsyncClient, admin_client: httpx.AsyncClient, app: Any
+) -> None:
     sid = await new_session(client)
     await append(client, sid, exchange(0))
     assert (await client.post(f"/v1/sessions/{sid}/memory/compress")).status_code == 202
     r = await admin_client.post("/v1/tenants", json={"name": f"jobs-{sid[:8]}"})
     tid = r.json()["id"]
-    key = (await admin_client.post("/v1/api-keys", json={"tenant_id": tid,
-                                                        "role": "service"})).json()["secret"]
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
-                                 headers={"Authorization": f"Bearer {key}"}) as stranger:
+    key = (
+        await admin_client.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
+    ).json()["secret"]
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://t",
+        headers={"Authorization": f"Bearer {key}"},
+    ) as stranger:
         assert (await _jobs(stranger))["items"] == []

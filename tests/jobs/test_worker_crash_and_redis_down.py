@@ -54,23 +54,35 @@ async def wait_for(predicate: Any, seconds: float, what: str) -> Any:
 def start_worker(settings: Settings, fake: FakeLLMServer) -> subprocess.Popen[bytes]:
     """`arq workers.settings.WorkerSettings` in its own process, on this run's queue."""
     assert settings.database_url and settings.redis_url
-    env = {**os.environ,
-           "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url,
-           "LOOM_QUEUE_NAME": settings.queue_name, "ANTHROPIC_API_KEY": FAKE_KEY,
-           "ANTHROPIC_BASE_URL": fake.base_url, "LOOM_LLM_PROVIDER": "anthropic",
-           "LOOM_LLM_MAX_RETRIES": "0", "LOOM_LLM_TIMEOUT_SECONDS": "60",
-           # a short lease, so the killed worker's job runs again soon (app/jobs/lease.py;
-           # tests/faults/test_worker_faults.py checks the default bound)
-           "LOOM_JOB_RECOVERY_SECONDS": "6",
-           "LOOM_COMPRESS_RETRY_BASE_SECONDS": "0", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "LOOM_QUEUE_NAME": settings.queue_name,
+        "ANTHROPIC_API_KEY": FAKE_KEY,
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "LOOM_LLM_PROVIDER": "anthropic",
+        "LOOM_LLM_MAX_RETRIES": "0",
+        "LOOM_LLM_TIMEOUT_SECONDS": "60",
+        # a short lease, so the killed worker's job runs again soon (app/jobs/lease.py;
+        # tests/faults/test_worker_faults.py checks the default bound)
+        "LOOM_JOB_RECOVERY_SECONDS": "6",
+        "LOOM_COMPRESS_RETRY_BASE_SECONDS": "0",
+        "PYTHONPATH": str(ROOT),
+    }
     arq = Path(sys.executable).with_name("arq")
-    return subprocess.Popen([str(arq), "workers.settings.WorkerSettings"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [str(arq), "workers.settings.WorkerSettings"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def test_worker_killed_mid_job_leaves_consistent_state_and_one_summary_per_range(
-        client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer,
-        db: Any) -> None:
+    client: httpx.AsyncClient, settings: Settings, fake_llm: FakeLLMServer, db: Any
+) -> None:
     await drain_queue(settings)
     sid = await new_session(client)
     for n in range(7):
@@ -94,9 +106,11 @@ async def test_worker_killed_mid_job_leaves_consistent_state_and_one_summary_per
     fake_llm.reset()  # answers normally again (and releases the hung request)
     worker = start_worker(settings, fake_llm)
     try:
+
         async def done() -> Any:
             m = await memory(client, sid)
             return m if m["compression"]["status"] == "succeeded" and m["l2"] else None
+
         after = await wait_for(done, 60, "the restarted worker to finish the job")
     finally:
         worker.send_signal(signal.SIGTERM)
@@ -107,9 +121,15 @@ async def test_worker_killed_mid_job_leaves_consistent_state_and_one_summary_per
             worker.wait(10)
     assert after["compression"]["attempts"] >= 2
     assert all(s["method"] == "llm" for s in after["l2"])
-    rows = (await db.execute(sa.text(
-        "SELECT start_seq, end_seq FROM memory_summaries WHERE session_id = :s "
-        "ORDER BY start_seq"), {"s": sid})).all()
+    rows = (
+        await db.execute(
+            sa.text(
+                "SELECT start_seq, end_seq FROM memory_summaries WHERE session_id = :s "
+                "ORDER BY start_seq"
+            ),
+            {"s": sid},
+        )
+    ).all()
     # exactly one summary per range: contiguous from seq 1, no overlap, no duplicate
     assert rows[0][0] == 1
     for (_, end), (start, _) in zip(rows, rows[1:], strict=False):
@@ -135,9 +155,22 @@ def redis_server() -> Iterator[dict[str, Any]]:
 
     def start() -> None:
         handle["proc"] = subprocess.Popen(
-            [exe, "--port", str(port), "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--bind", "127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                exe,
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--bind",
+                "127.0.0.1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
@@ -168,12 +201,18 @@ async def redis_app(settings: Settings, redis_server: dict[str, Any]) -> AsyncIt
 
 
 async def test_redis_down_appends_and_context_still_work_and_cron_catches_up(
-        tenant: Any, redis_app: Any, redis_server: dict[str, Any], settings: Settings,
-        fake_llm: FakeLLMServer) -> None:
-    api = httpx.AsyncClient(transport=httpx.ASGITransport(app=redis_app),
-                            base_url="http://test", timeout=30,
-                            headers={"Authorization": f"Bearer {tenant.service_key}",
-                                     "X-Agent-Id": "agent-1"})
+    tenant: Any,
+    redis_app: Any,
+    redis_server: dict[str, Any],
+    settings: Settings,
+    fake_llm: FakeLLMServer,
+) -> None:
+    api = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=redis_app),
+        base_url="http://test",
+        timeout=30,
+        headers={"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "agent-1"},
+    )
     try:
         sid = await new_session(api)
         redis_server["stop"]()
@@ -195,17 +234,23 @@ async def test_redis_down_appends_and_context_still_work_and_cron_catches_up(
         assert "queue unavailable" in mem["compression"]["last_error"]
 
         redis_server["start"]()
-        s = llm_settings(settings, fake_llm).model_copy(
-            update={"redis_url": redis_server["url"]})
-        cron_ctx = {"settings": s, "sessionmaker": redis_app.state.loom.sessionmaker,
-                    "redis_client": create_redis(redis_server["url"]),
-                    "queue": Queue(arq_settings(redis_server["url"]), s.queue_name)}
+        s = llm_settings(settings, fake_llm).model_copy(update={"redis_url": redis_server["url"]})
+        cron_ctx = {
+            "settings": s,
+            "sessionmaker": redis_app.state.loom.sessionmaker,
+            "redis_client": create_redis(redis_server["url"]),
+            "queue": Queue(arq_settings(redis_server["url"]), s.queue_name),
+        }
         try:
             async with redis_app.state.loom.sessionmaker() as db:  # the lost job is old now
-                await db.execute(sa.text("UPDATE compression_jobs SET updated_at = now() - "
-                                         "interval '1 hour' WHERE tenant_id = :t "
-                                         "AND session_id = :s"),
-                                 {"t": uuid.UUID(tenant.id), "s": sid})
+                await db.execute(
+                    sa.text(
+                        "UPDATE compression_jobs SET updated_at = now() - "
+                        "interval '1 hour' WHERE tenant_id = :t "
+                        "AND session_id = :s"
+                    ),
+                    {"t": uuid.UUID(tenant.id), "s": sid},
+                )
                 await db.commit()
             result = await compress_busy_sessions(cron_ctx)
         finally:

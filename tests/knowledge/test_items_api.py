@@ -24,8 +24,16 @@ SPECS = [  # (scope, kind, source, tags, importance, text)
 ]
 
 
-async def _create(client, scope: str, kind: str = "note", *, importance: float = 0.5,
-                  text: str | None = "x", tags: list[str] | None = None, **extra: Any) -> dict:
+async def _create(
+    client,
+    scope: str,
+    kind: str = "note",
+    *,
+    importance: float = 0.5,
+    text: str | None = "x",
+    tags: list[str] | None = None,
+    **extra: Any,
+) -> dict:
     body = {"scope": scope, "kind": kind, "importance": importance, "tags": tags or [], **extra}
     if text is not None:
         body["text"] = text
@@ -40,8 +48,9 @@ async def _create(client, scope: str, kind: str = "note", *, importance: float =
 async def corpus(client) -> list[dict]:
     out = []
     for scope, kind, source, tags, imp, text in SPECS:
-        out.append(await _create(client, scope, kind, importance=imp, text=text, tags=tags,
-                                 source=source))
+        out.append(
+            await _create(client, scope, kind, importance=imp, text=text, tags=tags, source=source)
+        )
     return out
 
 
@@ -69,30 +78,50 @@ async def test_create_get_delete(client) -> None:
     assert (await client.delete(f"/v1/memory-items/{item['id']}")).status_code == 404
 
 
-@pytest.mark.parametrize("body", [
-    {"scope": "project/", "kind": "k", "text": "t"}, {"scope": "team/x", "kind": "k", "text": "t"},
-    {"scope": "global", "kind": "k"},
-    {"scope": "global", "kind": "k", "text": "t", "importance": 2},
-    {"scope": "global", "kind": "", "text": "t"},
-    {"scope": "global", "kind": "k", "text": "t", "x": 1},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"scope": "project/", "kind": "k", "text": "t"},
+        {"scope": "team/x", "kind": "k", "text": "t"},
+        {"scope": "global", "kind": "k"},
+        {"scope": "global", "kind": "k", "text": "t", "importance": 2},
+        {"scope": "global", "kind": "", "text": "t"},
+        {"scope": "global", "kind": "k", "text": "t", "x": 1},
+    ],
+)
 async def test_create_rejects_bad_input(client, body: dict) -> None:
     r = await client.post("/v1/memory-items", json=body)
     assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
 
 
 FILTERS = [
-    {"kind": "decision"}, {"kind": ["decision", "failure"]}, {"kind": {"$ne": "decision"}},
-    {"kind": {"$ne": ["decision", "pattern"]}}, {"source": "alice"},
-    {"tags": ["db"]}, {"tags": ["perf", "ros"]}, {"tags": "style"}, {"tags": {"$ne": "db"}},
+    {"kind": "decision"},
+    {"kind": ["decision", "failure"]},
+    {"kind": {"$ne": "decision"}},
+    {"kind": {"$ne": ["decision", "pattern"]}},
+    {"source": "alice"},
+    {"tags": ["db"]},
+    {"tags": ["perf", "ros"]},
+    {"tags": "style"},
+    {"tags": {"$ne": "db"}},
     {"tags": {"$eq": ["bug_fix", "verbosity"]}},
-    {"importance": 0.9}, {"importance": {"$eq": 0.85}}, {"importance": {"$ne": 0.9}},
-    {"importance": {"$gt": 0.8}}, {"importance": {"$gte": 0.8}}, {"importance": {"$lt": 0.7}},
-    {"importance": {"$lte": 0.7}}, {"importance": {"$gt": 0.5, "$lte": 0.9}},
-    {"token_cost": {"$gte": 1}}, {"text": None}, {"text": {"$ne": None}},
-    {"scope": "project/p1"}, {"scope": ["task/t1", "global"]}, {"scope": {"$ne": "project/p1"}},
+    {"importance": 0.9},
+    {"importance": {"$eq": 0.85}},
+    {"importance": {"$ne": 0.9}},
+    {"importance": {"$gt": 0.8}},
+    {"importance": {"$gte": 0.8}},
+    {"importance": {"$lt": 0.7}},
+    {"importance": {"$lte": 0.7}},
+    {"importance": {"$gt": 0.5, "$lte": 0.9}},
+    {"token_cost": {"$gte": 1}},
+    {"text": None},
+    {"text": {"$ne": None}},
+    {"scope": "project/p1"},
+    {"scope": ["task/t1", "global"]},
+    {"scope": {"$ne": "project/p1"}},
     {"scope": "project/p1", "kind": "decision", "tags": ["db"], "importance": {"$gte": 0.5}},
-    {"created_at": {"$gte": "2000-01-01T00:00:00Z"}}, {"timestamp": {"$lt": "2000-01-01"}},
+    {"created_at": {"$gte": "2000-01-01T00:00:00Z"}},
+    {"timestamp": {"$lt": "2000-01-01"}},
 ]
 
 
@@ -105,46 +134,62 @@ async def test_each_filter_matches_the_reference_semantics(client, corpus, filte
 async def test_filter_examples_by_hand(client, corpus) -> None:
     by_text = {i["text"]: i["id"] for i in corpus}
     assert set(await _ids(client, {"tags": ["db"], "scope": "project/p1"})) == {
-        by_text["use postgres"], by_text["deadlock on upsert"]}
+        by_text["use postgres"],
+        by_text["deadlock on upsert"],
+    }
     assert await _ids(client, {"importance": {"$gt": 0.9}}) == [by_text["use mysql"]]
 
 
 async def test_unknown_fields_and_operators_are_422_listing_them(client, corpus) -> None:
-    r = await client.post("/v1/memory-items/query", json={
-        "filters": {"colour": "red", "importance": {"$regex": "x"}}, "order_by": "tags"})
+    r = await client.post(
+        "/v1/memory-items/query",
+        json={"filters": {"colour": "red", "importance": {"$regex": "x"}}, "order_by": "tags"},
+    )
     assert r.status_code == 422
     locs = {tuple(d["loc"]) for d in r.json()["error"]["details"]}
-    assert locs == {("body", "filters", "colour"), ("body", "filters", "importance", "$regex"),
-                    ("body", "order_by")}
+    assert locs == {
+        ("body", "filters", "colour"),
+        ("body", "filters", "importance", "$regex"),
+        ("body", "order_by"),
+    }
 
 
-@pytest.mark.parametrize("order_by,key,reverse", [
-    ("importance", "importance", True), ("-importance", "importance", False),
-    ("timestamp", "created_at", True), ("-created_at", "created_at", False),
-    ("token_cost", "token_cost", True),
-])
+@pytest.mark.parametrize(
+    "order_by,key,reverse",
+    [
+        ("importance", "importance", True),
+        ("-importance", "importance", False),
+        ("timestamp", "created_at", True),
+        ("-created_at", "created_at", False),
+        ("token_cost", "token_cost", True),
+    ],
+)
 async def test_order_by_and_cursor_pages(client, corpus, order_by, key, reverse) -> None:
     seen: list[dict] = []
     cursor = None
     for _ in range(10):
-        r = await client.post("/v1/memory-items/query", json={
-            "order_by": order_by, "limit": 2, "cursor": cursor})
+        r = await client.post(
+            "/v1/memory-items/query", json={"order_by": order_by, "limit": 2, "cursor": cursor}
+        )
         assert r.status_code == 200, r.text
         seen += r.json()["items"]
         cursor = r.json()["next_cursor"]
         if cursor is None:
             break
     assert len(seen) == len(corpus) and len({i["id"] for i in seen}) == len(corpus)
+
     def sort_key(i):
-        return ((_record(i)[key], uuid.UUID(i["id"])))
+        return (_record(i)[key], uuid.UUID(i["id"]))
+
     assert seen == sorted(seen, key=sort_key, reverse=reverse)
 
 
 async def test_cursor_from_another_order_is_400(client, corpus) -> None:
     r = await client.post("/v1/memory-items/query", json={"order_by": "importance", "limit": 1})
     cursor = r.json()["next_cursor"]
-    r = await client.post("/v1/memory-items/query", json={"order_by": "-importance",
-                                                           "cursor": cursor})
+    r = await client.post(
+        "/v1/memory-items/query", json={"order_by": "-importance", "cursor": cursor}
+    )
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_cursor"
     r = await client.post("/v1/memory-items/query", json={"cursor": "garbage!"})
     assert r.status_code == 400
@@ -154,13 +199,18 @@ async def test_projects_and_tenants_are_isolated(client, tenant, admin_client, c
     p2 = {i["id"] for i in corpus if i["scope"] == "project/p2"}
     assert set(await _ids(client, {"scope": "project/p2"})) == p2
     assert not set(await _ids(client, {"scope": "project/p1"})) & p2
-    pkg = (await client.post("/v1/context-packages", json={
-        "project_id": "p1", "include_global": False, "budget_tokens": 10_000})).json()
+    pkg = (
+        await client.post(
+            "/v1/context-packages",
+            json={"project_id": "p1", "include_global": False, "budget_tokens": 10_000},
+        )
+    ).json()
     assert {i["scope"] for i in pkg["items"]} == {"project/p1"}
     # another tenant sees nothing of ours, whatever ids it sends
     r = await admin_client.post("/v1/tenants", json={"name": f"other-{uuid.uuid4().hex[:6]}"})
-    key = await admin_client.post("/v1/api-keys", json={"tenant_id": r.json()["id"],
-                                                        "role": "service"})
+    key = await admin_client.post(
+        "/v1/api-keys", json={"tenant_id": r.json()["id"], "role": "service"}
+    )
     other = tenant.client_for(key.json()["secret"])
     item_id = corpus[0]["id"]
     assert (await other.get(f"/v1/memory-items/{item_id}")).status_code == 404
@@ -191,8 +241,9 @@ async def test_task_completion_promotes_listed_and_clears_the_rest(client) -> No
     keep = await _create(client, "task/t1", "lesson", importance=0.9, text="keep me")
     drop = [await _create(client, "task/t1", "scratch") for _ in range(3)]
     other_task = await _create(client, "task/t2", "scratch")
-    r = await client.post("/v1/tasks/t1/complete", json={"promote": [keep["id"]],
-                                                          "project_id": "p1"})
+    r = await client.post(
+        "/v1/tasks/t1/complete", json={"promote": [keep["id"]], "project_id": "p1"}
+    )
     assert r.status_code == 200, r.text
     assert r.json() == {"task_id": "t1", "promoted": [keep["id"]], "cleared": 3, "evicted": 0}
     assert (await client.get(f"/v1/memory-items/{keep['id']}")).json()["scope"] == "project/p1"
@@ -201,16 +252,18 @@ async def test_task_completion_promotes_listed_and_clears_the_rest(client) -> No
     assert await _ids(client, {"scope": "task/t1"}) == []
     assert await _ids(client, {"scope": "task/t2"}) == [other_task["id"]]
     # retry is safe
-    r = await client.post("/v1/tasks/t1/complete", json={"promote": [keep["id"]],
-                                                          "project_id": "p1"})
+    r = await client.post(
+        "/v1/tasks/t1/complete", json={"promote": [keep["id"]], "project_id": "p1"}
+    )
     assert r.status_code == 200 and r.json()["cleared"] == 0
 
 
 async def test_task_completion_refuses_foreign_items_and_changes_nothing(client) -> None:
     mine = await _create(client, "task/t1", "scratch")
     foreign = await _create(client, "task/t2", "scratch")
-    r = await client.post("/v1/tasks/t1/complete", json={"promote": [foreign["id"]],
-                                                          "project_id": "p1"})
+    r = await client.post(
+        "/v1/tasks/t1/complete", json={"promote": [foreign["id"]], "project_id": "p1"}
+    )
     assert r.status_code == 404
     assert (await client.get(f"/v1/memory-items/{mine['id']}")).status_code == 200
     r = await client.post("/v1/tasks/t1/complete", json={"promote": [mine["id"]]})
@@ -233,7 +286,9 @@ async def test_clear_global_needs_confirmation(client) -> None:
 async def test_clear_project_with_filter(client) -> None:
     await _create(client, "project/p1", "decision", importance=0.2)
     keep = await _create(client, "project/p1", "decision", importance=0.9)
-    r = await client.post("/v1/memory-items/clear", json={
-        "scope": "project/p1", "filters": {"importance": {"$lt": 0.5}}})
+    r = await client.post(
+        "/v1/memory-items/clear",
+        json={"scope": "project/p1", "filters": {"importance": {"$lt": 0.5}}},
+    )
     assert r.json()["removed"] == 1
     assert await _ids(client, {"scope": "project/p1"}) == [keep["id"]]

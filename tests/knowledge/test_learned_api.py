@@ -4,9 +4,11 @@ from __future__ import annotations
 
 
 def _content(n: int) -> dict:
-    return {"signatures": {"qa": {"inputs": ["question"], "outputs": ["answer"], "v": n}},
-            "demonstrations": [{"question": f"q{n}", "answer": f"a{n}"}],
-            "tuned_prompts": {"system": f"prompt v{n}"}}
+    return {
+        "signatures": {"qa": {"inputs": ["question"], "outputs": ["answer"], "v": n}},
+        "demonstrations": [{"question": f"q{n}", "answer": f"a{n}"}],
+        "tuned_prompts": {"system": f"prompt v{n}"},
+    }
 
 
 async def test_versions_and_rollback_restores_earlier_version(client) -> None:

@@ -13,13 +13,23 @@ TIERS = ("task", "project", "global")
 
 async def _fill(client) -> list[dict]:
     items = []
-    texts = ["short", "a somewhat longer piece of knowledge about the system " * 3,
-             "medium length note about caching", "x " * 40]
+    texts = [
+        "short",
+        "a somewhat longer piece of knowledge about the system " * 3,
+        "medium length note about caching",
+        "x " * 40,
+    ]
     for tier_scope in ("task/t1", "project/p1", "global", "project/p2", "task/t2"):
         for i in range(8):
-            r = await client.post("/v1/memory-items", json={
-                "scope": tier_scope, "kind": "note", "importance": round((i * 37 % 10) / 10, 1),
-                "text": texts[i % len(texts)] + f" #{i}"})
+            r = await client.post(
+                "/v1/memory-items",
+                json={
+                    "scope": tier_scope,
+                    "kind": "note",
+                    "importance": round((i * 37 % 10) / 10, 1),
+                    "text": texts[i % len(texts)] + f" #{i}",
+                },
+            )
             assert r.status_code == 201
             items.append(r.json())
     return items
@@ -47,13 +57,17 @@ def _check(pkg: dict, items: list[dict], budget: int, shares: dict[str, float]) 
 
 async def test_default_split_ranked_by_importance(client, filled) -> None:
     budget = 200
-    r = await client.post("/v1/context-packages", json={
-        "task_id": "t1", "project_id": "p1", "budget_tokens": budget})
+    r = await client.post(
+        "/v1/context-packages", json={"task_id": "t1", "project_id": "p1", "budget_tokens": budget}
+    )
     assert r.status_code == 200, r.text
     pkg = r.json()
     _check(pkg, filled, budget, {"task": 0.4, "project": 0.4, "global": 0.2})
     assert {t: pkg["tiers"][t]["allowance"] for t in TIERS} == {
-        "task": 80, "project": 80, "global": 40}
+        "task": 80,
+        "project": 80,
+        "global": 40,
+    }
     for tier in TIERS:
         imps = [i["importance"] for i in pkg["items"] if i["tier"] == tier]
         assert imps == sorted(imps, reverse=True)
@@ -62,19 +76,25 @@ async def test_default_split_ranked_by_importance(client, filled) -> None:
 
 
 async def test_everything_fits_ratio_is_one(client, filled) -> None:
-    pkg = (await client.post("/v1/context-packages", json={
-        "task_id": "t1", "project_id": "p1", "budget_tokens": 1_000_000})).json()
+    pkg = (
+        await client.post(
+            "/v1/context-packages",
+            json={"task_id": "t1", "project_id": "p1", "budget_tokens": 1_000_000},
+        )
+    ).json()
     assert pkg["compression_ratio"] == 1.0 and len(pkg["items"]) == 24
 
 
 async def test_empty_package_ratio_is_one(client) -> None:
-    pkg = (await client.post("/v1/context-packages", json={
-        "task_id": "nothing", "budget_tokens": 100})).json()
+    pkg = (
+        await client.post("/v1/context-packages", json={"task_id": "nothing", "budget_tokens": 100})
+    ).json()
     assert pkg["items"] == [] and pkg["compression_ratio"] == 1.0 and pkg["text"] == ""
 
 
-@pytest.mark.parametrize("shares", [{"task": 0.6, "project": 0.6}, {"global": -0.1},
-                                    {"task": 1.2}, {"tasks": 0.1}])
+@pytest.mark.parametrize(
+    "shares", [{"task": 0.6, "project": 0.6}, {"global": -0.1}, {"task": 1.2}, {"tasks": 0.1}]
+)
 async def test_invalid_shares_are_422(client, shares) -> None:
     r = await client.post("/v1/context-packages", json={"budget_tokens": 100, "shares": shares})
     assert r.status_code == 422
@@ -83,13 +103,23 @@ async def test_invalid_shares_are_422(client, shares) -> None:
 async def test_head_tail_preserves_oldest_and_newest(client) -> None:
     made = []
     for i in range(10):
-        r = await client.post("/v1/memory-items", json={
-            "scope": "project/ht", "kind": "note", "text": "same size note",
-            "importance": 0.0 if i in (0, 9) else 1.0})
+        r = await client.post(
+            "/v1/memory-items",
+            json={
+                "scope": "project/ht",
+                "kind": "note",
+                "text": "same size note",
+                "importance": 0.0 if i in (0, 9) else 1.0,
+            },
+        )
         made.append(r.json())
     cost = made[0]["token_cost"]
-    body = {"project_id": "ht", "include_global": False, "budget_tokens": cost * 4,
-            "shares": {"task": 0, "project": 1, "global": 0}}
+    body = {
+        "project_id": "ht",
+        "include_global": False,
+        "budget_tokens": cost * 4,
+        "shares": {"task": 0, "project": 1, "global": 0},
+    }
     plain = (await client.post("/v1/context-packages", json=body)).json()
     assert {made[0]["id"], made[9]["id"]}.isdisjoint({i["id"] for i in plain["items"]})
     ht = (await client.post("/v1/context-packages", json={**body, "head_tail": 1})).json()
@@ -100,16 +130,25 @@ async def test_head_tail_preserves_oldest_and_newest(client) -> None:
 async def test_package_never_exceeds_budget_or_share_property(client) -> None:
     items = await _fill(client)
 
-    @settings(max_examples=25, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(budget=st.integers(1, 600),
-           shares=st.tuples(st.integers(0, 10), st.integers(0, 10), st.integers(0, 10))
-           .filter(lambda t: sum(t) <= 10),
-           head_tail=st.none() | st.integers(0, 3))
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        budget=st.integers(1, 600),
+        shares=st.tuples(st.integers(0, 10), st.integers(0, 10), st.integers(0, 10)).filter(
+            lambda t: sum(t) <= 10
+        ),
+        head_tail=st.none() | st.integers(0, 3),
+    )
     def prop(budget, shares, head_tail):
         share = dict(zip(TIERS, (s / 10 for s in shares), strict=True))
-        body = {"task_id": "t1", "project_id": "p1", "budget_tokens": budget,
-                "shares": share, "head_tail": head_tail}
+        body = {
+            "task_id": "t1",
+            "project_id": "p1",
+            "budget_tokens": budget,
+            "shares": share,
+            "head_tail": head_tail,
+        }
         samples.append((body, share))
 
     samples: list = []

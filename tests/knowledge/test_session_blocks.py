@@ -15,9 +15,11 @@ from app.knowledge import blocks as knowledge_blocks
 from app.sessions import repository as sessions_repo
 from tests.support.api import create_session
 
-LEARNED = {"tuned_prompts": {"system": "Answer in one sentence."},
-           "signatures": {"qa": {"inputs": ["q"], "outputs": ["a"]}},
-           "demonstrations": [{"q": f"question {i}", "a": "answer " * 20} for i in range(30)]}
+LEARNED = {
+    "tuned_prompts": {"system": "Answer in one sentence."},
+    "signatures": {"qa": {"inputs": ["q"], "outputs": ["a"]}},
+    "demonstrations": [{"q": f"question {i}", "a": "answer " * 20} for i in range(30)],
+}
 
 
 async def _session(client, knowledge: dict | None, max_context_tokens: int = 20_000) -> dict:
@@ -28,31 +30,44 @@ async def _session(client, knowledge: dict | None, max_context_tokens: int = 20_
 
 
 async def _items(client) -> None:
-    for scope, text, imp in [("project/p1", "Decision: use PostgreSQL for everything", 0.9),
-                             ("project/p2", "SECRET of another project", 1.0),
-                             ("task/t1", "Step 2 failed: retry with backoff", 0.7),
-                             ("global", "The user prefers terse answers", 0.8)]:
-        r = await client.post("/v1/memory-items", json={"scope": scope, "kind": "note",
-                                                         "text": text, "importance": imp})
+    for scope, text, imp in [
+        ("project/p1", "Decision: use PostgreSQL for everything", 0.9),
+        ("project/p2", "SECRET of another project", 1.0),
+        ("task/t1", "Step 2 failed: retry with backoff", 0.7),
+        ("global", "The user prefers terse answers", 0.8),
+    ]:
+        r = await client.post(
+            "/v1/memory-items",
+            json={"scope": scope, "kind": "note", "text": text, "importance": imp},
+        )
         assert r.status_code == 201
     for i in range(200):  # more than the share can hold
-        await client.post("/v1/memory-items", json={"scope": "project/p1", "kind": "filler",
-                                                     "text": f"filler note {i} " * 10,
-                                                     "importance": 0.1})
+        await client.post(
+            "/v1/memory-items",
+            json={
+                "scope": "project/p1",
+                "kind": "filler",
+                "text": f"filler note {i} " * 10,
+                "importance": 0.1,
+            },
+        )
 
 
 async def _blocks(db, tenant, session: dict, budget: int) -> dict[str, registry.ContextBlock]:
     row = await sessions_repo.get(db, uuid.UUID(tenant.id), uuid.UUID(session["id"]))
     providers = (knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider)
-    return {b.name: b for b in await registry.collect(lambda: nullcontext(db), row, budget,
-                                                       providers)}
+    return {
+        b.name: b for b in await registry.collect(lambda: nullcontext(db), row, budget, providers)
+    }
 
 
 async def test_blocks_appear_within_their_share(client, tenant, db) -> None:
     await _items(client)
     assert (await client.put("/v1/agents/agent-1/learned", json=LEARNED)).status_code == 200
-    s = await _session(client, {"project_id": "p1", "task_id": "t1", "share": 0.1,
-                                "learned": True, "learned_share": 0.05})
+    s = await _session(
+        client,
+        {"project_id": "p1", "task_id": "t1", "share": 0.1, "learned": True, "learned_share": 0.05},
+    )
     got = await _blocks(db, tenant, s, s["budget"])
     know, learned = got["knowledge"], got["learned"]
     assert know.token_count == count_text(know.text) <= math.floor(s["budget"] * 0.1)
@@ -67,8 +82,9 @@ async def test_blocks_appear_within_their_share(client, tenant, db) -> None:
 async def test_blocks_respect_the_free_budget(client, tenant, db) -> None:
     await _items(client)
     await client.put("/v1/agents/agent-1/learned", json=LEARNED)
-    s = await _session(client, {"project_id": "p1", "share": 1.0, "learned": True,
-                                "learned_share": 1.0})
+    s = await _session(
+        client, {"project_id": "p1", "share": 1.0, "learned": True, "learned_share": 1.0}
+    )
     for free in (0, 5, 40, 300):
         got = await _blocks(db, tenant, s, free)
         assert sum(b.token_count for b in got.values()) <= free
@@ -95,22 +111,29 @@ async def test_no_blocks_unless_configured(client, tenant, db, knowledge) -> Non
 
 
 async def test_session_knowledge_config_is_validated(client) -> None:
-    r = await client.post("/v1/sessions", json={"agent_id": "agent-1", "config": {
-        "knowledge": {"project_id": "bad/id"}}})
+    r = await client.post(
+        "/v1/sessions",
+        json={"agent_id": "agent-1", "config": {"knowledge": {"project_id": "bad/id"}}},
+    )
     assert r.status_code == 422
-    r = await client.post("/v1/sessions", json={"agent_id": "agent-1", "config": {
-        "knowledge": {"share": 2}}})
+    r = await client.post(
+        "/v1/sessions", json={"agent_id": "agent-1", "config": {"knowledge": {"share": 2}}}
+    )
     assert r.status_code == 422
 
 
 async def test_blocks_in_the_built_context_within_budget(client) -> None:
     await _items(client)
     await client.put("/v1/agents/agent-1/learned", json=LEARNED)
-    s = await _session(client, {"project_id": "p1", "task_id": "t1", "share": 0.2,
-                                "learned": True, "learned_share": 0.1},
-                       max_context_tokens=4000)
-    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 30}
-            for i in range(12)]
+    s = await _session(
+        client,
+        {"project_id": "p1", "task_id": "t1", "share": 0.2, "learned": True, "learned_share": 0.1},
+        max_context_tokens=4000,
+    )
+    msgs = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 30}
+        for i in range(12)
+    ]
     r = await client.post(f"/v1/sessions/{s['id']}/messages", json={"messages": msgs})
     assert r.status_code in (200, 201), r.text
     r = await client.post(f"/v1/sessions/{s['id']}/context", json={"format": "raw"})

@@ -69,8 +69,9 @@ async def test_model_override_is_sent(fake_llm: FakeLLMServer) -> None:
 
 
 @pytest.mark.parametrize("status", [500, 529, 429])
-async def test_transient_status_is_retryable_llm_error(fake_llm: FakeLLMServer,
-                                                       status: int) -> None:
+async def test_transient_status_is_retryable_llm_error(
+    fake_llm: FakeLLMServer, status: int
+) -> None:
     fake_llm.fail(status)
     client = anthropic_client(fake_llm, llm_max_retries=2)
     try:
@@ -121,10 +122,12 @@ async def test_timeout_is_llm_error(fake_llm: FakeLLMServer) -> None:
     assert "timed out" in info.value.message
 
 
-@pytest.mark.parametrize("action", [Empty(), Empty(blank=True), Malformed("json"),
-                                    Malformed("shape")])
-async def test_empty_or_malformed_answer_is_llm_error(fake_llm: FakeLLMServer,
-                                                      action: object) -> None:
+@pytest.mark.parametrize(
+    "action", [Empty(), Empty(blank=True), Malformed("json"), Malformed("shape")]
+)
+async def test_empty_or_malformed_answer_is_llm_error(
+    fake_llm: FakeLLMServer, action: object
+) -> None:
     fake_llm.script(action)  # type: ignore[arg-type]
     client = anthropic_client(fake_llm)
     try:
@@ -168,11 +171,17 @@ async def test_openai_without_key_works_for_local_servers(fake_llm: FakeLLMServe
         await client.aclose()
 
 
-@pytest.mark.parametrize("action,retryable", [(Fail(500), True), (Fail(529), True),
-                                              (Empty(), False), (Malformed("json"), False),
-                                              (Malformed("shape"), False)])
-async def test_openai_failures(fake_llm: FakeLLMServer, action: object,
-                               retryable: bool) -> None:
+@pytest.mark.parametrize(
+    "action,retryable",
+    [
+        (Fail(500), True),
+        (Fail(529), True),
+        (Empty(), False),
+        (Malformed("json"), False),
+        (Malformed("shape"), False),
+    ],
+)
+async def test_openai_failures(fake_llm: FakeLLMServer, action: object, retryable: bool) -> None:
     fake_llm.script(action)  # type: ignore[arg-type]
     client = openai_client(fake_llm)
     try:
@@ -197,8 +206,14 @@ async def test_openai_timeout(fake_llm: FakeLLMServer) -> None:
 def test_no_key_means_no_client(fake_llm: FakeLLMServer) -> None:
     assert get_llm_client(make_settings(fake_llm, anthropic_api_key=None)) is None
     assert get_llm_client(make_settings(fake_llm, llm_provider="none")) is None
-    assert get_llm_client(make_settings(fake_llm, llm_provider="openai",
-                                        openai_base_url=None, openai_api_key=None)) is None
+    assert (
+        get_llm_client(
+            make_settings(
+                fake_llm, llm_provider="openai", openai_base_url=None, openai_api_key=None
+            )
+        )
+        is None
+    )
 
 
 def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,8 +35,14 @@ def conversation(n: int, start: int = 1, words: int = 20) -> list[dict]:
 
 
 def anthropic(fake: FakeLLMServer, timeout: float = 5.0) -> AnthropicLLM:
-    return AnthropicLLM(api_key=KEY, base_url=fake.base_url, model="claude-haiku-4-5",
-                        rerank_model=None, timeout=timeout, max_retries=0)
+    return AnthropicLLM(
+        api_key=KEY,
+        base_url=fake.base_url,
+        model="claude-haiku-4-5",
+        rerank_model=None,
+        timeout=timeout,
+        max_retries=0,
+    )
 
 
 async def test_llm_summary_covers_range_and_asks_for_it(fake_llm: FakeLLMServer) -> None:
@@ -78,8 +84,10 @@ async def test_user_text_is_kept_verbatim(fake_llm: FakeLLMServer) -> None:
 
 async def test_quote_not_repeated_when_llm_already_quoted(fake_llm: FakeLLMServer) -> None:
     fake_llm.respond_with('The user asked "deploy to staging".')
-    msgs = [{"seq": 5, "role": "user", "content": "deploy to staging"},
-            {"seq": 6, "role": "assistant", "content": "deploying"}]
+    msgs = [
+        {"seq": 5, "role": "user", "content": "deploy to staging"},
+        {"seq": 6, "role": "assistant", "content": "deploying"},
+    ]
     client = anthropic(fake_llm)
     try:
         draft = await summarise(client, msgs)
@@ -91,14 +99,30 @@ async def test_quote_not_repeated_when_llm_already_quoted(fake_llm: FakeLLMServe
 async def test_tool_calls_are_rendered_for_the_summariser(fake_llm: FakeLLMServer) -> None:
     msgs = [
         {"seq": 1, "role": "user", "content": "weather in Oslo?"},
-        {"seq": 2, "role": "assistant", "content": [
-            {"type": "text", "text": "checking"},
-            {"type": "tool_use", "id": "tu_1", "name": "get_weather", "input": {"city": "Oslo"}},
-        ]},
-        {"seq": 3, "role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "tu_1", "content": "-3C snow"}]},
-        {"seq": 4, "role": "assistant", "content": "It is -3C with snow.",
-         "tool_calls": [{"id": "c2", "name": "log", "input": {"x": 1}}]},
+        {
+            "seq": 2,
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "checking"},
+                {
+                    "type": "tool_use",
+                    "id": "tu_1",
+                    "name": "get_weather",
+                    "input": {"city": "Oslo"},
+                },
+            ],
+        },
+        {
+            "seq": 3,
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "-3C snow"}],
+        },
+        {
+            "seq": 4,
+            "role": "assistant",
+            "content": "It is -3C with snow.",
+            "tool_calls": [{"id": "c2", "name": "log", "input": {"x": 1}}],
+        },
     ]
     client = anthropic(fake_llm)
     try:
@@ -131,10 +155,12 @@ async def test_long_range_is_split_to_fit_the_window(fake_llm: FakeLLMServer) ->
     assert "[covers msg:100-139]" in draft.text
 
 
-@pytest.mark.parametrize("action", [Fail(500), Fail(529), Empty(), Malformed("json"),
-                                    Malformed("shape"), Hang(3)])
-async def test_llm_trouble_gives_heuristic(fake_llm: FakeLLMServer, action: object,
-                                           caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "action", [Fail(500), Fail(529), Empty(), Malformed("json"), Malformed("shape"), Hang(3)]
+)
+async def test_llm_trouble_gives_heuristic(
+    fake_llm: FakeLLMServer, action: object, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     fake_llm.script(action)  # type: ignore[arg-type]
     client = anthropic(fake_llm, timeout=0.3)
@@ -171,8 +197,14 @@ async def test_fallback_false_reraises_only_retryable(fake_llm: FakeLLMServer) -
 
 
 async def test_openai_provider_summarises(fake_llm: FakeLLMServer) -> None:
-    client = OpenAICompatLLM(api_key=None, base_url=fake_llm.openai_base_url,
-                             model="llama", rerank_model=None, timeout=5, max_retries=0)
+    client = OpenAICompatLLM(
+        api_key=None,
+        base_url=fake_llm.openai_base_url,
+        model="llama",
+        rerank_model=None,
+        timeout=5,
+        max_retries=0,
+    )
     try:
         draft = await summarise(client, conversation(4, start=7))
     finally:
@@ -202,7 +234,12 @@ def test_render_message_names_seq_and_role() -> None:
 
 
 def test_with_user_quotes_ignores_assistant_and_tool_results() -> None:
-    msgs = [{"seq": 1, "role": "assistant", "content": "assistant words"},
-            {"seq": 2, "role": "user",
-             "content": [{"type": "tool_result", "tool_use_id": "t", "content": "data"}]}]
+    msgs = [
+        {"seq": 1, "role": "assistant", "content": "assistant words"},
+        {
+            "seq": 2,
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t", "content": "data"}],
+        },
+    ]
     assert with_user_quotes("S", msgs) == "S"

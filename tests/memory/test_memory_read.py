@@ -32,8 +32,12 @@ def _columns(model: Any) -> set[str]:
 
 
 def test_rows_are_the_models_columns() -> None:
-    for row, model in ((SessionRow, Session), (StateRow, MemoryState),
-                       (SummaryRow, MemorySummary), (StoredMessage, Message)):
+    for row, model in (
+        (SessionRow, Session),
+        (StateRow, MemoryState),
+        (SummaryRow, MemorySummary),
+        (StoredMessage, Message),
+    ):
         assert set(row._fields) <= _columns(model), row.__name__
     # a writer reads the whole state: a new column of the table is a new field of the row
     assert set(StateRow._fields) == _columns(MemoryState)
@@ -44,12 +48,12 @@ def test_rows_are_the_models_columns() -> None:
 
 async def test_windows_read_the_layers(client: httpx.AsyncClient, db: Any) -> None:
     sid = (await create_session(client, l1_max_messages=2))["id"]
-    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
-            for i in range(30)]
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(30)]
     r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
     assert r.status_code == 201, r.text
-    row = (await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
-           ).scalar_one()
+    row = (
+        await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
+    ).scalar_one()
     conn = await pg.driver_connection(db)
     every = await repository.read(conn, row.tenant_id, row.id)
     assert every is not None and every.state is not None
@@ -73,8 +77,9 @@ async def _agree(client: httpx.AsyncClient, db: Any, sid: str) -> dict[str, Any]
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
     listed = (await client.get(f"/v1/sessions/{sid}")).json()["memory"]
     assert listed == memory["tokens"]
-    row = (await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
-           ).scalar_one()
+    row = (
+        await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
+    ).scalar_one()
     pressure = await jobs_repository.pressure(db, row.tenant_id, row.id)
     assert pressure is not None
     assert int(pressure["fixed_tokens"]) + int(pressure["l1_tokens"]) == memory["tokens"]["total"]
@@ -85,12 +90,21 @@ async def _agree(client: httpx.AsyncClient, db: Any, sid: str) -> dict[str, Any]
 
 
 async def test_counters_agree_with_the_rows(client: httpx.AsyncClient, db: Any) -> None:
-    sid = (await create_session(client, max_context_tokens=2000, reserved_output_tokens=200,
-                                l1_max_messages=6, max_l2_tokens=300))["id"]
+    sid = (
+        await create_session(
+            client,
+            max_context_tokens=2000,
+            reserved_output_tokens=200,
+            l1_max_messages=6,
+            max_l2_tokens=300,
+        )
+    )["id"]
     seen = []
     for n in range(8):
-        msgs = [{"role": "user", "content": f"question {n} " + "word " * (20 + 7 * n)},
-                {"role": "assistant", "content": f"answer {n} " + "more " * (15 + 5 * n)}]
+        msgs = [
+            {"role": "user", "content": f"question {n} " + "word " * (20 + 7 * n)},
+            {"role": "assistant", "content": f"answer {n} " + "more " * (15 + 5 * n)},
+        ]
         r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
         assert r.status_code == 201, r.text
         seen.append(await _agree(client, db, sid))

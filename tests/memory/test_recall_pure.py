@@ -8,8 +8,13 @@ from app.memory.recall import RecallConfig, RecallHit, choose, group_of, neighbo
 
 
 def rec(seq, tokens=10, calls=(), results=(), role="assistant"):
-    return MessageRecord(seq=seq, role="tool" if results else role, token_count=tokens,
-                         tool_use_ids=tuple(calls), tool_result_ids=tuple(results))
+    return MessageRecord(
+        seq=seq,
+        role="tool" if results else role,
+        token_count=tokens,
+        tool_use_ids=tuple(calls),
+        tool_result_ids=tuple(results),
+    )
 
 
 def no_note(_seqs):
@@ -17,8 +22,13 @@ def no_note(_seqs):
 
 
 def test_a_hit_brings_its_whole_tool_group():
-    records = [rec(1), rec(2, calls=("a", "b")), rec(3, results=("a",)), rec(4, results=("b",)),
-               rec(5)]
+    records = [
+        rec(1),
+        rec(2, calls=("a", "b")),
+        rec(3, results=("a",)),
+        rec(4, results=("b",)),
+        rec(5),
+    ]
     chosen = choose([RecallHit(4, 2.0)], records, set(), 100, 10, no_note)
     assert chosen.seqs == (2, 3, 4) and chosen.scores == {4: 2.0}
     assert chosen.message_tokens == 30
@@ -35,8 +45,9 @@ def test_an_incomplete_group_is_skipped():
 
 def test_shown_messages_and_groups_touching_them_are_not_recalled():
     records = [rec(1), rec(2, calls=("a",)), rec(3, results=("a",)), rec(4)]
-    chosen = choose([RecallHit(1, 3.0), RecallHit(3, 2.0), RecallHit(4, 1.0)], records,
-                    {1, 2}, 100, 10, no_note)
+    chosen = choose(
+        [RecallHit(1, 3.0), RecallHit(3, 2.0), RecallHit(4, 1.0)], records, {1, 2}, 100, 10, no_note
+    )
     assert chosen.seqs == (4,)
 
 

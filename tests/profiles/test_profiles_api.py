@@ -8,16 +8,21 @@ import httpx
 from tests.support.api import new_session
 
 # the memory tests' small window
-SMALL: dict[str, Any] = {"max_context_tokens": 2000, "reserved_output_tokens": 200,
-                         "l1_max_messages": 10, "max_l2_tokens": 400}
+SMALL: dict[str, Any] = {
+    "max_context_tokens": 2000,
+    "reserved_output_tokens": 200,
+    "l1_max_messages": 10,
+    "max_l2_tokens": 400,
+}
 
 
 async def test_rom_is_frozen_and_profiles_hot_reload(client: httpx.AsyncClient) -> None:
     v1 = await client.put("/v1/agents/agent-1/profile", json={"system_prompt": "You are v1."})
     assert v1.status_code == 200 and v1.json()["version"] == 1
     old = await new_session(client, **SMALL)
-    v2 = await client.put("/v1/agents/agent-1/profile",
-                          json={"system_prompt": "You are v2.", "patterns": ["p"]})
+    v2 = await client.put(
+        "/v1/agents/agent-1/profile", json={"system_prompt": "You are v2.", "patterns": ["p"]}
+    )
     assert v2.json()["version"] == 2
     new = await new_session(client, **SMALL)
     ctx_old = (await client.post(f"/v1/sessions/{old}/context", json={})).json()

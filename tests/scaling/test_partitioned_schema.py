@@ -24,9 +24,11 @@ from tests.support.databases import dsn_of, fresh_database, url_of
 
 PARTITIONS = 8
 # the tables of the revision before the new keys (0012), which the test migrates down to
-BEFORE = [t for t in TENANT_TABLES
-          if t not in ("memory_item_versions", "fact_extractions", "erasures",
-                       "context_manifests")]
+BEFORE = [
+    t
+    for t in TENANT_TABLES
+    if t not in ("memory_item_versions", "fact_extractions", "erasures", "context_manifests")
+]
 
 
 @pytest.fixture
@@ -40,16 +42,27 @@ def fresh_db() -> Iterator[tuple[str, str]]:
 async def service(url: str, settings: Settings, **extra: Any) -> AsyncIterator[tuple[Any, str]]:
     """The app on `url` (lifespan run), with its admin key."""
     admin = "lm_scaling_" + secrets.token_urlsafe(16)
-    app = create_app(Settings(DATABASE_URL=url, REDIS_URL=settings.redis_url,
-                              LOOM_ADMIN_KEY=SecretStr(admin), LOOM_QUEUE_NAME=settings.queue_name,
-                              LOOM_DATA_DIR=Path("/tmp/loom-test-data"), **extra))
+    app = create_app(
+        Settings(
+            DATABASE_URL=url,
+            REDIS_URL=settings.redis_url,
+            LOOM_ADMIN_KEY=SecretStr(admin),
+            LOOM_QUEUE_NAME=settings.queue_name,
+            LOOM_DATA_DIR=Path("/tmp/loom-test-data"),
+            **extra,
+        )
+    )
     async with app.router.lifespan_context(app):
         yield app, admin
 
 
 def _client(app: Any, key: str, **headers: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
-                             headers={"Authorization": f"Bearer {key}", **headers}, timeout=30)
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://t",
+        headers={"Authorization": f"Bearer {key}", **headers},
+        timeout=30,
+    )
 
 
 async def _tenant(app: Any, admin: str) -> httpx.AsyncClient:
@@ -65,35 +78,60 @@ async def _populate(c: httpx.AsyncClient) -> dict[str, Any]:
     reference held by a message, memory items, a profile, learned artifacts."""
     r = await c.put("/v1/agents/agent-1/profile", json={"system_prompt": "You keep logs."})
     assert r.status_code in (200, 201), r.text
-    sid = (await c.post("/v1/sessions", json={"config": {
-        "max_context_tokens": 2000, "max_l2_tokens": 150}})).json()["id"]
+    sid = (
+        await c.post(
+            "/v1/sessions", json={"config": {"max_context_tokens": 2000, "max_l2_tokens": 150}}
+        )
+    ).json()["id"]
     for round_ in range(3):
-        batch = [{"role": "user" if i % 2 == 0 else "assistant",
-                  "content": f"round {round_} line {i}: the lighthouse keeper logs ships " * 6}
-                 for i in range(16)]
-        r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": batch},
-                         headers={"Idempotency-Key": f"k-{round_}"})
+        batch = [
+            {
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": f"round {round_} line {i}: the lighthouse keeper logs ships " * 6,
+            }
+            for i in range(16)
+        ]
+        r = await c.post(
+            f"/v1/sessions/{sid}/messages",
+            json={"messages": batch},
+            headers={"Idempotency-Key": f"k-{round_}"},
+        )
         assert r.status_code == 201, r.text
         r = await c.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
         assert r.status_code in (200, 202), r.text
     put = await c.put("/v1/shared-memory/global/doc", json={"value": {"text": "the keeper's log"}})
     assert put.status_code == 201, put.text
     big = "ship sighted off the rocks; " * 5000  # over the offload threshold: a reference
-    r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "tu_log", "name": "read_log", "input": {}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "tu_log", "content": big}]}]})
+    r = await c.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "tu_log", "name": "read_log", "input": {}}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "tu_log", "content": big}],
+                },
+            ]
+        },
+    )
     assert r.status_code == 201, r.text
     ref = r.json()["messages"][1]["metadata"]["data_ref"]["id"]
     for scope in ("global", "project/p1"):
-        r = await c.post("/v1/memory-items", json={"scope": scope, "kind": "decision",
-                                                   "text": f"billing on PostgreSQL ({scope})"})
+        r = await c.post(
+            "/v1/memory-items",
+            json={"scope": scope, "kind": "decision", "text": f"billing on PostgreSQL ({scope})"},
+        )
         assert r.status_code == 201, r.text
     r = await c.put("/v1/agents/agent-1/learned", json={"signatures": {"a": "b"}})
     assert r.status_code in (200, 201), r.text
-    assert (await c.post(f"/v1/sessions/{sid}/search", json={"query": "lighthouse"})
-            ).status_code == 200
+    assert (
+        await c.post(f"/v1/sessions/{sid}/search", json={"query": "lighthouse"})
+    ).status_code == 200
     return {"sid": sid, "ref": ref}
 
 
@@ -106,8 +144,10 @@ async def _context(c: httpx.AsyncClient, sid: str) -> dict[str, Any]:
 async def _counts(dsn: str) -> dict[str, int]:
     conn = await asyncpg.connect(dsn)
     try:
-        return {t: await conn.fetchval(f"SELECT count(*) FROM {t}")
-                for t in (*BEFORE, *REFERENCE_TABLES)}
+        return {
+            t: await conn.fetchval(f"SELECT count(*) FROM {t}")
+            for t in (*BEFORE, *REFERENCE_TABLES)
+        }
     finally:
         await conn.close()
 
@@ -119,7 +159,9 @@ async def _keys(dsn: str) -> dict[str, str]:
         rows = await conn.fetch(
             "SELECT conrelid::regclass::text AS t, conname, pg_get_constraintdef(oid) AS d "
             "FROM pg_constraint WHERE contype IN ('p', 'u', 'f') AND conparentid = 0 "
-            "AND conrelid::regclass::text = ANY($1) ORDER BY 1, 2", list(TENANT_TABLES))
+            "AND conrelid::regclass::text = ANY($1) ORDER BY 1, 2",
+            list(TENANT_TABLES),
+        )
         return {f"{r['t']}.{r['conname']}": r["d"] for r in rows}
     finally:
         await conn.close()
@@ -144,8 +186,12 @@ async def test_migration_keeps_every_row_and_the_context_both_ways(fresh_db, set
             assert "(tenant_id, " in definition.split("REFERENCES", 1)[1], (name, definition)
 
     # down to the previous head, then up again into 8 partitions, down and up (plain)
-    for revision, partitions in (("0012_tenant_names", None), ("heads", PARTITIONS),
-                                 ("0012_tenant_names", None), ("heads", 0)):
+    for revision, partitions in (
+        ("0012_tenant_names", None),
+        ("heads", PARTITIONS),
+        ("0012_tenant_names", None),
+        ("heads", 0),
+    ):
         if revision == "heads":
             await asyncio.to_thread(upgrade, url, partitions=partitions)
         else:
@@ -154,8 +200,7 @@ async def test_migration_keeps_every_row_and_the_context_both_ways(fresh_db, set
         if revision == "heads":
             assert await _keys(dsn) == keys
             async with service(url, settings) as (app, _):
-                async with _client(app, key.split(" ", 1)[1],
-                                   **{"X-Agent-Id": "agent-1"}) as again:
+                async with _client(app, key.split(" ", 1)[1], **{"X-Agent-Id": "agent-1"}) as again:
                     assert await _context(again, sid) == before
 
 
@@ -173,19 +218,30 @@ async def test_hot_paths_read_one_partition(fresh_db, settings, capsys) -> None:
             clients = [await _tenant(app, admin) for _ in range(4)]
             made = [await _populate(c) for c in clients]
             c, sid, ref = clients[0], made[0]["sid"], made[0]["ref"]
-            item = (await c.post("/v1/memory-items", json={
-                "scope": "global", "kind": "note", "text": "hot"})).json()
+            item = (
+                await c.post(
+                    "/v1/memory-items", json={"scope": "global", "kind": "note", "text": "hot"}
+                )
+            ).json()
             requests = {
-                "append": ("POST", f"/v1/sessions/{sid}/messages",
-                           {"messages": [{"role": "user", "content": "one more ship"}]}),
-                "context build": ("POST", f"/v1/sessions/{sid}/context",
-                                  {"format": "anthropic"}),
-                "session search": ("POST", f"/v1/sessions/{sid}/search",
-                                   {"query": "lighthouse ships"}),
+                "append": (
+                    "POST",
+                    f"/v1/sessions/{sid}/messages",
+                    {"messages": [{"role": "user", "content": "one more ship"}]},
+                ),
+                "context build": ("POST", f"/v1/sessions/{sid}/context", {"format": "anthropic"}),
+                "session search": (
+                    "POST",
+                    f"/v1/sessions/{sid}/search",
+                    {"query": "lighthouse ships"},
+                ),
                 "shared-memory read": ("GET", "/v1/shared-memory/global/doc", None),
                 "shared-memory read by reference": ("GET", f"/v1/refs/{ref}", None),
-                "memory-item query": ("POST", "/v1/memory-items/query",
-                                      {"filters": {"kind": "decision"}}),
+                "memory-item query": (
+                    "POST",
+                    "/v1/memory-items/query",
+                    {"filters": {"kind": "decision"}},
+                ),
                 "memory-item read": ("GET", f"/v1/memory-items/{item['id']}", None),
             }
             plans: dict[str, list[str]] = {}

@@ -9,25 +9,34 @@ import httpx
 from tests.support.api import new_session
 
 
-async def append(client: httpx.AsyncClient, session_id: str, texts: list[str],
-                 roles: list[str] | None = None) -> list[int]:
+async def append(
+    client: httpx.AsyncClient, session_id: str, texts: list[str], roles: list[str] | None = None
+) -> list[int]:
     """Append plain-text messages (alternating user/assistant unless roles given)."""
     seqs: list[int] = []
     for start in range(0, len(texts), 500):
-        chunk = texts[start:start + 500]
-        msgs = [{"role": (roles[start + i] if roles else ("user" if (start + i) % 2 == 0
-                                                         else "assistant")),
-                 "content": t} for i, t in enumerate(chunk)]
+        chunk = texts[start : start + 500]
+        msgs = [
+            {
+                "role": (
+                    roles[start + i] if roles else ("user" if (start + i) % 2 == 0 else "assistant")
+                ),
+                "content": t,
+            }
+            for i, t in enumerate(chunk)
+        ]
         resp = await client.post(f"/v1/sessions/{session_id}/messages", json={"messages": msgs})
         assert resp.status_code == 201, resp.text
         seqs += [m["seq"] for m in resp.json()["messages"]]
     return seqs
 
 
-async def search(client: httpx.AsyncClient, session_id: str, query: str,
-                 **kw: Any) -> dict[str, Any]:
-    resp = await client.post(f"/v1/sessions/{session_id}/search",
-                             json={"query": query, "rerank": False, **kw})
+async def search(
+    client: httpx.AsyncClient, session_id: str, query: str, **kw: Any
+) -> dict[str, Any]:
+    resp = await client.post(
+        f"/v1/sessions/{session_id}/search", json={"query": query, "rerank": False, **kw}
+    )
     assert resp.status_code == 200, resp.text
     return resp.json()
 

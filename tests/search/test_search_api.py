@@ -14,12 +14,16 @@ from tests.support.api import new_session
 
 async def test_stemming_finds_other_word_forms(client):
     sid = await new_session(client)
-    await append(client, sid, [
-        "The weather is lovely today.",
-        "We spent the afternoon on database optimization and index tuning.",
-        "Bake the bread for forty minutes.",
-        "Optimizers in deep learning are a different topic.",
-    ])
+    await append(
+        client,
+        sid,
+        [
+            "The weather is lovely today.",
+            "We spent the afternoon on database optimization and index tuning.",
+            "Bake the bread for forty minutes.",
+            "Optimizers in deep learning are a different topic.",
+        ],
+    )
     result = await search(client, sid, "optimizing databases")
     assert seqs_of(result)[0] == 2
     assert result["reranked"] is False
@@ -57,8 +61,9 @@ async def test_session_isolation(client):
 async def test_tenant_isolation(client, tenant, admin_client, app):
     mine = await new_session(client)
     await append(client, mine, ["the zeppelin launch checklist"])
-    other_tenant = await admin_client.post("/v1/tenants",
-                                           json={"name": f"other-{uuid.uuid4().hex[:8]}"})
+    other_tenant = await admin_client.post(
+        "/v1/tenants", json={"name": f"other-{uuid.uuid4().hex[:8]}"}
+    )
     tid = other_tenant.json()["id"]
     key = await admin_client.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
     other = tenant.client_for(key.json()["secret"], {"X-Agent-Id": "agent-1"})
@@ -111,8 +116,16 @@ async def test_service_key_without_agent_needs_one_for_agent_scope(tenant):
 async def test_empty_stop_word_and_punctuation_queries_return_empty(client):
     sid = await new_session(client)
     await append(client, sid, ["the database is slow", "and so it goes"])
-    for query in ["", "   ", "the and of to", "!!! ??? ...", "'\"&|!():*<->\\", "\x00\x01",
-                  "🙂🙃", "-- ; DROP TABLE messages; --"]:
+    for query in [
+        "",
+        "   ",
+        "the and of to",
+        "!!! ??? ...",
+        "'\"&|!():*<->\\",
+        "\x00\x01",
+        "🙂🙃",
+        "-- ; DROP TABLE messages; --",
+    ]:
         result = await search(client, sid, query)
         assert result["results"] == [], query
         assert result["reranked"] is False
@@ -121,8 +134,14 @@ async def test_empty_stop_word_and_punctuation_queries_return_empty(client):
 async def test_operators_and_quotes_are_plain_words(client):
     sid = await new_session(client)
     await append(client, sid, ["the database is slow", "it's O'Reilly's book on C++"])
-    for query in ["database & !slow", "'database'", "(database | :*slow)",
-                  "\"database\"", "database <-> slow", "o'reilly's"]:
+    for query in [
+        "database & !slow",
+        "'database'",
+        "(database | :*slow)",
+        '"database"',
+        "database <-> slow",
+        "o'reilly's",
+    ]:
         result = await search(client, sid, query)
         assert result["results"], query
 
@@ -141,14 +160,15 @@ async def test_very_long_and_unicode_queries(client):
 async def test_limit_bounds(client):
     sid = await new_session(client)
     for limit in (0, 21):
-        resp = await client.post(f"/v1/sessions/{sid}/search",
-                                 json={"query": "q", "limit": limit})
+        resp = await client.post(f"/v1/sessions/{sid}/search", json={"query": "q", "limit": limit})
         assert resp.status_code == 422
 
 
 async def test_simple_text_search_config_does_not_stem(admin_client, tenant):
-    resp = await admin_client.post("/v1/tenants", json={"name": f"simple-{uuid.uuid4().hex[:8]}",
-                                                        "text_search_config": "simple"})
+    resp = await admin_client.post(
+        "/v1/tenants",
+        json={"name": f"simple-{uuid.uuid4().hex[:8]}", "text_search_config": "simple"},
+    )
     assert resp.status_code == 201, resp.text
     tid = resp.json()["id"]
     key = await admin_client.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})
@@ -168,8 +188,9 @@ async def test_unknown_session_is_404(client):
 
 async def test_promote_from_search_respects_budget(client):
     sid = await over_budget_session(client)
-    resp = await client.post(f"/v1/sessions/{sid}/search",
-                             json={"query": "zebra", "promote": True, "rerank": False})
+    resp = await client.post(
+        f"/v1/sessions/{sid}/search", json={"query": "zebra", "promote": True, "rerank": False}
+    )
     assert resp.status_code == 409, resp.text
     assert resp.json()["error"]["code"] == "over_budget"
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
@@ -186,9 +207,18 @@ async def test_promote_from_search_respects_budget(client):
 
 async def test_results_carry_the_whole_message(client):
     sid = await new_session(client)
-    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": [{"type": "text", "text": "the marmalade recipe"}],
-         "metadata": {"source": "import"}}]})
+    resp = await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "the marmalade recipe"}],
+                    "metadata": {"source": "import"},
+                }
+            ]
+        },
+    )
     assert resp.status_code == 201, resp.text
     stored = resp.json()["messages"][0]
     result = await search(client, sid, "marmalade")
@@ -198,28 +228,49 @@ async def test_results_carry_the_whole_message(client):
 
 async def test_after_and_before_bound_the_results_created_at(client):
     sid = await new_session(client)
-    times = ["2023-01-10T10:00:00Z", "2023-03-05T10:00:00Z", "2023-05-08T13:56:00+02:00",
-             "2023-07-01T09:00:00Z"]
-    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"the hiking trip {i}",
-         "created_at": t} for i, t in enumerate(times)]})
+    times = [
+        "2023-01-10T10:00:00Z",
+        "2023-03-05T10:00:00Z",
+        "2023-05-08T13:56:00+02:00",
+        "2023-07-01T09:00:00Z",
+    ]
+    resp = await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {
+                    "role": "user" if i % 2 == 0 else "assistant",
+                    "content": f"the hiking trip {i}",
+                    "created_at": t,
+                }
+                for i, t in enumerate(times)
+            ]
+        },
+    )
     assert resp.status_code == 201, resp.text
     everything = await search(client, sid, "hiking trip")
     assert sorted(seqs_of(everything)) == [1, 2, 3, 4]
     assert everything["results"][0]["message"]["created_at"] in {
-        "2023-07-01T09:00:00Z", "2023-01-10T10:00:00Z", "2023-03-05T10:00:00Z",
-        "2023-05-08T11:56:00Z"}
+        "2023-07-01T09:00:00Z",
+        "2023-01-10T10:00:00Z",
+        "2023-03-05T10:00:00Z",
+        "2023-05-08T11:56:00Z",
+    }
     # after is inclusive, before exclusive; offsets are compared as instants.
-    spring = await search(client, sid, "hiking trip", after="2023-03-05T10:00:00Z",
-                          before="2023-05-08T11:56:00Z")
+    spring = await search(
+        client, sid, "hiking trip", after="2023-03-05T10:00:00Z", before="2023-05-08T11:56:00Z"
+    )
     assert seqs_of(spring) == [2]
     later = await search(client, sid, "hiking trip", after="2023-05-08T13:00:00+02:00")
     assert sorted(seqs_of(later)) == [3, 4]
     # Naive times are refused like everywhere else.
-    resp = await client.post(f"/v1/sessions/{sid}/search",
-                             json={"query": "hiking", "after": "2023-05-08T13:00:00"})
+    resp = await client.post(
+        f"/v1/sessions/{sid}/search", json={"query": "hiking", "after": "2023-05-08T13:00:00"}
+    )
     assert resp.status_code == 422
     # Agent scope too.
-    resp = await client.post("/v1/search", json={"query": "hiking trip", "rerank": False,
-                                                 "before": "2023-02-01T00:00:00Z"})
+    resp = await client.post(
+        "/v1/search",
+        json={"query": "hiking trip", "rerank": False, "before": "2023-02-01T00:00:00Z"},
+    )
     assert resp.status_code == 200 and seqs_of(resp.json()) == [1]

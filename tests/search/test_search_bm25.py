@@ -81,14 +81,28 @@ def test_rank_invariants(raw_docs, query):
 
 # --- conversation-aware ranking (rank_windowed) ---
 
+
 def convo(session: str, raw_docs: list[dict]) -> list[Doc]:
-    return [Doc((session, i + 1), lx, sort_key=(-(i + 1), session), session=session, seq=i + 1)
-            for i, lx in enumerate(raw_docs)]
+    return [
+        Doc((session, i + 1), lx, sort_key=(-(i + 1), session), session=session, seq=i + 1)
+        for i, lx in enumerate(raw_docs)
+    ]
 
 
 def test_window_ranks_the_neighbour_of_a_match():
-    docs = convo("s", [{"x": [1]}, {"when": [1]}, {"filler": [1]}, {"other": [1]},
-                       {"more": [1]}, {"x": [1]}, {"y": [1, 2, 3]}, {"z": [1]}])
+    docs = convo(
+        "s",
+        [
+            {"x": [1]},
+            {"when": [1]},
+            {"filler": [1]},
+            {"other": [1]},
+            {"more": [1]},
+            {"x": [1]},
+            {"y": [1, 2, 3]},
+            {"z": [1]},
+        ],
+    )
     # "when" holds no query lexeme but sits next to "x": the window brings it in.
     result = dict(rank_windowed(docs, ["x"], windows=WindowParams(window=1, weight=2.0)))
     assert ("s", 2) in result and ("s", 2) not in dict(rank(docs, ["x"]))
@@ -114,8 +128,14 @@ def test_window_zero_is_plain_bm25(raw_docs, query):
     assert [s for _, s in windowed] == pytest.approx([s for _, s in plain], abs=1e-12)
 
 
-@given(st.lists(doc_strategy, max_size=16), st.lists(doc_strategy, max_size=8),
-       st.lists(lexeme, max_size=4), st.integers(0, 3), st.floats(0, 5), st.integers(1, 6))
+@given(
+    st.lists(doc_strategy, max_size=16),
+    st.lists(doc_strategy, max_size=8),
+    st.lists(lexeme, max_size=4),
+    st.integers(0, 3),
+    st.floats(0, 5),
+    st.integers(1, 6),
+)
 def test_window_invariants(first, second, query, window, weight, seeds):
     docs = convo("a", first) + convo("b", second)
     windows = WindowParams(window=window, weight=weight, seeds=seeds)
@@ -129,8 +149,9 @@ def test_window_invariants(first, second, query, window, weight, seeds):
         d = by_id[doc_id]
         # Every result is a document within `window` of a seed of its own session.
         assert d.length > 0
-        assert any(by_id[s].session == d.session and abs(by_id[s].seq - d.seq) <= window
-                   for s in seeds_)
+        assert any(
+            by_id[s].session == d.session and abs(by_id[s].seq - d.seq) <= window for s in seeds_
+        )
     # The seeds themselves are always candidates.
     assert set(seeds_) <= {doc_id for doc_id, _ in result}
 

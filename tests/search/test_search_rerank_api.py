@@ -20,21 +20,26 @@ def candidates(req) -> list[tuple[int, str]]:
 
 def prefer(word: str):
     """A fake LLM that scores 9 the candidates containing `word`, 1 the others."""
+
     def answer(req) -> str:
-        scores = [{"index": i, "score": 9 if word in text else 1}
-                  for i, text in candidates(req)]
+        scores = [{"index": i, "score": 9 if word in text else 1} for i, text in candidates(req)]
         return "Here are the scores:\n```json\n" + json.dumps(scores) + "\n```"
+
     return answer
 
 
 async def corpus(client) -> str:
     sid = await new_session(client)
-    await append(client, sid, [
-        "deploy deploy deploy the service with helm",     # 1: best BM25
-        "deploy the canary first",                        # 2
-        "we deploy on fridays, banana bread for everyone",  # 3: what the LLM prefers
-        "unrelated chatter about lunch",                   # 4
-    ])
+    await append(
+        client,
+        sid,
+        [
+            "deploy deploy deploy the service with helm",  # 1: best BM25
+            "deploy the canary first",  # 2
+            "we deploy on fridays, banana bread for everyone",  # 3: what the LLM prefers
+            "unrelated chatter about lunch",  # 4
+        ],
+    )
     return sid
 
 
@@ -89,9 +94,13 @@ async def test_rerank_is_cached_by_query_and_candidates(llm_client, fake_llm):
 async def test_malformed_output_falls_back_to_bm25(llm_client, fake_llm):
     sid = await corpus(llm_client)
     bm25 = seqs_of(await rsearch(llm_client, sid, "deploy", rerank=False))
-    for answer in [Reply("I think message 2 is best."), Reply('[{"index": 99, "score": 3}]'),
-                   Reply("```json\n[{\"index\": \"x\"}]\n```"), Malformed("json"),
-                   Malformed("shape")]:
+    for answer in [
+        Reply("I think message 2 is best."),
+        Reply('[{"index": 99, "score": 3}]'),
+        Reply('```json\n[{"index": "x"}]\n```'),
+        Malformed("json"),
+        Malformed("shape"),
+    ]:
         fake_llm.reset()
         fake_llm.script(answer)
         result = await rsearch(llm_client, sid, f"deploy {answer!r}"[:60])
@@ -134,15 +143,20 @@ async def test_tenant_search_is_reranked_too(llm_client, fake_llm):
 
 
 async def test_redis_down_skips_the_cache_but_still_reranks(settings, fake_llm, tenant):
-    dead = settings.model_copy(update={
-        "redis_url": "redis://127.0.0.1:9/0",  # nothing listens on the discard port
-        "anthropic_api_key": SecretStr("sk-test-fake"),
-        "anthropic_base_url": fake_llm.base_url, "llm_max_retries": 0,
-        "search_rerank_timeout_seconds": 3.0})
+    dead = settings.model_copy(
+        update={
+            "redis_url": "redis://127.0.0.1:9/0",  # nothing listens on the discard port
+            "anthropic_api_key": SecretStr("sk-test-fake"),
+            "anthropic_base_url": fake_llm.base_url,
+            "llm_max_retries": 0,
+            "search_rerank_timeout_seconds": 3.0,
+        }
+    )
     application = create_app(dead)
     async with application.router.lifespan_context(application):
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=application), base_url="http://test",
+            transport=httpx.ASGITransport(app=application),
+            base_url="http://test",
             headers={"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "agent-1"},
         ) as c:
             sid = await corpus(c)

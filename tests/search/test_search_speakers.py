@@ -14,8 +14,17 @@ def test_the_author_is_the_name_else_a_leading_name_and_colon():
 
 
 def test_text_that_is_no_transcript_has_no_author():
-    for text in ["see https://example.com", "a\nb: c", ": x", "Note:x", "Bob:", "", None,
-                 "x" * MAX_AUTHOR_CHARS + "y: too far for a name", "   : nobody"]:
+    for text in [
+        "see https://example.com",
+        "a\nb: c",
+        ": x",
+        "Note:x",
+        "Bob:",
+        "",
+        None,
+        "x" * MAX_AUTHOR_CHARS + "y: too far for a name",
+        "   : nobody",
+    ]:
         assert author_of(None, text) is None, text
 
 
@@ -26,8 +35,10 @@ def test_a_query_names_its_words_and_runs_of_them():
     assert named_authors("") == [] and named_authors(None) == []
 
 
-@given(st.lists(st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,11}", fullmatch=True), min_size=1,
-                max_size=3), st.text(max_size=80))
+@given(
+    st.lists(st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,11}", fullmatch=True), min_size=1, max_size=3),
+    st.text(max_size=80),
+)
 def test_a_speaker_named_in_the_query_is_found(words, rest):
     """Names of one to three words, as the query writes them (any case, possessive)."""
     name = " ".join(words)

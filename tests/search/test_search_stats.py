@@ -29,10 +29,15 @@ async def test_concurrent_searches_never_wait_for_the_stats_refresh(client, tena
         await tx1.commit()
         await tx2.rollback()
     async with app.state.loom.sessionmaker() as db:
-        row = (await db.execute(sa.text(
-            "SELECT doc_count, total_length, through_seq FROM search_stats "
-            "WHERE tenant_id = :t AND session_id = :s"),
-            {"t": uuid.UUID(tenant.id), "s": uuid.UUID(sid)})).one()
+        row = (
+            await db.execute(
+                sa.text(
+                    "SELECT doc_count, total_length, through_seq FROM search_stats "
+                    "WHERE tenant_id = :t AND session_id = :s"
+                ),
+                {"t": uuid.UUID(tenant.id), "s": uuid.UUID(sid)},
+            )
+        ).one()
         assert tuple(row) == (2, 5, 3)
 
 

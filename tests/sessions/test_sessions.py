@@ -6,8 +6,9 @@ from tests.support.api import new_session
 
 
 async def test_create_get_list_update_delete_session(client, db):
-    resp = await client.post("/v1/sessions", json={"metadata": {"k": "v"},
-                                                   "config": {"max_context_tokens": 8000}})
+    resp = await client.post(
+        "/v1/sessions", json={"metadata": {"k": "v"}, "config": {"max_context_tokens": 8000}}
+    )
     assert resp.status_code == 201, resp.text
     body = resp.json()
     sid = body["id"]
@@ -16,15 +17,19 @@ async def test_create_get_list_update_delete_session(client, db):
     assert body["budget"] == 8000 - 800  # reserve scales to 10% of a small window
     assert body["message_count"] == 0
 
-    row = (await db.execute(sa.text("select agent_id, metadata from sessions where id = :i"),
-                            {"i": sid})).one()
+    row = (
+        await db.execute(
+            sa.text("select agent_id, metadata from sessions where id = :i"), {"i": sid}
+        )
+    ).one()
     assert row.agent_id == "agent-1" and row.metadata == {"k": "v"}
 
     got = await client.get(f"/v1/sessions/{sid}")
     assert got.status_code == 200 and got.json()["id"] == sid
 
-    patched = await client.patch(f"/v1/sessions/{sid}", json={"metadata": {"k": "w"},
-                                                              "config": {"l1_max_messages": 6}})
+    patched = await client.patch(
+        f"/v1/sessions/{sid}", json={"metadata": {"k": "w"}, "config": {"l1_max_messages": 6}}
+    )
     assert patched.status_code == 200, patched.text
     assert patched.json()["metadata"] == {"k": "w"}
     assert patched.json()["config"]["l1_max_messages"] == 6
@@ -36,8 +41,9 @@ async def test_create_get_list_update_delete_session(client, db):
     deleted = await client.delete(f"/v1/sessions/{sid}")
     assert deleted.status_code == 204
     assert (await client.get(f"/v1/sessions/{sid}")).status_code == 404
-    count = (await db.execute(sa.text("select count(*) from sessions where id = :i"),
-                              {"i": sid})).scalar()
+    count = (
+        await db.execute(sa.text("select count(*) from sessions where id = :i"), {"i": sid})
+    ).scalar()
     assert count == 0
 
 
@@ -72,11 +78,14 @@ async def test_bad_bodies_are_422_with_field_details(client):
     r = await client.post("/v1/sessions", json={"config": {"max_context_tokens": "lots"}})
     assert r.status_code == 422
     assert r.json()["error"]["details"][0]["loc"][:3] == ["body", "config", "max_context_tokens"]
-    r = await client.post("/v1/sessions", content=b"{not json", headers={
-        "content-type": "application/json"})
+    r = await client.post(
+        "/v1/sessions", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert r.status_code == 422
-    r = await client.post("/v1/sessions", json={"config": {"max_context_tokens": 1000,
-                                                           "reserved_output_tokens": 1000}})
+    r = await client.post(
+        "/v1/sessions",
+        json={"config": {"max_context_tokens": 1000, "reserved_output_tokens": 1000}},
+    )
     assert r.status_code == 422
     r = await client.get("/v1/sessions", params={"cursor": "%%%garbage"})
     assert r.status_code == 400

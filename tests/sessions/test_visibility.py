@@ -41,25 +41,40 @@ async def build_world(tenant, admin_client) -> World:
     sid = await new_session(owner)
     big = json.dumps([{"row": i, "note": secret} for i in range(6000)])
     assert len(big) > 150_000
-    r = await owner.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": f"remember {secret}"},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "tu_1", "name": "dump", "input": {"q": secret}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "tu_1", "content": big}]},
-        {"role": "assistant", "content": f"done {secret}"},
-    ]})
+    r = await owner.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {"role": "user", "content": f"remember {secret}"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "tu_1", "name": "dump", "input": {"q": secret}}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": big}],
+                },
+                {"role": "assistant", "content": f"done {secret}"},
+            ]
+        },
+    )
     assert r.status_code == 201, r.text
     offloaded = r.json()["messages"][2]["metadata"]["data_ref"]["id"]
-    r = await owner.put(f"{SM}/session/notes/plan", params={"scope_id": sid},
-                        json={"value": {"secret": secret}})
+    r = await owner.put(
+        f"{SM}/session/notes/plan", params={"scope_id": sid}, json={"value": {"secret": secret}}
+    )
     assert r.status_code == 201, r.text
-    r = await owner.put(f"/v1/sessions/{sid}/kernel/schemas/orders",
-                        json={"schema": {"type": "object", "title": secret}})
+    r = await owner.put(
+        f"/v1/sessions/{sid}/kernel/schemas/orders",
+        json={"schema": {"type": "object", "title": secret}},
+    )
     assert r.status_code == 200, r.text
     world = World(secret, sid, offloaded, r.headers.get("x-loom-ref-id", ""), owner, service)
-    world.entry_ref = (await owner.get(f"{SM}/session/notes/plan", params={
-        "scope_id": sid, "ref": "true"})).json()["id"]
+    world.entry_ref = (
+        await owner.get(f"{SM}/session/notes/plan", params={"scope_id": sid, "ref": "true"})
+    ).json()["id"]
 
     # Intruders: another agent of the tenant (its own key, and a service key acting as it
     # through a tool call is covered separately), the same agent id in another tenant, and
@@ -73,10 +88,12 @@ async def build_world(tenant, admin_client) -> World:
             body["agent_id"] = "a2"
         key = (await admin_client.post("/v1/api-keys", json=body)).json()["secret"]
         world.intruders[f"{role} key of another tenant"] = tenant.client_for(
-            key, {"X-Agent-Id": "a2"} if role == "service" else None)
+            key, {"X-Agent-Id": "a2"} if role == "service" else None
+        )
     world.intruders["admin acting in another tenant"] = tenant.client_for(
         tenant.admin.headers["Authorization"].split()[1],
-        {"X-Tenant-Id": other_id, "X-Agent-Id": "a2"})
+        {"X-Tenant-Id": other_id, "X-Agent-Id": "a2"},
+    )
     for name, client in world.intruders.items():
         world.intruder_sessions[name] = await new_session(client)
     return world
@@ -91,12 +108,31 @@ def routes(w: World) -> list[tuple[str, str, dict[str, Any]]]:
         ("PATCH", s, {"json": {"metadata": {"x": 1}}}),
         ("DELETE", s, {}),
         ("POST", f"{s}/messages", {"json": {"messages": [{"role": "user", "content": "hi"}]}}),
-        ("POST", f"{s}/messages", {"json": {"messages": [{"role": "user", "content": "hi"}]},
-                                   "headers": {"Idempotency-Key": "k1"}}),
-        ("POST", f"{s}/messages", {"json": {"messages": [
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "tu_9", "name": "x", "input": {}}]},
-            {"role": "tool", "tool_call_id": "tu_9", "content": "y" * 120_000}]}}),
+        (
+            "POST",
+            f"{s}/messages",
+            {
+                "json": {"messages": [{"role": "user", "content": "hi"}]},
+                "headers": {"Idempotency-Key": "k1"},
+            },
+        ),
+        (
+            "POST",
+            f"{s}/messages",
+            {
+                "json": {
+                    "messages": [
+                        {
+                            "role": "assistant",
+                            "content": [
+                                {"type": "tool_use", "id": "tu_9", "name": "x", "input": {}}
+                            ],
+                        },
+                        {"role": "tool", "tool_call_id": "tu_9", "content": "y" * 120_000},
+                    ]
+                }
+            },
+        ),
         ("GET", f"{s}/messages", {}),
         ("POST", f"{s}/context", {"json": {"format": "raw"}}),
         ("GET", f"{s}/memory", {}),
@@ -110,8 +146,11 @@ def routes(w: World) -> list[tuple[str, str, dict[str, Any]]]:
         ("GET", f"{s}/kernel/schemas/orders", {}),
         ("POST", f"{s}/search", {"json": {"query": "remember"}}),
         ("GET", f"{s}/tools", {}),
-        ("POST", f"{s}/tool-calls", {"json": {"type": "tool_use", "id": "t", "name":
-                                              "recall_conversation", "input": {}}}),
+        (
+            "POST",
+            f"{s}/tool-calls",
+            {"json": {"type": "tool_use", "id": "t", "name": "recall_conversation", "input": {}}},
+        ),
         ("GET", f"{SM}/session", {"params": scope}),
         ("GET", f"{SM}/session/notes/plan", {"params": scope}),
         ("GET", f"{SM}/session/notes/plan", {"params": {**scope, "ref": "true"}}),
@@ -139,8 +178,9 @@ def tool_calls(w: World) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-async def _request(client: httpx.AsyncClient, method: str, path: str,
-                   kw: dict[str, Any]) -> httpx.Response:
+async def _request(
+    client: httpx.AsyncClient, method: str, path: str, kw: dict[str, Any]
+) -> httpx.Response:
     # An SSE stream that opened would never end: a timeout here means the watch leaked.
     return await asyncio.wait_for(client.request(method, path, **kw), timeout=10)
 
@@ -176,9 +216,15 @@ async def test_owner_and_service_key_see_everything(tenant, admin_client):
             assert r.status_code == 200, (path, r.text[:300])
         r = await who.get(f"/v1/refs/{w.offloaded_ref}")
         assert w.secret in r.text
-    r = await w.service.post(f"/v1/sessions/{w.sid}/tool-calls", json={
-        "type": "tool_use", "id": "t", "name": "shared_memory_read",
-        "input": {"namespace": "session", "scope_id": w.sid, "key": "notes/plan"}})
+    r = await w.service.post(
+        f"/v1/sessions/{w.sid}/tool-calls",
+        json={
+            "type": "tool_use",
+            "id": "t",
+            "name": "shared_memory_read",
+            "input": {"namespace": "session", "scope_id": w.sid, "key": "notes/plan"},
+        },
+    )
     assert w.secret in r.json()["content"]
 
 
@@ -189,8 +235,10 @@ async def test_intruder_tool_calls_cannot_reach_another_agents_session(tenant, a
     a1_sid = w.intruder_sessions["agent key of a1"]
     for runner in (w.intruders["agent key of a1"], w.service):
         for name, tool_input in tool_calls(w):
-            r = await runner.post(f"/v1/sessions/{a1_sid}/tool-calls", json={
-                "type": "tool_use", "id": "t", "name": name, "input": tool_input})
+            r = await runner.post(
+                f"/v1/sessions/{a1_sid}/tool-calls",
+                json={"type": "tool_use", "id": "t", "name": name, "input": tool_input},
+            )
             assert r.status_code == 200, r.text
             block = r.json()
             assert block["is_error"] is True, (name, block)
@@ -211,8 +259,7 @@ async def test_stats_count_only_visible_sessions(tenant, admin_client):
     assert next(n for n in stats["namespaces"] if n["namespace"] == "session")["keys"] == 3
 
 
-async def test_every_session_entrance_is_404_for_those_who_cannot_see_it(
-        tenant, admin_client):
+async def test_every_session_entrance_is_404_for_those_who_cannot_see_it(tenant, admin_client):
     """Property: for generated (caller, route) pairs, and (caller, tool call) pairs, a
     caller who can't see the owning session gets 404 and no byte of its data, and nothing
     of a2's changes."""
@@ -227,12 +274,19 @@ async def test_every_session_entrance_is_404_for_those_who_cannot_see_it(
     n_routes, n_tools = len(routes(w0)), len(tool_calls(w0))
     names = sorted(w0.intruders)
 
-    @settings(max_examples=120, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                     HealthCheck.too_slow])
-    @given(caller=st.sampled_from(names),
-           target=st.one_of(st.tuples(st.just("route"), st.integers(0, n_routes - 1)),
-                            st.tuples(st.just("tool"), st.integers(0, n_tools - 1))))
+    @settings(
+        max_examples=120,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        caller=st.sampled_from(names),
+        target=st.one_of(
+            st.tuples(st.just("route"), st.integers(0, n_routes - 1)),
+            st.tuples(st.just("tool"), st.integers(0, n_tools - 1)),
+        ),
+    )
     def check(caller: str, target: tuple[str, int]) -> None:
         loop.run_until_complete(one(caller, target))
 
@@ -246,8 +300,10 @@ async def test_every_session_entrance_is_404_for_those_who_cannot_see_it(
         else:
             name, tool_input = tool_calls(w)[i]
             own = w.intruder_sessions[caller]
-            r = await client.post(f"/v1/sessions/{own}/tool-calls", json={
-                "type": "tool_use", "id": "t", "name": name, "input": tool_input})
+            r = await client.post(
+                f"/v1/sessions/{own}/tool-calls",
+                json={"type": "tool_use", "id": "t", "name": name, "input": tool_input},
+            )
             assert r.status_code == 200, r.text
             block = r.json()
             assert block["is_error"] is True, (caller, name, block)

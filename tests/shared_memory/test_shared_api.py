@@ -14,8 +14,9 @@ SM = "/v1/shared-memory"
 
 
 async def test_put_get_json_and_raw(client):
-    r = await client.put(f"{SM}/global/config", json={"value": {"a": [1, 2]},
-                                                       "metadata": {"by": "test"}})
+    r = await client.put(
+        f"{SM}/global/config", json={"value": {"a": [1, 2]}, "metadata": {"by": "test"}}
+    )
     assert r.status_code == 201, r.text
     body = r.json()
     assert body["created"] is True and body["version"] > 0
@@ -27,24 +28,35 @@ async def test_put_get_json_and_raw(client):
     assert got.headers["x-loom-storage-location"] in ("memory", "postgres")
 
     raw = bytes(range(256)) * 10
-    r = await client.put(f"{SM}/global/blob", content=raw,
-                         headers={"Content-Type": "application/x-thing",
-                                  "X-Loom-Metadata": '{"k": 1}'})
+    r = await client.put(
+        f"{SM}/global/blob",
+        content=raw,
+        headers={"Content-Type": "application/x-thing", "X-Loom-Metadata": '{"k": 1}'},
+    )
     assert r.status_code == 201, r.text
     got = await client.get(f"{SM}/global/blob")
     assert got.content == raw and got.headers["content-type"] == "application/x-thing"
-    again = await client.put(f"{SM}/global/blob", content=b"x",
-                             headers={"Content-Type": "text/plain"})
+    again = await client.put(
+        f"{SM}/global/blob", content=b"x", headers={"Content-Type": "text/plain"}
+    )
     assert again.status_code == 200 and again.json()["created"] is False
     assert again.json()["ref_id"] == r.json()["ref_id"]  # a replace keeps the reference id
-    assert (await client.get(f"{SM}/global/blob", headers={
-        "If-None-Match": again.headers["etag"]})).status_code == 304
+    assert (
+        await client.get(f"{SM}/global/blob", headers={"If-None-Match": again.headers["etag"]})
+    ).status_code == 304
 
 
 async def test_same_key_is_separate_per_namespace_and_scope(client, tenant):
     sid = await new_session(client)
-    targets = [("global", None), ("workflow", "w1"), ("workflow", "w2"), ("swarm", "w1"),
-               ("debate", "w1"), ("session", sid), ("agent", None)]
+    targets = [
+        ("global", None),
+        ("workflow", "w1"),
+        ("workflow", "w2"),
+        ("swarm", "w1"),
+        ("debate", "w1"),
+        ("session", sid),
+        ("agent", None),
+    ]
     for i, (ns, scope) in enumerate(targets):
         params = {"scope_id": scope} if scope else {}
         r = await client.put(f"{SM}/{ns}/shared", params=params, json={"value": i})
@@ -58,15 +70,21 @@ async def test_same_key_is_separate_per_namespace_and_scope(client, tenant):
 
 async def test_scope_rules(client):
     assert (await client.put(f"{SM}/workflow/k", json={"value": 1})).json()["error"][
-        "code"] == "invalid_scope"
-    assert (await client.put(f"{SM}/global/k", params={"scope_id": "x"},
-                             json={"value": 1})).status_code == 400
-    assert (await client.put(f"{SM}/agent/k", params={"scope_id": "agent-2"},
-                             json={"value": 1})).status_code == 400
+        "code"
+    ] == "invalid_scope"
+    assert (
+        await client.put(f"{SM}/global/k", params={"scope_id": "x"}, json={"value": 1})
+    ).status_code == 400
+    assert (
+        await client.put(f"{SM}/agent/k", params={"scope_id": "agent-2"}, json={"value": 1})
+    ).status_code == 400
     r = await client.put(f"{SM}/session/k", params={"scope_id": "not-a-uuid"}, json={"value": 1})
     assert r.status_code == 400
-    r = await client.put(f"{SM}/session/k", params={
-        "scope_id": "00000000-0000-0000-0000-000000000000"}, json={"value": 1})
+    r = await client.put(
+        f"{SM}/session/k",
+        params={"scope_id": "00000000-0000-0000-0000-000000000000"},
+        json={"value": 1},
+    )
     assert r.status_code == 404
     assert (await client.put(f"{SM}/nope/k", json={"value": 1})).status_code == 422
 
@@ -78,13 +96,18 @@ async def test_agent_namespace_needs_an_agent(tenant):
 
 
 async def test_ten_concurrent_cas_writers_exactly_one_wins(client, db):
-    first = await client.put(f"{SM}/workflow/counter", params={"scope_id": "run"},
-                             json={"value": 0})
+    first = await client.put(
+        f"{SM}/workflow/counter", params={"scope_id": "run"}, json={"value": 0}
+    )
     tag = first.headers["etag"]
 
     async def writer(i: int):
-        return await client.put(f"{SM}/workflow/counter", params={"scope_id": "run"},
-                                json={"value": i}, headers={"If-Match": tag})
+        return await client.put(
+            f"{SM}/workflow/counter",
+            params={"scope_id": "run"},
+            json={"value": i},
+            headers={"If-Match": tag},
+        )
 
     results = await asyncio.gather(*(writer(i) for i in range(1, 11)))
     codes = sorted(r.status_code for r in results)
@@ -94,11 +117,14 @@ async def test_ten_concurrent_cas_writers_exactly_one_wins(client, db):
     assert loser["error"]["code"] == "version_conflict"
     got = (await client.get(f"{SM}/workflow/counter", params={"scope_id": "run"})).json()
     assert got["version"] == winner["version"]
-    stored = await db.scalar(sa.text(
-        "select convert_from(value, 'UTF8') from shared_memory_entries "
-        "where namespace='workflow' and scope_id='run' and storage_key='counter' "
-        "and tenant_id = (select tenant_id from shared_memory_entries where ref_id=:r)"),
-        {"r": winner["ref_id"]})
+    stored = await db.scalar(
+        sa.text(
+            "select convert_from(value, 'UTF8') from shared_memory_entries "
+            "where namespace='workflow' and scope_id='run' and storage_key='counter' "
+            "and tenant_id = (select tenant_id from shared_memory_entries where ref_id=:r)"
+        ),
+        {"r": winner["ref_id"]},
+    )
     assert json.loads(stored) == got["value"]
 
 
@@ -108,10 +134,12 @@ async def test_preconditions(client):
     assert r.status_code == 412
     r = await client.put(url, json={"value": 1}, headers={"If-None-Match": "*"})
     assert r.status_code == 201
-    assert (await client.put(url, json={"value": 2},
-                             headers={"If-None-Match": "*"})).status_code == 412
-    assert (await client.put(url, json={"value": 2},
-                             headers={"If-Match": "nonsense"})).status_code == 400
+    assert (
+        await client.put(url, json={"value": 2}, headers={"If-None-Match": "*"})
+    ).status_code == 412
+    assert (
+        await client.put(url, json={"value": 2}, headers={"If-Match": "nonsense"})
+    ).status_code == 400
     stale = await client.delete(url, headers={"If-Match": '"1"'})
     assert stale.status_code == 409
     ok = await client.delete(url, headers={"If-Match": r.headers["etag"]})
@@ -123,34 +151,52 @@ async def test_preconditions(client):
 async def test_gzip_over_one_megabyte_round_trips(client, db, app):
     big = json.dumps([{"row": i, "name": f"item-{i}"} for i in range(60_000)]).encode()
     assert len(big) > 1024 * 1024
-    r = await client.put(f"{SM}/global/big", content=big,
-                         headers={"Content-Type": "application/json; charset=utf-8"})
+    r = await client.put(
+        f"{SM}/global/big", content=big, headers={"Content-Type": "application/json; charset=utf-8"}
+    )
     # application/json bodies are the {"value": ...} envelope: a bare array is refused...
     assert r.status_code == 422
-    r = await client.put(f"{SM}/global/big", content=big,
-                         headers={"Content-Type": "application/octet-stream"})
+    r = await client.put(
+        f"{SM}/global/big", content=big, headers={"Content-Type": "application/octet-stream"}
+    )
     assert r.status_code == 201 and r.json()["compressed"] is True
-    row = (await db.execute(sa.text(
-        "select compressed, size_bytes, length(value) as stored from shared_memory_entries "
-        "where ref_id = :r"), {"r": r.json()["ref_id"]})).one()
+    row = (
+        await db.execute(
+            sa.text(
+                "select compressed, size_bytes, length(value) as stored from shared_memory_entries "
+                "where ref_id = :r"
+            ),
+            {"r": r.json()["ref_id"]},
+        )
+    ).one()
     assert row.compressed and row.size_bytes == len(big) and row.stored < len(big) // 3
     app.state.loom.shared_memory.tier.clear()  # read through PostgreSQL, not the memory tier
     got = await client.get(f"{SM}/global/big")
     assert got.content == big and got.headers["x-loom-compressed"] == "true"
     assert got.headers["x-loom-storage-location"] == "postgres"
-    small = await client.put(f"{SM}/global/small", content=b"x" * 1024 * 1024,
-                             headers={"Content-Type": "application/octet-stream"})
+    small = await client.put(
+        f"{SM}/global/small",
+        content=b"x" * 1024 * 1024,
+        headers={"Content-Type": "application/octet-stream"},
+    )
     assert small.json()["compressed"] is False
 
 
 async def test_corrupted_row_is_detected(client, db, app):
     for key, payload in (("plain", b"hello world" * 10), ("packed", b"abc" * 500_000)):
-        r = await client.put(f"{SM}/global/{key}", content=payload,
-                             headers={"Content-Type": "application/octet-stream"})
+        r = await client.put(
+            f"{SM}/global/{key}",
+            content=payload,
+            headers={"Content-Type": "application/octet-stream"},
+        )
         assert r.status_code == 201
-        await db.execute(sa.text(
-            "update shared_memory_entries set value = overlay(value placing '\\x00'::bytea "
-            "from 20 for 1) where ref_id = :r"), {"r": r.json()["ref_id"]})
+        await db.execute(
+            sa.text(
+                "update shared_memory_entries set value = overlay(value placing '\\x00'::bytea "
+                "from 20 for 1) where ref_id = :r"
+            ),
+            {"r": r.json()["ref_id"]},
+        )
         await db.commit()
         app.state.loom.shared_memory.tier.clear()
         before = INTEGRITY_ERRORS._value.get()  # noqa: SLF001
@@ -173,8 +219,10 @@ async def test_ttl_expiry_and_cleanup(client, db, app):
     assert "short" not in keys and "long" in keys
     ctx = {"sessionmaker": app.state.loom.sessionmaker, "redis_client": app.state.loom.redis}
     assert await cleanup_expired_shared_memory(ctx) >= 1
-    left = await db.scalar(sa.text("select count(*) from shared_memory_entries where ref_id=:r"),
-                           {"r": r.json()["ref_id"]})
+    left = await db.scalar(
+        sa.text("select count(*) from shared_memory_entries where ref_id=:r"),
+        {"r": r.json()["ref_id"]},
+    )
     assert left == 0
     # a new PUT on an expired key is a create
     assert (await client.put(f"{SM}/global/short", json={"value": 1})).status_code == 201
@@ -185,8 +233,11 @@ async def test_max_value_size_is_413(client, app):
     old = settings.shared_memory_max_value_bytes
     settings.shared_memory_max_value_bytes = 1000
     try:
-        r = await client.put(f"{SM}/global/huge", content=b"x" * 1001,
-                             headers={"Content-Type": "application/octet-stream"})
+        r = await client.put(
+            f"{SM}/global/huge",
+            content=b"x" * 1001,
+            headers={"Content-Type": "application/octet-stream"},
+        )
         assert r.status_code == 413 and r.json()["error"]["code"] == "value_too_large"
         r = await client.put(f"{SM}/global/huge", json={"value": "y" * 2000})
         assert r.status_code == 413
@@ -230,8 +281,9 @@ async def test_cross_tenant_is_invisible(client, admin_client, app):
     r = await client.put(f"{SM}/global/secret", json={"value": "tenant A"})
     ref_id = r.json()["ref_id"]
     other = await admin_client.post("/v1/tenants", json={"name": f"other-{uuid.uuid4().hex[:8]}"})
-    key = await admin_client.post("/v1/api-keys", json={"tenant_id": other.json()["id"],
-                                                         "role": "service"})
+    key = await admin_client.post(
+        "/v1/api-keys", json={"tenant_id": other.json()["id"], "role": "service"}
+    )
 
     async with make_client(app, key.json()["secret"]) as b:
         assert (await b.get(f"{SM}/global/secret")).status_code == 404

@@ -14,11 +14,28 @@ def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern.replace("$", r"\Z"))
 
 
-KEY, PREFIX, SCOPE = (_re(p) for p in (keys.KEY_PATTERN, keys.PREFIX_PATTERN,
-                                       keys.SCOPE_ID_PATTERN))
+KEY, PREFIX, SCOPE = (
+    _re(p) for p in (keys.KEY_PATTERN, keys.PREFIX_PATTERN, keys.SCOPE_ID_PATTERN)
+)
 texts = st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
-    ["watch", "a/./b", "..", "a/..", "a/", "/a", " a", "a ", "a b", "x" * 257, "é" * 256,
-     "a\u200bb", "a\u00a0b", "\ue000", "\U000e0001"])
+    [
+        "watch",
+        "a/./b",
+        "..",
+        "a/..",
+        "a/",
+        "/a",
+        " a",
+        "a ",
+        "a b",
+        "x" * 257,
+        "é" * 256,
+        "a\u200bb",
+        "a\u00a0b",
+        "\ue000",
+        "\U000e0001",
+    ]
+)
 
 
 def _accepted(check, *args, **kwargs) -> bool:
@@ -32,11 +49,14 @@ def _accepted(check, *args, **kwargs) -> bool:
 @given(texts)
 def test_patterns_agree_with_the_validators(text: str) -> None:
     assert _accepted(keys.validate_key, text) == (
-        bool(KEY.search(text)) and len(text) <= keys.MAX_KEY_CHARS)
+        bool(KEY.search(text)) and len(text) <= keys.MAX_KEY_CHARS
+    )
     assert _accepted(keys.validate_key, text, allow_empty=True) == (
-        bool(PREFIX.search(text)) and len(text) <= keys.MAX_KEY_CHARS)
+        bool(PREFIX.search(text)) and len(text) <= keys.MAX_KEY_CHARS
+    )
     assert _accepted(keys.validate_scope_id, text) == (
-        bool(SCOPE.search(text)) and 1 <= len(text) <= keys.MAX_SCOPE_CHARS)
+        bool(SCOPE.search(text)) and 1 <= len(text) <= keys.MAX_SCOPE_CHARS
+    )
 
 
 @given(st.from_regex(KEY, fullmatch=True))

@@ -60,8 +60,24 @@ def test_global_refuses_scope() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "../", "..", "a/../b", "./a", "a//b", "/a", "a/", "watch", "a\nb", "a\x00b",
-     " a", "a ", "tab\tkey", "x" * 257, "é" * 600],
+    [
+        "",
+        "../",
+        "..",
+        "a/../b",
+        "./a",
+        "a//b",
+        "/a",
+        "a/",
+        "watch",
+        "a\nb",
+        "a\x00b",
+        " a",
+        "a ",
+        "tab\tkey",
+        "x" * 257,
+        "é" * 600,
+    ],
 )
 def test_invalid_keys_rejected(bad: str) -> None:
     with pytest.raises(InvalidKey):

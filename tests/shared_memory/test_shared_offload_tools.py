@@ -15,13 +15,29 @@ async def test_five_megabyte_tool_result_becomes_a_reference(client, db, app):
     rows = [{"id": i, "name": f"customer-{i}", "balance": i * 3.5} for i in range(90_000)]
     big = json.dumps(rows)
     assert len(big) > 5 * 1024 * 1024
-    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "tu_sql", "name": "run_sql", "input": {"q": "select"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "tu_sql", "content": big}]},
-        {"role": "tool", "tool_call_id": "small", "content": "tiny result"},
-    ]})
+    r = await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "tu_sql",
+                            "name": "run_sql",
+                            "input": {"q": "select"},
+                        }
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "tu_sql", "content": big}],
+                },
+                {"role": "tool", "tool_call_id": "small", "content": "tiny result"},
+            ]
+        },
+    )
     assert r.status_code == 201, r.text
     tool_msg = r.json()["messages"][1]
     ref = tool_msg["metadata"]["data_ref"]
@@ -46,8 +62,13 @@ async def test_five_megabyte_tool_result_becomes_a_reference(client, db, app):
         assert ref["id"] in text and len(text) < 100_000
 
     # Referenced data outlives its TTL: the holder (the message) keeps it.
-    await db.execute(sa.text("update shared_memory_entries set expires_at = now() - "
-                             "interval '1 hour' where ref_id = :r"), {"r": ref["id"]})
+    await db.execute(
+        sa.text(
+            "update shared_memory_entries set expires_at = now() - "
+            "interval '1 hour' where ref_id = :r"
+        ),
+        {"r": ref["id"]},
+    )
     await db.commit()
     ctx_job = {"sessionmaker": app.state.loom.sessionmaker, "redis_client": app.state.loom.redis}
     await cleanup_expired_shared_memory(ctx_job)
@@ -72,34 +93,53 @@ async def test_shared_memory_tools_execute_as_the_sessions_agent(tenant):
     s2 = await new_session(p2)
 
     async def call(client, sid, name, args):
-        r = await client.post(f"/v1/sessions/{sid}/tool-calls", json={
-            "type": "tool_use", "id": "t1", "name": name, "input": args})
+        r = await client.post(
+            f"/v1/sessions/{sid}/tool-calls",
+            json={"type": "tool_use", "id": "t1", "name": name, "input": args},
+        )
         assert r.status_code == 200, r.text
         return r.json()
 
-    w = await call(p1, s1, "shared_memory_write", {"namespace": "agent", "key": "character_sheet",
-                                                    "value": {"name": "Eldrin"}})
+    w = await call(
+        p1,
+        s1,
+        "shared_memory_write",
+        {"namespace": "agent", "key": "character_sheet", "value": {"name": "Eldrin"}},
+    )
     assert not w["is_error"], w
     version = json.loads(w["content"])["version"]
-    await call(p2, s2, "shared_memory_write", {"namespace": "agent", "key": "character_sheet",
-                                               "value": {"name": "Luna"}})
-    r1 = json.loads((await call(p1, s1, "shared_memory_read",
-                                {"namespace": "agent", "key": "character_sheet"}))["content"])
+    await call(
+        p2,
+        s2,
+        "shared_memory_write",
+        {"namespace": "agent", "key": "character_sheet", "value": {"name": "Luna"}},
+    )
+    r1 = json.loads(
+        (
+            await call(
+                p1, s1, "shared_memory_read", {"namespace": "agent", "key": "character_sheet"}
+            )
+        )["content"]
+    )
     assert r1["value"] == {"name": "Eldrin"}
-    stale = await call(p1, s1, "shared_memory_write", {
-        "namespace": "agent", "key": "character_sheet", "value": 1, "if_version": version - 1})
-    assert stale["is_error"] and json.loads(stale["content"])["error"]["code"] == \
-        "VERSION_CONFLICT"
-    listed = json.loads((await call(p2, s2, "shared_memory_list", {"namespace": "agent"}))[
-        "content"])
+    stale = await call(
+        p1,
+        s1,
+        "shared_memory_write",
+        {"namespace": "agent", "key": "character_sheet", "value": 1, "if_version": version - 1},
+    )
+    assert stale["is_error"] and json.loads(stale["content"])["error"]["code"] == "VERSION_CONFLICT"
+    listed = json.loads(
+        (await call(p2, s2, "shared_memory_list", {"namespace": "agent"}))["content"]
+    )
     assert listed["keys"] == ["character_sheet"]
     bad = await call(p1, s1, "shared_memory_read", {"namespace": "agent", "key": "../x"})
     assert bad["is_error"]
-    d = await call(p1, s1, "shared_memory_delete", {"namespace": "agent",
-                                                    "key": "character_sheet"})
+    d = await call(p1, s1, "shared_memory_delete", {"namespace": "agent", "key": "character_sheet"})
     assert not d["is_error"]
-    gone = await call(p1, s1, "shared_memory_read", {"namespace": "agent",
-                                                     "key": "character_sheet"})
+    gone = await call(
+        p1, s1, "shared_memory_read", {"namespace": "agent", "key": "character_sheet"}
+    )
     assert gone["is_error"]
     got = await p2.get(f"{SM}/agent/character_sheet")
     assert got.json()["value"] == {"name": "Luna"}

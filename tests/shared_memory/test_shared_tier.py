@@ -47,8 +47,10 @@ def test_older_version_never_replaces_newer() -> None:
     assert tier.get("k") == ("new", 7)
 
 
-@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3000)), max_size=200),
-       st.integers(0, 20_000))
+@given(
+    st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3000)), max_size=200),
+    st.integers(0, 20_000),
+)
 def test_bytes_never_exceed_budget(ops: list[tuple[int, int]], budget: int) -> None:
     tier = MemoryTier(max_bytes=budget)
     version = 0

@@ -76,24 +76,31 @@ async def test_watch_across_processes_with_agent_filtering(tenant, second_api):
     await a_p2.put(f"{SM}/agent/notes", json={"value": "player2 before"})
 
     auth = {"Authorization": f"Bearer {k1}"}
-    async with httpx.AsyncClient(base_url=second_api, headers=auth, timeout=30) as b_p1, \
-            httpx.AsyncClient(base_url=second_api, timeout=30, headers={
-                "Authorization": f"Bearer {tenant.service_key}"}) as b_service:
-        mine = SSE(b_p1, f"{SM}/agent/watch", {"include_initial": "true",
-                                               "heartbeat_seconds": "0.5"})
+    async with (
+        httpx.AsyncClient(base_url=second_api, headers=auth, timeout=30) as b_p1,
+        httpx.AsyncClient(
+            base_url=second_api,
+            timeout=30,
+            headers={"Authorization": f"Bearer {tenant.service_key}"},
+        ) as b_service,
+    ):
+        mine = SSE(
+            b_p1, f"{SM}/agent/watch", {"include_initial": "true", "heartbeat_seconds": "0.5"}
+        )
         party = SSE(b_service, f"{SM}/workflow/watch", {"scope_id": "camp", "prefix": "party/"})
         try:
             await asyncio.wait_for(asyncio.gather(mine.ready.wait(), party.ready.wait()), 15)
             await a_p2.put(f"{SM}/agent/character_sheet", json={"value": "Luna"})
             await a_p1.put(f"{SM}/agent/character_sheet", json={"value": "Eldrin"})
-            await a_service.put(f"{SM}/workflow/other", params={"scope_id": "camp"},
-                                json={"value": 0})
-            await a_service.put(f"{SM}/workflow/party/gold", params={"scope_id": "camp"},
-                                json={"value": 120})
+            await a_service.put(
+                f"{SM}/workflow/other", params={"scope_id": "camp"}, json={"value": 0}
+            )
+            await a_service.put(
+                f"{SM}/workflow/party/gold", params={"scope_id": "camp"}, json={"value": 120}
+            )
             await a_service.delete(f"{SM}/workflow/party/gold", params={"scope_id": "camp"})
 
-            await mine.wait_for(lambda s: any(d["key"] == "character_sheet"
-                                              for d in s.of("put")))
+            await mine.wait_for(lambda s: any(d["key"] == "character_sheet" for d in s.of("put")))
             await party.wait_for(lambda s: s.of("delete"))
             await mine.wait_for(lambda s: s.of("heartbeat"))
         finally:
@@ -104,18 +111,22 @@ async def test_watch_across_processes_with_agent_filtering(tenant, second_api):
     assert [d["key"] for d in initial] == ["notes"]
     live = [d for d in mine.of("put") if not d["initial"]]
     assert [(d["key"], d["value"], d["scope_id"]) for d in live] == [
-        ("character_sheet", "Eldrin", "player1")]
+        ("character_sheet", "Eldrin", "player1")
+    ]
     assert all(d["scope_id"] == "player1" for d in mine.of("put", "delete"))
     assert "Luna" not in json.dumps(mine.events) and "player2" not in json.dumps(mine.events)
     assert [(d["op"], d["key"]) for d in party.of("put", "delete")] == [
-        ("put", "party/gold"), ("delete", "party/gold")]
+        ("put", "party/gold"),
+        ("delete", "party/gold"),
+    ]
     assert party.of("put")[0]["value"] == 120
 
 
 async def test_memory_tier_invalidated_across_processes(tenant, second_api):
     a = tenant.client_for(tenant.service_key)
-    async with httpx.AsyncClient(base_url=second_api, timeout=30, headers={
-            "Authorization": f"Bearer {tenant.service_key}"}) as b:
+    async with httpx.AsyncClient(
+        base_url=second_api, timeout=30, headers={"Authorization": f"Bearer {tenant.service_key}"}
+    ) as b:
         await a.put(f"{SM}/global/config", json={"value": "v1"})
         first = await b.get(f"{SM}/global/config")
         again = await b.get(f"{SM}/global/config")

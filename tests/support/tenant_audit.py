@@ -28,11 +28,16 @@ from app.core.partitions import FAN_OUT, TENANT_TABLES, is_partition
 _TABLES = re.compile(r"\b(" + "|".join(TENANT_TABLES) + r")\b")
 _TENANT = re.compile(r"\btenant_id\b")
 # a tenant table read or written: FROM / JOIN / UPDATE / INTO / USING <table>
-_REFERENCES = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO|USING)\s+(?:ONLY\s+)?("
-                         + "|".join(TENANT_TABLES) + r")\b", re.I)
-_SKIP = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|SET|RESET|SHOW|SAVEPOINT|RELEASE|LISTEN|"
-                   r"UNLISTEN|NOTIFY|DISCARD|DEALLOCATE|EXPLAIN|ANALYZE|VACUUM|CREATE|DROP|"
-                   r"ALTER|SELECT pg_advisory)", re.I)
+_REFERENCES = re.compile(
+    r"\b(?:FROM|JOIN|UPDATE|INTO|USING)\s+(?:ONLY\s+)?(" + "|".join(TENANT_TABLES) + r")\b", re.I
+)
+_SKIP = re.compile(
+    r"^\s*(BEGIN|COMMIT|ROLLBACK|SET|RESET|SHOW|SAVEPOINT|RELEASE|LISTEN|"
+    r"UNLISTEN|NOTIFY|DISCARD|DEALLOCATE|EXPLAIN|ANALYZE|VACUUM|CREATE|DROP|"
+    r"ALTER|SELECT pg_advisory)",
+    re.I,
+)
+
 
 @dataclass
 class Recorder:
@@ -66,8 +71,10 @@ def install(recorder: Recorder, database: str | None = None) -> Callable[[], Non
     from asyncpg.prepared_stmt import PreparedStatement
 
     original = module.connect
-    methods = {name: getattr(PreparedStatement, name)
-               for name in ("fetch", "fetchrow", "fetchval", "fetchmany", "executemany")}
+    methods = {
+        name: getattr(PreparedStatement, name)
+        for name in ("fetch", "fetchrow", "fetchval", "fetchmany", "executemany")
+    }
 
     async def connect(*args: Any, **kwargs: Any) -> Any:
         conn = await original(*args, **kwargs)
@@ -79,9 +86,11 @@ def install(recorder: Recorder, database: str | None = None) -> Callable[[], Non
     def logged(name: str, method: Any) -> Any:
         async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             if id(self._connection) in recorder.hooked:
-                recorder.log(_Logged(self.get_query(),
-                                     [args[0]] if name == "executemany" and args else args))
+                recorder.log(
+                    _Logged(self.get_query(), [args[0]] if name == "executemany" and args else args)
+                )
             return await method(self, *args, **kwargs)
+
         return run
 
     def restore() -> None:
@@ -138,8 +147,7 @@ async def violations(dsn: str, recorder: Recorder) -> list[str]:
             # name the tenant once per table it reads or writes
             tables, named = len(_REFERENCES.findall(query)), len(_TENANT.findall(query))
             if named < tables:
-                bad.append(f"names {tables} tenant tables but tenant_id {named} times:\n"
-                           f"{query}")
+                bad.append(f"names {tables} tenant tables but tenant_id {named} times:\n{query}")
     finally:
         await conn.close()
     return bad
@@ -155,16 +163,20 @@ async def explain_one_partition(dsn: str, recorder: Recorder) -> list[str]:
     try:
         for query, args in recorder.seen.items():
             found: dict[str, set[str]] = {}
-            _partitions(json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + query,
-                                                       *args)), found)
+            _partitions(
+                json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + query, *args)), found
+            )
             assert all(len(p) == 1 for p in found.values()), (found, query)
             scanned += len(found)
             text = [r[0] for r in await conn.fetch("EXPLAIN " + query, *args)]
             first = " ".join(query.split())[:90]
             lines.append(f"{first} ...")
-            lines.extend(f"    {ln.strip()}" for ln in text
-                         if any(f"{t}_p" in ln for t in found) or ln.lstrip().startswith(
-                             ("Insert on", "Update on", "Delete on")))
+            lines.extend(
+                f"    {ln.strip()}"
+                for ln in text
+                if any(f"{t}_p" in ln for t in found)
+                or ln.lstrip().startswith(("Insert on", "Update on", "Delete on"))
+            )
     finally:
         await conn.close()
     assert scanned, "no statement read a tenant-owned table"

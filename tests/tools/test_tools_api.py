@@ -6,14 +6,24 @@ import uuid
 from tests.search.support import append, compressed_session, over_budget_session
 from tests.support.api import new_session
 
-BUILTIN = {"recall_conversation", "search_conversation", "clear_recalled_context",
-           "shared_memory_read", "shared_memory_write", "shared_memory_list",
-           "shared_memory_delete", "search_facts", "forget_fact"}
+BUILTIN = {
+    "recall_conversation",
+    "search_conversation",
+    "clear_recalled_context",
+    "shared_memory_read",
+    "shared_memory_write",
+    "shared_memory_list",
+    "shared_memory_delete",
+    "search_facts",
+    "forget_fact",
+}
 
 
 async def call(client, sid, name, tool_input, tool_id="toolu_1"):
-    resp = await client.post(f"/v1/sessions/{sid}/tool-calls", json={
-        "type": "tool_use", "id": tool_id, "name": name, "input": tool_input})
+    resp = await client.post(
+        f"/v1/sessions/{sid}/tool-calls",
+        json={"type": "tool_use", "id": tool_id, "name": name, "input": tool_input},
+    )
     assert resp.status_code == 200, resp.text
     block = resp.json()
     assert block["type"] == "tool_result" and block["tool_use_id"] == tool_id
@@ -49,9 +59,17 @@ async def test_tool_definitions_openai_format(client):
     assert resp.status_code == 200, resp.text
     tools = resp.json()["tools"]
     # the same tools in the same order, as OpenAI function tools
-    assert tools == [{"type": "function", "function": {
-        "name": t["name"], "description": t["description"], "parameters": t["input_schema"]}}
-        for t in anthropic_tools]
+    assert tools == [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["input_schema"],
+            },
+        }
+        for t in anthropic_tools
+    ]
     bad = await client.get(f"/v1/sessions/{sid}/tools", params={"format": "gemini"})
     assert bad.status_code == 422
     error = bad.json()["error"]
@@ -73,8 +91,15 @@ async def test_recall_conversation(client):
 
 async def test_recall_conversation_invalid(client):
     sid = await new_session(client)
-    for bad in [{"limit": 51}, {"limit": 0}, {"offset": -1}, {"offset": "soon"},
-                {"unknown": 1}, "not an object", [1, 2]]:
+    for bad in [
+        {"limit": 51},
+        {"limit": 0},
+        {"offset": -1},
+        {"offset": "soon"},
+        {"unknown": 1},
+        "not an object",
+        [1, 2],
+    ]:
         block, content = await call(client, sid, "recall_conversation", bad)
         assert error_code(block, content) == "INVALID_PARAMETER", bad
 
@@ -82,8 +107,9 @@ async def test_recall_conversation_invalid(client):
 async def test_recall_with_promote(client):
     sid, mem = await compressed_session(client)
     assert mem["l1_start_seq"] > 3
-    block, content = await call(client, sid, "recall_conversation",
-                                {"offset": 0, "limit": 3, "promote": True})
+    block, content = await call(
+        client, sid, "recall_conversation", {"offset": 0, "limit": 3, "promote": True}
+    )
     assert block["is_error"] is False, content
     assert content["promoted_seqs"] == [1, 2, 3]
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
@@ -93,8 +119,9 @@ async def test_recall_with_promote(client):
 async def test_search_conversation(client):
     sid = await new_session(client)
     await append(client, sid, ["we chose postgres for the ledger", "lunch was great"])
-    block, content = await call(client, sid, "search_conversation",
-                                {"query": "ledger database postgres", "promote": False})
+    block, content = await call(
+        client, sid, "search_conversation", {"query": "ledger database postgres", "promote": False}
+    )
     assert block["is_error"] is False
     # The match first, then its neighbour (ranked with the turns around it).
     assert [r["seq"] for r in content["results"]] == [1, 2]
@@ -111,30 +138,43 @@ async def test_search_conversation_scopes(client, tenant):
     other = await new_session(client, "agent-2")
     for sid in (mine, sibling, other):
         await append(client, sid, ["the aurora borealis sighting"])
-    _, content = await call(client, mine, "search_conversation",
-                            {"query": "aurora", "scope": "agent", "promote": False})
+    _, content = await call(
+        client, mine, "search_conversation", {"query": "aurora", "scope": "agent", "promote": False}
+    )
     assert sorted(r["session_id"] for r in content["results"]) == sorted([mine, sibling])
-    _, content = await call(client, mine, "search_conversation",
-                            {"query": "aurora", "scope": "tenant", "promote": False})
+    _, content = await call(
+        client,
+        mine,
+        "search_conversation",
+        {"query": "aurora", "scope": "tenant", "promote": False},
+    )
     assert len(content["results"]) == 3
     agent = await tenant.new_client(role="agent", agent_id="agent-1")
-    block, content = await call(agent, mine, "search_conversation",
-                                {"query": "aurora", "scope": "tenant"})
+    block, content = await call(
+        agent, mine, "search_conversation", {"query": "aurora", "scope": "tenant"}
+    )
     assert error_code(block, content) == "FORBIDDEN"
 
 
 async def test_search_conversation_invalid(client):
     sid = await new_session(client)
-    for bad in [{}, {"query": 42}, {"query": "x", "limit": 21}, {"query": "x", "scope": "galaxy"},
-                {"query": "x", "promote": "perhaps"}, {"query": "x" * 10_001}]:
+    for bad in [
+        {},
+        {"query": 42},
+        {"query": "x", "limit": 21},
+        {"query": "x", "scope": "galaxy"},
+        {"query": "x", "promote": "perhaps"},
+        {"query": "x" * 10_001},
+    ]:
         block, content = await call(client, sid, "search_conversation", bad)
         assert error_code(block, content) == "INVALID_PARAMETER", bad
 
 
 async def test_search_conversation_promotes_and_clear_recalled_context(client):
     sid, mem = await compressed_session(client)
-    block, content = await call(client, sid, "search_conversation",
-                                {"query": "message 3 lighthouse", "limit": 3})
+    block, content = await call(
+        client, sid, "search_conversation", {"query": "message 3 lighthouse", "limit": 3}
+    )
     assert block["is_error"] is False, content
     # seq 4 ("message 3") is in swap and gets promoted with the other hits in swap (its
     # neighbours); hits still in L1 are in the context already.
@@ -159,8 +199,9 @@ async def test_search_conversation_over_budget_still_answers(client):
     assert len(content["results"]) == 10
     assert content["promoted_seqs"] == []
     assert content["promote_error"]["code"] == "OVER_BUDGET"
-    block, content = await call(client, sid, "recall_conversation",
-                                {"offset": 0, "limit": 10, "promote": True})
+    block, content = await call(
+        client, sid, "recall_conversation", {"offset": 0, "limit": 10, "promote": True}
+    )
     assert error_code(block, content) == "OVER_BUDGET"
     memory = (await client.get(f"/v1/sessions/{sid}/memory")).json()
     assert memory["promoted_seqs"] == []
@@ -184,19 +225,22 @@ async def test_unknown_tool_and_bad_blocks(client):
 
 
 async def test_tool_call_on_missing_session_is_404(client):
-    resp = await client.post(f"/v1/sessions/{uuid.uuid4()}/tool-calls",
-                             json={"type": "tool_use", "id": "t", "name": "recall_conversation",
-                                   "input": {}})
+    resp = await client.post(
+        f"/v1/sessions/{uuid.uuid4()}/tool-calls",
+        json={"type": "tool_use", "id": "t", "name": "recall_conversation", "input": {}},
+    )
     assert resp.status_code == 404
 
 
 async def test_shared_memory_tools_answer_a_tool_result(client):
     sid = await new_session(client)
-    block, content = await call(client, sid, "shared_memory_write",
-                                {"namespace": "agent", "key": "k", "value": {"a": 1}})
+    block, content = await call(
+        client, sid, "shared_memory_write", {"namespace": "agent", "key": "k", "value": {"a": 1}}
+    )
     assert block["is_error"] is False, content
-    block, content = await call(client, sid, "shared_memory_read",
-                                {"namespace": "agent", "key": "k"})
+    block, content = await call(
+        client, sid, "shared_memory_read", {"namespace": "agent", "key": "k"}
+    )
     assert block["is_error"] is False, content
     block, content = await call(client, sid, "shared_memory_read", {"namespace": "nowhere"})
     assert error_code(block, content) == "INVALID_PARAMETER"
@@ -217,8 +261,9 @@ async def test_failing_handlers_become_error_results_not_5xx(client):
         registry.register_tool(name, {"description": "t", "input_schema": {"type": "object"}})
         registry.register_handler(name, handler)
     # A definition without a handler (e.g. a provider module not installed).
-    registry.register_tool("test_unavailable", {"description": "t",
-                                                "input_schema": {"type": "object"}})
+    registry.register_tool(
+        "test_unavailable", {"description": "t", "input_schema": {"type": "object"}}
+    )
     try:
         sid = await new_session(client)
         await append(client, sid, ["one message"])
@@ -240,16 +285,26 @@ async def test_failing_handlers_become_error_results_not_5xx(client):
 
 async def test_search_conversation_bounds_times_and_shows_them(client):
     sid = await new_session(client)
-    resp = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-        {"role": "user", "content": "the ledger migration plan", "created_at": t}
-        for t in ("2023-01-01T00:00:00Z", "2023-06-01T00:00:00Z")]})
+    resp = await client.post(
+        f"/v1/sessions/{sid}/messages",
+        json={
+            "messages": [
+                {"role": "user", "content": "the ledger migration plan", "created_at": t}
+                for t in ("2023-01-01T00:00:00Z", "2023-06-01T00:00:00Z")
+            ]
+        },
+    )
     assert resp.status_code == 201, resp.text
-    block, content = await call(client, sid, "search_conversation",
-                                {"query": "ledger migration", "promote": False,
-                                 "after": "2023-03-01T00:00:00Z"})
+    block, content = await call(
+        client,
+        sid,
+        "search_conversation",
+        {"query": "ledger migration", "promote": False, "after": "2023-03-01T00:00:00Z"},
+    )
     assert block["is_error"] is False, content
     assert [r["seq"] for r in content["results"]] == [2]
     assert content["results"][0]["created_at"].startswith("2023-06-01T00:00:00")
-    block, content = await call(client, sid, "search_conversation",
-                                {"query": "ledger", "after": "2023-03-01"})
+    block, content = await call(
+        client, sid, "search_conversation", {"query": "ledger", "after": "2023-03-01"}
+    )
     assert block["is_error"] is True

@@ -9,24 +9,46 @@ import sqlalchemy as sa
 
 async def table_hits(db: Any, needles: list[str]) -> dict[str, int]:
     """table -> rows holding any needle, in any column (text form; bytea columns as bytes)."""
-    tables = (await db.execute(sa.text(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
-        "AND NOT c.relispartition ORDER BY 1"))).scalars().all()
+    tables = (
+        (
+            await db.execute(
+                sa.text(
+                    "SELECT c.relname FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
+                    "AND NOT c.relispartition ORDER BY 1"
+                )
+            )
+        )
+        .scalars()
+        .all()
+    )
     hits: dict[str, int] = {}
     for t in tables:
-        binary = (await db.execute(sa.text(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = "
-            "current_schema() AND table_name = :t AND data_type = 'bytea'"), {"t": t})
-        ).scalars().all()
+        binary = (
+            (
+                await db.execute(
+                    sa.text(
+                        "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                        "current_schema() AND table_name = :t AND data_type = 'bytea'"
+                    ),
+                    {"t": t},
+                )
+            )
+            .scalars()
+            .all()
+        )
         conds = []
         params: dict[str, Any] = {}
         for i, needle in enumerate(needles):
             params[f"n{i}"] = needle
             conds.append(f"strpos(x::text, :n{i}) > 0")
             conds += [f"position(convert_to(:n{i}, 'UTF8') in x.{c}) > 0" for c in binary]
-        n = (await db.execute(sa.text(f"SELECT count(*) FROM {t} x WHERE {' OR '.join(conds)}"),
-                              params)).scalar_one()
+        n = (
+            await db.execute(
+                sa.text(f"SELECT count(*) FROM {t} x WHERE {' OR '.join(conds)}"), params
+            )
+        ).scalar_one()
         if n:
             hits[t] = int(n)
     return hits
@@ -37,8 +59,11 @@ async def redis_hits(redis: Any, needles: list[str]) -> list[str]:
     raw = [n.encode() for n in needles]
     found = []
     async for key in redis.scan_iter(count=1000):
-        kind = (await redis.type(key)).decode() if isinstance(await redis.type(key), bytes) \
+        kind = (
+            (await redis.type(key)).decode()
+            if isinstance(await redis.type(key), bytes)
             else await redis.type(key)
+        )
         parts: list[bytes] = [key]
         if kind == "string":
             parts.append(await redis.get(key) or b"")

@@ -17,49 +17,85 @@ from tests.support.api import make_client
 
 async def fresh_tenant(tenant: Any, app: Any) -> httpx.AsyncClient:
     t = await tenant.admin.post("/v1/tenants", json={"name": f"f-{uuid.uuid4().hex[:8]}"})
-    key = await tenant.admin.post("/v1/api-keys", json={"tenant_id": t.json()["id"],
-                                                        "role": "service"})
+    key = await tenant.admin.post(
+        "/v1/api-keys", json={"tenant_id": t.json()["id"], "role": "service"}
+    )
     return make_client(app, key.json()["secret"], {"X-Agent-Id": "agent-1"})
 
 
 def turns(n: int, tag: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(n):
-        out.append({"role": "user", "content": f"question {i} about the {tag} invoice "
-                                               f"number {i * 7} and its refund",
-                    "created_at": f"2026-01-{1 + i % 28:02d}T10:00:00Z"})
-        out.append({"role": "assistant", "content": f"answer {i}: the refund for {i * 7} "
-                                                    "is on its way",
-                    "created_at": f"2026-01-{1 + i % 28:02d}T10:01:00Z"})
+        out.append(
+            {
+                "role": "user",
+                "content": f"question {i} about the {tag} invoice number {i * 7} and its refund",
+                "created_at": f"2026-01-{1 + i % 28:02d}T10:00:00Z",
+            }
+        )
+        out.append(
+            {
+                "role": "assistant",
+                "content": f"answer {i}: the refund for {i * 7} is on its way",
+                "created_at": f"2026-01-{1 + i % 28:02d}T10:01:00Z",
+            }
+        )
     return out
 
 
 async def build(client: httpx.AsyncClient, user: str) -> list[str]:
     sids = []
     for k in range(2):
-        r = await client.post("/v1/sessions", json={
-            "user_id": user, "config": {
-                "max_context_tokens": 4000, "l1_max_messages": 8,
-                "recall": {"enabled": True}, "facts": {"enabled": True, "scope": "user"}}})
+        r = await client.post(
+            "/v1/sessions",
+            json={
+                "user_id": user,
+                "config": {
+                    "max_context_tokens": 4000,
+                    "l1_max_messages": 8,
+                    "recall": {"enabled": True},
+                    "facts": {"enabled": True, "scope": "user"},
+                },
+            },
+        )
         assert r.status_code == 201, r.text
         sid = r.json()["id"]
         sids.append(sid)
-        r = await client.post(f"/v1/sessions/{sid}/messages",
-                              json={"messages": turns(20, f"t{k}")})
+        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turns(20, f"t{k}")})
         assert r.status_code == 201, r.text
         big = json.dumps([{"row": i} for i in range(20_000)])
-        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-            {"role": "assistant", "content": [{"type": "tool_use", "id": f"x{k}",
-                                               "name": "ledger", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"x{k}",
-                                          "content": big}]},
-            {"role": "user", "content": "so where is my refund for invoice 7?"}]})
+        r = await client.post(
+            f"/v1/sessions/{sid}/messages",
+            json={
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": f"x{k}", "name": "ledger", "input": {}}
+                        ],
+                    },
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": f"x{k}", "content": big}
+                        ],
+                    },
+                    {"role": "user", "content": "so where is my refund for invoice 7?"},
+                ]
+            },
+        )
         assert r.status_code == 201, r.text
         r = await client.post(f"/v1/sessions/{sid}/memory/compress", params={"wait": "true"})
         assert r.status_code == 200, r.text
-    r = await client.post("/v1/memory-items", json={
-        "scope": f"user/{user}", "kind": "fact", "text": "The user's refund goes to IBAN 42.",
-        "importance": 0.9})
+    r = await client.post(
+        "/v1/memory-items",
+        json={
+            "scope": f"user/{user}",
+            "kind": "fact",
+            "text": "The user's refund goes to IBAN 42.",
+            "importance": 0.9,
+        },
+    )
     assert r.status_code == 201, r.text
     return sids
 
@@ -69,8 +105,9 @@ def same_build(body: dict[str, Any]) -> dict[str, Any]:
     manifest's id and time, issue 30): what two builds of the same memory share."""
     body = {k: v for k, v in body.items() if k != "context_id"}
     if isinstance(body.get("manifest"), dict):
-        body["manifest"] = {k: v for k, v in body["manifest"].items()
-                            if k not in ("context_id", "created_at")}
+        body["manifest"] = {
+            k: v for k, v in body["manifest"].items() if k not in ("context_id", "created_at")
+        }
     return body
 
 
@@ -81,11 +118,14 @@ async def views(client: httpx.AsyncClient, user: str, sids: list[str]) -> list[A
             r = await client.post(f"/v1/sessions/{sid}/context", json={"format": fmt})
             assert r.status_code == 200, r.text
             out.append(same_build(r.json()))
-        r = await client.post(f"/v1/sessions/{sid}/search",
-                              json={"query": "refund invoice 7", "rerank": False})
+        r = await client.post(
+            f"/v1/sessions/{sid}/search", json={"query": "refund invoice 7", "rerank": False}
+        )
         out.append(r.json())
-    r = await client.post("/v1/search", json={"query": "refund invoice", "scope": "user",
-                                              "user_id": user, "rerank": False})
+    r = await client.post(
+        "/v1/search",
+        json={"query": "refund invoice", "scope": "user", "user_id": user, "rerank": False},
+    )
     out.append(r.json())
     return out
 
@@ -98,12 +138,16 @@ async def export(client: httpx.AsyncClient, path: str) -> list[str]:
 
 
 async def do_import(client: httpx.AsyncClient, lines: list[str]) -> httpx.Response:
-    return await client.post("/v1/import", content="\n".join(lines) + "\n",
-                             headers={"Content-Type": "application/x-ndjson"})
+    return await client.post(
+        "/v1/import",
+        content="\n".join(lines) + "\n",
+        headers={"Content-Type": "application/x-ndjson"},
+    )
 
 
 async def test_export_import_gives_identical_contexts_and_search(
-        client: httpx.AsyncClient, tenant: Any, app: Any, db: Any) -> None:
+    client: httpx.AsyncClient, tenant: Any, app: Any, db: Any
+) -> None:
     user = f"port-{uuid.uuid4().hex[:8]}"
     sids = await build(client, user)
     before = await views(client, user, sids)
@@ -137,7 +181,8 @@ async def test_export_import_gives_identical_contexts_and_search(
 
 
 async def test_bad_lines_are_named_and_nothing_is_half_imported(
-        client: httpx.AsyncClient, tenant: Any, app: Any, db: Any) -> None:
+    client: httpx.AsyncClient, tenant: Any, app: Any, db: Any
+) -> None:
     user = f"bad-{uuid.uuid4().hex[:8]}"
     r = await client.post("/v1/sessions", json={"user_id": user})
     sid = r.json()["id"]
@@ -151,14 +196,20 @@ async def test_bad_lines_are_named_and_nothing_is_half_imported(
             "malformed": lines[:10] + ['{"t": "message", "session_id": '] + lines[11:],
             "truncated": lines[:-5],
             "torn": lines[:-1] + [lines[-1][:7]],
-            "dangling": lines[:dangling] + [json.dumps({
-                **json.loads(lines[dangling]), "session_id": str(uuid.uuid4())})]
-                + lines[dangling + 1:],
+            "dangling": lines[:dangling]
+            + [json.dumps({**json.loads(lines[dangling]), "session_id": str(uuid.uuid4())})]
+            + lines[dangling + 1 :],
             "unknown": lines[:3] + ['{"t": "wormhole"}'] + lines[3:],
             "no header": lines[1:],
         }
-        expected_line = {"malformed": 11, "truncated": len(lines) - 4, "torn": len(lines),
-                         "dangling": dangling + 1, "unknown": 4, "no header": 1}
+        expected_line = {
+            "malformed": 11,
+            "truncated": len(lines) - 4,
+            "torn": len(lines),
+            "dangling": dangling + 1,
+            "unknown": 4,
+            "no header": 1,
+        }
         for name, body in cases.items():
             r = await do_import(target, body)
             assert r.status_code == 422, (name, r.text)
@@ -166,8 +217,12 @@ async def test_bad_lines_are_named_and_nothing_is_half_imported(
             assert err["code"] == "invalid_import", (name, err)
             assert err["details"]["line"] == expected_line[name], (name, err)
             assert f"line {expected_line[name]}" in err["message"]
-        n = (await db.execute(sa.text("SELECT count(*) FROM sessions WHERE tenant_id = :t"),
-                              {"t": me["tenant_id"]})).scalar_one()
+        n = (
+            await db.execute(
+                sa.text("SELECT count(*) FROM sessions WHERE tenant_id = :t"),
+                {"t": me["tenant_id"]},
+            )
+        ).scalar_one()
         assert n == 0
         assert (await target.post("/v1/import", content=b"")).status_code == 422
 

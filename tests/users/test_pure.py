@@ -40,16 +40,21 @@ def test_receipts_list_every_kind_in_order() -> None:
 
 
 def _export(n: int) -> list[str]:
-    lines = [fmt.header_line({"kind": "user", "id": "u"}, "2026-01-01T00:00:00+00:00"),
-             json.dumps({"t": "session", "id": "s", "agent_id": "a"})]
-    lines += [json.dumps({"t": "message", "session_id": "s", "seq": i, "role": "user"})
-              for i in range(1, n + 1)]
+    lines = [
+        fmt.header_line({"kind": "user", "id": "u"}, "2026-01-01T00:00:00+00:00"),
+        json.dumps({"t": "session", "id": "s", "agent_id": "a"}),
+    ]
+    lines += [
+        json.dumps({"t": "message", "session_id": "s", "seq": i, "role": "user"})
+        for i in range(1, n + 1)
+    ]
     return [*lines, fmt.end_line({"session": 1, "message": n})]
 
 
 @given(st.integers(min_value=0, max_value=30), st.data())
 def test_the_reader_takes_a_whole_export_and_names_the_first_bad_line(
-        n: int, data: st.DataObject) -> None:
+    n: int, data: st.DataObject
+) -> None:
     lines = _export(n)
     reader = fmt.Reader()
     got = [x for x in map(reader.feed, lines) if x is not None]
@@ -65,7 +70,7 @@ def test_the_reader_takes_a_whole_export_and_names_the_first_bad_line(
     assert err.value.line == cut + 1
     # one garbled line: refused at that line
     bad = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
-    garbled = [*lines[:bad], lines[bad][: len(lines[bad]) // 2], *lines[bad + 1:]]
+    garbled = [*lines[:bad], lines[bad][: len(lines[bad]) // 2], *lines[bad + 1 :]]
     reader = fmt.Reader()
     with pytest.raises(fmt.FormatError) as err:
         for x in garbled:
@@ -81,10 +86,15 @@ def test_every_table_that_names_a_session_is_erased_explicitly() -> None:
     from app.erasure import repository
     from app.models import metadata
 
-    sql = " ".join(s for _, s in (*repository.SESSION_DELETES, repository.MESSAGES_BATCH,
-                                  repository.SESSION_ROW))
-    holders = {t.name for t in metadata.sorted_tables
-               if {"session_id", "source_session_id"} & set(t.c.keys())}
+    sql = " ".join(
+        s
+        for _, s in (*repository.SESSION_DELETES, repository.MESSAGES_BATCH, repository.SESSION_ROW)
+    )
+    holders = {
+        t.name
+        for t in metadata.sorted_tables
+        if {"session_id", "source_session_id"} & set(t.c.keys())
+    }
     missing = [t for t in sorted(holders) if f" {t} " not in f" {sql} "]
     assert missing == [], missing
 

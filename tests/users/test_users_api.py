@@ -14,8 +14,9 @@ import sqlalchemy as sa
 from tests.support.api import make_client
 
 
-async def user_session(client: httpx.AsyncClient, user_id: str, agent_id: str | None = None,
-                       *texts: str, **config: Any) -> str:
+async def user_session(
+    client: httpx.AsyncClient, user_id: str, agent_id: str | None = None, *texts: str, **config: Any
+) -> str:
     body: dict[str, Any] = {"user_id": user_id}
     if agent_id:
         body["agent_id"] = agent_id
@@ -26,21 +27,29 @@ async def user_session(client: httpx.AsyncClient, user_id: str, agent_id: str | 
     assert r.json()["user_id"] == user_id
     sid = str(r.json()["id"])
     if texts:
-        r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": [
-            {"role": "user" if i % 2 == 0 else "assistant", "content": t}
-            for i, t in enumerate(texts)]})
+        r = await client.post(
+            f"/v1/sessions/{sid}/messages",
+            json={
+                "messages": [
+                    {"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                    for i, t in enumerate(texts)
+                ]
+            },
+        )
         assert r.status_code == 201, r.text
     return sid
 
 
 async def test_user_id_is_set_at_creation_validated_and_filters_the_list(
-        client: httpx.AsyncClient, db: Any) -> None:
+    client: httpx.AsyncClient, db: Any
+) -> None:
     u = f"cust-{uuid.uuid4().hex[:8]}"
     s1 = await user_session(client, u, None, "hello", "hi")
     s2 = await user_session(client, u, "agent-2")
     await user_session(client, f"other-{uuid.uuid4().hex[:6]}")
-    stored = (await db.execute(sa.text("SELECT user_id FROM sessions WHERE id = :s"),
-                               {"s": s1})).scalar_one()
+    stored = (
+        await db.execute(sa.text("SELECT user_id FROM sessions WHERE id = :s"), {"s": s1})
+    ).scalar_one()
     assert stored == u
     r = await client.get("/v1/sessions", params={"user_id": u})
     assert r.status_code == 200 and {s["id"] for s in r.json()["items"]} == {s1, s2}
@@ -95,13 +104,16 @@ async def test_the_user_tier_follows_the_one_rule(tenant: Any, app: Any) -> None
     a2 = await tenant.new_client(role="agent", agent_id="a2")
     await user_session(a1, u)
     # agent key with a session with the user: writes and reads the tier
-    r = await a1.post("/v1/memory-items", json={"scope": f"user/{u}", "kind": "fact",
-                                               "text": "Prefers email over phone."})
+    r = await a1.post(
+        "/v1/memory-items",
+        json={"scope": f"user/{u}", "kind": "fact", "text": "Prefers email over phone."},
+    )
     assert r.status_code == 201, r.text
     item = r.json()["id"]
     assert r.json()["scope"] == f"user/{u}"
-    r = await service.post("/v1/memory-items", json={"scope": f"user/{u}", "kind": "note",
-                                                    "text": "VIP since 2024."})
+    r = await service.post(
+        "/v1/memory-items", json={"scope": f"user/{u}", "kind": "note", "text": "VIP since 2024."}
+    )
     assert r.status_code == 201, r.text
     for c in (a1, service):
         assert (await c.get(f"/v1/memory-items/{item}")).status_code == 200
@@ -111,8 +123,7 @@ async def test_the_user_tier_follows_the_one_rule(tenant: Any, app: Any) -> None
     assert (await a2.get(f"/v1/memory-items/{item}")).status_code == 404
     r = await a2.post("/v1/memory-items/query", json={"filters": {"scope": f"user/{u}"}})
     assert r.json()["items"] == []
-    r = await a2.post("/v1/memory-items", json={"scope": f"user/{u}", "kind": "fact",
-                                               "text": "x"})
+    r = await a2.post("/v1/memory-items", json={"scope": f"user/{u}", "kind": "fact", "text": "x"})
     assert r.status_code == 404 and r.json()["error"]["code"] == "user_not_found"
     assert (await a2.delete(f"/v1/memory-items/{item}")).status_code == 404
     assert (await a2.get(f"/v1/users/{u}")).status_code == 404
@@ -124,13 +135,13 @@ async def test_the_user_tier_follows_the_one_rule(tenant: Any, app: Any) -> None
     assert r.status_code == 403 and r.json()["error"]["code"] == "erasure_forbidden"
     assert (await a2.delete(f"/v1/users/{u}")).status_code == 404
     # the bare `user` scope names nobody outside a session's facts config
-    r = await service.post("/v1/memory-items", json={"scope": "user", "kind": "fact",
-                                                    "text": "x"})
+    r = await service.post("/v1/memory-items", json={"scope": "user", "kind": "fact", "text": "x"})
     assert r.status_code in (400, 422)
     # another tenant's service key: 404
     other = await tenant.admin.post("/v1/tenants", json={"name": f"o-{uuid.uuid4().hex[:6]}"})
-    key = await tenant.admin.post("/v1/api-keys", json={"tenant_id": other.json()["id"],
-                                                        "role": "service"})
+    key = await tenant.admin.post(
+        "/v1/api-keys", json={"tenant_id": other.json()["id"], "role": "service"}
+    )
     async with make_client(app, key.json()["secret"]) as stranger:
         assert (await stranger.get(f"/v1/users/{u}")).status_code == 404
         assert (await stranger.get(f"/v1/memory-items/{item}")).status_code == 404
@@ -165,8 +176,7 @@ async def test_context_recalls_the_users_other_sessions_with_this_agent(tenant: 
     await user_session(a1, u, None, "my parcel zx81 was left at the blue door", "noted")
     await user_session(a2, u, None, "parcel zx81 secret for r2 only", "ok")
     await user_session(a1, f"other-{u}", None, "parcel zx81 of another person", "ok")
-    sid = await user_session(a1, u, None, "where is parcel zx81 now?",
-                             user_recall={"share": 0.2})
+    sid = await user_session(a1, u, None, "where is parcel zx81 now?", user_recall={"share": 0.2})
     r = await a1.post(f"/v1/sessions/{sid}/context", json={"format": "raw"})
     assert r.status_code == 200, r.text
     text = json.dumps(r.json())
