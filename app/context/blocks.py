@@ -1,8 +1,11 @@
 """Extra context blocks from other domains (knowledge, learned...), counted in the budget.
 
-A provider is ``async (open_db, session_row, budget_tokens) -> ContextBlock | None``, where
-``open_db()`` opens a read session (``async with open_db() as db``) for the providers that
-need the database: a session that configures no block costs no connection at all. The
+A provider is ``async (open_db, session_row, budget_tokens, newest_user) -> ContextBlock |
+None``, where ``open_db()`` opens a read session (``async with open_db() as db``) for the
+providers that need the database: a session that configures no block costs no connection at
+all. ``newest_user`` is the text of the newest user message with text, from the L1 the build
+read already (None when L1 holds none: a provider that needs it reads it,
+``app.context.blocks.newest_user_text``). The
 builder calls the providers it is given (``app.wiring`` lists them) after ROM/Kernel with
 the tokens still free, renders the blocks in that order and drops the last ones first if
 the budget is short.
@@ -16,6 +19,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
+
+import sqlalchemy as sa
 
 log = logging.getLogger("loom.context")
 
@@ -34,20 +39,41 @@ class ContextBlock:
 
 
 OpenDb = Callable[[], AbstractAsyncContextManager[Any]]
-BlockProvider = Callable[[OpenDb, Any, int], Awaitable[ContextBlock | None]]
+BlockProvider = Callable[[OpenDb, Any, int, str | None], Awaitable[ContextBlock | None]]
+
+_NEWEST_USER = sa.text(
+    "SELECT text FROM messages WHERE tenant_id = :tid AND session_id = :sid AND role = 'user' "
+    "AND text <> '' ORDER BY seq DESC LIMIT 1"
+)
+
+
+async def newest_user_text(db: Any, session_row: Any, known: str | None) -> str:
+    """The text of the session's newest user message with text: `known` (what the build
+    found in L1) when given, else read (L1 held no such message)."""
+    if known is not None:
+        return known
+    row = (
+        await db.execute(_NEWEST_USER, {"tid": session_row.tenant_id, "sid": session_row.id})
+    ).first()
+    return str(row.text) if row is not None else ""
 
 
 async def collect(
-    open_db: OpenDb, session_row: Any, budget_tokens: int, providers: Sequence[BlockProvider]
+    open_db: OpenDb,
+    session_row: Any,
+    budget_tokens: int,
+    providers: Sequence[BlockProvider],
+    newest_user: str | None = None,
 ) -> list[ContextBlock]:
-    """Blocks for one build; each provider sees the tokens the earlier ones left."""
+    """Blocks for one build; each provider sees the tokens the earlier ones left, and
+    `newest_user` (see the module's docstring)."""
     out: list[ContextBlock] = []
     left = budget_tokens
     for fn in providers:
         if left <= 0:
             break
         try:
-            block = await fn(open_db, session_row, left)
+            block = await fn(open_db, session_row, left, newest_user)
         except Exception:
             log.exception("context block provider %s failed", getattr(fn, "__name__", fn))
             continue

@@ -134,6 +134,17 @@ def recall_note_bound(seqs: Sequence[int]) -> int:
     return _note_base_tokens() + sum(4 + -(-len(str(s)) // 3) for s in seqs)
 
 
+def newest_user_with_text(rows: Sequence[StoredMessage]) -> str | None:
+    """The text of the newest of `rows` by the user that has text (what the block
+    providers match against), or None when none has."""
+    for m in reversed(rows):
+        if m.role == "user":
+            text = content_text(m.content)
+            if text:
+                return text
+    return None
+
+
 def newest_user_text(rows: Sequence[StoredMessage]) -> str:
     """The text of the newest user message (what recall searches for by default; a newest
     message without text, such as an image, recalls nothing)."""
@@ -216,7 +227,9 @@ async def build(
     first = fit(loaded.layers, cfg, loaded.stand_in_tokens, overhead_tokens=FORMAT_OVERHEAD_TOKENS)
     free = cfg.budget - first.total_tokens
     extra = (
-        await block_registry.collect(open_db, session_row, free, providers)
+        await block_registry.collect(
+            open_db, session_row, free, providers, newest_user_with_text(loaded.l1)
+        )
         if free > 0 and providers
         else []
     )

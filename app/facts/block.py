@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
-from app.context.blocks import ContextBlock, OpenDb
+from app.context.blocks import ContextBlock, OpenDb, newest_user_text
 from app.core.tokens import count_text
 from app.facts import repository as repo
 from app.facts.asof import read_then
@@ -62,7 +62,7 @@ def fact_line(text: str | None, valid_from: Any) -> str:
 
 
 async def facts_provider(
-    open_db: OpenDb, session_row: Any, budget_tokens: int
+    open_db: OpenDb, session_row: Any, budget_tokens: int, newest_user: str | None = None
 ) -> ContextBlock | None:
     cfg = FactsConfig.from_stored((session_row.config or {}).get("facts"))
     if not cfg.enabled:
@@ -74,7 +74,7 @@ async def facts_provider(
     tid, agent = session_row.tenant_id, session_row.agent_id
     as_of = _AS_OF.get()
     async with open_db() as db:
-        query = await repo.newest_user_text(db, tid, session_row.id)
+        query = await newest_user_text(db, session_row, newest_user)
         rows = (
             await repo.nearest_facts(
                 db, tid, scope, query, limit=CANDIDATES, agent_id=agent, as_of=as_of

@@ -401,18 +401,6 @@ async def messages_after(
     ]
 
 
-_NEWEST_USER = sa.text("""
-SELECT text FROM messages
-WHERE tenant_id = :tid AND session_id = :sid AND role = 'user' AND text <> ''
-ORDER BY seq DESC LIMIT 1
-""")
-
-
-async def newest_user_text(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> str:
-    row = (await db.execute(_NEWEST_USER, {"tid": tenant_id, "sid": session_id})).first()
-    return str(row.text) if row is not None else ""
-
-
 async def top_facts(
     db: AsyncSession,
     tenant_id: uuid.UUID,

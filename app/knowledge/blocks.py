@@ -44,7 +44,10 @@ def _session_budget(session_row: SessionLike) -> int:
 
 
 async def knowledge_provider(
-    open_db: OpenDb, session_row: SessionLike, budget_tokens: int
+    open_db: OpenDb,
+    session_row: SessionLike,
+    budget_tokens: int,
+    newest_user: str | None = None,
 ) -> ContextBlock | None:
     """The "knowledge" block: a context package of the session's task/project/global."""
     cfg = knowledge_config(session_row)
@@ -86,7 +89,10 @@ async def knowledge_provider(
 
 
 async def learned_provider(
-    open_db: OpenDb, session_row: SessionLike, budget_tokens: int
+    open_db: OpenDb,
+    session_row: SessionLike,
+    budget_tokens: int,
+    newest_user: str | None = None,
 ) -> ContextBlock | None:
     """The "learned" block: the agent's active learned version, if the session opted in."""
     cfg = knowledge_config(session_row)

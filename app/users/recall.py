@@ -13,9 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
-from app.context.blocks import BlockProvider, ContextBlock, OpenDb
+from app.context.blocks import BlockProvider, ContextBlock, OpenDb, newest_user_text
 from app.core.tokens import count_text
 from app.memory.policy import MemoryConfig
 from app.search import service as search_service
@@ -35,11 +33,6 @@ HEADER = (
 )
 LINE_CHARS = 400
 MIN_TOKENS = 32
-
-_NEWEST_USER_TEXT = sa.text(
-    "SELECT text FROM messages WHERE tenant_id = :t AND session_id = :s AND role = 'user' "
-    "ORDER BY seq DESC LIMIT 1"
-)
 
 
 def line(role: str, created_at: Any, text: str) -> str:
@@ -69,7 +62,7 @@ def provider(
     asyncpg)."""
 
     async def user_recall(
-        open_db: OpenDb, session_row: Any, budget_tokens: int
+        open_db: OpenDb, session_row: Any, budget_tokens: int, newest_user: str | None = None
     ) -> ContextBlock | None:
         cfg = (session_row.config or {}).get("user_recall")
         user_id = getattr(session_row, "user_id", None)
@@ -79,10 +72,10 @@ def provider(
         tokens = min(budget_tokens, int(budget * float(cfg.get("share", 0.05))))
         if tokens < MIN_TOKENS:
             return None
-        async with open_db() as db:
-            query = await db.scalar(
-                _NEWEST_USER_TEXT, {"t": session_row.tenant_id, "s": session_row.id}
-            )
+        query = newest_user
+        if query is None:
+            async with open_db() as db:
+                query = await newest_user_text(db, session_row, None)
         if not query or not query.strip():
             return None
         most = int(cfg.get("max_messages", 6))
