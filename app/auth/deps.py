@@ -14,6 +14,7 @@ from app.auth.keys import hash_key, same_secret
 from app.auth.ratelimit import take_token
 from app.core.config import Settings
 from app.core.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
+from app.core.query_params import reject_unknown_query
 from app.state import app_state
 
 bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer lm_...`")
@@ -75,6 +76,7 @@ async def _principal(request: Request, creds: HTTPAuthorizationCredentials | Non
                 "Rate limit exceeded for this key.",
                 headers={"Retry-After": str(max(1, math.ceil(wait)))},
             )
+    reject_unknown_query(request)  # every /v1 route authenticates here
     return principal
 
 

@@ -1,9 +1,11 @@
 """Unknown query parameters are refused (issue 27): a misspelled `as_of` must not be
 ignored, just as an unknown body field is not (bodies forbid extra fields).
 
-One dependency for every /v1 route (`app.api.include`), keyed on what the route itself
-declares: the query parameters of its endpoint and of its dependencies. Unknown ones are
-422 `unknown_query_parameter`, naming each in `details`."""
+Checked by the authentication every /v1 route runs (`app.auth.deps`; a test walks the
+routes), keyed on what the matched route itself declares: the query parameters of its
+endpoint and of its dependencies. Unknown ones are 422 `unknown_query_parameter`, naming
+each in `details`. Not a dependency of its own: each dependency node costs FastAPI about
+40 us on every request (bench.inprocess), this check nothing without a query string."""
 
 from __future__ import annotations
 
@@ -43,8 +45,9 @@ def declared(route: Any) -> frozenset[str]:
     return names
 
 
-async def reject_unknown_query(request: Request) -> None:
-    if not request.url.query:
+def reject_unknown_query(request: Request) -> None:
+    """422 when the request names a query parameter its route does not declare."""
+    if not request.scope.get("query_string"):
         return
     route = request.scope.get("route")
     if route is None:
