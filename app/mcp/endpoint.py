@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.auth.deps import bearer, get_caller
+from app.auth.deps import get_caller
 from app.core.errors import ServiceUnavailable
 from app.mcp.calls import CALLER_SCOPE_KEY
 from app.mcp.server import LoomMCP, build_server
@@ -44,7 +44,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         # raises the REST errors, which the app's handlers render as the envelope
-        scope[CALLER_SCOPE_KEY] = await get_caller(request, await bearer(request))
+        scope[CALLER_SCOPE_KEY] = await get_caller(request)
         manager = self._manager
         if manager is None:
             raise ServiceUnavailable("The MCP endpoint is not running.")
