@@ -215,9 +215,12 @@ def group_units(records: tuple[MessageRecord, ...] | list[MessageRecord]) -> lis
     i, n = 0, len(records)
     while i < n:
         first = records[i]
+        i += 1
+        if not first.tool_use_ids:  # most messages: a unit of their own (no sets built)
+            units.append((first,))
+            continue
         unit = [first]
         pending = set(first.tool_use_ids) - set(first.tool_result_ids)
-        i += 1
         while pending and i < n and pending & set(records[i].tool_result_ids):
             nxt = records[i]
             pending -= set(nxt.tool_result_ids)
@@ -230,9 +233,9 @@ def group_units(records: tuple[MessageRecord, ...] | list[MessageRecord]) -> lis
 
 def protected_start(units: list[Unit]) -> int:
     """Index of the first protected unit: the one holding the turn being answered."""
-    explicit = [i for i, u in enumerate(units) if any(m.is_turn for m in u)]
-    if explicit:
-        return explicit[-1]
+    for i in range(len(units) - 1, -1, -1):
+        if any(m.is_turn for m in units[i]):
+            return i
     for i in range(len(units) - 1, -1, -1):
         if any(m.is_user_text for m in units[i]):
             return i
