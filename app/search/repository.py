@@ -51,11 +51,12 @@ _SESSIONS_IN_SCOPE = {
     "session": "SELECT s.id, s.last_seq FROM sessions s "
     "WHERE s.tenant_id = :tenant_id AND s.id = :session_id",
     "agent": "SELECT s.id, s.last_seq FROM sessions s "
-    "WHERE s.tenant_id = :tenant_id AND s.agent_id = :agent_id",
+    "WHERE s.tenant_id = :tenant_id AND s.agent_id = :agent_id AND s.erasure_id IS NULL",
     "user": "SELECT s.id, s.last_seq FROM sessions s "
     "WHERE s.tenant_id = :tenant_id AND s.user_id = :user_id AND s.erasure_id IS NULL "
     "AND (CAST(:agent_id AS text) IS NULL OR s.agent_id = :agent_id)",
-    "tenant": "SELECT s.id, s.last_seq FROM sessions s WHERE s.tenant_id = :tenant_id",
+    "tenant": "SELECT s.id, s.last_seq FROM sessions s "
+    "WHERE s.tenant_id = :tenant_id AND s.erasure_id IS NULL",
 }
 
 # The text index's expression (migration 0011): the vector plus a position-less lexeme
@@ -81,11 +82,15 @@ _MESSAGES_IN_SCOPE = {
     "session": "m.tenant_id = :tenant_id AND (m.session_id = :session_id) IS TRUE",
     "agent": "m.tenant_id = :tenant_id AND m.session_id IN "
     "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
-    "AND s.agent_id = :agent_id)",
+    "AND s.agent_id = :agent_id AND s.erasure_id IS NULL)",
     "user": "m.tenant_id = :tenant_id AND m.session_id IN "
     "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id AND s.user_id = :user_id "
     "AND s.erasure_id IS NULL AND (CAST(:agent_id AS text) IS NULL OR s.agent_id = :agent_id))",
-    "tenant": "m.tenant_id = :tenant_id",
+    # sessions under erasure (tombstoned, their rows going in batches) are left out: the
+    # partial index ix_sessions_tenant_erasure finds them (usually none)
+    "tenant": "m.tenant_id = :tenant_id AND m.session_id NOT IN "
+    "(SELECT s.id FROM sessions s WHERE s.tenant_id = :tenant_id "
+    "AND s.erasure_id IS NOT NULL)",
 }
 
 # The session filter where the tables are not routed by tenant (one plain PostgreSQL): the

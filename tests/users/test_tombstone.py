@@ -157,3 +157,30 @@ async def test_concurrent_offloading_appends_to_one_session_do_not_deadlock(
         return resp.status_code
 
     assert await asyncio.gather(*(append(k) for k in range(4))) == [201] * 4
+
+
+async def test_search_leaves_out_sessions_under_erasure(
+    client: httpx.AsyncClient, tenant: Any, db: Any
+) -> None:
+    """Between the tombstone and the last batch, the erased user's messages are still
+    stored: no search scope may return them (the session and user scopes refuse the
+    session or the user; the agent and tenant scopes filter them out)."""
+    from tests.users.test_users_api import user_session
+
+    gone, kept = f"gone-{uuid.uuid4().hex[:8]}", f"kept-{uuid.uuid4().hex[:8]}"
+    await user_session(client, gone, "agent-1", "my zanzibarian passport number", "noted")
+    await user_session(client, kept, "agent-1", "my zanzibarian visa expires soon", "noted")
+
+    async def found(scope: str) -> list[str]:
+        r = await client.post(
+            "/v1/search", json={"query": "zanzibarian", "scope": scope, "rerank": False}
+        )
+        assert r.status_code == 200, r.text
+        texts = [h["message"]["content"] for h in r.json()["results"]]
+        return sorted(t for t in texts if "zanzibarian" in t)  # not the windows' partners
+
+    for scope in ("agent", "tenant"):
+        assert len(await found(scope)) == 2
+    await tombstone(db, tenant.id, gone)
+    for scope in ("agent", "tenant"):
+        assert await found(scope) == ["my zanzibarian visa expires soon"], scope
