@@ -140,27 +140,16 @@ async def main(n_queries: int, background: int, keep: bool = False) -> dict[str,
     try:
         await asyncio.to_thread(upgrade, url)
         admin = "lm_bench_" + secrets.token_urlsafe(16)
-        app = create_app(
-            Settings(
-                DATABASE_URL=url,
-                REDIS_URL=REDIS,
-                LOOM_ADMIN_KEY=admin,
-                LOOM_LLM_PROVIDER="none",
-                LOOM_RUN_WORKER=False,
-                LOOM_QUEUE_NAME=f"loom:bench:{name}",
-            )
-        )
-        plain_app = create_app(
-            Settings(
-                DATABASE_URL=url,
-                REDIS_URL=REDIS,
-                LOOM_ADMIN_KEY=admin,
-                LOOM_LLM_PROVIDER="none",
-                LOOM_RUN_WORKER=False,
-                LOOM_QUEUE_NAME=f"loom:bench:{name}",
-                LOOM_SEARCH_WINDOW=0,
-            )
-        )
+        settings: dict[str, Any] = {
+            "DATABASE_URL": url,
+            "REDIS_URL": REDIS,
+            "LOOM_ADMIN_KEY": admin,
+            "LOOM_LLM_PROVIDER": "none",
+            "LOOM_RUN_WORKER": False,
+            "LOOM_QUEUE_NAME": f"loom:bench:{name}",
+        }
+        app = create_app(Settings(**settings))
+        plain_app = create_app(Settings(**settings, LOOM_SEARCH_WINDOW=0))
         async with app.router.lifespan_context(app), plain_app.router.lifespan_context(plain_app):
             tr = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(
