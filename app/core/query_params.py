@@ -50,8 +50,8 @@ def reject_unknown_query(request: Request) -> None:
     if not request.scope.get("query_string"):
         return
     route = request.scope.get("route")
-    if route is None:
-        return
+    if getattr(route, "dependant", None) is None:
+        return  # not a FastAPI route (the MCP endpoint authenticates the same way)
     known = declared(route)
     unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in known]
     if not unknown:

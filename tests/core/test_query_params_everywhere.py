@@ -37,3 +37,24 @@ async def test_an_unknown_parameter_is_refused_after_the_key_is_checked(client, 
     # without a key the answer is 401: an anonymous caller learns nothing about the route
     anon = tenant.client_for("", {})
     assert (await anon.get("/v1/sessions", params={"agentid": "a"})).status_code == 401
+
+
+def test_routes_that_are_not_fastapi_routes_are_left_alone() -> None:
+    """The MCP endpoint is a plain Starlette route that authenticates through the same
+    code: its query string is not the /v1 routes' business."""
+    from starlette.requests import Request
+    from starlette.routing import Route
+
+    from app.core.query_params import reject_unknown_query
+
+    async def endpoint(scope, receive, send):  # never called
+        raise AssertionError
+
+    for route in (Route("/mcp", endpoint), None):
+        scope: dict[str, Any] = {
+            "type": "http",
+            "query_string": b"trace=1",
+            "route": route,
+            "headers": [],
+        }
+        reject_unknown_query(Request(scope))  # no 422

@@ -548,6 +548,10 @@ async def test_auth_is_refused_as_rest_refuses_it(tenant: Tenant, base_url: str)
         assert (
             await raw.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **auth})
         ).status_code == 200
+        # the /v1 routes' unknown-query-parameter rule is theirs, not the MCP endpoint's
+        assert (
+            await raw.post("/mcp?trace=1", json=INITIALIZE, headers={**MCP_HEADERS, **auth})
+        ).status_code == 200
         mismatch = {**auth, "X-Agent-Id": "a2"}  # an agent key naming another agent
         rest, over_mcp = await both(**mismatch)
         assert over_mcp.status_code == rest.status_code == 403
