@@ -3,6 +3,7 @@ app in-process, on a small conversation made here (exact figures) and, in its fa
 on the development half of LoCoMo when it is beside the repository."""
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,22 @@ from app.eval import locomo, measures
 from app.eval.locomo_data import parse_samples
 from app.launcher import cli
 
-DEV_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev"
+
+def _dev_data() -> Path:
+    """The development half of LoCoMo (CC BY-NC, never in the repository): $LOOM_LOCOMO_DATA,
+    else `shared/data/locomo-dev` beside the repository or beside any folder above it, else
+    where this project's machines keep it (a clean clone for CI may live elsewhere)."""
+    if os.environ.get("LOOM_LOCOMO_DATA"):
+        return Path(os.environ["LOOM_LOCOMO_DATA"])
+    repo = Path(__file__).resolve().parents[2]
+    for above in repo.parents:
+        found = above / "shared" / "data" / "locomo-dev"
+        if found.is_dir():
+            return found
+    return Path("/work/shared/data/locomo-dev")
+
+
+DEV_DATA = _dev_data()
 FILLER = [
     "we compared lunch menus for the offsite",
     "the printer jammed again today",
