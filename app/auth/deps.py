@@ -136,7 +136,7 @@ ActingAgentDep = Annotated[str | None, Depends(get_acting_agent)]
 async def get_caller(request: Request) -> Caller:
     """The caller acting in one tenant. Admin keys name the tenant with X-Tenant-Id.
     (It reads the bearer key itself rather than depending on `bearer` or `get_principal`:
-    every /v1 request runs it, and each dependency node costs FastAPI about 35 us to solve.
+    every /v1 request runs it, and each dependency node costs FastAPI about 10 us to solve.
     The operations' `security` in the OpenAPI document comes from `app.auth.openapi`.)"""
     principal = await _principal(request, await bearer(request))
     agent = _acting_agent(request, principal)

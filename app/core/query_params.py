@@ -5,7 +5,8 @@ Checked by the authentication every /v1 route runs (`app.auth.deps`; a test walk
 routes), keyed on what the matched route itself declares: the query parameters of its
 endpoint and of its dependencies. Unknown ones are 422 `unknown_query_parameter`, naming
 each in `details`. Not a dependency of its own: each dependency node costs FastAPI about
-40 us on every request (bench.inprocess), this check nothing without a query string."""
+10 us on every request (a bare FastAPI app: 43 us with no dependency, 53 with one), this
+check nothing without a query string."""
 
 from __future__ import annotations
 
