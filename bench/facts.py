@@ -32,6 +32,7 @@ from app.core.config import Settings
 from app.core.tokens import count_text
 from app.launcher.migrate import upgrade
 from app.main import create_app
+from bench.tenants import fresh_tenant
 from tests.facts.support import FactModel, Rule
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -126,18 +127,7 @@ async def run(n_messages: int, cap: int, fake: FakeLLMServer, db_url: str) -> di
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         t = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=t,
-            base_url="http://b",
-            timeout=600,
-            headers={"Authorization": f"Bearer {admin_key}"},
-        ) as a:
-            tid = (
-                await a.post("/v1/tenants", json={"name": f"facts-{uuid.uuid4().hex[:6]}"})
-            ).json()["id"]
-            key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})).json()[
-                "secret"
-            ]
+        tid, key = await fresh_tenant(t, admin_key, "facts")
         async with httpx.AsyncClient(
             transport=t,
             base_url="http://b",

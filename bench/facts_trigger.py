@@ -43,6 +43,7 @@ from app.main import create_app
 from app.memory.tasks import run_compression
 from app.state import app_state
 from bench.facts import PG, RESULTS, conversation, request_tokens, rules
+from bench.tenants import fresh_tenant
 from tests.fakes.fact_model import FactModel
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -78,18 +79,7 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
         deps = Deps(state.sessionmaker, state.llm, settings)
         compress_ctx = {"sessionmaker": state.sessionmaker, "settings": settings, "llm": None}
         t = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=t,
-            base_url="http://b",
-            timeout=600,
-            headers={"Authorization": f"Bearer {admin_key}"},
-        ) as a:
-            tid = (
-                await a.post("/v1/tenants", json={"name": f"facts-{uuid.uuid4().hex[:6]}"})
-            ).json()["id"]
-            key = (await a.post("/v1/api-keys", json={"tenant_id": tid, "role": "service"})).json()[
-                "secret"
-            ]
+        tid, key = await fresh_tenant(t, admin_key, "facts")
         async with httpx.AsyncClient(
             transport=t,
             base_url="http://b",
