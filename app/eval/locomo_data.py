@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from app.search.dates import MONTH_NUMBERS
+
 DATA_FILE = "locomo10-dev.json"
 
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
@@ -24,25 +26,6 @@ _DATE = re.compile(
     r"(\d{4})\s*$",
     re.IGNORECASE,
 )
-_MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        )
-    )
-}
 
 
 def normalise_ids(raw: list[str]) -> list[str]:
@@ -64,7 +47,7 @@ def parse_session_date(text: str) -> datetime:
         raise ValueError(f"unrecognised session date: {text!r}")
     hour, minute, ampm, day, month, year = m.groups()
     h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
-    return datetime(int(year), _MONTHS[month.lower()], int(day), h, int(minute), tzinfo=UTC)
+    return datetime(int(year), MONTH_NUMBERS[month.lower()], int(day), h, int(minute), tzinfo=UTC)
 
 
 @dataclass
