@@ -205,6 +205,19 @@ async def _recall(
     return chosen, query, {s: rows[s] for s in chosen.seqs}
 
 
+def summary_dict(start_seq: int, end_seq: int, s: Any, *, stand_in: bool) -> dict[str, Any]:
+    """An L2 entry of the response (and of a replay): the range, and `s`'s text, method and
+    tokens (a stored summary, a stand-in draft or the gap's pointer)."""
+    return {
+        "start_seq": start_seq,
+        "end_seq": end_seq,
+        "text": s.text,
+        "method": s.method,
+        "token_count": s.token_count,
+        "stand_in": stand_in,
+    }
+
+
 async def build(
     open_db: block_registry.OpenDb,
     session_row: SessionRow,
@@ -244,40 +257,13 @@ async def build(
     for rec in view.l2:
         if rec.stand_in:
             draft = loaded.stand_in([r for r in layers.l1 if rec.start_seq <= r.seq <= rec.end_seq])
-            summaries.append(
-                {
-                    "start_seq": rec.start_seq,
-                    "end_seq": rec.end_seq,
-                    "text": draft.text,
-                    "method": draft.method,
-                    "token_count": draft.token_count,
-                    "stand_in": True,
-                }
-            )
+            summaries.append(summary_dict(rec.start_seq, rec.end_seq, draft, stand_in=True))
         elif rec.key == GAP_KEY and loaded.gap is not None:
             g = loaded.gap
-            summaries.append(
-                {
-                    "start_seq": g.start_seq,
-                    "end_seq": g.end_seq,
-                    "text": g.text,
-                    "method": g.method,
-                    "token_count": g.token_count,
-                    "stand_in": True,
-                }
-            )
+            summaries.append(summary_dict(g.start_seq, g.end_seq, g, stand_in=True))
         else:
             s = stored[str(rec.key)]
-            summaries.append(
-                {
-                    "start_seq": s.start_seq,
-                    "end_seq": s.end_seq,
-                    "text": s.text,
-                    "method": s.method,
-                    "token_count": s.token_count,
-                    "stand_in": False,
-                }
-            )
+            summaries.append(summary_dict(s.start_seq, s.end_seq, s, stand_in=False))
 
     rows = {m.seq: m for m in [*loaded.promoted, *loaded.l1]}
     messages: list[dict[str, Any]] = []

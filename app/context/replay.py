@@ -200,14 +200,7 @@ def _summary(
     if s is None:
         changes.append(f"summary {src['id']} (msg:{a}-{z}) was erased")
         return None
-    return {
-        "start_seq": s.start_seq,
-        "end_seq": s.end_seq,
-        "text": s.text,
-        "method": s.method,
-        "token_count": s.token_count,
-        "stand_in": False,
-    }
+    return builder.summary_dict(s.start_seq, s.end_seq, s, stand_in=False)
 
 
 def rebuild(
