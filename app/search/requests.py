@@ -3,6 +3,7 @@
 Who may search what is decided here, once."""
 
 import uuid
+from typing import Any
 
 from app.auth.caller import Caller
 from app.core.db import transaction
@@ -44,6 +45,25 @@ def public(outcome: service.SearchOutcome, promoted: list[int] | None = None) ->
     )
 
 
+async def _search(
+    conn: Any, scope: SearchScope, body: SessionSearchCreate | SearchCreate, env: SearchEnv
+) -> service.SearchOutcome:
+    """The search a request asks for, in `scope`, with the app's search environment."""
+    return await service.search(
+        conn,
+        scope,
+        body.query,
+        limit=body.limit,
+        rerank=body.rerank,
+        llm=env.llm,
+        redis=env.redis,
+        options=env.options,
+        after=body.after,
+        before=body.before,
+        ranking=body.ranking,
+    )
+
+
 async def search_session(
     state: AppState,
     env: SearchEnv,
@@ -56,19 +76,7 @@ async def search_session(
     scope = SearchScope(tenant_id=caller.tenant_id, session_id=session_id)
     async with state.connection() as conn:
         await require_visible_pg(conn, caller, session_id)
-        outcome = await service.search(
-            conn,
-            scope,
-            body.query,
-            limit=body.limit,
-            rerank=body.rerank,
-            llm=env.llm,
-            redis=env.redis,
-            options=env.options,
-            after=body.after,
-            before=body.before,
-            ranking=body.ranking,
-        )
+        outcome = await _search(conn, scope, body, env)
     promoted: list[int] = []
     if body.promote:
         async with transaction(state.sessionmaker) as db:
@@ -108,17 +116,5 @@ async def search_sessions(
         caller.require_agent_access(agent_id)
         scope = SearchScope(tenant_id=caller.tenant_id, agent_id=agent_id)
     async with state.connection() as conn:
-        outcome = await service.search(
-            conn,
-            scope,
-            body.query,
-            limit=body.limit,
-            rerank=body.rerank,
-            llm=env.llm,
-            redis=env.redis,
-            options=env.options,
-            after=body.after,
-            before=body.before,
-            ranking=body.ranking,
-        )
+        outcome = await _search(conn, scope, body, env)
     return public(outcome)
