@@ -162,38 +162,6 @@ async def create_package(
     )
 
 
-async def knowledge_block_text(
-    db: AsyncSession,
-    tenant_id: uuid.UUID,
-    *,
-    task_id: str | None,
-    project_id: str | None,
-    include_global: bool,
-    budget: int,
-    shares: TierShares,
-    head_tail: int | None,
-    max_candidates: int,
-) -> str | None:
-    """A knowledge block for a session context, re-counted so it never exceeds ``budget``.
-
-    The package is sized for ``budget`` minus the header; joining lines can cost a
-    token or two more than the per-item counts, so the final text is counted and
-    the lowest-priority lines dropped until it fits.
-    """
-    found = await knowledge_block(
-        db,
-        tenant_id,
-        task_id=task_id,
-        project_id=project_id,
-        include_global=include_global,
-        budget=budget,
-        shares=shares,
-        head_tail=head_tail,
-        max_candidates=max_candidates,
-    )
-    return found[0] if found is not None else None
-
-
 async def knowledge_block(
     db: AsyncSession,
     tenant_id: uuid.UUID,
@@ -206,8 +174,13 @@ async def knowledge_block(
     head_tail: int | None,
     max_candidates: int,
 ) -> tuple[str, str, list[tuple[str, Any]]] | None:
-    """`knowledge_block_text` with what it was made of: (text, header, [(tier, item row)] in
-    package order); the text is `block_from_rows(header, rows, budget)`."""
+    """A knowledge block for a session context, re-counted so it never exceeds ``budget``,
+    with what it was made of: (text, header, [(tier, item row)] in package order); the
+    text is `block_from_rows(header, rows, budget)`.
+
+    The package is sized for ``budget`` minus the header; joining lines can cost a token or
+    two more than the per-item counts, so the final text is counted and the lowest-priority
+    lines dropped until it fits."""
     scopes = tier_scopes(task_id, project_id, include_global)
     if not scopes or budget <= 0:
         return None
