@@ -117,6 +117,8 @@ def config_hash(session_config: Mapping[str, Any] | None, request: Mapping[str, 
 
 # --- blocks ---------------------------------------------------------------------------
 
+L1_WHY = "In L1: one of the newest messages, newer than everything L2 summarises."
+
 
 def _block(
     layer: str,
@@ -129,20 +131,58 @@ def _block(
     name: str | None = None,
     replay: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One block, always with the same keys (`app.context.schemas.ManifestBlock`)."""
-    return {
-        "position": 0,
+    """One block as stored: the keys of `app.context.schemas.ManifestBlock` that differ
+    from their default (`expand_block` puts the rest, and the position, back)."""
+    out: dict[str, Any] = {
         "key": key,
         "layer": layer,
-        "name": name,
         "tokens": tokens,
-        "cache_control": cache_control,
         "sources": sources,
         "why": why,
+    }
+    if name is not None:
+        out["name"] = name
+    if cache_control is not None:
+        out["cache_control"] = cache_control
+    if replay is not None:
+        out["replay"] = replay
+    return out
+
+
+def expand_block(stored: dict[str, Any] | Sequence[Any], position: int) -> dict[str, Any]:
+    """A stored block with every key: a plain L1 message stored as `[seq, role, tokens]`,
+    any other block as the keys that differ from their default."""
+    if not isinstance(stored, dict):
+        seq, role, tokens = stored
+        return {
+            "position": position,
+            "key": f"msg:{seq}",
+            "layer": "l1",
+            "name": None,
+            "tokens": tokens,
+            "cache_control": None,
+            "sources": [{"kind": "message", "seq": seq, "role": role}],
+            "why": L1_WHY,
+            "truncated_to": None,
+            "tool_calls_left_out": [],
+            "replay": None,
+        }
+    out: dict[str, Any] = {
+        "position": position,
+        "key": None,
+        "layer": None,
+        "name": None,
+        "tokens": 0,
+        "cache_control": None,
+        "sources": [],
+        "why": "",
         "truncated_to": None,
         "tool_calls_left_out": [],
-        "replay": replay,
+        "replay": None,
     }
+    out.update(stored)
+    out["position"] = position
+    return out
 
 
 def _decision(
@@ -247,34 +287,20 @@ def _message_tokens(m: Mapping[str, Any], row: Any) -> int:
     return int(row.token_count)
 
 
-L1_WHY = "In L1: one of the newest messages, newer than everything L2 summarises."
-
-
 def _message_block(
     m: Mapping[str, Any], row: Any, layer: str, built: Built, truncated_to: int | None
-) -> dict[str, Any]:
+) -> dict[str, Any] | list[Any]:
     seq = m["seq"]
-    src: dict[str, Any] = {"kind": "message", "seq": seq, "role": m["role"]}
     if (
         layer == "l1"
         and truncated_to is None
         and not m.get("truncated")
         and m.get("tool_calls") == row.tool_calls
     ):
-        # most blocks of most builds (the hot path of a recorded build)
-        return {
-            "position": 0,
-            "key": f"msg:{seq}",
-            "layer": "l1",
-            "name": None,
-            "tokens": int(row.token_count),
-            "cache_control": None,
-            "sources": [src],
-            "why": L1_WHY,
-            "truncated_to": None,
-            "tool_calls_left_out": [],
-            "replay": None,
-        }
+        # most blocks of most builds (the hot path of a recorded build): stored as
+        # [seq, role, tokens] (`expand_block`)
+        return [seq, m["role"], int(row.token_count)]
+    src: dict[str, Any] = {"kind": "message", "seq": seq, "role": m["role"]}
     if layer == "recalled":
         scores = (built.recalled.scores if built.recalled else None) or {}
         src["query"] = built.recall_query
@@ -302,18 +328,21 @@ def _message_block(
             "results are not in the context."
         )
     block = _block(layer, f"msg:{seq}", _message_tokens(m, row), [src], why)
-    block["truncated_to"] = truncated_to
-    block["tool_calls_left_out"] = dropped_calls
+    if truncated_to is not None:
+        block["truncated_to"] = truncated_to
+    if dropped_calls:
+        block["tool_calls_left_out"] = dropped_calls
     return block
 
 
-def blocks_of(built: Built) -> list[dict[str, Any]]:
-    """Every block of the build in the order the model reads it."""
+def blocks_of(built: Built) -> list[dict[str, Any] | list[Any]]:
+    """Every block of the build in the order the model reads it, as stored
+    (`expand_block`)."""
     state = built.loaded.state
     view = built.view
     rom = state.rom or {}
     profile = rom.get("profile_version")
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any] | list[Any]] = []
     if state.rom_text:
         out.append(
             _block(
@@ -378,10 +407,10 @@ def blocks_of(built: Built) -> list[dict[str, Any]]:
         )
     if note is not None:  # the note's tokens: what recall's layer holds beyond its messages
         note["tokens"] = built.layer_tokens.get("recalled", 0) - sum(
-            b["tokens"] for b in out if b["layer"] == "recalled" and b is not note
+            b["tokens"]
+            for b in out
+            if isinstance(b, dict) and b["layer"] == "recalled" and b is not note
         )
-    for i, b in enumerate(out):
-        b["position"] = i
     return out
 
 
@@ -461,29 +490,15 @@ def decisions_of(built: Built) -> list[dict[str, Any]]:
     return out
 
 
-def manifest(
-    built: Built,
-    *,
-    context_id: str,
-    created_at: datetime,
-    fmt: str,
-    sha256: Mapping[str, str],
-    config_sha256: str,
-) -> dict[str, Any]:
-    """The manifest of one build (see the module docstring)."""
-    view = built.view
+def record(built: Built, *, sha256: Mapping[str, str], config_sha256: str) -> dict[str, Any]:
+    """The manifest as stored (`app.context.manifest_repository`): without what its row's
+    columns hold (context, session, time, format, budget, total tokens), plain L1 messages
+    as `[seq, role, tokens]`, other blocks without their default keys. A recorded build
+    stores about a third of the full form, below PostgreSQL's compression threshold."""
     state = built.loaded.state
-    total = built.total_tokens
     return {
         "manifest_version": MANIFEST_VERSION,
-        "context_id": context_id,
-        "session_id": str(built.loaded.session.id),
         "agent_id": built.loaded.session.agent_id,
-        "created_at": created_at.isoformat(),
-        "format": fmt,
-        "budget": view.budget,
-        "total_tokens": total,
-        "usage": round(total / view.budget, 6),
         "tokens": dict(built.layer_tokens),
         "tokenizer": tokenizer_info(),
         "versions": {
@@ -495,7 +510,61 @@ def manifest(
         "config_sha256": config_sha256,
         "blocks": blocks_of(built),
         "decisions": decisions_of(built),
-        "policy_notes": list(view.decisions),
+        "policy_notes": list(built.view.decisions),
         "sha256": dict(sha256),
-        "sha256_replayed": [],
     }
+
+
+def expand(
+    stored: Mapping[str, Any],
+    *,
+    context_id: str,
+    session_id: str,
+    created_at: datetime,
+    fmt: str,
+    budget: int,
+    total_tokens: int,
+) -> dict[str, Any]:
+    """The full manifest (`app.context.manifest_schemas.ManifestPublic`) of a stored one
+    and its row's columns."""
+    return {
+        "manifest_version": stored["manifest_version"],
+        "context_id": context_id,
+        "session_id": session_id,
+        "agent_id": stored["agent_id"],
+        "created_at": created_at.isoformat(),
+        "format": fmt,
+        "budget": budget,
+        "total_tokens": total_tokens,
+        "usage": round(total_tokens / budget, 6),
+        "tokens": stored["tokens"],
+        "tokenizer": stored["tokenizer"],
+        "versions": stored["versions"],
+        "config_sha256": stored["config_sha256"],
+        "blocks": [expand_block(b, i) for i, b in enumerate(stored["blocks"])],
+        "decisions": stored["decisions"],
+        "policy_notes": stored["policy_notes"],
+        "sha256": stored["sha256"],
+        "sha256_replayed": list(stored.get("sha256_replayed") or []),
+    }
+
+
+def manifest(
+    built: Built,
+    *,
+    context_id: str,
+    created_at: datetime,
+    fmt: str,
+    sha256: Mapping[str, str],
+    config_sha256: str,
+) -> dict[str, Any]:
+    """The manifest of one build (see the module docstring)."""
+    return expand(
+        record(built, sha256=sha256, config_sha256=config_sha256),
+        context_id=context_id,
+        session_id=str(built.loaded.session.id),
+        created_at=created_at,
+        fmt=fmt,
+        budget=built.view.budget,
+        total_tokens=built.total_tokens,
+    )

@@ -16,6 +16,7 @@ import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.context import manifest as manifests
 from app.core.partitions import FAN_OUT
 from app.models.base import table_of
 from app.models.context_manifest import ContextManifest
@@ -54,7 +55,7 @@ _INSERT_MANY = (
     "INSERT INTO context_manifests (id, tenant_id, session_id, format, "
     "total_tokens, budget, manifest, created_at) "
     "SELECT r.* FROM async_commit, unnest($1::uuid[], $2::uuid[], $3::uuid[], "
-    "$4::text[], $5::int[], $6::int[], $7::jsonb[], $8::timestamptz[]) AS r"
+    "$4::text[], $5::int[], $6::int[], $7::json[], $8::timestamptz[]) AS r"
 )
 
 
@@ -103,9 +104,19 @@ async def insert_many(conn: asyncpg.Connection, rows: list[NewRow]) -> None:
     )
 
 
-def _row(r: Any) -> ManifestRow:
+def row_of(r: Any) -> ManifestRow:
+    """A row with its manifest in full (stored compact: `app.context.manifest.record`)."""
+    manifest = manifests.expand(
+        r.manifest,
+        context_id=str(r.id),
+        session_id=str(r.session_id),
+        created_at=r.created_at,
+        fmt=r.format,
+        budget=r.budget,
+        total_tokens=r.total_tokens,
+    )
     return ManifestRow(
-        r.id, r.session_id, r.format, r.total_tokens, r.budget, r.created_at, r.manifest
+        r.id, r.session_id, r.format, r.total_tokens, r.budget, r.created_at, manifest
     )
 
 
@@ -119,7 +130,7 @@ async def get(
             )
         )
     ).first()
-    return _row(r) if r is not None else None
+    return row_of(r) if r is not None else None
 
 
 async def page(
@@ -140,7 +151,7 @@ async def page(
             )
         )
     q = q.order_by(_T.c.created_at.desc(), _T.c.id.desc()).limit(limit)
-    return [_row(r) for r in (await db.execute(q)).all()]
+    return [row_of(r) for r in (await db.execute(q)).all()]
 
 
 async def count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:

@@ -24,6 +24,7 @@ from app.context.builder import Built
 from app.context.render import RENDERERS
 from app.context.schemas import ContextRequest
 from app.core.pg import dumps
+from app.models.base import time_ordered_id
 from app.sessions.access import SessionNotFound
 from app.state import AppState
 
@@ -41,6 +42,34 @@ def request_options(body: ContextRequest | None) -> dict[str, Any]:
     return {"recall": recall}
 
 
+def _record(
+    built: Built,
+    body: ContextRequest | None,
+    fmt: str,
+    rendered: dict[str, Any] | None,
+    formats: tuple[str, ...],
+) -> dict[str, Any]:
+    """The stored form of `built`'s manifest with the SHA-256 of `formats` (the payload of
+    `fmt`, when already rendered, is reused)."""
+    sha = manifests.rendered_sha256(built, formats, rendered={fmt: rendered} if rendered else None)
+    config = manifests.config_hash(built.loaded.session.config, request_options(body))
+    return manifests.record(built, sha256=sha, config_sha256=config)
+
+
+def _expand(
+    built: Built, stored: dict[str, Any], fmt: str, context_id: uuid.UUID, created_at: datetime
+) -> dict[str, Any]:
+    return manifests.expand(
+        stored,
+        context_id=str(context_id),
+        session_id=str(built.loaded.session.id),
+        created_at=created_at,
+        fmt=fmt,
+        budget=built.view.budget,
+        total_tokens=built.total_tokens,
+    )
+
+
 def make(
     built: Built,
     body: ContextRequest | None,
@@ -50,18 +79,9 @@ def make(
     created_at: datetime | None = None,
     formats: tuple[str, ...] = manifests.FORMATS,
 ) -> dict[str, Any]:
-    """The manifest of `built` with the SHA-256 of `formats` (the payload of `fmt`, when
-    already rendered, is reused)."""
-    sha = manifests.rendered_sha256(built, formats, rendered={fmt: rendered} if rendered else None)
-    config = manifests.config_hash(built.loaded.session.config, request_options(body))
-    return manifests.manifest(
-        built,
-        context_id=str(context_id),
-        created_at=created_at or datetime.now(UTC),
-        fmt=fmt,
-        sha256=sha,
-        config_sha256=config,
-    )
+    """The manifest of `built` with the SHA-256 of `formats`."""
+    stored = _record(built, body, fmt, rendered, formats)
+    return _expand(built, stored, fmt, context_id, created_at or datetime.now(UTC))
 
 
 def _json(value: dict[str, Any]) -> str:
@@ -77,21 +97,19 @@ async def finish(
     """The response's `context_id`, `recorded` and `manifest` (null unless asked for), and
     the format's payload when it was rendered here: the manifest is made only when asked
     for or recorded, and a recorded one is committed before this returns."""
-    context_id = uuid.uuid4()
+    created_at = datetime.now(UTC)
+    context_id = time_ordered_id(created_at)
     session = built.loaded.session
     record = should_record(session.config, body)
     wanted = fmt == "raw" or (body is not None and body.manifest)
     if not (record or wanted):
         return {"context_id": str(context_id), "recorded": False, "manifest": None}, None
     payload = RENDERERS[fmt](built)
-    created_at = datetime.now(UTC)
     # A recorded build hashes the bytes it answered with; the other formats are the same
     # build rendered otherwise, hashed when the manifest is read (`app.context.replay`
     # checks the recorded bytes first). Rendering and hashing all three here cost as much
     # as the rest of the manifest. A manifest returned in the response has all three.
-    made = make(
-        built, body, fmt, context_id, payload, created_at, manifests.FORMATS if wanted else (fmt,)
-    )
+    stored = _record(built, body, fmt, payload, manifests.FORMATS if wanted else (fmt,))
     if record:
         await writer_for(state).write(
             state,
@@ -102,14 +120,14 @@ async def finish(
                 fmt,
                 built.total_tokens,
                 built.view.budget,
-                _json(made),
+                _json(stored),
                 created_at,
             ),
         )
     extra = {
         "context_id": str(context_id),
         "recorded": record,
-        "manifest": made if wanted else None,
+        "manifest": _expand(built, stored, fmt, context_id, created_at) if wanted else None,
     }
     return extra, payload
 
@@ -136,46 +154,63 @@ class GroupWriter:
     async def _drain(self, state: AppState) -> None:
         try:
             while self.pending:
-                batch, self.pending = self.pending[: self.batch], self.pending[self.batch :]
-                await self._write(state, batch)
+                await self._write_pending(state)
         finally:
             self.running = False
 
-    async def _write(
-        self, state: AppState, batch: list[tuple[repo.NewRow, asyncio.Future[None]]]
-    ) -> None:
+    async def _write_pending(self, state: AppState) -> None:
+        """Write batches on one connection while rows keep coming (a busy API keeps it
+        between its statements instead of waiting for the pool each time). A batch that
+        could not be written fails its builds; the rows behind it get a fresh try."""
+        batch = self._take()
         try:
             async with state.connection() as conn:
-                try:
-                    await repo.insert_many(conn, [r for r, _ in batch])
-                    results: list[BaseException | None] = [None] * len(batch)
-                except asyncpg.ForeignKeyViolationError:
-                    # a session deleted while building: the others still go in, one by one
-                    results = []
-                    for row, _ in batch:
-                        try:
-                            await repo.insert(conn, row)
-                            results.append(None)
-                        except asyncpg.ForeignKeyViolationError:
-                            results.append(SessionNotFound())
+                while batch:
+                    self._settle(batch, await self._insert(conn, batch))
+                    batch = self._take()
         except asyncio.CancelledError as exc:  # shutting down: the waiting builds fail
-            self._settle(batch, [exc] * len(batch))
+            self._settle(batch, None, exc)
             raise
         except Exception as exc:  # every waiting build gets the error (e.g. 503)
-            results = [exc] * len(batch)
-        self._settle(batch, results)
+            self._settle(batch, None, exc)
+
+    def _take(self) -> list[tuple[repo.NewRow, asyncio.Future[None]]]:
+        batch, self.pending = self.pending[: self.batch], self.pending[self.batch :]
+        return batch
+
+    @staticmethod
+    async def _insert(
+        conn: asyncpg.Connection, batch: list[tuple[repo.NewRow, asyncio.Future[None]]]
+    ) -> list[BaseException | None]:
+        try:
+            await repo.insert_many(conn, [r for r, _ in batch])
+            return [None] * len(batch)
+        except asyncpg.ForeignKeyViolationError:
+            # a session deleted while building: the others still go in, one by one
+            results: list[BaseException | None] = []
+            for row, _ in batch:
+                try:
+                    await repo.insert(conn, row)
+                    results.append(None)
+                except asyncpg.ForeignKeyViolationError:
+                    results.append(SessionNotFound())
+            return results
 
     @staticmethod
     def _settle(
-        batch: list[tuple[repo.NewRow, asyncio.Future[None]]], results: list[BaseException | None]
+        batch: list[tuple[repo.NewRow, asyncio.Future[None]]],
+        results: list[BaseException | None] | None,
+        error: BaseException | None = None,
     ) -> None:
-        for (_, done), error in zip(batch, results, strict=True):
+        """Answer the waiting builds: each its own result, or all the same `error`."""
+        for i, (_, done) in enumerate(batch):
             if done.done():
                 continue
-            if error is None:
+            failed = error if results is None else results[i]
+            if failed is None:
                 done.set_result(None)
             else:
-                done.set_exception(error)
+                done.set_exception(failed)
 
 
 _WRITERS: dict[int, GroupWriter] = {}

@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSON
 from sqlmodel import Field, SQLModel
 
 from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
@@ -36,5 +36,6 @@ class ContextManifest(SQLModel, table=True):
     format: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     total_tokens: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     budget: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
-    manifest: dict[str, Any] = Field(sa_column=sa.Column(JSONB, nullable=False))
+    # json text, not jsonb: written on the hot path, read whole (migration 0018)
+    manifest: dict[str, Any] = Field(sa_column=sa.Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from app.context import manifest_repository
 from app.context.manifest import payload_bytes
 from tests.support.api import new_session
 
@@ -91,13 +92,21 @@ async def test_recorded_build_lists_reads_replays_and_diffs(client, db):
 
     r = await client.get(f"/v1/sessions/{sid}/contexts/{second['context_id']}")
     assert r.status_code == 200 and r.json() == m2
-    stored = json.loads(
-        await db.scalar(
-            sa.text("SELECT manifest::text FROM context_manifests WHERE id = :i"),
-            {"i": second["context_id"]},
+    # stored compact (no row columns, plain L1 messages as [seq, role, tokens]), read in full
+    row = (
+        await db.execute(
+            sa.text("SELECT * FROM context_manifests WHERE id = :i"), {"i": second["context_id"]}
         )
+    ).one()
+    stored = json.loads(json.dumps(row.manifest))
+    assert "context_id" not in stored and "usage" not in stored
+    l1 = [b for b in m2["blocks"] if b["layer"] == "l1" and b["truncated_to"] is None]
+    assert l1 and all(
+        [b["sources"][0]["seq"], b["sources"][0]["role"], b["tokens"]] in stored["blocks"]
+        for b in l1
     )
-    assert stored == m2
+    assert len(json.dumps(stored)) < len(json.dumps(m2)) / 2
+    assert manifest_repository.row_of(row).manifest == m2
 
     for fmt in ("anthropic", "openai", "raw"):
         r = await client.post(
