@@ -2,10 +2,12 @@
 `manifest: true`) or recorded (`config.audit` of the session, or `record: true`).
 
 Storage (decision, issue 30): one compact row (`context_manifests`: ids, versions, hashes,
-no content) inserted on the hot paths' pool before the build's response is sent, the rows
-of concurrent builds in one statement (`GroupWriter`). Nothing to flush later, nothing lost
+no content; the manifest in its stored form, `app.context.manifest.record`, as `json`)
+inserted on the hot paths' pool before the build's response is sent, the rows of
+concurrent builds in one statement (`GroupWriter`). Nothing to flush later, nothing lost
 on a kill -9 of the API once a client has its answer, and no second copy of the data in
-Redis; measured in bench/manifests.py. A build that is not recorded writes nothing.
+Redis (which keeps nothing on disk here); measured in bench/manifests.py. A build that is
+not recorded writes nothing.
 """
 
 from __future__ import annotations
