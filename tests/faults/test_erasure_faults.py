@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from app.core.config import Settings
 from tests.faults.test_worker_faults import log_tail, start_worker
-from tests.support.live import live_api, settings_env
+from tests.support.live import live_api, serving_processes, settings_env
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ async def test_kill_the_api_then_the_worker_mid_erasure(
                 "the API to erase some messages",
             )
             # kill -9 the API in the middle of the request's erasure
-            procs = [p for p in _children_serving(base)]
+            procs = [p for p in serving_processes(base)]
             assert procs, "no API process found"
             for p in procs:
                 with contextlib.suppress(ProcessLookupError):
@@ -153,18 +153,3 @@ async def test_kill_the_api_then_the_worker_mid_erasure(
         )
     ).scalar_one()
     assert left == 0
-
-
-def _children_serving(base: str) -> list[Any]:
-    """The `serve` process this test started for `base` (a child of this process), and
-    its children (the API)."""
-    import psutil
-
-    port = str(base.rsplit(":", 1)[1])
-    found = []
-    for p in psutil.Process().children(recursive=False):
-        cmd = p.cmdline()
-        if "serve" in cmd and port in cmd:
-            found.append(p)
-            found += p.children(recursive=True)
-    return found

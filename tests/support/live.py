@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -88,6 +89,21 @@ def live_api(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def serving_processes(base: str) -> list[Any]:
+    """The `serve` process a test started for `base` (a child of this process), and its
+    children (the API): what a kill -9 of the API kills."""
+    import psutil
+
+    port = str(base.rsplit(":", 1)[1])
+    found = []
+    for p in psutil.Process().children(recursive=False):
+        cmd = p.cmdline()
+        if "serve" in cmd and port in cmd:
+            found.append(p)
+            found += p.children(recursive=True)
+    return found
 
 
 # --- private stores for fault tests ------------------------------------------------------
