@@ -138,7 +138,8 @@ class GroupWriter:
     """Writes the manifests of concurrent builds together: a build's row joins the next
     statement, and the build answers once that statement has committed. One process's
     builds that finish while a write is in flight share the next one (at most `batch`
-    rows), so a busy API pays one round trip for many builds and a quiet one no wait."""
+    rows), so a busy API pays one round trip for many builds; with none in flight a build
+    writes its own row at once."""
 
     def __init__(self, batch: int = 64) -> None:
         self.batch = batch
@@ -146,12 +147,24 @@ class GroupWriter:
         self.running = False
 
     async def write(self, state: AppState, row: repo.NewRow) -> None:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.pending.append((row, done))
-        if not self.running:
-            self.running = True
-            asyncio.get_running_loop().create_task(self._drain(state))
-        await done
+        if self.running:  # a write is in flight: join the next statement
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self.pending.append((row, done))
+            await done
+            return
+        # none in flight: this build writes its own row (no hop through another task);
+        # rows that come meanwhile are written by a drain once it is done
+        self.running = True
+        try:
+            async with state.connection() as conn:
+                [error] = await self._insert(conn, [row])
+        finally:
+            if self.pending:
+                asyncio.get_running_loop().create_task(self._drain(state))
+            else:
+                self.running = False
+        if error is not None:
+            raise error
 
     async def _drain(self, state: AppState) -> None:
         try:
@@ -168,7 +181,7 @@ class GroupWriter:
         try:
             async with state.connection() as conn:
                 while batch:
-                    self._settle(batch, await self._insert(conn, batch))
+                    self._settle(batch, await self._insert(conn, [r for r, _ in batch]))
                     batch = self._take()
         except asyncio.CancelledError as exc:  # shutting down: the waiting builds fail
             self._settle(batch, None, exc)
@@ -182,15 +195,15 @@ class GroupWriter:
 
     @staticmethod
     async def _insert(
-        conn: asyncpg.Connection, batch: list[tuple[repo.NewRow, asyncio.Future[None]]]
+        conn: asyncpg.Connection, rows: list[repo.NewRow]
     ) -> list[BaseException | None]:
         try:
-            await repo.insert_many(conn, [r for r, _ in batch])
-            return [None] * len(batch)
+            await repo.insert_many(conn, rows)
+            return [None] * len(rows)
         except asyncpg.ForeignKeyViolationError:
             # a session deleted while building: the others still go in, one by one
             results: list[BaseException | None] = []
-            for row, _ in batch:
+            for row in rows:
                 try:
                     await repo.insert(conn, row)
                     results.append(None)
