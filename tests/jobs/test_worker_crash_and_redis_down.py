@@ -6,7 +6,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,7 +34,7 @@ from tests.jobs.support import (
     new_session,
     run_burst_worker,
 )
-from tests.support.live import free_port
+from tests.support.live import PrivateRedis
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -147,49 +146,11 @@ async def _asked(fake: FakeLLMServer, sid: str) -> bool:
 @pytest.fixture
 def redis_server() -> Iterator[dict[str, Any]]:
     """A private redis-server on a free port that the test may stop and restart."""
-    exe = shutil.which("redis-server")
-    if exe is None:
+    if shutil.which("redis-server") is None:
         pytest.skip("redis-server not installed")
-    port = free_port()
-    handle: dict[str, Any] = {"port": port, "url": f"redis://127.0.0.1:{port}/0"}
-
-    def start() -> None:
-        handle["proc"] = subprocess.Popen(
-            [
-                exe,
-                "--port",
-                str(port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-                "--bind",
-                "127.0.0.1",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop() -> None:
-        proc = handle.get("proc")
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            proc.wait(10)
-
-    handle["start"], handle["stop"] = start, stop
-    start()
-    yield handle
-    stop()
+    server = PrivateRedis()
+    yield {"port": server.port, "url": server.url, "start": server.start, "stop": server.stop}
+    server.stop()
 
 
 @pytest.fixture
