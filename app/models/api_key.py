@@ -4,7 +4,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_fk, ts_column, utcnow
+from app.models.base import new_id, optional_ts_column, tenant_fk, ts_column, utcnow
 
 
 class ApiKey(SQLModel, table=True):
@@ -25,6 +25,4 @@ class ApiKey(SQLModel, table=True):
     key_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
     prefix: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
-    revoked_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    revoked_at: datetime | None = Field(default=None, sa_column=optional_ts_column())

@@ -69,6 +69,16 @@ def ts_column(**kw: object) -> sa.Column:
     return sa.Column(sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now(), **kw)  # type: ignore[arg-type]
 
 
+def counter_column(*, big: bool = False) -> sa.Column:
+    """A count that starts at 0 (runs, attempts, tokens): not null, 0 by default."""
+    return sa.Column(sa.BigInteger if big else sa.Integer, nullable=False, server_default="0")
+
+
+def optional_ts_column() -> sa.Column:
+    """A moment that may not have come yet (started, finished, invalidated...)."""
+    return sa.Column(sa.DateTime(timezone=True))
+
+
 def tenant_fk() -> sa.Column:
     """`tenant_id` of a global table (tenants' API keys)."""
     return sa.Column(

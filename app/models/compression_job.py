@@ -4,7 +4,15 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    counter_column,
+    optional_ts_column,
+    session_fk,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class CompressionJob(SQLModel, table=True):
@@ -26,26 +34,12 @@ class CompressionJob(SQLModel, table=True):
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     status: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     job_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    attempts: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
+    attempts: int = Field(default=0, sa_column=counter_column())
     last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
-    runs: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
-    summaries_written: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
-    tokens_saved: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
-    enqueued_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
-    started_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
-    finished_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    runs: int = Field(default=0, sa_column=counter_column())
+    summaries_written: int = Field(default=0, sa_column=counter_column())
+    tokens_saved: int = Field(default=0, sa_column=counter_column(big=True))
+    enqueued_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
+    started_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
+    finished_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import new_id, optional_ts_column, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class Erasure(SQLModel, table=True):
@@ -50,7 +50,5 @@ class Erasure(SQLModel, table=True):
         sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
     )
     started_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
-    finished_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    finished_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())

@@ -8,7 +8,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    counter_column,
+    optional_ts_column,
+    session_fk,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class MemoryItemVersion(SQLModel, table=True):
@@ -45,12 +53,8 @@ class MemoryItemVersion(SQLModel, table=True):
         default_factory=list,
         sa_column=sa.Column(ARRAY(sa.Text), nullable=False, server_default=sa.text("'{}'::text[]")),
     )
-    valid_from: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
-    invalid_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    valid_from: datetime | None = Field(default=None, sa_column=optional_ts_column())
+    invalid_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     superseded_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     source_session_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     source_seqs: list[int] = Field(
@@ -63,9 +67,7 @@ class MemoryItemVersion(SQLModel, table=True):
     reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     changed_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     fact_key: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    stated_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    stated_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     sources: list[dict[str, Any]] = Field(
         default_factory=list,
         sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
@@ -93,40 +95,22 @@ class FactExtraction(SQLModel, table=True):
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
-    watermark_seq: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
+    watermark_seq: int = Field(default=0, sa_column=counter_column(big=True))
     status: str = Field(
         default="idle", sa_column=sa.Column(sa.String(16), nullable=False, server_default="idle")
     )
     job_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    attempts: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
+    attempts: int = Field(default=0, sa_column=counter_column())
     last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     skipped: str | None = Field(default=None, sa_column=sa.Column(sa.String(64)))
-    runs: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
+    runs: int = Field(default=0, sa_column=counter_column())
     last_result: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(JSONB))
-    llm_calls: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
-    llm_input_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
-    llm_output_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
-    enqueued_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
-    started_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
-    finished_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    llm_calls: int = Field(default=0, sa_column=counter_column(big=True))
+    llm_input_tokens: int = Field(default=0, sa_column=counter_column(big=True))
+    llm_output_tokens: int = Field(default=0, sa_column=counter_column(big=True))
+    enqueued_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
+    started_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
+    finished_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     # message ranges whose batch failed every try ([{first_seq, last_seq, error, at}]):
     # the watermark moved past them; `POST .../memory/extract?retry_failed=true` re-runs them

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import new_id, optional_ts_column, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class MemoryItem(SQLModel, table=True):
@@ -79,12 +79,8 @@ class MemoryItem(SQLModel, table=True):
     token_cost: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
-    valid_from: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
-    invalid_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    valid_from: datetime | None = Field(default=None, sa_column=optional_ts_column())
+    invalid_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     superseded_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     source_session_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     source_seqs: list[int] = Field(
@@ -99,9 +95,7 @@ class MemoryItem(SQLModel, table=True):
     # issue 27: `user.home_city`-like key, when it was said (valid_from is when it became
     # true), and every statement supporting it ([{session_id, seqs}])
     fact_key: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    stated_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    stated_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     sources: list[dict[str, Any]] = Field(
         default_factory=list,
         sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),

@@ -6,7 +6,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import row_columns, session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    counter_column,
+    row_columns,
+    session_fk,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class MemoryState(SQLModel, table=True):
@@ -24,37 +32,25 @@ class MemoryState(SQLModel, table=True):
 
     session_id: uuid.UUID = Field(sa_column=sa.Column(sa.Uuid, primary_key=True))
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
-    version: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
+    version: int = Field(default=0, sa_column=counter_column(big=True))
     l1_start_seq: int = Field(
         default=1, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="1")
     )
     # tokens of the messages before l1_start_seq (moved with it, by compression): L1 holds
     # sessions.message_tokens - swapped_tokens, read by the append's pressure check
-    swapped_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
+    swapped_tokens: int = Field(default=0, sa_column=counter_column(big=True))
     rom: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(JSONB, nullable=False))
     rom_text: str = Field(
         default="", sa_column=sa.Column(sa.Text, nullable=False, server_default="")
     )
-    rom_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
+    rom_tokens: int = Field(default=0, sa_column=counter_column())
     kernel: dict[str, Any] = Field(default_factory=dict, sa_column=sa.Column(JSONB, nullable=False))
-    kernel_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
+    kernel_tokens: int = Field(default=0, sa_column=counter_column())
     promoted_seqs: list[int] = Field(
         default_factory=list, sa_column=sa.Column(JSONB, nullable=False)
     )
-    promoted_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
-    l2_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
-    )
+    promoted_tokens: int = Field(default=0, sa_column=counter_column())
+    l2_tokens: int = Field(default=0, sa_column=counter_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
 

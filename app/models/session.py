@@ -6,7 +6,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, row_columns, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    counter_column,
+    new_id,
+    row_columns,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class Session(SQLModel, table=True):
@@ -50,12 +58,8 @@ class Session(SQLModel, table=True):
         ),
     )
     # Highest seq handed out; bumped under the row lock so seqs stay gap-free and unique.
-    last_seq: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
-    message_tokens: int = Field(
-        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
-    )
+    last_seq: int = Field(default=0, sa_column=counter_column(big=True))
+    message_tokens: int = Field(default=0, sa_column=counter_column(big=True))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 

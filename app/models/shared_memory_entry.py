@@ -6,7 +6,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    new_id,
+    optional_ts_column,
+    session_fk,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class SharedMemoryEntry(SQLModel, table=True):
@@ -57,9 +65,7 @@ class SharedMemoryEntry(SQLModel, table=True):
     stored_bytes: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     version: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     writer_agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
-    expires_at: datetime | None = Field(
-        default=None, sa_column=sa.Column(sa.DateTime(timezone=True))
-    )
+    expires_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
