@@ -110,6 +110,18 @@ def kernel_sha256(kernel: Mapping[str, Any] | None) -> str:
     return _text_sha256(canonical_bytes(kernel or {}).decode())
 
 
+def versions_of(built: Built) -> dict[str, Any]:
+    """The versions of what the build read: the ROM's profile version and hash, the
+    Kernel's hash, the memory state's version."""
+    state = built.loaded.state
+    return {
+        "rom_profile_version": (state.rom or {}).get("profile_version"),
+        "rom_sha256": rom_sha256(state.rom_text or ""),
+        "kernel_sha256": kernel_sha256(state.kernel),
+        "memory_state_version": state.version,
+    }
+
+
 def config_hash(session_config: Mapping[str, Any] | None, request: Mapping[str, Any]) -> str:
     """SHA-256 of the session's config and the request's build options."""
     return sha256_hex(canonical_bytes({"session": session_config or {}, "request": request}))
@@ -335,9 +347,12 @@ def _message_block(
     return block
 
 
-def blocks_of(built: Built) -> list[dict[str, Any] | list[Any]]:
+def blocks_of(
+    built: Built, versions: Mapping[str, Any] | None = None
+) -> list[dict[str, Any] | list[Any]]:
     """Every block of the build in the order the model reads it, as stored
-    (`expand_block`)."""
+    (`expand_block`); `versions`: the build's `versions_of`, when already computed."""
+    hashes = versions if versions is not None else versions_of(built)
     state = built.loaded.state
     view = built.view
     rom = state.rom or {}
@@ -349,7 +364,7 @@ def blocks_of(built: Built) -> list[dict[str, Any] | list[Any]]:
                 "rom",
                 "rom",
                 state.rom_tokens,
-                [{"kind": "rom", "profile_version": profile, "sha256": rom_sha256(state.rom_text)}],
+                [{"kind": "rom", "profile_version": profile, "sha256": hashes["rom_sha256"]}],
                 "The agent's ROM, frozen when the session was created "
                 + (f"(profile version {profile})." if profile is not None else "(inline ROM)."),
                 cache_control=CACHE,
@@ -367,7 +382,7 @@ def blocks_of(built: Built) -> list[dict[str, Any] | list[Any]]:
                 [
                     {
                         "kind": "kernel",
-                        "sha256": kernel_sha256(kernel),
+                        "sha256": hashes["kernel_sha256"],
                         "tools": tools,
                         "schemas": schemas,
                         "large_result_ref": kernel.get("large_result_ref"),
@@ -495,20 +510,15 @@ def record(built: Built, *, sha256: Mapping[str, str], config_sha256: str) -> di
     columns hold (context, session, time, format, budget, total tokens), plain L1 messages
     as `[seq, role, tokens]`, other blocks without their default keys. A recorded build
     stores about a third of the full form, below PostgreSQL's compression threshold."""
-    state = built.loaded.state
+    versions = versions_of(built)
     return {
         "manifest_version": MANIFEST_VERSION,
         "agent_id": built.loaded.session.agent_id,
         "tokens": dict(built.layer_tokens),
         "tokenizer": tokenizer_info(),
-        "versions": {
-            "rom_profile_version": (state.rom or {}).get("profile_version"),
-            "rom_sha256": rom_sha256(state.rom_text or ""),
-            "kernel_sha256": kernel_sha256(state.kernel),
-            "memory_state_version": state.version,
-        },
+        "versions": versions,
         "config_sha256": config_sha256,
-        "blocks": blocks_of(built),
+        "blocks": blocks_of(built, versions),
         "decisions": decisions_of(built),
         "policy_notes": list(built.view.decisions),
         "sha256": dict(sha256),
