@@ -172,7 +172,7 @@ class Settings(BaseSettings):
     # Fact extraction (arq jobs; app/facts/tasks.py, issue 19)
     facts_max_tries: int = Field(default=4, ge=1, le=50, alias="LOOM_FACTS_MAX_TRIES")
     facts_retry_base_seconds: float = Field(
-        default=5.0, ge=0, alias="LOOM_FACTS_RETRY_BASE_SECONDS"
+        default=2.0, ge=0, alias="LOOM_FACTS_RETRY_BASE_SECONDS"
     )
     facts_job_timeout_seconds: float = Field(
         default=300.0, gt=0, alias="LOOM_FACTS_JOB_TIMEOUT_SECONDS"

@@ -316,14 +316,30 @@ async def set_failed_ranges(
 
 
 async def watermark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
+    return (await watermark_and_retry(db, tenant_id, session_id))[0]
+
+
+def retry_waiting(status: str | None, last_error: str | None) -> bool:
+    """The job is running, or a try failed and it is queued for its retry (`pending` with
+    the try's error; a run that ends well clears the error): an append must not move it
+    later (its end follows up on what arrived meanwhile)."""
+    return status == "running" or (status == "pending" and last_error is not None)
+
+
+async def watermark_and_retry(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> tuple[int, bool]:
+    """The watermark, and whether the job waits for a retry (`retry_waiting`)."""
     row = (
         await db.execute(
-            sa.select(X.c.watermark_seq).where(
+            sa.select(X.c.watermark_seq, X.c.status, X.c.last_error).where(
                 X.c.tenant_id == tenant_id, X.c.session_id == session_id
             )
         )
     ).first()
-    return int(row[0]) if row is not None else 0
+    if row is None:
+        return 0, False
+    return int(row[0]), retry_waiting(row[1], row[2])
 
 
 # --- the session and its messages --------------------------------------------------------
@@ -337,11 +353,12 @@ class SessionFacts:
     l1_start_seq: int | None
     watermark: int
     user_id: str | None = None
+    retrying: bool = False  # running or waiting for a retry (`retry_waiting`)
 
 
 _SESSION = sa.text("""
 SELECT s.agent_id, s.config, s.last_seq, m.l1_start_seq, s.user_id,
-       coalesce(x.watermark_seq, 0) AS watermark
+       coalesce(x.watermark_seq, 0) AS watermark, x.status, x.last_error
 FROM sessions s
 LEFT JOIN memory_states m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
 LEFT JOIN fact_extractions x ON x.tenant_id = s.tenant_id AND x.session_id = s.id
@@ -362,6 +379,7 @@ async def session_facts(
         None if row.l1_start_seq is None else int(row.l1_start_seq),
         int(row.watermark),
         row.user_id,
+        retry_waiting(row.status, row.last_error),
     )
 
 

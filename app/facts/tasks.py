@@ -53,6 +53,14 @@ def backoff_seconds(base: float, job_try: int) -> float:
     return min(MAX_BACKOFF_SECONDS, base * (2 ** max(0, job_try - 1)))
 
 
+def set_aside_within(settings: Any) -> float:
+    """Seconds of backoff before a batch failing every try is set aside (the waits between
+    its `LOOM_FACTS_MAX_TRIES` tries; the calls themselves come on top)."""
+    tries = int(settings.facts_max_tries)
+    base = float(settings.facts_retry_base_seconds)
+    return sum(backoff_seconds(base, t) for t in range(1, tries))
+
+
 def _error_text(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
@@ -173,7 +181,6 @@ async def extract_facts(
     tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
     job_try = int(ctx.get("job_try") or 1)
     deps = Deps(ctx["sessionmaker"], ctx.get("llm"), settings)
-    after_job(ctx, lambda: follow(ctx, deps.sessionmaker, settings, tid, sid))
     await record(
         deps.sessionmaker,
         tid,
@@ -223,7 +230,9 @@ async def extract_facts(
                 runs=_runs_plus_one(),
             )
             metrics.JOBS_RUN.labels(outcome="failed").inc()
+            _follow_up(ctx, deps, tid, sid)
             return {"failed": error}
+        # no follow-up here: it would move the retry to the quiet time (issue 37)
         await record(deps.sessionmaker, tid, sid, status="pending", last_error=error)
         metrics.JOBS_RETRIED.inc()
         raise Retry(defer=backoff_seconds(settings.facts_retry_base_seconds, job_try)) from None
@@ -231,7 +240,14 @@ async def extract_facts(
     metrics.JOBS_RUN.labels(
         outcome="skipped" if outcome.skipped and not outcome.batches else "succeeded"
     ).inc()
+    _follow_up(ctx, deps, tid, sid)
     return outcome.as_dict()
+
+
+def _follow_up(ctx: dict[str, Any], deps: Deps, tid: uuid.UUID, sid: uuid.UUID) -> None:
+    """Once the job has ended (not when it waits for a retry), schedule it again for the
+    messages that arrived meanwhile."""
+    after_job(ctx, lambda: follow(ctx, deps.sessionmaker, ctx["settings"], tid, sid))
 
 
 async def enqueue_extraction(

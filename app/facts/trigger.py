@@ -86,8 +86,9 @@ async def follow(
                 await db.rollback()
                 return False
             last_seq, config, watermark = info.last_seq, info.config, info.watermark
+            retrying = info.retrying
         else:
-            watermark = await repo.watermark(db, tenant_id, session_id)
+            watermark, retrying = await repo.watermark_and_retry(db, tenant_id, session_id)
         await db.rollback()
     cfg = FactsConfig.from_stored((config or {}).get("facts"))
     if not cfg.enabled:
@@ -95,7 +96,9 @@ async def follow(
     delay = extraction_due(
         last_seq - watermark, cfg.every(settings.facts_every_messages), settings.facts_quiet_seconds
     )
-    if delay is None:
+    if delay is None or (retrying and delay > 0):
+        # a retry waiting for its backoff reads these messages too: moving it to the quiet
+        # time would postpone it (issue 37: each retry came ~60 s later)
         return False
     return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=delay)
 
