@@ -62,6 +62,8 @@ class Proposal:
     candidates: list[Candidate]
     operations: tuple[Operation, ...]
     unchanged: int = 0
+    dropped: int = 0  # candidates of the answer dropped as irreparable (app.facts.repair)
+    repaired: int = 0
 
 
 @dataclasses.dataclass

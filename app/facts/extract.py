@@ -48,6 +48,7 @@ from app.facts.policy import (
     check_candidates,
     plan_operations,
 )
+from app.facts.repair import Salvaged, salvage_candidates
 from app.facts.selection import fit_batch, fixed_tokens, known_facts, stored_for_decision
 from app.facts.timeline import parse_event_time, time_order
 from app.facts.versions import Actor
@@ -75,6 +76,9 @@ class Outcome:
     invalidated: int = 0
     unchanged: int = 0
     history: int = 0
+    # candidates of the model's answers dropped as irreparable, and repaired (issue 37)
+    dropped: int = 0
+    repaired: int = 0
     llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -138,7 +142,10 @@ async def _ask(
     tool: str,
     description: str,
     model: type[BaseModel],
+    parse: Callable[[Any], Any] | None = None,
 ) -> Any:
+    """One structured call, its usage recorded; the answer validated by `model` (or read
+    by `parse`, which raises `FactOutputError`)."""
     assert deps.llm is not None
     outcome.llm_calls += 1
     metrics.LLM_CALLS.labels(step=step).inc()
@@ -159,6 +166,8 @@ async def _ask(
     await _record_usage(deps, *ids, 1, answer.input_tokens, answer.output_tokens)
     metrics.LLM_TOKENS.labels(step=step, direction="input").inc(answer.input_tokens)
     metrics.LLM_TOKENS.labels(step=step, direction="output").inc(answer.output_tokens)
+    if parse is not None:
+        return parse(answer.data)
     try:
         return model.model_validate(answer.data)
     except ValidationError as exc:
@@ -196,12 +205,12 @@ def candidates_in_time_order(
     event time when given), sorted by when they became true."""
     at = {r.seq: r.created_at for r in rows}
     out: list[Candidate] = []
-    for i, c in enumerate(_dedupe(found)):
+    for c in _dedupe(found):
         stated = max(at[s] for s in c.source_seqs)
         try:
             event = parse_event_time(c.valid_from, stated)
-        except ValueError:
-            raise FactOutputError(f"fact {i} has valid_from {c.valid_from!r}, not a date") from None
+        except ValueError:  # "2026-02-30": repaired as no event time (issue 37)
+            event = None
         out.append(
             Candidate(
                 c.text.strip(),
@@ -241,7 +250,8 @@ async def propose(
     first, last = rows[0].seq, rows[-1].seq
     if not messages:
         return Proposal(first, last, [], ())
-    found = await _ask(
+    batch_seqs = {r.seq for r in rows}
+    found: Salvaged = await _ask(
         deps,
         outcome,
         ids,
@@ -251,11 +261,13 @@ async def propose(
         prompts.EXTRACT_TOOL,
         prompts.EXTRACT_TOOL_DESCRIPTION,
         prompts.CandidatesOut,
+        parse=lambda data: salvage_candidates(data, batch_seqs),
     )
-    check_candidates(found.facts, {r.seq for r in rows})
+    check_candidates(found.facts, batch_seqs)
     cands = candidates_in_time_order(found.facts, rows)
+    dropped, repaired = found.dropped, found.repaired
     if not cands:
-        return Proposal(first, last, [], ())
+        return Proposal(first, last, [], (), dropped=dropped, repaired=repaired)
     news = _new_facts(cands, session_id)
     budget = (
         cap
@@ -269,7 +281,14 @@ async def propose(
         await db.rollback()
     keys = [c.key for c in cands if c.key]
     if not related and len(set(keys)) == len(keys):  # nothing could be affected: all new
-        return Proposal(first, last, cands, tuple(Operation("add", i) for i in range(len(cands))))
+        return Proposal(
+            first,
+            last,
+            cands,
+            tuple(Operation("add", i) for i in range(len(cands))),
+            dropped=dropped,
+            repaired=repaired,
+        )
     decided = await _ask(
         deps,
         outcome,
@@ -283,7 +302,9 @@ async def propose(
     )
     shown = {f.id for f in stored}
     plan = plan_operations(decided.decisions, len(cands), [shown] * len(cands))
-    return Proposal(first, last, cands, plan.operations, plan.unchanged)
+    return Proposal(
+        first, last, cands, plan.operations, plan.unchanged, dropped=dropped, repaired=repaired
+    )
 
 
 async def _read_batch(
@@ -317,6 +338,10 @@ def _count(outcome: Outcome, proposal: Proposal, applied: Any) -> None:
     outcome.invalidated += applied.invalidated
     outcome.unchanged += applied.unchanged
     outcome.history += applied.history
+    outcome.dropped += proposal.dropped
+    outcome.repaired += proposal.repaired
+    if proposal.dropped:
+        metrics.DROPPED.inc(proposal.dropped)
 
 
 def _watermark_point(

@@ -21,3 +21,7 @@ JOBS_RETRIED = Counter("loom_facts_jobs_retried", "Fact extraction tries resched
 BAD_OUTPUT = Counter("loom_facts_bad_output", "Model answers rejected (nothing written).")
 OPERATIONS = Counter("loom_facts_operations", "Fact changes applied, by operation.", ["op"])
 MESSAGES = Counter("loom_facts_messages_read", "Messages read by fact extraction.")
+DROPPED = Counter(
+    "loom_facts_dropped_candidates",
+    "Candidate facts dropped from a model answer as irreparable (the rest were kept).",
+)

@@ -173,9 +173,7 @@ async def test_a_poison_batch_is_set_aside_and_retried_on_demand(
 
     def answer(req: Any) -> Any:
         if poisoned["on"] and "Paris" in req.text and req.tool_name == "record_facts":
-            return {
-                "facts": [{"text": "?", "key": "Not A Key", "importance": 1, "source_seqs": [1]}]
-            }
+            return {"facts": [{"text": "?", "key": "user.x", "importance": 1, "source_seqs": [9]}]}
         return model(req)
 
     fake_llm.set_default(ToolUse(answer))
