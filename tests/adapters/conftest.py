@@ -22,7 +22,7 @@ from tests.client.conftest import (  # noqa: F401  (fixtures, re-registered for 
 
 
 @pytest.fixture
-def rest(loom_tenant: TenantKeys) -> Iterator[httpx.Client]:
+def rest(loom_tenant: TenantKeys) -> Iterator[httpx.Client]:  # noqa: F811
     """Loom's HTTP API with the tenant's service key, acting as the adapters' agent."""
     headers = {"Authorization": f"Bearer {loom_tenant.service_key}", "X-Agent-Id": AGENT}
     with httpx.Client(base_url=loom_tenant.base_url, headers=headers, timeout=30) as client:

@@ -9,10 +9,10 @@ import httpx
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp
-
+from langgraph.store.base import GetOp, InvalidNamespaceError, Item, PutOp
 from loom_client import AsyncLoomClient, LoomClient
 from loom_client.adapters.langgraph import LoomStore, parse_key, storage_key
+
 from tests.client.conftest import TenantKeys
 
 
@@ -252,7 +252,7 @@ def test_batch_runs_operations_in_order(loom: LoomClient):
         ]
     )
     assert results[0] is None and results[2] is None and results[3] is None
-    assert results[1] is not None and results[1].value == {"v": 1}
+    assert isinstance(results[1], Item) and results[1].value == {"v": 1}
 
 
 async def test_async_methods_on_the_async_client(aloom: AsyncLoomClient, rest: httpx.Client):
