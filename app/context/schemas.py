@@ -6,7 +6,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.context.manifest_schemas import ManifestPublic
-from app.core.strict import JsonAwareDatetime, JsonFloat, JsonInt
+from app.core.strict import JsonFloat, JsonInt
+from app.facts.times import AS_OF_DOC, AsOf
 from app.memory.recall import (
     AUTO_BASE_SHARE,
     AUTO_KEEP,
@@ -60,9 +61,11 @@ class ContextRequest(BaseModel):
         default=None,
         description=("Recall for this build, instead of the session's `config.recall`."),
     )
-    facts_as_of: JsonAwareDatetime | None = Field(
+    facts_as_of: AsOf | None = Field(
         default=None,
-        description=("The facts block shows the facts true at this time (default: now)."),
+        description=(
+            "The facts block shows the facts true at this time (default: now). " + AS_OF_DOC
+        ),
     )
     record: StrictBool | None = Field(
         default=None,

@@ -146,7 +146,7 @@ class _Batch:
             sources=self.source(c),
         )
         self.db.add(item)
-        await self.write(item, "add", reason)
+        await self.write(item, "add", reason or f"stated in {_said(self.session_id, c.seqs)}")
         self.out.added += 1
         return item
 

@@ -1,7 +1,8 @@
 """`PATCH /v1/memory-items/{id}` (issue 27): people correct facts (any item, in fact), with
 `If-Match` on the item's version (the ETag `"<version>"`). As for shared-memory entries
 (app/shared_memory/etag.py): no If-Match is 428 `if_match_required`; a stale version is 409
-`version_conflict` with `details.current_version`. The change is one version row `edit`."""
+`version_conflict` with `details.current_version`; a weak tag `W/"3"` names version 3 too
+(the ETag is the version number, nothing weaker). The change is one version row `edit`."""
 
 from __future__ import annotations
 
@@ -23,13 +24,19 @@ def etag(item: MemoryItem) -> str:
     return format_etag(item.version)
 
 
+def _strong(header: str) -> str:
+    return ",".join(t.strip()[2:] if t.strip().startswith("W/") else t for t in header.split(","))
+
+
 def check_if_match(if_match: str | None, version: int) -> None:
     if if_match is None:
         raise PreconditionRequired(
             'PATCH needs If-Match with the item\'s version (its ETag, e.g. "3").',
             code="if_match_required",
         )
-    spec = parse_match_header(if_match)
+    # an item's ETag is its version number: a weak tag (`W/"2"`, as a proxy that
+    # compresses may send it back) names the same version (issue 37)
+    spec = parse_match_header(_strong(if_match))
     if not spec.any and version not in spec.versions:
         raise Conflict(
             "The item changed since that version; read it again.",

@@ -10,11 +10,11 @@ from fastapi import APIRouter, Body, Header, Query, Response
 from app.auth.deps import CallerDep
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, ErrorEnvelope
-from app.core.strict import JsonAwareDatetime
 from app.facts import edit
 from app.facts import service as facts_service
 from app.facts.extract import Deps
 from app.facts.schemas import MemoryItemUpdate
+from app.facts.times import AS_OF_DOC, AsOf
 from app.knowledge import examples
 from app.knowledge.schemas import (
     ExtractPublic,
@@ -93,8 +93,12 @@ async def get_memory_item_history(
     db: DbDep,
     caller: CallerDep,
     as_of: Annotated[
-        JsonAwareDatetime | None,
-        Query(description=("Also give the version in effect at this time (`as_of_version`).")),
+        AsOf | None,
+        Query(
+            description=(
+                "Also give the version in effect at this time (`as_of_version`). " + AS_OF_DOC
+            )
+        ),
     ] = None,
 ) -> MemoryItemHistory:
     """Every version of the item (oldest first: who, when, why), the fact that replaced it

@@ -11,7 +11,7 @@ from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
-from app.core.strict import JsonAwareDatetime
+from app.facts.times import AS_OF_DOC, AsOf
 from app.knowledge import examples, learned_service, packages, service
 from app.knowledge.schemas import (
     ClearRequest,
@@ -53,9 +53,12 @@ async def create_memory_item(
     request: Request,
     db: DbDep,
     caller: CallerDep,
+    response: Response,
 ) -> MemoryItemPublic:
-    """Store a task/project/global knowledge item (a project past max_items evicts 10%)."""
+    """Store a task/project/global knowledge item (a project past max_items evicts 10%).
+    Its ETag (its version) is what a `PATCH` names in If-Match."""
     item = await service.create_item(db, caller, body, max_items=_max_items(request))
+    response.headers["ETag"] = f'"{item.version}"'
     return service.to_public(item)
 
 
@@ -66,8 +69,12 @@ async def query_memory_items(
     caller: CallerDep,
     include_invalidated: bool = False,
     as_of: Annotated[
-        JsonAwareDatetime | None,
-        Query(description=("The items true at this time (world time), each as it read then.")),
+        AsOf | None,
+        Query(
+            description=(
+                "The items true at this time (world time), each as it read then. " + AS_OF_DOC
+            )
+        ),
     ] = None,
 ) -> MemoryItemList:
     """Filter, order and page items (filters run in SQL; unknown fields/operators are 422).

@@ -17,7 +17,8 @@ from pydantic import (
 from pydantic.config import JsonDict
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
-from app.core.strict import JSON_INT, JsonAwareDatetime, JsonFloat, JsonInt
+from app.core.strict import JSON_INT, JsonFloat, JsonInt
+from app.facts.times import AS_OF_DOC, AsOf
 from app.knowledge.filters import (
     ALIASES,
     DEFAULT_LIMIT,
@@ -329,10 +330,11 @@ class ContextPackageCreate(BaseModel):
         description=("Only consider matching items. " + FILTERS_DOC),
         json_schema_extra=FILTERS_SCHEMA,
     )
-    as_of: JsonAwareDatetime | None = Field(
+    as_of: AsOf | None = Field(
         default=None,
         description=(
-            "The items true at this time (world time), each as it read then; default: now."
+            "The items true at this time (world time), each as it read then; default: now. "
+            + AS_OF_DOC
         ),
     )
 
@@ -458,8 +460,9 @@ class FactSearch(BaseModel):
     scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN)
     limit: JsonInt = Field(default=10, ge=1, le=50)
     include_invalidated: StrictBool = False
-    as_of: JsonAwareDatetime | None = Field(
-        default=None, description=("The facts true at this time (world time), instead of now.")
+    as_of: AsOf | None = Field(
+        default=None,
+        description=("The facts true at this time (world time), instead of now. " + AS_OF_DOC),
     )
 
 
