@@ -14,7 +14,7 @@ export interface paths {
         };
         /**
          * Check that the process is up
-         * @description The process is up.
+         * @description The process is up; `version` is the server's (the `loom-memory-server` package).
          */
         get: operations["healthz"];
         put?: never;
@@ -364,6 +364,7 @@ export interface paths {
         /**
          * Store a knowledge item
          * @description Store a task/project/global knowledge item (a project past max_items evicts 10%).
+         *     Its ETag (its version) is what a `PATCH` names in If-Match.
          */
         post: operations["create_memory_item"];
         delete?: never;
@@ -1620,7 +1621,7 @@ export interface components {
         ContextPackageCreate: {
             /**
              * As Of
-             * @description The items true at this time (world time), each as it read then; default: now.
+             * @description The items true at this time (world time), each as it read then; default: now. A date alone means its start, 00:00 UTC (`2026-02-15` = `2026-02-15T00:00:00Z`).
              */
             as_of?: string | null;
             /** Budget Tokens */
@@ -1823,7 +1824,7 @@ export interface components {
         ContextRequest: {
             /**
              * Facts As Of
-             * @description The facts block shows the facts true at this time (default: now).
+             * @description The facts block shows the facts true at this time (default: now). A date alone means its start, 00:00 UTC (`2026-02-15` = `2026-02-15T00:00:00Z`).
              */
             facts_as_of?: string | null;
             /**
@@ -6340,7 +6341,7 @@ export interface operations {
         parameters: {
             query?: {
                 include_invalidated?: boolean;
-                /** @description The items true at this time (world time), each as it read then. */
+                /** @description The items true at this time (world time), each as it read then. A date alone means its start, 00:00 UTC (`2026-02-15` = `2026-02-15T00:00:00Z`). */
                 as_of?: string | null;
             };
             header?: never;
@@ -6866,7 +6867,7 @@ export interface operations {
     get_memory_item_history: {
         parameters: {
             query?: {
-                /** @description Also give the version in effect at this time (`as_of_version`). */
+                /** @description Also give the version in effect at this time (`as_of_version`). A date alone means its start, 00:00 UTC (`2026-02-15` = `2026-02-15T00:00:00Z`). */
                 as_of?: string | null;
             };
             header?: never;

@@ -1,0 +1,123 @@
+"""The TypeScript client (clients/typescript, issue 38) against a live server.
+
+One test, in order: `npm ci` (skipped while node_modules was installed from the same
+package-lock.json), the stale-types check (the committed src/generated/openapi.ts must be
+what openapi-typescript makes of openapi/openapi.json), `npm run build` (tsc to dist/),
+then `node --test` on clients/typescript/test/*.test.mjs against a real API process
+(`tests.support.live.live_api`, no worker, no LLM) with a fresh tenant and service key in
+LOOM_URL / LOOM_KEY (LOOM_ADMIN_KEY for the tests that make a second tenant). Node and npm
+are required: without them the test fails and says so, it is never skipped.
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+
+import httpx
+import pytest
+
+from app.core.config import Settings
+from tests.support.live import ROOT, live_api
+
+pytestmark = pytest.mark.slow
+
+PACKAGE = ROOT / "clients" / "typescript"
+STAMP = PACKAGE / "node_modules" / ".loom-lock-sha256"
+MIN_NODE = 18
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(
+            f"`{name}` is not installed: the TypeScript client's tests need Node {MIN_NODE}+ "
+            "and npm on PATH (https://nodejs.org); install them and run again",
+            pytrace=False,
+        )
+    return path
+
+
+def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+    proc = subprocess.run(
+        argv,
+        cwd=PACKAGE,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return proc.returncode, proc.stdout
+
+
+def _must(argv: list[str], timeout: float) -> str:
+    code, out = _run(argv, timeout)
+    assert code == 0, f"`{' '.join(argv)}` in clients/typescript exited {code}:\n{out}"
+    return out
+
+
+def _install(npm: str) -> None:
+    """`npm ci`, unless node_modules was installed from this very package-lock.json."""
+    lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
+    if STAMP.is_file() and STAMP.read_text().strip() == lock:
+        return
+    _must([npm, "ci", "--no-audit", "--no-fund", "--prefer-offline"], timeout=600)
+    STAMP.write_text(lock + "\n")
+
+
+def _tenant(base: str, settings: Settings) -> tuple[str, str]:
+    assert settings.admin_key is not None
+    admin = {"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"}
+    with httpx.Client(base_url=base, headers=admin, timeout=30) as c:
+        tenant = c.post("/v1/tenants", json={"name": f"ts-{uuid.uuid4().hex[:8]}"})
+        assert tenant.status_code == 201, tenant.text
+        key = c.post("/v1/api-keys", json={"tenant_id": tenant.json()["id"], "role": "service"})
+        assert key.status_code == 201, key.text
+    return tenant.json()["id"], key.json()["secret"]
+
+
+def test_typescript_client_against_a_live_server(settings: Settings) -> None:
+    node, npm = _tool("node"), _tool("npm")
+    version = _must([node, "--version"], timeout=30).strip()
+    found = re.match(r"v(\d+)", version)
+    major = int(found.group(1)) if found else 0
+    assert major >= MIN_NODE, f"the TypeScript client needs Node {MIN_NODE}+, found {version}"
+
+    _install(npm)
+    problems = []
+    code, out = _run([npm, "run", "--silent", "check:types"], timeout=120)
+    if code != 0:
+        problems.append(f"stale generated types (npm run check:types exited {code}):\n{out}")
+    _must([npm, "run", "--silent", "build"], timeout=300)
+
+    tests = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "test").glob("*.test.mjs"))
+    assert len(tests) >= 5, tests
+    with live_api(settings, LOOM_LLM_PROVIDER="none") as base:
+        tenant_id, service_key = _tenant(base, settings)
+        assert settings.admin_key is not None
+        env = {
+            **os.environ,
+            "LOOM_URL": base,
+            "LOOM_KEY": service_key,
+            "LOOM_TENANT_ID": tenant_id,
+            "LOOM_ADMIN_KEY": settings.admin_key.get_secret_value(),
+            "NODE_OPTIONS": "",
+        }
+        started = time.monotonic()
+        code, out = _run([node, "--test", *tests], timeout=300, env=env)
+        took = time.monotonic() - started
+    summary = "\n".join(
+        line for line in out.splitlines() if re.match(r"# (tests|pass|fail|duration_ms) ", line)
+    )
+    print(f"node --test: {took:.1f} s\n{summary}")
+    if code != 0:
+        problems.append(f"node --test exited {code} after {took:.1f} s:\n{out}")
+    else:
+        assert re.search(r"^# pass [1-9]\d*$", out, re.M), out
+        assert re.search(r"^# fail 0$", out, re.M), out
+    assert not problems, "\n\n".join(problems)
