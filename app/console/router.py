@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
@@ -52,8 +52,15 @@ def _shell(root: str) -> str:
 
 
 def install(app: FastAPI) -> None:
-    """Serve /console (not in the OpenAPI document: it is a page, not API)."""
+    """Serve /console, and send `GET /` there (neither is in the OpenAPI document: they
+    are pages, not API)."""
     app.mount(STATIC_URL, _ConsoleFiles(directory=STATIC_DIR), name="console-static")
+
+    @app.get("/", include_in_schema=False)
+    async def root(request: Request) -> RedirectResponse:
+        # a person who opens the server's address lands on the console (307: the address
+        # stays the server's, nothing is cached as permanent)
+        return RedirectResponse(request.scope.get("root_path", "") + CONSOLE_URL, 307)
 
     @app.get(CONSOLE_URL, include_in_schema=False)
     @app.get(CONSOLE_URL + "/", include_in_schema=False)

@@ -90,7 +90,7 @@ def plot(result: dict[str, Any], path: Path) -> str | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "matplotlib is not installed (pip install 'loom-memory[eval]'): no plot"
+        return "matplotlib is not installed (pip install 'loom-memory-server[eval]'): no plot"
     context = c_items(result["figures"]["context"])
     if not context:
         return "no context figures to plot"

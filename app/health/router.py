@@ -11,14 +11,15 @@ from app.core import metrics as prometheus
 from app.core.errors import error_response
 from app.health import metrics as store_gauges
 from app.state import app_state
+from app.version import VERSION
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", summary="Check that the process is up")
 async def healthz() -> dict[str, str]:
-    """The process is up."""
-    return {"status": "ok"}
+    """The process is up; `version` is the server's (the `loom-memory-server` package)."""
+    return {"status": "ok", "version": VERSION}
 
 
 def _ready_timeout(request: Request) -> float:

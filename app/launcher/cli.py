@@ -23,6 +23,7 @@ from typing import Any
 from app.core import logs, metrics_dir
 from app.core.config import Settings, get_settings
 from app.launcher.embedded_redis import die_with_parent
+from app.version import VERSION
 
 log = logging.getLogger("loom")
 
@@ -266,6 +267,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         display_url,
         lock_data_dir,
         quiet_store_logs,
+        say,
         uvicorn_log_config,
     )
 
@@ -291,6 +293,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # in the environment before the children start or anything imports prometheus_client
     prometheus_dir = metrics_dir.ServeMetricsDir(settings.metrics_dir)
     try:
+        for line in stores.plan(need_db=need_db, need_redis=need_redis):
+            say(line)
         stores.start(need_db=need_db, need_redis=need_redis)
         env = dict(os.environ)
         if stores.database_url:
@@ -301,6 +305,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings = get_settings()
         assert settings.database_url
         if settings.migrate_on_start:
+            say("migrating the database to the latest schema")
             _migrate(settings.database_url)
         n = api_processes(args.workers, settings.web_workers)
         banner = Banner(
@@ -327,6 +332,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             banner.processes += " and a worker"
         from app.core.http_errors import EnvelopeHTTPProtocol
 
+        say(f"starting {banner.processes}; the address follows once the API answers")
         announcer = AnnounceWhenReady(banner)
         announcer.start()
         common: dict[str, Any] = {
@@ -378,11 +384,29 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(settings.log_format, settings.log_level)
     metrics_dir.export(settings.metrics_dir)  # for prometheus_client, not yet imported
     parser = argparse.ArgumentParser(prog="loom-memory", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the API (and a worker); embedded stores if no URLs")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    serve.add_argument("--no-worker", action="store_true")
+    serve = sub.add_parser(
+        "serve",
+        help="run the API (and a worker); embedded stores if no URLs",
+        description="Run the API processes and a supervised worker. With DATABASE_URL / "
+        "REDIS_URL unset, start an embedded PostgreSQL / Redis under LOOM_DATA_DIR "
+        "(default ./.loom), migrate, and print where it listens once it answers.",
+    )
+    serve.add_argument(
+        "--host",
+        metavar="HOST",
+        help="interface to listen on (default LOOM_HOST, 127.0.0.1; 0.0.0.0 for all)",
+    )
+    serve.add_argument(
+        "--port", type=int, metavar="PORT", help="port to listen on (default LOOM_PORT, 8420)"
+    )
+    serve.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="run no background worker (compression, facts, erasure jobs): run "
+        "`loom-memory worker` separately",
+    )
     serve.add_argument(
         "--workers",
         type=int,

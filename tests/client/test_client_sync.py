@@ -308,7 +308,7 @@ def test_errors_and_auth(loom: LoomClient, loom_tenant: TenantKeys) -> None:
 
 
 def test_admin_and_health(loom_admin: LoomClient, loom_tenant: TenantKeys) -> None:
-    assert loom_admin.healthz() == {"status": "ok"}
+    assert loom_admin.healthz() == {"status": "ok", "version": "0.1.0"}
     assert loom_admin.readyz().checks == {"database": "ok", "redis": "ok"}
     assert "loom" in loom_admin.metrics() or "# HELP" in loom_admin.metrics()
     admin = loom_admin.with_tenant(loom_tenant.tenant_id)

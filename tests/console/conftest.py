@@ -1,11 +1,13 @@
 """Browser fixtures: one live API server and one headless Chromium per module.
 
-Chromium is Debian's (`apt-get install chromium`, done by scripts/test when missing),
+Chromium is Debian's (`apt-get install chromium`, done by scripts/test when missing;
+LOOM_SKIP_BROWSER=1 skips the tests that need it, saying so),
 driven by Playwright's Python API pointed at it with `executable_path`; Playwright's own
 browser downloads are never used. Each test gets a fresh browser context, so the
 sessionStorage holding the key starts empty.
 """
 
+import os
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -31,9 +33,14 @@ def console_tenant(server: str, settings: Any) -> Tenant:
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    if os.environ.get("LOOM_SKIP_BROWSER") == "1":
+        pytest.skip("LOOM_SKIP_BROWSER=1: the console's browser tests are skipped")
     executable = shutil.which("chromium")
     if executable is None:
-        pytest.fail("chromium is not installed (scripts/test installs it with apt-get)")
+        pytest.fail(
+            "chromium is not installed: apt-get install chromium (scripts/install-chromium "
+            "does it as root), or LOOM_SKIP_BROWSER=1 to skip the browser tests"
+        )
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         try:

@@ -54,7 +54,13 @@ async def test_served_docs_and_openapi(app):
         assert (await c.get("/docs")).status_code == 200
         served = (await c.get("/openapi.json")).json()
         assert served["openapi"].startswith("3.1")
-        assert (await c.get("/healthz")).json() == {"status": "ok"}
+        # the version is the installed distribution's (pyproject.toml's)
+        assert (await c.get("/healthz")).json() == {"status": "ok", "version": "0.1.0"}
+        # the server's address sends a person to the console (a page: not in the document)
+        root = await c.get("/")
+        assert root.status_code == 307 and root.headers["location"] == "/console"
+        assert (await c.get("/", follow_redirects=True)).text.startswith("<!doctype html>")
+        assert "/" not in served["paths"]
         ready = await c.get("/readyz")
         assert ready.status_code == 200 and ready.json()["checks"] == {
             "database": "ok",
