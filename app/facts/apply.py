@@ -64,6 +64,9 @@ class Proposal:
     unchanged: int = 0
     dropped: int = 0  # candidates of the answer dropped as irreparable (app.facts.repair)
     repaired: int = 0
+    # restatements later in the batch: (candidate index, its restatement), each a `confirm`
+    # of what that candidate became (issue 37: one batch records what ten would)
+    restated: list[tuple[int, Candidate]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -264,7 +267,22 @@ async def apply(
             raise FactOutputError(f"fact {o.candidate} names new-{j}, which was not stored")
         return result[j]
 
-    for o in ops:
+    def when(c: Candidate) -> tuple[datetime, datetime, int]:
+        return (c.valid_from, c.stated_at, c.seqs[0])
+
+    # operations and restatements in the order they were said (as ten batches would)
+    steps: list[tuple[tuple[datetime, datetime, int], int, Operation | tuple[int, Candidate]]] = [
+        (when(proposal.candidates[o.candidate]), 0, o) for o in ops
+    ]
+    steps += [(when(c), 1, (j, c)) for j, c in proposal.restated]
+    steps.sort(key=lambda s: (s[0], s[1]))
+    for _, _, step in steps:
+        if isinstance(step, tuple):
+            j, again = step
+            if j in result:  # a NONE naming nothing left nothing to confirm
+                result[j] = await batch.confirm(again, result[j])
+            continue
+        o = step
         c = proposal.candidates[o.candidate]
         if o.op == "add":
             result[o.candidate] = await batch.add(c)

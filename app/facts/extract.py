@@ -178,52 +178,74 @@ async def _ask(
         ) from None
 
 
-def _dedupe(found: list[prompts.CandidateFact]) -> list[prompts.CandidateFact]:
-    """One candidate per text (case and spaces ignored): seqs and tags merged, the
-    highest importance kept."""
-    by_text: dict[str, prompts.CandidateFact] = {}
-    for c in found:
-        key = " ".join(c.text.lower().split())
-        seen = by_text.pop(key, None)
-        if seen is None:
-            by_text[key] = c
-        else:
-            by_text[key] = seen.model_copy(
-                update={
-                    "importance": max(seen.importance, c.importance),
-                    "tags": list(dict.fromkeys([*seen.tags, *c.tags])),
-                    "source_seqs": sorted({*seen.source_seqs, *c.source_seqs}),
-                }
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def split_restatements(
+    found: list[prompts.CandidateFact],
+) -> tuple[list[prompts.CandidateFact], list[tuple[int, prompts.CandidateFact]]]:
+    """The first statement of each fact, and its restatements later in the batch (index of
+    the first, the restatement with only its new seqs), so that one batch records what ten
+    would: the fact from its first statement, then a `confirm` per restatement; a
+    restatement never moves `valid_from` (issue 37). A repeated text after another state
+    of its key ("Paris", "Berlin", "Paris" again) is a new statement, not a restatement."""
+    order = sorted(range(len(found)), key=lambda i: (min(found[i].source_seqs), i))
+    firsts: list[prompts.CandidateFact] = []
+    again: list[tuple[int, prompts.CandidateFact]] = []
+    by_text: dict[str, int] = {}
+    last_of_key: dict[str, str] = {}
+    for i in order:
+        c = found[i]
+        text = _norm(c.text)
+        j = by_text.get(text)
+        if j is not None and last_of_key.get(c.key, text) == text:
+            seen = set(firsts[j].source_seqs).union(
+                *(set(x.source_seqs) for k, x in again if k == j)
             )
-    return list(by_text.values())
+            new = sorted(set(c.source_seqs) - seen)
+            if new:
+                again.append((j, c.model_copy(update={"source_seqs": new})))
+        else:
+            by_text[text] = len(firsts)
+            firsts.append(c)
+        last_of_key[c.key] = text
+    return firsts, sorted(again, key=lambda p: p[1].source_seqs[0])
+
+
+def _candidate(c: prompts.CandidateFact, at: dict[int, datetime]) -> Candidate:
+    """A candidate with its times: stated when first said (its earliest message: a
+    restatement never moves it), valid from the event time when given, else then."""
+    stated = min(at[s] for s in c.source_seqs)
+    try:
+        event = parse_event_time(c.valid_from, stated)
+    except ValueError:  # "2026-02-30": repaired as no event time (issue 37)
+        event = None
+    return Candidate(
+        c.text.strip(),
+        c.key,
+        c.importance,
+        list(c.tags),
+        sorted(set(c.source_seqs)),
+        event or stated,
+        stated,
+    )
 
 
 def candidates_in_time_order(
     found: list[prompts.CandidateFact], rows: list[repo.BatchRow]
-) -> list[Candidate]:
-    """Candidates with their times (stated: the latest message they cite; valid from: the
-    event time when given), sorted by when they became true."""
+) -> tuple[list[Candidate], list[tuple[int, Candidate]]]:
+    """The batch's first statements sorted by when they became true, and the restatements
+    (index into that list, candidate): `split_restatements`."""
     at = {r.seq: r.created_at for r in rows}
-    out: list[Candidate] = []
-    for c in _dedupe(found):
-        stated = max(at[s] for s in c.source_seqs)
-        try:
-            event = parse_event_time(c.valid_from, stated)
-        except ValueError:  # "2026-02-30": repaired as no event time (issue 37)
-            event = None
-        out.append(
-            Candidate(
-                c.text.strip(),
-                c.key,
-                c.importance,
-                list(c.tags),
-                sorted(set(c.source_seqs)),
-                event or stated,
-                stated,
-            )
-        )
+    firsts, again = split_restatements(found)
+    out = [_candidate(c, at) for c in firsts]
     order = time_order([(c.valid_from, c.stated_at, c.seqs[0]) for c in out])
-    return [out[i] for i in order]
+    position = {old: new for new, old in enumerate(order)}
+    restated = sorted(
+        ((position[j], _candidate(c, at)) for j, c in again), key=lambda p: p[1].seqs[0]
+    )
+    return [out[i] for i in order], restated
 
 
 def _new_facts(cands: list[Candidate], session_id: uuid.UUID) -> list[prompts.NewFact]:
@@ -264,7 +286,7 @@ async def propose(
         parse=lambda data: salvage_candidates(data, batch_seqs),
     )
     check_candidates(found.facts, batch_seqs)
-    cands = candidates_in_time_order(found.facts, rows)
+    cands, restated = candidates_in_time_order(found.facts, rows)
     dropped, repaired = found.dropped, found.repaired
     if not cands:
         return Proposal(first, last, [], (), dropped=dropped, repaired=repaired)
@@ -288,6 +310,7 @@ async def propose(
             tuple(Operation("add", i) for i in range(len(cands))),
             dropped=dropped,
             repaired=repaired,
+            restated=restated,
         )
     decided = await _ask(
         deps,
@@ -303,7 +326,14 @@ async def propose(
     shown = {f.id for f in stored}
     plan = plan_operations(decided.decisions, len(cands), [shown] * len(cands))
     return Proposal(
-        first, last, cands, plan.operations, plan.unchanged, dropped=dropped, repaired=repaired
+        first,
+        last,
+        cands,
+        plan.operations,
+        plan.unchanged,
+        dropped=dropped,
+        repaired=repaired,
+        restated=restated,
     )
 
 
