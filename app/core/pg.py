@@ -36,6 +36,7 @@ from typing import Any
 import asyncpg
 import orjson
 
+from app.core import deadline
 from app.core.config import libpq_dsn
 from app.core.db_errors import is_connection_error
 
@@ -168,17 +169,19 @@ async def _keep(conn: asyncpg.Connection) -> None:
 
 @asynccontextmanager
 async def connection(pool: asyncpg.Pool, wait: float) -> AsyncIterator[asyncpg.Connection]:
-    """A pooled connection, waiting at most `wait` seconds for one (then 503).
+    """A pooled connection, waiting at most `wait` seconds for one (then 503), and never
+    past the request's database deadline (`app.core.deadline`): the body runs under it.
 
     After a connection-level failure (`is_connection_error`, client-side timeouts of a
     frozen server included) or a cancellation mid-statement the connection is cut before it
     goes back: the pool would otherwise roll back its transaction, waiting on a server that
     may not answer, and the pool opens a fresh one when it is next needed."""
-    async with pool.acquire(timeout=wait) as conn:
+    async with pool.acquire(timeout=deadline.remaining(wait)) as conn:
         try:
-            yield conn
+            async with deadline.holding():
+                yield conn
         except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError) or is_connection_error(exc):
+            if isinstance(exc, asyncio.CancelledError | TimeoutError) or is_connection_error(exc):
                 conn.terminate()
             raise
 

@@ -16,6 +16,7 @@ import secrets
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core import deadline
 from app.core.logs import REQUEST_ID
 
 HEADER = b"x-request-id"
@@ -62,8 +63,12 @@ def log_access(method: str, route: str, status: int, duration: float) -> None:
 
 
 class RequestContext:
-    def __init__(self, app: ASGIApp) -> None:
+    """Gives each request its id and arms its database deadline (`app.core.deadline`,
+    `db_seconds`; 0: none)."""
+
+    def __init__(self, app: ASGIApp, db_seconds: float = 0.0) -> None:
         self.app = app
+        self.db_seconds = db_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,7 +84,11 @@ class RequestContext:
             await send(message)
 
         token = REQUEST_ID.set(request_id)
-        await self.app(scope, receive, send_with_id)
+        armed = deadline.arm(self.db_seconds)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            deadline.disarm(armed)
         # not reset when the app raised: the handler of unexpected errors logs outside this
         # middleware, in the same task, and its line keeps the id
         REQUEST_ID.reset(token)

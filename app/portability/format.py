@@ -25,6 +25,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core import jsonlimits
+
 FORMAT = "loom-export"
 VERSION = 1
 
@@ -66,10 +68,11 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 class FormatError(ValueError):
     """A line that cannot be imported; `line` is 1-based."""
 
-    def __init__(self, line: int, message: str) -> None:
+    def __init__(self, line: int, message: str, field: str | None = None) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
         self.reason = message
+        self.field = field
 
 
 def skipped(table: str) -> frozenset[str]:
@@ -110,6 +113,10 @@ class Reader:
             return None
         if self.ended:
             raise FormatError(self.line, "a line after the end line")
+        if jsonlimits.text_depth(text) > jsonlimits.max_depth():
+            raise FormatError(
+                self.line, f"JSON is nested deeper than {jsonlimits.max_depth()} levels"
+            )
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:

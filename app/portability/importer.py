@@ -1,13 +1,17 @@
 """Import of an export (`app.portability.format`) into the caller's tenant.
 
-All or nothing: one transaction; the first bad line (malformed JSON, an unknown kind, a
-missing key, a value PostgreSQL refuses, a missing end line) rolls everything back and is
-named in the error. Idempotent by ids: a row whose key is already there is left as it is
-(`ON CONFLICT DO NOTHING`), so importing twice adds nothing. Rows go in batches per kind,
-parents first (`format.ROWS`), PostgreSQL turning the JSON into rows
-(`jsonb_populate_recordset`, so every column type converts as it was exported); messages
-get their search vectors from the target tenant's text search configuration, shared-memory
-entries a fresh version of this instance.
+All or nothing per request: one transaction; the first bad line (malformed JSON, an unknown
+kind, a missing key, a value the API would refuse (`app.portability.checks`), a value
+PostgreSQL refuses, a missing end line) rolls everything back and is named in the error
+with its field. Idempotent by ids, and an import never writes into what is already there:
+a session, memory item or shared-memory entry whose key exists is left as it is, and so is
+everything under it (a present session's state, summaries, snapshots, messages and
+references; a present item's versions): those lines are counted as already present, and
+nothing of them is written. Rows go in batches per kind, parents first (`format.ROWS`),
+PostgreSQL turning the JSON into rows (`jsonb_populate_recordset`, so every column type
+converts as it was exported); messages get their search vectors from the target tenant's
+text search configuration, shared-memory entries a fresh version of this instance, and a
+new session its message counters from the messages written.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 import asyncpg
 
 from app.models import metadata
+from app.portability import checks
 from app.portability import format as fmt
 
 BATCH = 2000
@@ -44,25 +49,60 @@ def _insert_sql(kind: str, columns: list[str]) -> str:
     return (
         f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} "
         f"FROM jsonb_populate_recordset(NULL::{table}, $1::jsonb) r "
-        f"ON CONFLICT DO NOTHING RETURNING 1"
+        f"ON CONFLICT DO NOTHING RETURNING {_RETURNING.get(kind, '1')}"
     )
+
+
+# The kinds whose rows are parents of others: what their insert returns (the ids this
+# import created), and, for each child kind, its parent kind and the key naming it.
+_RETURNING = {"session": "id", "memory_item": "id"}
+PARENT: dict[str, tuple[str, str]] = {
+    "memory_state": ("session", "session_id"),
+    "snapshot": ("session", "session_id"),
+    "summary": ("session", "session_id"),
+    "message": ("session", "session_id"),
+    "reference": ("session", "session_id"),
+    "memory_item_version": ("memory_item", "item_id"),
+    # a session's own shared memory (namespace `session`, scoped by the session's id)
+    "shared_memory_entry": ("session", "scope_id"),
+}
+_EXISTING = {
+    "session": "SELECT id FROM sessions WHERE tenant_id = $1 AND id = ANY($2::uuid[])",
+    "memory_item": "SELECT id FROM memory_items WHERE tenant_id = $1 AND id = ANY($2::uuid[])",
+}
+# a new session's counters follow from its messages
+_COUNTERS = """
+UPDATE sessions s SET last_seq = greatest(s.last_seq, m.last_seq),
+                      message_tokens = m.tokens
+FROM (SELECT session_id, max(seq) AS last_seq, sum(token_count) AS tokens
+      FROM messages WHERE tenant_id = $1 AND session_id = ANY($2::uuid[])
+      GROUP BY session_id) m
+WHERE s.tenant_id = $1 AND s.id = m.session_id
+"""
 
 
 @dataclass
 class Importer:
     conn: asyncpg.Connection
     tenant_id: uuid.UUID
+    limits: checks.Limits
     pending: dict[str, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
     size: int = 0
     inserted: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    # parents (sessions, memory items) this import wrote: only their children are written
+    created: dict[str, set[uuid.UUID]] = field(default_factory=dict)
 
     def add(self, line: int, kind: str, obj: dict[str, Any]) -> None:
         table = fmt.TABLE_OF[kind]
         allowed = metadata.tables[table].c
         unknown = [k for k in obj if k not in allowed or k in fmt.skipped(table)]
         if unknown:
-            raise fmt.FormatError(line, f"{kind} with unknown field {unknown[0]!r}")
+            raise fmt.FormatError(line, f"{kind} with unknown field {unknown[0]!r}", unknown[0])
+        try:
+            checks.check(kind, obj, self.limits)
+        except checks.Refused as exc:
+            raise fmt.FormatError(line, f"{kind} {exc.field}: {exc.reason}", exc.field) from exc
         self.pending.setdefault(kind, []).append((line, obj))
         self.size += 1
 
@@ -74,6 +114,10 @@ class Importer:
         self.size = 0
 
     async def _insert(self, kind: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
+        if kind in PARENT:
+            rows = await self._under_new_parents(kind, rows)
+            if not rows:
+                return
         columns = sorted({k for _, obj in rows for k in obj})
         sql = _insert_sql(kind, columns)
         try:
@@ -83,8 +127,35 @@ class Importer:
             await self._trace(sql, rows)
             raise
         n = len(done)
+        if kind in _RETURNING:
+            self.created.setdefault(kind, set()).update(r[0] for r in done)
         self.inserted[kind] = self.inserted.get(kind, 0) + n
         self.skipped[kind] = self.skipped.get(kind, 0) + len(rows) - n
+
+    async def _under_new_parents(
+        self, kind: str, rows: list[tuple[int, dict[str, Any]]]
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """The rows whose parent this import wrote; a row under a parent that was already
+        there is counted as present and left out. A row naming a parent that is nowhere
+        stays in, for the database to refuse (the error names its line)."""
+        parent, key = PARENT[kind]
+        new = self.created.get(parent, set())
+        owner = {line: _parent_id(kind, obj, key) for line, obj in rows}
+        others = {p for p in owner.values() if p is not None} - new
+        present: set[uuid.UUID] = set()
+        if others:
+            found = await self.conn.fetch(_EXISTING[parent], self.tenant_id, list(others))
+            present = {r[0] for r in found}
+        kept = [(line, obj) for line, obj in rows if owner[line] not in present]
+        if len(kept) < len(rows):
+            self.skipped[kind] = self.skipped.get(kind, 0) + len(rows) - len(kept)
+        return kept
+
+    async def finish(self) -> None:
+        """A new session's counters, from the messages this import wrote."""
+        sessions = list(self.created.get("session", ()))
+        if sessions:
+            await self.conn.execute(_COUNTERS, self.tenant_id, sessions)
 
     async def _trace(self, sql: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
         """Name the first line of a failed batch that PostgreSQL refuses on its own."""
@@ -97,6 +168,15 @@ class Importer:
                 continue
             except asyncpg.PostgresError as exc:
                 raise fmt.FormatError(line, _reason(exc)) from exc
+
+
+def _parent_id(kind: str, obj: dict[str, Any], key: str) -> uuid.UUID | None:
+    if kind == "shared_memory_entry" and obj.get("namespace") != "session":
+        return None
+    try:
+        return uuid.UUID(str(obj[key]))
+    except ValueError:
+        return None  # not a session's scope: nothing of a session to protect
 
 
 class _Undo(Exception):
@@ -125,12 +205,15 @@ async def lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 
 async def run(
-    conn: asyncpg.Connection, tenant_id: uuid.UUID, chunks: AsyncIterator[bytes]
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    chunks: AsyncIterator[bytes],
+    limits: checks.Limits,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Import everything or nothing (the caller holds the transaction); returns
     (inserted, already there) per kind."""
     reader = fmt.Reader()
-    importer = Importer(conn, tenant_id)
+    importer = Importer(conn, tenant_id, limits)
     async for raw in lines(chunks):
         try:
             got = reader.feed(raw)
@@ -142,4 +225,5 @@ async def run(
                 await importer.flush()
     reader.finish()
     await importer.flush()
+    await importer.finish()
     return importer.inserted, importer.skipped

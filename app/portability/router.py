@@ -11,8 +11,10 @@ from pydantic import BaseModel, Field
 from app.auth.caller import Caller
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core import deadline
 from app.core.errors import ERROR_RESPONSES, Unprocessable
 from app.portability import export, importer
+from app.portability.checks import Limits
 from app.portability.format import FormatError
 from app.sessions.deps import SessionDep
 from app.state import AppState, StateDep
@@ -40,6 +42,7 @@ def _streamed(
 ) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
         async with (
+            deadline.unbounded(),  # as long as the export's size needs (per statement bound)
             state.connection() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
@@ -136,12 +139,19 @@ async def import_export(request: Request, caller: CallerDep, state: StateDep) ->
     and nothing is imported. Service and admin keys; the body is at most
     LOOM_MAX_REQUEST_BYTES."""
     caller.require_role("service", "admin")
-    async with state.connection() as conn:
+    async with deadline.unbounded(), state.connection() as conn:  # as long as its size needs
         try:
             async with conn.transaction():
-                inserted, present = await importer.run(conn, caller.tenant_id, request.stream())
+                inserted, present = await importer.run(
+                    conn,
+                    caller.tenant_id,
+                    request.stream(),
+                    Limits(max_message_bytes=state.settings.max_message_bytes),
+                )
         except FormatError as exc:
             raise Unprocessable(
-                str(exc), code="invalid_import", details={"line": exc.line, "reason": exc.reason}
+                str(exc),
+                code="invalid_import",
+                details={"line": exc.line, "field": exc.field, "reason": exc.reason},
             ) from exc
     return ImportResult(inserted=inserted, already_present=present)

@@ -20,6 +20,7 @@ import asyncpg
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import deadline
 from app.memory.service import promote_messages
 from app.search import repository
 from app.search.bm25 import BM25Params, WindowParams
@@ -130,15 +131,16 @@ async def _rerank(
         by_id = {_key_str(c.id): i for i, c in enumerate(candidates)}
         return {by_id[k]: v for k, v in cached.items() if k in by_id} or None
     try:
-        answer = await asyncio.wait_for(
-            llm.complete(
-                RERANK_SYSTEM,
-                build_prompt(query, candidates),
-                max_tokens=RERANK_MAX_TOKENS,
-                model=model,
-            ),
-            timeout=options.rerank_timeout_seconds,
-        )
+        async with deadline.elsewhere():  # not database time (app.core.deadline)
+            answer = await asyncio.wait_for(
+                llm.complete(
+                    RERANK_SYSTEM,
+                    build_prompt(query, candidates),
+                    max_tokens=RERANK_MAX_TOKENS,
+                    model=model,
+                ),
+                timeout=options.rerank_timeout_seconds,
+            )
     except Exception as exc:  # LLMError, timeout, anything: BM25 order stands.
         log.warning("rerank failed, keeping BM25 order: %s", type(exc).__name__)
         return None

@@ -1,0 +1,90 @@
+"""A request's database deadline: every wait on the database together (for a pooled
+connection, to connect, for statements) ends by it, so the answer, a 503 included, comes
+within `LOOM_DB_REQUEST_SECONDS` and a little overhead.
+
+`RequestContext` arms it when a request starts; `app.core.pg.connection` waits for a pooled
+connection at most until then and runs its body under an `asyncio.timeout` at that moment
+(the statement is cut and the connection discarded, and the request answers 503
+`database_unavailable`). Time spent on something else while a connection is held (an LLM
+rerank) is not database time: `elsewhere()` moves the deadline on by as long as it took.
+Work outside a request (the worker, startup) has no deadline; so does a request that opts
+out (`unbounded`: a streamed export, an import, which take as long as their size needs and
+are bounded per statement instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar, Token
+
+# the deadline on the event loop's clock (`loop.time()`), None when there is none
+_AT: ContextVar[float | None] = ContextVar("loom_db_deadline", default=None)
+# the timeouts of the connections held now (innermost last), moved by `elsewhere`
+_HELD: ContextVar[tuple[asyncio.Timeout, ...]] = ContextVar("loom_db_held", default=())
+
+
+def arm(seconds: float) -> Token[float | None]:
+    """Start the current request's deadline `seconds` from now (0: none)."""
+    at = asyncio.get_running_loop().time() + seconds if seconds > 0 else None
+    return _AT.set(at)
+
+
+def disarm(token: Token[float | None]) -> None:
+    _AT.reset(token)
+
+
+def at() -> float | None:
+    return _AT.get()
+
+
+def remaining(cap: float) -> float:
+    """Seconds left, at most `cap` (a stage's own timeout); at least a little, so a wait
+    that starts past the deadline fails at once rather than never."""
+    deadline = _AT.get()
+    if deadline is None:
+        return cap
+    return max(0.001, min(cap, deadline - asyncio.get_running_loop().time()))
+
+
+@asynccontextmanager
+async def unbounded() -> AsyncIterator[None]:
+    """Lift the deadline for the block (a streamed export, an import)."""
+    token = _AT.set(None)
+    try:
+        yield
+    finally:
+        _AT.reset(token)
+
+
+@asynccontextmanager
+async def holding() -> AsyncIterator[None]:
+    """The body of a held connection: cut at the deadline (`TimeoutError`)."""
+    async with asyncio.timeout_at(_AT.get()) as timeout:
+        token = _HELD.set((*_HELD.get(), timeout))
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+
+
+@asynccontextmanager
+async def elsewhere() -> AsyncIterator[None]:
+    """A wait that is not on the database (an LLM call while a connection is held): the
+    deadline stops for it and goes on afterwards from where it was."""
+    held, deadline = _HELD.get(), _AT.get()
+    if deadline is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    for t in held:
+        t.reschedule(None)
+    try:
+        yield
+    finally:
+        moved = deadline + (loop.time() - started)
+        _AT.set(moved)
+        for t in held:
+            t.reschedule(moved)
