@@ -15,8 +15,7 @@ import os
 import sys
 from typing import Any, NoReturn
 
-import httpx
-from loom_client import BadRequest, Forbidden, LoomClient, Unauthorized
+from loom_client import BadRequest, Forbidden, LoomClient, LoomConnectionError, Unauthorized
 
 URL = os.environ.get("LOOM_URL", "http://127.0.0.1:8420")
 KEY = os.environ.get("LOOM_KEY", "")
@@ -43,7 +42,7 @@ def check_setup(loom: LoomClient) -> None:
         fail(HOW_TO_GET_A_KEY.format(url=URL))
     try:
         loom.list_sessions(limit=1)
-    except httpx.TransportError as exc:
+    except LoomConnectionError as exc:
         fail(f"Cannot reach Loom Memory at {URL} ({exc}): start it with ./scripts/serve, "
              "or set LOOM_URL.")
     except (Unauthorized, Forbidden, BadRequest) as exc:  # 400: an admin key, no tenant

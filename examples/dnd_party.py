@@ -21,8 +21,14 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any, NoReturn
 
-import httpx
-from loom_client import AsyncLoomClient, Conflict, Forbidden, LoomError, Unauthorized
+from loom_client import (
+    AsyncLoomClient,
+    Conflict,
+    Forbidden,
+    LoomConnectionError,
+    LoomError,
+    Unauthorized,
+)
 from loom_client.models import SharedMemoryEntry, Tenant
 
 BASE = os.environ.get("LOOM_URL", "http://127.0.0.1:8420")
@@ -54,7 +60,7 @@ async def create_tenant(admin: AsyncLoomClient) -> Tenant:
         fail(HOW_TO_SET_THE_KEY.format(url=BASE))
     try:
         return await admin.create_tenant("dnd-" + uuid.uuid4().hex[:6])
-    except httpx.TransportError as exc:
+    except LoomConnectionError as exc:
         fail(f"Cannot reach Loom Memory at {BASE} ({exc}): start it with ./scripts/serve, "
              "or set LOOM_URL.")
     except (Unauthorized, Forbidden) as exc:

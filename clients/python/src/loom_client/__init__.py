@@ -20,6 +20,7 @@ from loom_client.errors import (
     BadRequest,
     Conflict,
     Forbidden,
+    LoomConnectionError,
     LoomError,
     NotFound,
     PayloadTooLarge,
@@ -37,7 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncLoomClient", "AsyncWatchStream", "BadRequest", "Conflict", "ContextParams",
-    "Forbidden", "LoomClient", "LoomError", "NotFound", "PayloadTooLarge",
+    "Forbidden", "LoomClient", "LoomConnectionError", "LoomError", "NotFound", "PayloadTooLarge",
     "PreconditionFailed", "PreconditionRequired", "RateLimited", "RequestOptions",
     "ServerError", "Unauthorized", "Unavailable", "ValidationError", "WatchStream",
     "__version__",

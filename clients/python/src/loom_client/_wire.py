@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypedDict, TypeVar
 from urllib.parse import quote
 
@@ -11,7 +12,7 @@ import httpx
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from loom_client.errors import error_from_response
+from loom_client.errors import connection_error, error_from_response
 from loom_client.models.shared_memory import SharedMemoryBlob, SharedMemoryEntry
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8420"
@@ -111,6 +112,17 @@ def etag(version_or_etag: int | str) -> str:
     if isinstance(version_or_etag, int):
         return f'"{version_or_etag}"'
     return version_or_etag
+
+
+@contextlib.contextmanager
+def transport_errors(request: httpx.Request) -> Iterator[None]:
+    """httpx's failures to get an answer (the server down, a broken connection, a timeout)
+    raised as the client's `LoomConnectionError`, a `LoomError`."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        url = str(request.url.copy_with(query=None))
+        raise connection_error(exc, url) from exc
 
 
 def check(response: httpx.Response) -> None:

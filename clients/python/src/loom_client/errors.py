@@ -89,6 +89,32 @@ class Unavailable(ServerError):
         return _retry_after(self.headers)
 
 
+class LoomConnectionError(LoomError):
+    """No answer from the server: it could not be reached (refused, unknown host, TLS), the
+    connection broke, or the timeout passed. `status` is 0 and `code` says which
+    (`connect_error`, `timeout`, `network_error`); `url` is the request's, and the httpx
+    exception is the `__cause__`."""
+
+    def __init__(self, message: str, *, code: str, url: str) -> None:
+        super().__init__(message, status=0, code=code)
+        self.url = url
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def connection_error(exc: httpx.TransportError, url: str) -> LoomConnectionError:
+    """The client's error for httpx's failure to get an answer from `url`."""
+    if isinstance(exc, httpx.TimeoutException):
+        code, what = "timeout", f"no answer from {url} within the timeout"
+    elif isinstance(exc, httpx.ConnectError):
+        code, what = "connect_error", f"cannot connect to {url}: is the Loom Memory server running?"
+    else:
+        code, what = "network_error", f"the connection to {url} failed"
+    detail = str(exc) or type(exc).__name__
+    return LoomConnectionError(f"{what} ({detail})", code=code, url=url)
+
+
 _BY_STATUS: dict[int, type[LoomError]] = {
     400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
     412: PreconditionFailed, 413: PayloadTooLarge, 422: ValidationError,

@@ -78,7 +78,8 @@ class AsyncAdminMixin(AsyncBaseClient):
 
     @operation("GET", "/healthz")
     async def healthz(self, *, options: RequestOptions | None = None) -> dict[str, str]:
-        """Liveness: `{"status": "ok"}` while the process is up."""
+        """Liveness: `{"status": "ok", "version": "<the server's version>"}` while the
+        process is up."""
         response = await self._send("GET", "/healthz", options=options)
         return {str(k): str(v) for k, v in response.json().items()}
 

@@ -81,8 +81,11 @@ class AsyncBaseClient:
             timeout=_wire.timeout_of(options, default))
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Send a request; raise the typed error of an error answer."""
-        response = await self._http.send(self._build(method, path, **kwargs))
+        """Send a request; raise the typed error of an error answer, `LoomConnectionError`
+        when there is no answer."""
+        request = self._build(method, path, **kwargs)
+        with _wire.transport_errors(request):
+            response = await self._http.send(request)
         _wire.check(response)
         return response
 

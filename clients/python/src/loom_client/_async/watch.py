@@ -33,7 +33,8 @@ class AsyncWatchStream:
         """Connect (once); raise the typed error when the server refuses the watch."""
         if self._response is not None or self._finished:
             return
-        response = await self._http.send(self._request, stream=True)
+        with _wire.transport_errors(self._request):
+            response = await self._http.send(self._request, stream=True)
         if response.status_code >= 400:
             try:
                 await response.aread()
@@ -63,11 +64,12 @@ class AsyncWatchStream:
         await self.open()
         if self._finished or self._lines is None:
             raise StopAsyncIteration
-        async for line in self._lines:
-            event = self._parser.feed(line)
-            if event is not None:
-                if event.event in FINAL_EVENTS:
-                    await self.aclose()
-                return event
+        with _wire.transport_errors(self._request):  # the stream breaking off
+            async for line in self._lines:
+                event = self._parser.feed(line)
+                if event is not None:
+                    if event.event in FINAL_EVENTS:
+                        await self.aclose()
+                    return event
         await self.aclose()
         raise StopAsyncIteration

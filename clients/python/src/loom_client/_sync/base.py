@@ -82,8 +82,11 @@ class BaseClient:
             timeout=_wire.timeout_of(options, default))
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Send a request; raise the typed error of an error answer."""
-        response = self._http.send(self._build(method, path, **kwargs))
+        """Send a request; raise the typed error of an error answer, `LoomConnectionError`
+        when there is no answer."""
+        request = self._build(method, path, **kwargs)
+        with _wire.transport_errors(request):
+            response = self._http.send(request)
         _wire.check(response)
         return response
 

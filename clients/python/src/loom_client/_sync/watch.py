@@ -34,7 +34,8 @@ class WatchStream:
         """Connect (once); raise the typed error when the server refuses the watch."""
         if self._response is not None or self._finished:
             return
-        response = self._http.send(self._request, stream=True)
+        with _wire.transport_errors(self._request):
+            response = self._http.send(self._request, stream=True)
         if response.status_code >= 400:
             try:
                 response.read()
@@ -64,11 +65,12 @@ class WatchStream:
         self.open()
         if self._finished or self._lines is None:
             raise StopIteration
-        for line in self._lines:
-            event = self._parser.feed(line)
-            if event is not None:
-                if event.event in FINAL_EVENTS:
-                    self.close()
-                return event
+        with _wire.transport_errors(self._request):  # the stream breaking off
+            for line in self._lines:
+                event = self._parser.feed(line)
+                if event is not None:
+                    if event.event in FINAL_EVENTS:
+                        self.close()
+                    return event
         self.close()
         raise StopIteration
