@@ -3,19 +3,25 @@
 One test, in order: `npm ci` (skipped while node_modules was installed from the same
 package-lock.json), the stale-types check (the committed src/generated/openapi.ts must be
 what openapi-typescript makes of openapi/openapi.json), `npm run build` (tsc to dist/),
-then `node --test` on clients/typescript/test/*.test.mjs against a real API process
+`npm run test:types` (test/types/usage.ts type-checks against the built .d.ts), then
+`node --test` on clients/typescript/test/*.test.mjs against a real API process
 (`tests.support.live.live_api`, no worker, no LLM) with a fresh tenant and service key in
 LOOM_URL / LOOM_KEY (LOOM_ADMIN_KEY for the tests that make a second tenant). Node and npm
 are required: without them the test fails and says so, it is never skipped.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -70,6 +76,18 @@ def _install(npm: str) -> None:
     STAMP.write_text(lock + "\n")
 
 
+@contextlib.contextmanager
+def _exclusive() -> Iterator[None]:
+    """One install and build at a time in this checkout (two test runs may overlap)."""
+    digest = hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"loom-ts-client-{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _tenant(base: str, settings: Settings) -> tuple[str, str]:
     assert settings.admin_key is not None
     admin = {"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"}
@@ -88,29 +106,35 @@ def test_typescript_client_against_a_live_server(settings: Settings) -> None:
     major = int(found.group(1)) if found else 0
     assert major >= MIN_NODE, f"the TypeScript client needs Node {MIN_NODE}+, found {version}"
 
-    _install(npm)
     problems = []
-    code, out = _run([npm, "run", "--silent", "check:types"], timeout=120)
-    if code != 0:
-        problems.append(f"stale generated types (npm run check:types exited {code}):\n{out}")
-    _must([npm, "run", "--silent", "build"], timeout=300)
+    # one run at a time in this checkout: another run's install or build would change
+    # node_modules / dist under this one
+    with _exclusive():
+        _install(npm)
+        code, out = _run([npm, "run", "--silent", "check:types"], timeout=120)
+        if code != 0:
+            problems.append(f"stale generated types (npm run check:types exited {code}):\n{out}")
+        _must([npm, "run", "--silent", "build"], timeout=300)
+        code, out = _run([npm, "run", "--silent", "test:types"], timeout=300)
+        if code != 0:
+            problems.append(f"the built types refuse test/types/usage.ts (exit {code}):\n{out}")
 
-    tests = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "test").glob("*.test.mjs"))
-    assert len(tests) >= 5, tests
-    with live_api(settings, LOOM_LLM_PROVIDER="none") as base:
-        tenant_id, service_key = _tenant(base, settings)
-        assert settings.admin_key is not None
-        env = {
-            **os.environ,
-            "LOOM_URL": base,
-            "LOOM_KEY": service_key,
-            "LOOM_TENANT_ID": tenant_id,
-            "LOOM_ADMIN_KEY": settings.admin_key.get_secret_value(),
-            "NODE_OPTIONS": "",
-        }
-        started = time.monotonic()
-        code, out = _run([node, "--test", *tests], timeout=300, env=env)
-        took = time.monotonic() - started
+        tests = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "test").glob("*.test.mjs"))
+        assert len(tests) >= 5, tests
+        with live_api(settings, LOOM_LLM_PROVIDER="none") as base:
+            tenant_id, service_key = _tenant(base, settings)
+            assert settings.admin_key is not None
+            env = {
+                **os.environ,
+                "LOOM_URL": base,
+                "LOOM_KEY": service_key,
+                "LOOM_TENANT_ID": tenant_id,
+                "LOOM_ADMIN_KEY": settings.admin_key.get_secret_value(),
+                "NODE_OPTIONS": "",
+            }
+            started = time.monotonic()
+            code, out = _run([node, "--test", *tests], timeout=300, env=env)
+            took = time.monotonic() - started
     summary = "\n".join(
         line for line in out.splitlines() if re.match(r"# (tests|pass|fail|duration_ms) ", line)
     )
