@@ -25,7 +25,7 @@ from app.context.blocks import ContextBlock
 from app.context.render import RENDERERS
 from app.core.errors import Conflict
 from app.core.tokens import count_text
-from app.facts.block import fact_line
+from app.facts.block import replay_line
 from app.facts.policy import fit_text
 from app.knowledge import repository as knowledge_repository
 from app.knowledge.packages import block_from_rows
@@ -136,7 +136,7 @@ def _provider_block(
             return None
         fitted = fit_text(
             replay["header"],
-            [fact_line(r.text, r.valid_from) for r in rows],
+            [replay_line(r, s) for r, s in zip(rows, block["sources"], strict=True)],
             int(replay["limit"]),
             count_text,
         )

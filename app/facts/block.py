@@ -7,7 +7,7 @@ this module only reads."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -25,6 +25,7 @@ from app.facts.policy import (
     choose_for_context,
     fit_text,
     render_block,
+    when_known,
 )
 from app.memory.policy import MemoryConfig
 
@@ -43,22 +44,31 @@ def facts_as_of(at: datetime | None) -> Iterator[None]:
         _AS_OF.reset(token)
 
 
+WHEN_DOC = (
+    '"since": when it became true; "said": when it was said (when it became true is not known)'
+)
+
+
 def header(scope: str, as_of: datetime | None = None) -> str:
     if as_of is not None:
         return (
             f"## Facts remembered ({scope}), as of {as_of:%Y-%m-%d %H:%M} UTC\nDurable "
-            "facts from earlier conversations that were true then, each since the date "
-            "shown:"
+            f"facts from earlier conversations that were true then ({WHEN_DOC}):"
         )
-    return (
-        f"## Facts remembered ({scope})\nDurable facts from earlier conversations, "
-        "each true since the date shown:"
-    )
+    return f"## Facts remembered ({scope})\nDurable facts from earlier conversations ({WHEN_DOC}):"
 
 
-def fact_line(text: str | None, valid_from: Any) -> str:
-    since = f" (since {valid_from:%Y-%m-%d})" if valid_from is not None else ""
-    return f"{(text or '').strip()}{since}"
+def fact_line(text: str | None, when: str) -> str:
+    return f"{(text or '').strip()}" + (f" ({when})" if when else "")
+
+
+def replay_line(row: Any, source: Mapping[str, Any]) -> str:
+    """A recorded line again: with the time label the build recorded (manifests before
+    issue 37 recorded none: they said "since" the item's `valid_from`)."""
+    when = source.get("when")
+    if when is None:
+        when = f"since {row.valid_from:%Y-%m-%d}" if row.valid_from is not None else ""
+    return fact_line(row.text, str(when))
 
 
 async def facts_provider(
@@ -93,10 +103,20 @@ async def facts_provider(
             ]
         if as_of is not None:
             rows = await read_then(db, tid, rows, as_of)
+        replaced = await repo.replaced_any(db, tid, [r.id for r in rows])
     if not rows:
         return None
     head = header(str(scope), as_of)
-    lines = [fact_line(r.text, r.valid_from) for r in rows]
+    whens = [
+        when_known(
+            r.valid_from,
+            getattr(r, "stated_at", None),
+            getattr(r, "created_at", None),
+            replaced=r.id in replaced,
+        )
+        for r in rows
+    ]
+    lines = [fact_line(r.text, w) for r, w in zip(rows, whens, strict=True)]
     ranked = [
         FactLine(r.id, line, count_text("- " + line)) for r, line in zip(rows, lines, strict=True)
     ]
@@ -112,12 +132,14 @@ async def facts_provider(
     kept = list(chosen.lines)
     while kept and render_block(head, [f.line for f in kept]) != text:
         kept.pop()  # the lines fit_text dropped
+    when = {r.id: w for r, w in zip(rows, whens, strict=True)}
     sources = tuple(
         {
             "kind": "fact",
             "id": str(f.id),
             "version": by_id[f.id].version,
             "score": getattr(by_id[f.id], "rank", None),
+            "when": when[f.id],
         }
         for f in kept
     )

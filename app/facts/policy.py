@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 DEFAULT_SHARE = 0.05
@@ -204,6 +205,26 @@ def choose_for_context(
     if not chosen:
         return ChosenFacts()
     return ChosenFacts(tuple(chosen), used, tuple(f.id for f in chosen))
+
+
+def when_known(
+    valid_from: datetime | None,
+    stated_at: datetime | None,
+    created_at: datetime | None,
+    *,
+    replaced: bool,
+) -> str:
+    """What a context line says about a fact's time (issue 37, finding 5): "since" only
+    when it is known when the fact became true: an event time (`valid_from` differs from
+    when it was said: the model resolved it, or a person set it) or a change the memory
+    observed (the fact replaced another); otherwise only when it was said ("The user was
+    born in Lyon" is not true since the day it was said)."""
+    said = stated_at or created_at
+    if valid_from is not None and (replaced or said is None or valid_from != said):
+        return f"since {valid_from:%Y-%m-%d}"
+    if said is not None:
+        return f"said {said:%Y-%m-%d}"
+    return ""
 
 
 def render_block(header: str, lines: Sequence[str]) -> str:

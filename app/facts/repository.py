@@ -445,6 +445,20 @@ async def top_facts(
     return list((await db.execute(stmt)).all())
 
 
+async def replaced_any(
+    db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
+) -> set[uuid.UUID]:
+    """Those of `ids` that replaced another fact (some fact's `superseded_by` names them)."""
+    if not ids:
+        return set()
+    rows = await db.execute(
+        sa.select(M.superseded_by)
+        .where(M.tenant_id == tenant_id, M.superseded_by.in_(list(ids)))
+        .distinct()
+    )
+    return {r[0] for r in rows}
+
+
 async def predecessors(
     db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID
 ) -> list[MemoryItem]:
