@@ -13,6 +13,7 @@ are required: without them the test fails and says so, it is never skipped.
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -88,6 +89,59 @@ def _exclusive() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _packed(npm: str, node: str, tmp: Path) -> list[str]:
+    """`npm pack` the built package, install the tarball into an empty ESM project and use
+    it by its name there, from JavaScript and from TypeScript (its own .d.ts via `exports`).
+    Returns what went wrong."""
+    out = _must([npm, "pack", "--ignore-scripts", "--json", "--pack-destination", str(tmp)], 120)
+    packed = json.loads(out[out.index("[") :])[0]
+    files = {f["path"] for f in packed["files"]}
+    problems = [
+        f"the package lacks {need} (has: {sorted(files)})"
+        for need in ("package.json", "README.md", "dist/index.js", "dist/index.d.ts")
+        if need not in files
+    ]
+    problems += [f"the package ships a test file: {f}" for f in files if f.startswith("test/")]
+    app = tmp / "app"
+    app.mkdir()
+    (app / "package.json").write_text('{"name": "app", "private": true, "type": "module"}\n')
+    code, log = _run_in(
+        app, [npm, "install", "--no-audit", "--no-fund", "--offline", str(tmp / packed["filename"])]
+    )
+    if code != 0:
+        return [*problems, f"npm install of the packed tarball failed:\n{log}"]
+    (app / "use.mjs").write_text(
+        'import { LoomClient, NotFound } from "@loom-memory/client";\n'
+        'const c = new LoomClient({ baseUrl: "http://x", apiKey: "k" });\n'
+        "const e = new NotFound('m', { status: 404, code: 'c' });\n"
+        "console.log(typeof c.appendMessages, e.name);\n"
+    )
+    code, log = _run_in(app, [node, "use.mjs"])
+    if code != 0 or log.strip() != "function NotFound":
+        problems.append(f"importing the installed package by name: exit {code}\n{log}")
+    (app / "use.ts").write_text(
+        'import { LoomClient, type Session } from "@loom-memory/client";\n'
+        "const loom = new LoomClient();\n"
+        "export const s: Promise<Session> = loom.createSession({ user_id: 'u' });\n"
+        "// @ts-expect-error the API has no such field\n"
+        "export const bad = loom.createSession({ user: 'u' });\n"
+    )
+    tsc = PACKAGE / "node_modules" / "typescript" / "bin" / "tsc"
+    argv = [node, str(tsc), "--noEmit", "--strict", "--module", "nodenext"]
+    argv += ["--moduleResolution", "nodenext", "--lib", "es2022,dom", "use.ts"]
+    code, log = _run_in(app, argv)
+    if code != 0:
+        problems.append(f"TypeScript in a consumer project does not find the types:\n{log}")
+    return problems
+
+
+def _run_in(cwd: Path, argv: list[str]) -> tuple[int, str]:
+    proc = subprocess.run(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300
+    )
+    return proc.returncode, proc.stdout
+
+
 def _tenant(base: str, settings: Settings) -> tuple[str, str]:
     assert settings.admin_key is not None
     admin = {"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"}
@@ -99,7 +153,7 @@ def _tenant(base: str, settings: Settings) -> tuple[str, str]:
     return tenant.json()["id"], key.json()["secret"]
 
 
-def test_typescript_client_against_a_live_server(settings: Settings) -> None:
+def test_typescript_client_against_a_live_server(settings: Settings, tmp_path: Path) -> None:
     node, npm = _tool("node"), _tool("npm")
     version = _must([node, "--version"], timeout=30).strip()
     found = re.match(r"v(\d+)", version)
@@ -118,6 +172,7 @@ def test_typescript_client_against_a_live_server(settings: Settings) -> None:
         code, out = _run([npm, "run", "--silent", "test:types"], timeout=300)
         if code != 0:
             problems.append(f"the built types refuse test/types/usage.ts (exit {code}):\n{out}")
+        problems += _packed(npm, node, tmp_path)
 
         tests = sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "test").glob("*.test.mjs"))
         assert len(tests) >= 5, tests

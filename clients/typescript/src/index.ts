@@ -13,6 +13,7 @@
 
 export {
   LoomClient,
+  OPERATIONS,
   isBlob,
   type AnthropicContextParams,
   type AppendOptions,

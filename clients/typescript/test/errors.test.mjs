@@ -74,8 +74,11 @@ async function scripted(replies) {
     req.on("end", () => {
       requests.push({ method: req.method, url: req.url, headers: req.headers, body, at: Date.now() });
       const reply = replies.shift() ?? { status: 500, body: { error: { code: "script_ended", message: "no more replies" } } };
-      res.writeHead(reply.status, { "content-type": "application/json", ...(reply.headers ?? {}) });
-      res.end(JSON.stringify(reply.body ?? {}));
+      setTimeout(() => {
+        if (res.destroyed) return;
+        res.writeHead(reply.status, { "content-type": "application/json", ...(reply.headers ?? {}) });
+        res.end(JSON.stringify(reply.body ?? {}));
+      }, reply.delayMs ?? 0);
     });
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -84,7 +87,10 @@ async function scripted(replies) {
     port,
     requests,
     base: `http://127.0.0.1:${port}`,
-    close: () => new Promise((resolve) => server.close(resolve)),
+    close: () => {
+      server.closeAllConnections?.();
+      return new Promise((resolve) => server.close(resolve));
+    },
   };
 }
 
@@ -167,4 +173,21 @@ test("an abort signal stops the wait before a retry", async (t) => {
   await assert.rejects(loom.me({ signal: controller.signal }), /stop/);
   assert.ok(Date.now() - started < 2000);
   assert.equal(srv.requests.length, 1);
+});
+
+test("a slow answer is LoomConnectionError `timeout`; a POST without a key is not repeated", async (t) => {
+  const srv = await scripted([
+    { status: 200, body: { role: "service" }, delayMs: 1500 },
+    { status: 200, body: { role: "service" }, delayMs: 1500 },
+    { status: 201, body: { id: "t" }, delayMs: 1500 },
+  ]);
+  t.after(srv.close);
+  const loom = new LoomClient({ baseUrl: srv.base, apiKey: "k", timeoutMs: 100, retry: { maxRetries: 1, baseDelayMs: 10 } });
+  const err = await loom.me().catch((e) => e);
+  assert.ok(err instanceof LoomConnectionError, String(err));
+  assert.equal(err.code, "timeout");
+  assert.equal(srv.requests.length, 2); // a GET is retried once
+  const post = await loom.createTenant({ name: "x" }).catch((e) => e);
+  assert.ok(post instanceof LoomConnectionError);
+  assert.equal(srv.requests.length, 3); // a POST without an Idempotency-Key is not
 });

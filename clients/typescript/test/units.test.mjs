@@ -76,3 +76,29 @@ test("the error envelope becomes the class of its status", () => {
   assert.equal(odd.constructor, LoomError);
   assert.equal(odd.code, "http_418");
 });
+
+test("every operation of openapi/openapi.json has a method", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { LoomClient, OPERATIONS } = await import("../dist/index.js");
+  const spec = JSON.parse(readFileSync(new URL("../../../openapi/openapi.json", import.meta.url), "utf8"));
+  const ids = Object.values(spec.paths).flatMap((ops) => Object.values(ops).map((op) => op.operationId));
+  const missing = ids.filter((id) => !(id in OPERATIONS));
+  assert.deepEqual(missing, [], `operations without a method (add one to src/client.ts and OPERATIONS): ${missing}`);
+  const gone = Object.keys(OPERATIONS).filter((id) => !ids.includes(id));
+  assert.deepEqual(gone, [], `OPERATIONS names operations the API no longer has: ${gone}`);
+  for (const methods of Object.values(OPERATIONS)) {
+    for (const name of methods) assert.equal(typeof LoomClient.prototype[name], "function", name);
+  }
+});
+
+test("the library imports nothing from Node (browsers and edge runtimes)", async () => {
+  const { readdirSync, readFileSync } = await import("node:fs");
+  const dist = new URL("../dist/", import.meta.url);
+  const files = readdirSync(dist, { recursive: true }).filter((f) => String(f).endsWith(".js"));
+  assert.ok(files.length >= 5, String(files));
+  for (const file of files) {
+    const code = readFileSync(new URL(String(file), dist), "utf8");
+    assert.doesNotMatch(code, /from\s+["']node:|require\(|from\s+["'](fs|path|http|https|crypto|os|url|buffer)["']/, String(file));
+    assert.doesNotMatch(code, /\bBuffer\.|\bprocess\.env\b/, String(file));
+  }
+});
