@@ -198,3 +198,72 @@ def test_the_worker_healthcheck_reads_its_metrics_port():
     finally:
         server.shutdown()
         thread.join(timeout=5)
+
+
+def _compose_default(value: str) -> str:
+    """`${NAME:-default}` -> default (compose's own substitution, for the numbers)."""
+    m = re.fullmatch(r"\$\{\w+:-([^}]*)\}", value)
+    return m.group(1) if m else value
+
+
+def test_the_compose_connection_budget_fits_postgres_at_the_readme_scale() -> None:
+    """api replicas x LOOM_DB_CONNECTIONS + workers x 12 + the reserve stays within the
+    compose PostgreSQL's max_connections less its superuser slots, at the largest scale the
+    README shows (issue 36: `--scale api=3` with 2 processes each needed 210 of 100)."""
+    from app.launcher.budget import DEFAULT_RESERVE, WORKER_CONNECTIONS, per_process, plan
+
+    command = " ".join(SERVICES["postgres"]["command"])
+    max_connections = int(
+        _compose_default(re.search(r"max_connections=(\S+)", command).group(1))  # type: ignore[union-attr]
+    )
+    env = SERVICES["api"]["environment"]
+    per_replica = int(_compose_default(env["LOOM_DB_CONNECTIONS"]))
+    processes = int(_compose_default(env["LOOM_WEB_WORKERS"]))
+    readme = (ROOT / "README.md").read_text()
+    scales = [int(n) for n in re.findall(r"--scale api=(\d+)", readme)]
+    workers = max(int(n) for n in re.findall(r"--scale worker=(\d+)", readme))
+    assert scales and max(scales) >= 3
+    superuser_slots = 3  # PostgreSQL's default superuser_reserved_connections
+    for replicas in scales:
+        total = replicas * per_replica + workers * WORKER_CONNECTIONS + DEFAULT_RESERVE
+        assert total <= max_connections - superuser_slots, (replicas, total, max_connections)
+    # and each replica's plan fits its share
+    p = plan(
+        server=None,
+        processes=processes,
+        cpu_count=processes,
+        pool_setting=Settings().db_pool_size,
+        with_worker=False,
+        connections=per_replica,
+    )
+    assert p.processes * per_process(p.pool) <= per_replica
+
+
+def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> None:
+    env = {
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "LOOM_MIGRATE_ON_START": "false",
+        "LOOM_RUN_WORKER": "false",
+        "PATH": "/usr/bin:/bin",
+    }
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.launcher.cli",
+            "serve",
+            "--workers",
+            "60",
+            "--port",
+            str(free_port()),
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "60 API processes need at least 4 database connections each" in run.stderr
+    assert "Traceback" not in run.stderr

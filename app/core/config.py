@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     # text: lines for a terminal; json: one object per line (app/core/logs.py), with an
     # access line per request (its id, route template, status, duration)
     log_format: Literal["text", "json"] = Field(default="text", alias="LOOM_LOG_FORMAT")
+    # every process also appends its lines here, with an access line per request in text
+    # mode too (the terminal gets none); `serve` on embedded stores: <data dir>/serve.log
+    log_file: Path | None = Field(default=None, alias="LOOM_LOG_FILE")
     # Every process writing its Prometheus values here is served by any API process's
     # /metrics (app/core/metrics.py); `serve` uses a temporary one when unset.
     metrics_dir: Path | None = Field(default=None, alias="PROMETHEUS_MULTIPROC_DIR")
@@ -36,6 +39,11 @@ class Settings(BaseSettings):
     # request). Size it for the usual concurrency per process (at 10, 32 clients spent ~10%
     # of the CPU connecting); N processes use up to N x 1.75 x this many connections.
     db_pool_size: int = Field(default=20, ge=1, alias="LOOM_DB_POOL_SIZE")
+    # `serve`'s connection budget (app/launcher/budget.py): the connections its API processes
+    # may open in all (0: PostgreSQL's max_connections less its reserved slots, this reserve
+    # and the worker's), and what is kept free for migrations and operators.
+    db_connections: int = Field(default=0, ge=0, alias="LOOM_DB_CONNECTIONS")
+    db_reserve: int = Field(default=10, ge=0, alias="LOOM_DB_RESERVE")
     # Garbage collection of an API process once it has started (app/core/heap.py): what
     # startup built is frozen out of the collector's way and young collections run less
     # often. 0 = CPython's defaults.

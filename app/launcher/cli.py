@@ -22,6 +22,7 @@ from typing import Any
 
 from app.core import logs, metrics_dir
 from app.core.config import Settings, get_settings
+from app.launcher import budget as budget_rules
 from app.launcher.embedded_redis import die_with_parent
 from app.version import VERSION
 
@@ -248,11 +249,62 @@ class Supervised:
         self._thread.join(timeout=timeout)
 
 
-def api_processes(flag: int | None, setting: int) -> int:
-    """How many API processes serve runs: --workers, else LOOM_WEB_WORKERS, where 0 means
-    one per core."""
-    n = flag if flag is not None else setting
-    return n if n > 0 else max(1, os.cpu_count() or 1)
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity and its cgroup's CPU quota (inside a
+    container `os.cpu_count()` is the host's)."""
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = os.cpu_count() or 1
+    try:
+        cpu_max: str | None = Path("/sys/fs/cgroup/cpu.max").read_text()
+    except OSError:
+        cpu_max = None
+    return budget_rules.cpus(affinity, cpu_max)
+
+
+async def _server_limits(url: str, connect_seconds: float) -> budget_rules.Server:
+    import asyncpg
+
+    from app.core.config import libpq_dsn
+
+    conn = await asyncpg.connect(libpq_dsn(url), timeout=connect_seconds)
+    try:
+        rows = await conn.fetch(
+            "SELECT name, setting::int FROM pg_settings WHERE name IN "
+            "('max_connections', 'superuser_reserved_connections', 'reserved_connections')"
+        )
+    finally:
+        await conn.close()
+    got = {r[0]: r[1] for r in rows}
+    return budget_rules.Server(
+        max_connections=got["max_connections"],
+        reserved=got.get("superuser_reserved_connections", 0) + got.get("reserved_connections", 0),
+    )
+
+
+def connection_plan(
+    settings: Settings, flag: int | None, *, with_worker: bool
+) -> budget_rules.Plan:
+    """How many API processes `serve` runs and the pool of each (`app.launcher.budget`):
+    --workers, else LOOM_WEB_WORKERS (0: one per usable CPU), within the connections the
+    database allows (read from it) or LOOM_DB_CONNECTIONS."""
+    requested = flag if flag is not None else settings.web_workers
+    server = None
+    if settings.db_connections <= 0:
+        assert settings.database_url
+        server = asyncio.run(
+            _server_limits(settings.database_url, settings.db_connect_timeout_seconds)
+        )
+    return budget_rules.plan(
+        server=server,
+        processes=requested if requested > 0 else None,
+        cpu_count=usable_cpus(),
+        pool_setting=settings.db_pool_size,
+        with_worker=with_worker and settings.run_worker_in_serve,
+        reserve=settings.db_reserve,
+        connections=settings.db_connections,
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -286,7 +338,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 1
     if need_db or need_redis:
-        quiet_store_logs(settings.data_dir)
+        log_file = quiet_store_logs(settings.data_dir)
+        if settings.log_file is None:
+            # every process serve starts (API, worker) and serve itself write there too
+            os.environ["LOOM_LOG_FILE"] = str(log_file)
+            get_settings.cache_clear()
+            settings = get_settings()
+            logs.configure(settings.log_format, settings.log_level, settings.log_file)
     stores = EmbeddedStores(data_dir=settings.data_dir)
     worker: Supervised | None = None
     announcer: AnnounceWhenReady | None = None
@@ -307,7 +365,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if settings.migrate_on_start:
             say("migrating the database to the latest schema")
             _migrate(settings.database_url)
-        n = api_processes(args.workers, settings.web_workers)
+        try:
+            budget = connection_plan(settings, args.workers, with_worker=not args.no_worker)
+        except budget_rules.PlanError as exc:
+            print(f"cannot start: {exc}", file=sys.stderr)
+            return 1
+        say(budget.line())
+        n = budget.processes
+        env["LOOM_DB_POOL_SIZE"] = os.environ["LOOM_DB_POOL_SIZE"] = str(budget.pool)
+        get_settings.cache_clear()
+        settings = get_settings()
         banner = Banner(
             url=display_url(host, port),
             processes=f"{n} API process{'es' if n > 1 else ''}",
@@ -321,6 +388,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             settings = get_settings()
             banner.admin_key_file = (settings.data_dir / "admin_key").resolve()
             banner.admin_key = key if created else None
+        from app.facts.startup import say_once_for_all
+
+        say_once_for_all(settings, env)  # "no LLM configured": once, not once per process
         if settings.run_worker_in_serve and not args.no_worker:
             worker = Supervised(
                 "worker",
@@ -340,9 +410,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "port": port,
             "log_level": settings.log_level,
             "log_config": (
-                logs.dict_config("json", settings.log_level)
+                logs.dict_config("json", settings.log_level, settings.log_file)
                 if settings.log_format == "json"
-                else uvicorn_log_config(settings.log_level)
+                else uvicorn_log_config(settings.log_level, settings.log_file)
             ),
             "access_log": False,
             "http": EnvelopeHTTPProtocol,
@@ -381,7 +451,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
-    logs.configure(settings.log_format, settings.log_level)
+    logs.configure(settings.log_format, settings.log_level, settings.log_file)
     metrics_dir.export(settings.metrics_dir)  # for prometheus_client, not yet imported
     parser = argparse.ArgumentParser(prog="loom-memory", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
