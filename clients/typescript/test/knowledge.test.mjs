@@ -1,6 +1,7 @@
 // Memory items and facts: create / read / query pages, PATCH with If-Match (stale: 409),
 // history, `as_of`, promotion and clearing, against the live server.
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 
 import { Conflict, NotFound, PreconditionRequired } from "../dist/index.js";
@@ -8,7 +9,7 @@ import { KEY, URL, client, collect, recording, uid } from "./helpers.mjs";
 
 test("an item is corrected with If-Match; a stale version is 409 version_conflict", async () => {
   const loom = client();
-  const project = crypto.randomUUID();
+  const project = randomUUID();
   const item = await loom.createMemoryItem({
     scope: `project/${project}`,
     kind: "fact",
@@ -70,7 +71,7 @@ test("an item is corrected with If-Match; a stale version is 409 version_conflic
 
 test("as_of reads the facts true at a time, each as it read then", async () => {
   const loom = client();
-  const scope = `project/${crypto.randomUUID()}`;
+  const scope = `project/${randomUUID()}`;
   const pause = () => new Promise((r) => setTimeout(r, 40));
   const item = await loom.createMemoryItem({ scope, kind: "fact", text: "The office is in Oslo" });
   await pause();
@@ -114,8 +115,8 @@ test("as_of reads the facts true at a time, each as it read then", async () => {
 
 test("iterMemoryItems follows the cursors; items are promoted and cleared", async () => {
   const loom = client();
-  const task = crypto.randomUUID();
-  const project = crypto.randomUUID();
+  const task = randomUUID();
+  const project = randomUUID();
   const made = [];
   for (let i = 0; i < 5; i++) {
     made.push(await loom.createMemoryItem({ scope: `task/${task}`, kind: "note", text: `note ${i}`, importance: i / 10 }));
