@@ -28,7 +28,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.facts import metrics, versions
 from app.facts import repository as repo
-from app.facts.policy import FACT_KIND, FactOutputError, Operation, earlier_candidate
+from app.facts.policy import (
+    FACT_KIND,
+    FactOutputError,
+    Operation,
+    earlier_candidate,
+    successions,
+)
 from app.facts.timeline import merge_sources, older_than_target
 from app.knowledge import repository as items_repo
 from app.knowledge.scopes import Scope
@@ -51,6 +57,7 @@ class Candidate:
     seqs: list[int]
     valid_from: datetime
     stated_at: datetime
+    one_value: bool = False  # its key holds one value at a time (policy.holds_one_value)
 
 
 @dataclasses.dataclass
@@ -76,6 +83,7 @@ class Applied:
     invalidated: int = 0
     unchanged: int = 0
     history: int = 0  # older statements kept as history
+    automatic: int = 0  # superseded by the one-value safety net (no decision named them)
 
 
 CommitPoint = Callable[[AsyncSession], Awaitable[None]]
@@ -209,6 +217,27 @@ class _Batch:
         self.out.updated += 1
         return target
 
+    async def one_value(self, key: str) -> None:
+        """The safety net of a key holding one value at a time (issue 37): when the
+        model's decisions left two current facts of it, the later one supersedes the
+        earlier, as an automatic `invalidate` saying why."""
+        current = await repo.current_of_key(self.db, self.tenant_id, self.scope, key)
+        by_id = {f.id: f for f in current}
+        for older_id, newer_id in successions(
+            [(f.id, f.valid_from or f.created_at, f.stated_at) for f in current]
+        ):
+            older, newer = by_id[older_id], by_id[newer_id]
+            start = newer.valid_from or newer.created_at
+            older.invalid_at, older.superseded_by = start, newer.id
+            await self.bump(
+                older,
+                "invalidate",
+                f"automatic: {key} holds one value at a time and fact {newer.id} (true "
+                f"from {_when(start)}) is later; no decision named this fact",
+            )
+            self.out.invalidated += 1
+            self.out.automatic += 1
+
     async def confirm(self, c: Candidate, target: MemoryItem, *, older: bool = False) -> MemoryItem:
         merged = merge_sources(target.sources or [], self.source(c))
         if merged == list(target.sources or []):
@@ -302,6 +331,12 @@ async def apply(
             result[o.candidate] = await batch.update(c, t, o.text or c.text)
         else:
             result[o.candidate] = await batch.confirm(c, t)
+    one_value_keys = sorted(
+        {c.key for c in proposal.candidates if c.one_value and c.key}
+        | {c.key for _, c in proposal.restated if c.one_value and c.key}
+    )
+    for one_key in one_value_keys:
+        await batch.one_value(one_key)
     if scope.kind == "project" and (batch.out.added or batch.out.invalidated):
         await enforce_max_items(db, tenant_id, scope, max_items)
     for op, n in (

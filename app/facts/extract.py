@@ -46,10 +46,17 @@ from app.facts.policy import (
     FactsConfig,
     Operation,
     check_candidates,
+    holds_one_value,
     plan_operations,
 )
 from app.facts.repair import Salvaged, salvage_candidates
-from app.facts.selection import fit_batch, fixed_tokens, known_facts, stored_for_decision
+from app.facts.selection import (
+    fit_batch,
+    fixed_tokens,
+    key_vocabulary,
+    known_facts,
+    stored_for_decision,
+)
 from app.facts.timeline import parse_event_time, time_order
 from app.facts.versions import Actor
 from app.knowledge.scopes import Scope, agent_scope, parse_scope, user_scope
@@ -76,6 +83,7 @@ class Outcome:
     invalidated: int = 0
     unchanged: int = 0
     history: int = 0
+    automatic: int = 0  # superseded by the one-value safety net (issue 37)
     # candidates of the model's answers dropped as irreparable, and repaired (issue 37)
     dropped: int = 0
     repaired: int = 0
@@ -229,6 +237,7 @@ def _candidate(c: prompts.CandidateFact, at: dict[int, datetime]) -> Candidate:
         sorted(set(c.source_seqs)),
         event or stated,
         stated,
+        holds_one_value(c.key, c.one_value),
     )
 
 
@@ -265,8 +274,10 @@ async def propose(
     rows: list[repo.BatchRow],
     messages: list[prompts.BatchMessage],
     known: list[prompts.ShownFact],
+    keys: list[tuple[str, int]] | None = None,
 ) -> Proposal:
     """Steps 1 and 2 for one batch (LLM calls; no write)."""
+    keys = keys or []
     cap = int(deps.settings.facts_input_tokens)
     ids = (tenant_id, session_id)
     first, last = rows[0].seq, rows[-1].seq
@@ -279,7 +290,7 @@ async def propose(
         ids,
         "extract",
         prompts.EXTRACT_SYSTEM,
-        prompts.render_batch(messages, known),
+        prompts.render_batch(messages, known, keys),
         prompts.EXTRACT_TOOL,
         prompts.EXTRACT_TOOL_DESCRIPTION,
         prompts.CandidatesOut,
@@ -301,8 +312,8 @@ async def propose(
             db, tenant_id, scope, info.agent_id, cands, max(0, budget)
         )
         await db.rollback()
-    keys = [c.key for c in cands if c.key]
-    if not related and len(set(keys)) == len(keys):  # nothing could be affected: all new
+    cand_keys = [c.key for c in cands if c.key]
+    if not related and len(set(cand_keys)) == len(cand_keys):  # nothing affected: all new
         return Proposal(
             first,
             last,
@@ -345,7 +356,7 @@ async def _read_batch(
     scope: Scope,
     after: int,
     upto: int,
-) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage], list[prompts.ShownFact]]:
+) -> Batch:
     cap = int(deps.settings.facts_input_tokens)
     async with deps.sessionmaker() as db:
         rows = await repo.messages_after(
@@ -353,11 +364,22 @@ async def _read_batch(
         )
         if not rows:
             await db.rollback()
-            return [], [], []
+            return Batch([], [], [], [])
         known = await known_facts(db, tenant_id, scope, info.agent_id, rows, cap)
+        keys = await key_vocabulary(db, tenant_id, scope, info.agent_id, known, cap)
         await db.rollback()
-    taken, messages = fit_batch(rows, info.agent_id, known, cap)
-    return taken, messages, known
+    taken, messages = fit_batch(rows, info.agent_id, known, cap, keys)
+    return Batch(taken, messages, known, keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """The messages of one batch and what step 1 shows with them."""
+
+    rows: list[repo.BatchRow]
+    messages: list[prompts.BatchMessage]
+    known: list[prompts.ShownFact]
+    keys: list[tuple[str, int]]
 
 
 def _count(outcome: Outcome, proposal: Proposal, applied: Any) -> None:
@@ -368,6 +390,7 @@ def _count(outcome: Outcome, proposal: Proposal, applied: Any) -> None:
     outcome.invalidated += applied.invalidated
     outcome.unchanged += applied.unchanged
     outcome.history += applied.history
+    outcome.automatic += applied.automatic
     outcome.dropped += proposal.dropped
     outcome.repaired += proposal.repaired
     if proposal.dropped:
@@ -441,14 +464,22 @@ async def run_extraction(
         if last <= info.watermark:
             return outcome
         scope = fact_scope(cfg, info.agent_id, info.user_id)
-        rows, messages, known = await _read_batch(
-            deps, tenant_id, session_id, info, scope, info.watermark, last
-        )
+        batch = await _read_batch(deps, tenant_id, session_id, info, scope, info.watermark, last)
+        rows = batch.rows
         if not rows:
             return outcome
         outcome.current = (rows[0].seq, rows[-1].seq)
         proposal = await propose(
-            deps, outcome, tenant_id, session_id, info, scope, rows, messages, known
+            deps,
+            outcome,
+            tenant_id,
+            session_id,
+            info,
+            scope,
+            rows,
+            batch.messages,
+            batch.known,
+            batch.keys,
         )
         if lease_lost():
             raise LeaseLost
@@ -511,14 +542,22 @@ async def run_range(
             return outcome
         cfg = FactsConfig.from_stored(info.config.get("facts"))
         scope = fact_scope(cfg, info.agent_id, info.user_id)
-        rows, messages, known = await _read_batch(
-            deps, tenant_id, session_id, info, scope, start - 1, last
-        )
+        batch = await _read_batch(deps, tenant_id, session_id, info, scope, start - 1, last)
+        rows = batch.rows
         if not rows:
             return outcome
         outcome.current = (rows[0].seq, rows[-1].seq)
         proposal = await propose(
-            deps, outcome, tenant_id, session_id, info, scope, rows, messages, known
+            deps,
+            outcome,
+            tenant_id,
+            session_id,
+            info,
+            scope,
+            rows,
+            batch.messages,
+            batch.known,
+            batch.keys,
         )
         applied = await _apply(
             deps,

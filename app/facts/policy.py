@@ -25,12 +25,81 @@ DEFAULT_SHARE = 0.05
 MAX_SHARE = 0.5
 DEFAULT_MIN_BATCH = 6  # LOOM_FACTS_EVERY_MESSAGES's default
 MAX_MIN_BATCH = 10_000
-# Stored facts found by text per candidate when the scope's facts do not all fit the prompt.
-NEIGHBOURS = 8
+# Stored facts found by text per candidate for the decision prompt (it is then filled to
+# its budget with the rest: issue 37).
+NEIGHBOURS = 40
 NEW_PREFIX = "new-"  # a decision's target naming an earlier candidate of the same batch
 # Below this many tokens the facts block could not hold its header and one fact.
 MIN_FACTS_TOKENS = 16
 FACT_KIND = "fact"
+
+
+# --- keys: subject, related attributes, one value at a time (issue 37) -----------------
+
+# attributes that name the same thing in other words: a candidate's key and a stored key
+# of the same subject in one family are related (the decision prompt shows them first)
+ATTRIBUTE_FAMILIES: tuple[frozenset[str], ...] = (
+    frozenset(
+        "home city location address residence lives living based town country hometown "
+        "home_city home_town current_city where".split()
+    ),
+    frozenset(
+        "job work occupation employer profession role company title career works "
+        "workplace position".split()
+    ),
+    frozenset("diet food eating vegetarian vegan meals".split()),
+    frozenset("partner spouse wife husband relationship girlfriend boyfriend married".split()),
+    frozenset("drink coffee tea beverage morning_drink".split()),
+)
+# keys whose last segment is one of these hold one value at a time when the model does
+# not say (`holds_one_value`): a person lives in one city, has one employer, one diet
+ONE_VALUE_ATTRIBUTES = frozenset(
+    "home_city city location address residence hometown home_town current_city employer "
+    "job occupation profession diet relationship_status partner spouse age "
+    "morning_drink timezone nationality".split()
+)
+_GENERIC = frozenset({"name", "the", "of", "user", "current", "favourite", "favorite"})
+
+
+def key_subject(key: str | None) -> str | None:
+    """`user.home_city` -> `user`; `user.sister.home_city` -> `user.sister`."""
+    if not key or "." not in key:
+        return None
+    return key.rsplit(".", 1)[0]
+
+
+def _attribute_words(key: str) -> set[str]:
+    attr = key.rsplit(".", 1)[-1]
+    return {attr, *attr.split("_")} - _GENERIC - {""}
+
+
+def related_keys(a: str | None, b: str | None) -> bool:
+    """Same subject, and attributes that share a word or an `ATTRIBUTE_FAMILIES` family
+    (`user.home_city` ~ `user.location`; not `user.sister.home_city`)."""
+    if not a or not b or a == b or key_subject(a) != key_subject(b) or key_subject(a) is None:
+        return False
+    wa, wb = _attribute_words(a), _attribute_words(b)
+    if wa & wb:
+        return True
+    return any(wa & f and wb & f for f in ATTRIBUTE_FAMILIES)
+
+
+def holds_one_value(key: str | None, said: bool | None = None) -> bool:
+    """Whether a key holds one value at a time (two current facts of it cannot both be
+    true): as the model said for the fact, else when its attribute is one of
+    `ONE_VALUE_ATTRIBUTES`."""
+    if said is not None:
+        return said
+    if not key:
+        return False
+    return key.rsplit(".", 1)[-1] in ONE_VALUE_ATTRIBUTES
+
+
+def successions(facts: Sequence[tuple[Any, datetime, datetime | None]]) -> list[tuple[Any, Any]]:
+    """Current facts of one single-value key, (id, valid_from, stated_at): (older, newer)
+    pairs in time order, each fact replaced by the next (the later fact supersedes)."""
+    ordered = sorted(facts, key=lambda f: (f[1], f[2] or f[1], str(f[0])))
+    return [(a[0], b[0]) for a, b in zip(ordered, ordered[1:], strict=False)]
 
 
 class FactOutputError(ValueError):

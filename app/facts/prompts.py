@@ -57,7 +57,7 @@ class CandidateFact(BaseModel):
         description=(
             "What the fact is about, as subject.attribute in lowercase (user.home_city, "
             "user.employer, user.pet.name, user.sister.home_city): two facts that cannot both "
-            "be true share a key. Reuse a stored fact's key for the same thing."
+            "be true share a key. Reuse a key in use (listed in <keys>) for the same thing."
         ),
     )
     valid_from: str | None = Field(
@@ -72,6 +72,14 @@ class CandidateFact(BaseModel):
     importance: float = Field(ge=0, le=1, description="0-1: how useful later (1 = essential).")
     tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
         default_factory=list, max_length=10, description="A few lowercase topic labels."
+    )
+    one_value: bool | None = Field(
+        default=None,
+        description=(
+            "true when the key holds one value at a time (a home city, an employer, a "
+            "diet: a new value replaces the old); false when several facts can share it "
+            "(allergies, pets, languages)."
+        ),
     )
     source_seqs: list[int] = Field(
         min_length=1, max_length=50, description=("The msg numbers this fact was taken from.")
@@ -107,7 +115,9 @@ each state in the order stated, each citing its own messages: "I live in Paris" 
 known: never record one as a new fact. When the messages state one again, record it with \
 its stored wording and key (its messages join its sources); when they change or correct \
 it, record the new state with the same key. Never invent a fact that the messages do not \
-state. Call the record_facts tool exactly once."""
+state. The keys in use are listed with how many facts hold each: for an attribute \
+already named there, use that key, never a synonym (user.home_city, not user.location). \
+Call the record_facts tool exactly once."""
 
 # --- step 2: decisions --------------------------------------------------------------
 
@@ -229,13 +239,24 @@ def stored_line(f: ShownFact, *, with_id: bool = True) -> str:
     return f"- {head}key={f.key or '-'} (since {_date(f.valid_from)}{said}): {f.text}"
 
 
-def render_batch(messages: Sequence[BatchMessage], known: Sequence[ShownFact] = ()) -> str:
-    """Step 1's user prompt: the stored facts bearing on the batch, then the messages with
-    seq, date and speaker."""
+def key_line(key: str, count: int) -> str:
+    return f"{key} ({count})"
+
+
+def render_batch(
+    messages: Sequence[BatchMessage],
+    known: Sequence[ShownFact] = (),
+    keys: Sequence[tuple[str, int]] = (),
+) -> str:
+    """Step 1's user prompt: the keys in use (with their counts), the stored facts bearing
+    on the batch, then the messages with seq, date and speaker."""
     lines = [message_line(m) for m in messages]
     first, last = messages[0].seq, messages[-1].seq
     stored = "\n".join(stored_line(f, with_id=False) for f in known) or "(none)"
+    vocabulary = "\n".join(key_line(k, n) for k, n in keys) or "(none yet)"
     return (
+        f"Keys in use (facts each); reuse them for the same attribute:\n<keys>\n"
+        f"{vocabulary}\n</keys>\n\n"
         f"Stored facts about these topics (already known):\n<stored>\n{stored}\n"
         f"</stored>\n\nNew messages msg {first}-{last}:\n\n<messages>\n"
         + "\n".join(lines)
@@ -265,6 +286,8 @@ def render_decisions(candidates: Sequence[NewFact], stored: Sequence[ShownFact])
     shown = "\n".join(stored_line(f) for f in stored) or "(no stored facts)"
     news = "\n".join(new_fact_line(i, c) for i, c in enumerate(candidates))
     return (
-        f"Stored valid facts:\n<stored>\n{shown}\n</stored>\n\nNew facts, in the order "
+        f"Stored valid facts, most related first (every fact of a new fact's key, then "
+        f"the same subject's related attributes, then matching words, then the "
+        f"others):\n<stored>\n{shown}\n</stored>\n\nNew facts, in the order "
         f"they became true:\n<new>\n{news}\n</new>\n\nDecide once for each new fact."
     )

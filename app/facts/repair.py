@@ -117,6 +117,8 @@ def _one(i: int, raw: Any, batch_seqs: Set[int]) -> tuple[CandidateFact | None, 
     }
     if isinstance(when, str):
         fixed["valid_from"] = when.strip()
+    if isinstance(raw.get("one_value"), bool):
+        fixed["one_value"] = raw["one_value"]
     try:
         fact = CandidateFact.model_validate(fixed)
     except (ValidationError, ValueError) as exc:  # pragma: no cover  (repaired above)

@@ -445,6 +445,45 @@ async def top_facts(
     return list((await db.execute(stmt)).all())
 
 
+async def key_counts(
+    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, *, agent_id: str | None, limit: int
+) -> list[tuple[str, int]]:
+    """The scope's keys in use: (key, valid facts holding it), most used first."""
+    n = sa.func.count().label("n")
+    rows = await db.execute(
+        sa.select(M.fact_key, n)
+        .where(
+            *readable(tenant_id, agent_id, include_invalidated=False),
+            scope_clause(scope),
+            M.kind == FACT_KIND,
+            M.fact_key.is_not(None),
+        )
+        .group_by(M.fact_key)
+        .order_by(n.desc(), M.fact_key)
+        .limit(limit)
+    )
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+async def current_of_key(
+    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, key: str
+) -> list[MemoryItem]:
+    """The scope's valid facts of one key, row-locked (the one-value safety net)."""
+    rows = await db.execute(
+        sa.select(MemoryItem)
+        .where(
+            M.tenant_id == tenant_id,
+            scope_clause(scope),
+            M.kind == FACT_KIND,
+            M.fact_key == key,
+            M.invalid_at.is_(None),
+        )
+        .order_by(M.id)
+        .with_for_update()
+    )
+    return list(rows.scalars())
+
+
 async def replaced_any(
     db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
 ) -> set[uuid.UUID]:

@@ -1,8 +1,9 @@
-"""What the extraction prompts show (issue 27), within `LOOM_FACTS_INPUT_TOKENS` counted on
-the rendered prompt: the messages of a batch (`fit_batch`), the stored facts bearing on
-them for step 1 (`known_facts`), and the stored facts a decision is shown
-(`stored_for_decision`: all when they fit, else same key first, then text matches
-without the scope's stop words)."""
+"""What the extraction prompts show (issues 27, 37), within `LOOM_FACTS_INPUT_TOKENS` counted
+on the rendered prompt: the messages of a batch (`fit_batch`), the scope's keys in use
+(`key_vocabulary`) and the stored facts bearing on them for step 1 (`known_facts`), and
+the stored facts a decision is shown (`stored_for_decision`: filled to the budget, the
+same key first, then the same subject's related attributes, then text matches without
+the scope's stop words, then the rest; `app.facts.timeline.choose_shown`)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from app.core.tokens import count_text
 from app.facts import prompts
 from app.facts import repository as repo
 from app.facts.apply import Candidate
-from app.facts.policy import NEIGHBOURS
+from app.facts.policy import NEIGHBOURS, key_subject, related_keys
 from app.facts.timeline import choose_shown
 from app.knowledge.scopes import Scope
 
 CHARS_PER_TOKEN = 4
 KNOWN_SHARE = 0.25  # of the cap: stored facts shown in step 1
+KEYS_SHARE = 0.1  # of the cap: the scope's keys in use shown in step 1
 SCOPE_FACTS = 500  # stored facts read for the decision step at most
 _JOIN = 1  # tokens a line's newline may add
 
@@ -50,7 +52,11 @@ def _shown(
 
 
 def fit_batch(
-    rows: list[repo.BatchRow], agent_id: str, known: list[prompts.ShownFact], cap: int
+    rows: list[repo.BatchRow],
+    agent_id: str,
+    known: list[prompts.ShownFact],
+    cap: int,
+    keys: Sequence[tuple[str, int]] = (),
 ) -> tuple[list[repo.BatchRow], list[prompts.BatchMessage]]:
     """The longest prefix of `rows` whose rendered step-1 prompt (system, tool schema,
     stored facts, messages) stays within `cap` tokens (at least one row; a message alone
@@ -59,7 +65,7 @@ def fit_batch(
     shown = _shown(rows, agent_id, cap)
     by_seq = {r.seq: m for r, m in shown}
     base = fixed + count_text(
-        prompts.render_batch([prompts.BatchMessage(0, "user", rows[0].created_at, "")], known)
+        prompts.render_batch([prompts.BatchMessage(0, "user", rows[0].created_at, "")], known, keys)
     )
     taken: list[repo.BatchRow] = []
     used = base
@@ -112,6 +118,30 @@ async def known_facts(
     return out
 
 
+async def key_vocabulary(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    agent_id: str,
+    known: Sequence[prompts.ShownFact],
+    cap: int,
+) -> list[tuple[str, int]]:
+    """The scope's keys in use with their counts of valid facts, within KEYS_SHARE of the
+    cap: the keys of the facts bearing on the batch first, then the most used."""
+    counts = await repo.key_counts(db, tenant_id, scope, agent_id=agent_id, limit=500)
+    first = {f.key for f in known if f.key}
+    ordered = sorted(counts, key=lambda kc: (kc[0] not in first, -kc[1], kc[0]))
+    out: list[tuple[str, int]] = []
+    used = 0
+    for k, n in ordered:
+        cost = count_text(prompts.key_line(k, n)) + _JOIN
+        if used + cost > cap * KEYS_SHARE:
+            break
+        out.append((k, n))
+        used += cost
+    return out
+
+
 async def stored_for_decision(
     db: AsyncSession,
     tenant_id: uuid.UUID,
@@ -120,14 +150,26 @@ async def stored_for_decision(
     cands: Sequence[Candidate],
     budget: int,
 ) -> tuple[list[prompts.ShownFact], bool]:
-    """The stored facts the decision prompt shows, and whether any could be affected (a
-    fact sharing a candidate's key, or matching one's words beyond the scope's stop
-    words): when none could, the decision call is skipped."""
+    """The stored facts the decision prompt shows (module doc), and whether any could be
+    affected (a fact sharing a candidate's key, of a related attribute of its subject, or
+    matching its words beyond the scope's stop words): when none could, the decision call
+    is skipped."""
     every = await repo.top_facts(db, tenant_id, scope, limit=SCOPE_FACTS, agent_id=agent_id)
     facts = {str(r.id): shown_fact(r) for r in every}
     tokens = {i: count_text(prompts.stored_line(f)) + _JOIN for i, f in facts.items()}
     keys = {c.key for c in cands if c.key}
+    subjects = {key_subject(k) for k in keys} - {None}
     same_key = [i for i, f in facts.items() if f.key in keys]
+    related = [
+        i
+        for i, f in facts.items()
+        if f.key not in keys and any(related_keys(f.key, k) for k in keys)
+    ]
+    subject = [
+        i
+        for i, f in facts.items()
+        if f.key not in keys and i not in related and key_subject(f.key) in subjects
+    ]
     ranked: list[list[str]] = []
     if facts:
         for c in cands:
@@ -146,6 +188,6 @@ async def stored_for_decision(
                     str(r.id), count_text(prompts.stored_line(facts[str(r.id)])) + _JOIN
                 )
             ranked.append([str(r.id) for r in near])
-    related = bool(same_key) or any(ranked)
-    chosen = choose_shown(list(facts), tokens, budget, same_key, ranked)
-    return [facts[i] for i in chosen], related
+    affected = bool(same_key) or bool(related) or any(ranked)
+    chosen = choose_shown(list(facts), tokens, budget, same_key, ranked, related, subject)
+    return [facts[i] for i in chosen], affected

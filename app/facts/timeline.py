@@ -7,7 +7,8 @@
 - `merge_sources`: provenance accumulates ([{session_id, seqs}], one entry per session).
 - `parse_event_time`: the model's "when it happened", resolved against the message date.
 - `version_at`: the version of an item in effect at a time (`as_of`), from its versions.
-- `choose_shown`: which stored facts a decision prompt shows when not all of them fit.
+- `choose_shown`: which stored facts a decision prompt shows, most related first, within
+  its budget.
 """
 
 from __future__ import annotations
@@ -101,19 +102,33 @@ def choose_shown(
     budget: int,
     same_key: Sequence[str],
     ranked: Sequence[Sequence[str]],
+    related: Sequence[str] = (),
+    subject: Sequence[str] = (),
 ) -> list[str]:
-    """The stored facts a decision prompt shows: all of them when they fit `budget`;
-    else every fact sharing a candidate's key (always, even past the budget), then the
-    candidates' text matches round-robin (best first) while they fit. Order: as `all_ids`."""
-    if sum(tokens.get(i, 0) for i in all_ids) <= budget:
-        return list(all_ids)
+    """The stored facts a decision prompt shows, most related first, filling `budget`
+    (issue 37: a fixed count of 8 text matches left the contradicted fact out): every
+    fact sharing a candidate's key (always, even past the budget); then the same
+    subject's related attributes (`app.facts.policy.related_keys`); then the candidates'
+    text matches round-robin (best first); then the rest of the same subject; then every
+    other fact (`all_ids`, most important first), each while it fits."""
     chosen: dict[str, None] = dict.fromkeys(same_key)
     used = sum(tokens.get(i, 0) for i in chosen)
+
+    def take(i: str) -> None:
+        nonlocal used
+        if i not in chosen and used + tokens.get(i, 0) <= budget:
+            chosen[i] = None
+            used += tokens.get(i, 0)
+
+    for i in related:
+        take(i)
     depth = max((len(r) for r in ranked), default=0)
     for k in range(depth):
         for r in ranked:
-            if k < len(r) and r[k] not in chosen and used + tokens.get(r[k], 0) <= budget:
-                chosen[r[k]] = None
-                used += tokens.get(r[k], 0)
-    order = {i: n for n, i in enumerate(all_ids)}
-    return sorted(chosen, key=lambda i: order.get(i, len(order)))
+            if k < len(r):
+                take(r[k])
+    for i in subject:
+        take(i)
+    for i in all_ids:
+        take(i)
+    return list(chosen)

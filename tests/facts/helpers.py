@@ -92,3 +92,44 @@ async def timeline(client: httpx.AsyncClient, scope: str) -> list[tuple[Any, ...
             )
         )
     return sorted(out, key=lambda t: (t[1], t[0]))
+
+
+async def seed_facts(
+    db: Any, tenant_id: str, scope: str, facts: list[tuple[str, str]], valid_from: str
+) -> None:
+    """Store many facts at once behind the API (text, key), valid from `valid_from`: a
+    big store without thousands of requests. Rows as the API writes them."""
+    import uuid
+    from datetime import datetime
+
+    from app.knowledge.scopes import parse_scope
+    from app.knowledge.service import token_cost
+    from app.models.memory_item import MemoryItem
+
+    kind, _, sid = scope.partition("/")
+    storage = parse_scope(scope).storage_id if kind != "agent" else sid
+    at = datetime.fromisoformat(valid_from.replace("Z", "+00:00"))
+    for text, key in facts:
+        db.add(
+            MemoryItem(
+                id=uuid.uuid4(),
+                tenant_id=uuid.UUID(str(tenant_id)),
+                scope_kind=kind,
+                scope_id=storage,
+                kind="fact",
+                source="api",
+                tags=[],
+                importance=0.5,
+                text=text,
+                token_cost=token_cost("fact", text, None),
+                created_at=at,
+                updated_at=at,
+                valid_from=at,
+                stated_at=at,
+                version=1,
+                fact_key=key,
+                sources=[],
+                source_seqs=[],
+            )
+        )
+    await db.commit()

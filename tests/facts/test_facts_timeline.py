@@ -120,7 +120,10 @@ def test_choose_shown_all_when_they_fit_else_key_then_text() -> None:
     tokens = {i: 10 for i in ids}
     assert choose_shown(ids, tokens, 100, [], []) == ids
     chosen = choose_shown(ids, tokens, 30, ["f9"], [["f3", "f4", "f5"], ["f7"]])
-    assert chosen == ["f3", "f7", "f9"]
+    assert chosen == ["f9", "f3", "f7"]  # most related first
+    # issue 37: same key, related attributes, words, same subject, then the rest: to budget
+    chosen = choose_shown(ids, tokens, 60, ["f9"], [["f3"]], related=["f5"], subject=["f1"])
+    assert chosen == ["f9", "f5", "f3", "f1", "f0", "f2"]
     # a same-key fact is shown even past the budget
     assert choose_shown(ids, tokens, 5, ["f2"], [["f1"]]) == ["f2"]
 

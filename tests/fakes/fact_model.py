@@ -13,6 +13,11 @@ order shown; per new fact, the latest fact with the same key (an earlier new fac
 UPDATE; else INVALIDATE. No fact with that key -> ADD. So a test also checks what the
 product shows: a contradiction whose stored fact is not in the prompt is not caught.
 
+Imperfect as real models are (issue 37): a rule with `aliases` names its attribute with
+any of its keys (by turns) unless the prompt shows one of them in use (the <keys>
+vocabulary or a stored fact): then it reuses that one; with `bad_key_every=n`, every n-th
+fact it records has a key outside the pattern (`user.home-city`, or a sentence).
+
 `calls` lists the tools asked, `prompts` the prompts received (tool, text).
 """
 
@@ -30,6 +35,8 @@ LINE = re.compile(r"^\[msg (\d+) \| ([^|]+) \| ([^\]]+)\] (.*)$", re.M)
 NEW = re.compile(r"^New fact (\d+) \(key=([^;]*);[^)]*\): (.*)$", re.M)
 STORED = re.compile(r"^- id=([0-9a-f-]{36}) key=(\S+) \(since [^)]*\): (.*)$", re.M)
 KNOWN = re.compile(r"^- key=(\S+) \(since [^)]*\): (.*)$", re.M)
+KEYS = re.compile(r"<keys>\n(.*?)\n</keys>", re.S)
+KEY_LINE = re.compile(r"^(\S+) \((\d+)\)$", re.M)
 
 
 def last_month(said: date) -> str:
@@ -48,6 +55,8 @@ class Rule:
     importance: float = 0.8
     update: bool = False  # another fact of the same key refines it (UPDATE), not replaces
     when: Callable[[date], str] | None = None  # the event time, from the message's date
+    aliases: tuple[str, ...] = ()  # other keys it may name the attribute with
+    one_value: bool | None = None  # what it says of the key (None: says nothing)
 
     @property
     def topic(self) -> str:
@@ -57,10 +66,14 @@ class Rule:
 @dataclass
 class FactModel:
     rules: list[Rule]
+    bad_key_every: int = 0  # every n-th recorded fact gets a key outside the pattern
     calls: list[str] = field(default_factory=list)
+    recorded: int = 0
+    turn: int = 0
     prompts: list[tuple[str, str]] = field(default_factory=list)
 
     def rule_for(self, text: str) -> Rule | None:
+        """The rule of a fact's text."""
         return next((r for r in self.rules if r.fact == text.strip()), None)
 
     def __call__(self, req: RecordedRequest) -> Any:
@@ -72,7 +85,29 @@ class FactModel:
             return self.decide(req.text)
         raise AssertionError(f"unexpected tool {req.tool_name}")
 
+    def key_for(self, r: Rule, in_use: set[str]) -> str:
+        """The rule's key as shown in use, else one of its names by turns."""
+        names = (r.key, *r.aliases)
+        shown = [k for k in names if k in in_use]
+        if shown:
+            return shown[0]
+        self.turn += 1
+        return names[self.turn % len(names)] if r.aliases else r.key
+
+    def mangle(self, key: str) -> str:
+        self.recorded += 1
+        if not self.bad_key_every or self.recorded % self.bad_key_every:
+            return key
+        if self.recorded % (2 * self.bad_key_every):
+            return key.replace("_", "-").upper()  # USER.HOME-CITY -> repaired
+        return "The fact is about " + key.replace(".", " ")  # a sentence
+
     def extract(self, prompt: str) -> dict[str, Any]:
+        vocabulary = KEYS.search(prompt)
+        in_use = (
+            {m.group(1) for m in KEY_LINE.finditer(vocabulary.group(1))} if vocabulary else set()
+        )
+        in_use |= {k for k, _ in KNOWN.findall(prompt)}
         facts: list[dict[str, Any]] = []
         for m in LINE.finditer(prompt):
             seq, when, speaker, text = int(m.group(1)), m.group(2), m.group(3), m.group(4)
@@ -80,13 +115,17 @@ class FactModel:
                 continue
             for r in self.rules:
                 if r.trigger in text:
+                    key = self.key_for(r, in_use)
+                    in_use.add(key)  # the same answer names it once
                     fact: dict[str, Any] = {
                         "text": r.fact,
-                        "key": r.key,
+                        "key": self.mangle(key),
                         "importance": r.importance,
                         "tags": [r.key],
                         "source_seqs": [seq],
                     }
+                    if r.one_value is not None:
+                        fact["one_value"] = r.one_value
                     if r.when is not None:
                         said = datetime.strptime(when.strip(), "%Y-%m-%d %H:%M UTC").date()
                         fact["valid_from"] = r.when(said)
