@@ -32,7 +32,7 @@ from tests.support.live import live_api
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = int(os.environ.get("LOOM_IMPORT_MUTATIONS", "220"))
+EXAMPLES = int(os.environ.get("LOOM_IMPORT_MUTATIONS", "200"))
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 REF_RE = re.compile(r"ref_[0-9a-f]{16}")
 
