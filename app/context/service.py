@@ -8,7 +8,7 @@ from app.auth.caller import Caller
 from app.context import builder, manifest_service
 from app.context.recall import SwapRecall, recall_config
 from app.context.schemas import ContextRequest
-from app.facts.block import facts_as_of
+from app.facts.block import facts_as_of, facts_query
 from app.memory.repository import CONTEXT
 from app.memory.state import load
 from app.state import AppState
@@ -47,7 +47,10 @@ async def _build(
         loaded = await load(conn, caller.tenant_id, session_id, window=CONTEXT, caller=caller)
     session = loaded.session
     recall = recall_config(session.config, body.recall if body is not None else None)
-    with facts_as_of(body.facts_as_of if body is not None else None):
+    with (
+        facts_as_of(body.facts_as_of if body is not None else None),
+        facts_query(recall.query),
+    ):
         built = await builder.build(
             state.read_sessionmaker,
             session,

@@ -1,6 +1,8 @@
 """The "facts" context block (registered first in `app.wiring`, so it follows ROM and
-Kernel): the valid facts of the session's fact scope best matching the newest user message
-(full-text ranking), then the most important others, within `facts.share` of the budget
+Kernel): the valid facts of the session's fact scope that answer the recall query or the
+newest user message (issue 37: facts whose key's attribute it asks about, then text
+matches without the scope's own frequent words; `app.facts.policy.context_tier`), then
+the most important others, within `facts.share` of the budget
 and only in what the layers left free — blocks are dropped before L1 is cut, so the facts
 shrink first and the budget holds. The choice is `app.facts.policy.choose_for_context`;
 this module only reads."""
@@ -23,15 +25,20 @@ from app.facts.policy import (
     FactLine,
     FactsConfig,
     choose_for_context,
+    context_tier,
     fit_text,
+    key_matches_query,
     render_block,
     when_known,
+    words_of,
 )
 from app.memory.policy import MemoryConfig
 
 CANDIDATES = 50
 # the context build's `facts_as_of` (providers share one signature; the build sets this)
 _AS_OF: ContextVar[datetime | None] = ContextVar("facts_as_of", default=None)
+# the build's recall query (the session's or the request's `recall.query`), if any
+_QUERY: ContextVar[str | None] = ContextVar("facts_query", default=None)
 
 
 @contextmanager
@@ -47,6 +54,55 @@ def facts_as_of(at: datetime | None) -> Iterator[None]:
 WHEN_DOC = (
     '"since": when it became true; "said": when it was said (when it became true is not known)'
 )
+
+
+async def _candidates(
+    db: Any, tid: Any, scope: Any, agent: str, query: str, as_of: datetime | None
+) -> list[Any]:
+    """The facts the block may show, best first (`app.facts.policy.context_tier`): those
+    whose key's attribute the query asks about, the text matches of the query (the
+    scope's own frequent words left out), then the most important; each tier by score,
+    then importance."""
+    words = words_of(query)
+    rows: dict[Any, Any] = {}
+    if words:
+        keys = await repo.key_counts(db, tid, scope, agent_id=agent, limit=500, as_of=as_of)
+        asked = [k for k, _ in keys if key_matches_query(k, words)]
+        for r in await repo.facts_of_keys(
+            db, tid, scope, asked, agent_id=agent, limit=CANDIDATES, as_of=as_of
+        ):
+            rows.setdefault(r.id, r)
+        for r in await repo.nearest_facts(
+            db,
+            tid,
+            scope,
+            query,
+            limit=CANDIDATES,
+            agent_id=agent,
+            as_of=as_of,
+            drop_stop_words=True,
+        ):
+            rows[r.id] = r  # with its score
+    for r in await repo.top_facts(db, tid, scope, limit=CANDIDATES, agent_id=agent, as_of=as_of):
+        rows.setdefault(r.id, r)
+
+    def rank(r: Any) -> tuple[int, float, float, float]:
+        score = float(getattr(r, "rank", 0.0) or 0.0)
+        tier = context_tier(r.fact_key, r.text or "", words, score)
+        return (tier, -score, -float(r.importance), -r.created_at.timestamp())
+
+    return sorted(rows.values(), key=rank)
+
+
+@contextmanager
+def facts_query(query: str | None) -> Iterator[None]:
+    """The facts block of the builds inside ranks by `query` (None: the newest user
+    message)."""
+    token = _QUERY.set(query.strip() if query and query.strip() else None)
+    try:
+        yield
+    finally:
+        _QUERY.reset(token)
 
 
 def header(scope: str, as_of: datetime | None = None) -> str:
@@ -84,23 +140,8 @@ async def facts_provider(
     tid, agent = session_row.tenant_id, session_row.agent_id
     as_of = _AS_OF.get()
     async with open_db() as db:
-        query = await newest_user_text(db, session_row, newest_user)
-        rows = (
-            await repo.nearest_facts(
-                db, tid, scope, query, limit=CANDIDATES, agent_id=agent, as_of=as_of
-            )
-            if query.strip()
-            else []
-        )
-        if len(rows) < CANDIDATES:
-            seen = {r.id for r in rows}
-            rows += [
-                r
-                for r in await repo.top_facts(
-                    db, tid, scope, limit=CANDIDATES, agent_id=agent, as_of=as_of
-                )
-                if r.id not in seen
-            ]
+        query = _QUERY.get() or await newest_user_text(db, session_row, newest_user)
+        rows = await _candidates(db, tid, scope, agent, query, as_of)
         if as_of is not None:
             rows = await read_then(db, tid, rows, as_of)
         replaced = await repo.replaced_any(db, tid, [r.id for r in rows])

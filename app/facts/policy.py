@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,14 +41,14 @@ FACT_KIND = "fact"
 # of the same subject in one family are related (the decision prompt shows them first)
 ATTRIBUTE_FAMILIES: tuple[frozenset[str], ...] = (
     frozenset(
-        "home city location address residence lives living based town country hometown "
-        "home_city home_town current_city where".split()
+        "home city location address residence live lives living based town country "
+        "hometown home_city home_town current_city reside resides moved move".split()
     ),
     frozenset(
         "job work occupation employer profession role company title career works "
-        "workplace position".split()
+        "workplace position employed working".split()
     ),
-    frozenset("diet food eating vegetarian vegan meals".split()),
+    frozenset("diet food eating eat eats vegetarian vegan meals".split()),
     frozenset("partner spouse wife husband relationship girlfriend boyfriend married".split()),
     frozenset("drink coffee tea beverage morning_drink".split()),
 )
@@ -82,6 +83,48 @@ def related_keys(a: str | None, b: str | None) -> bool:
     if wa & wb:
         return True
     return any(wa & f and wb & f for f in ATTRIBUTE_FAMILIES)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_OTHER_SUBJECT = re.compile(r"\buser's\b")
+
+
+def words_of(text: str) -> set[str]:
+    """Lowercase words and their plain stems (`lives` -> `live`, `moved` -> `move`)."""
+    out: set[str] = set()
+    for w in _WORD.findall(text.lower()):
+        out.add(w)
+        for suffix in ("ing", "es", "ed", "s", "d"):
+            if len(w) > len(suffix) + 2 and w.endswith(suffix):
+                out.add(w[: -len(suffix)])
+    return out
+
+
+def _matches(query: set[str], attribute: set[str]) -> bool:
+    if query & attribute:
+        return True
+    return any(query & f and attribute & f for f in ATTRIBUTE_FAMILIES)
+
+
+def key_matches_query(key: str | None, query: set[str]) -> bool:
+    """The key's attribute is what the query asks about (a word, or one family: "where do
+    I live" ~ `user.home_city`)."""
+    return bool(key) and _matches(query, _attribute_words(str(key)) | {str(key).rsplit(".", 1)[-1]})
+
+
+def context_tier(key: str | None, text: str, query: set[str], score: float) -> int:
+    """How a fact answers the context's query (issue 37, finding 6: "where do I live?"
+    must bring the current home, not 50 facts sharing the word "live"): 0 its key's
+    attribute is asked about and its subject is the user (or named in the query); 1 the
+    attribute of another subject, or the text's words in the query's family; 2 a text
+    match (BM25 score > 0); 3 the rest. Ranked by tier, then score, then importance."""
+    subject = key_subject(key)
+    if key_matches_query(key, query):
+        named = subject is not None and subject.rsplit(".", 1)[-1] in query
+        return 0 if subject == "user" or named else 1
+    if _matches(query, words_of(text)) and not _OTHER_SUBJECT.search(text.lower()):
+        return 1
+    return 2 if score > 0 else 3
 
 
 def holds_one_value(key: str | None, said: bool | None = None) -> bool:

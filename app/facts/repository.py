@@ -446,14 +446,23 @@ async def top_facts(
 
 
 async def key_counts(
-    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, *, agent_id: str | None, limit: int
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    *,
+    agent_id: str | None,
+    limit: int,
+    as_of: datetime | None = None,
 ) -> list[tuple[str, int]]:
-    """The scope's keys in use: (key, valid facts holding it), most used first."""
+    """The scope's keys in use: (key, valid facts holding it; with `as_of`, facts true
+    then), most used first."""
     n = sa.func.count().label("n")
+    valid = [valid_at(tenant_id, as_of)] if as_of is not None else []
     rows = await db.execute(
         sa.select(M.fact_key, n)
         .where(
-            *readable(tenant_id, agent_id, include_invalidated=False),
+            *readable(tenant_id, agent_id, include_invalidated=as_of is not None),
+            *valid,
             scope_clause(scope),
             M.kind == FACT_KIND,
             M.fact_key.is_not(None),
@@ -463,6 +472,36 @@ async def key_counts(
         .limit(limit)
     )
     return [(str(r[0]), int(r[1])) for r in rows]
+
+
+async def facts_of_keys(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    keys: Sequence[str],
+    *,
+    agent_id: str | None,
+    limit: int,
+    as_of: datetime | None = None,
+) -> list[Any]:
+    """The scope's valid facts (with `as_of`: true then) holding one of `keys`, most
+    important (then newest) first."""
+    if not keys:
+        return []
+    valid = [valid_at(tenant_id, as_of)] if as_of is not None else []
+    stmt = (
+        sa.select(*M)
+        .where(
+            *readable(tenant_id, agent_id, include_invalidated=as_of is not None),
+            *valid,
+            scope_clause(scope),
+            M.kind == FACT_KIND,
+            M.fact_key.in_(list(keys)),
+        )
+        .order_by(M.importance.desc(), M.created_at.desc(), M.id)
+        .limit(limit)
+    )
+    return list((await db.execute(stmt)).all())
 
 
 async def current_of_key(

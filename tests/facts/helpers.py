@@ -95,7 +95,12 @@ async def timeline(client: httpx.AsyncClient, scope: str) -> list[tuple[Any, ...
 
 
 async def seed_facts(
-    db: Any, tenant_id: str, scope: str, facts: list[tuple[str, str]], valid_from: str
+    db: Any,
+    tenant_id: str,
+    scope: str,
+    facts: list[tuple[str, str]],
+    valid_from: str,
+    importance: float = 0.5,
 ) -> None:
     """Store many facts at once behind the API (text, key), valid from `valid_from`: a
     big store without thousands of requests. Rows as the API writes them."""
@@ -119,7 +124,7 @@ async def seed_facts(
                 kind="fact",
                 source="api",
                 tags=[],
-                importance=0.5,
+                importance=importance,
                 text=text,
                 token_cost=token_cost("fact", text, None),
                 created_at=at,
