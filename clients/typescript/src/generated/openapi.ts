@@ -297,8 +297,11 @@ export interface paths {
         /**
          * Import an export
          * @description Import an export (of this or another tenant or instance) into the caller's tenant:
-         *     all or nothing, idempotent by ids. A bad line is 422 `invalid_import` naming the line,
-         *     and nothing is imported. Service and admin keys; the body is at most
+         *     all or nothing, idempotent by ids. Each line passes the rules of the route that creates
+         *     the same object; a bad line is 422 `invalid_import` naming the line and the field
+         *     (`details.line`, `details.field`), and nothing is imported. A session, memory item or
+         *     shared-memory entry that is already there is left as it is with everything under it,
+         *     counted in `already_present`. Service and admin keys; the body is at most
          *     LOOM_MAX_REQUEST_BYTES.
          */
         post: operations["import_export"];
@@ -2105,7 +2108,7 @@ export interface components {
         ImportResult: {
             /**
              * Already Present
-             * @description Rows whose id was already there (left as they were: importing twice adds nothing).
+             * @description Rows whose id was already there, or that belong to a session or item that was (left as they were, nothing of them written: importing twice adds nothing).
              */
             already_present: {
                 [key: string]: number;
