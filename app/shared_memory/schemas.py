@@ -26,14 +26,24 @@ class SharedMemoryPut(BaseModel):
     )
 
 
+# what a shared-memory version is (app/shared_memory/etag.py): not a per-key count
+VERSION_DESCRIPTION = (
+    "The entry's version, for compare-and-set. Drawn from one counter shared by every "
+    "shared-memory write of the deployment (all keys, namespaces and tenants), not counted "
+    "per key: it grows with each write of this entry and never repeats, even across a "
+    "delete and re-create, but a new key may start at any number and consecutive writes "
+    "of one key may skip numbers (1 -> 8 -> 15)."
+)
+
+
 class SharedMemoryEntryPublic(BaseModel):
     """An entry's description (PUT response; GET adds `value` for JSON entries)."""
 
     namespace: Namespace
     scope_id: str | None = Field(description="null for global; the agent id for agent")
     key: str
-    version: int
-    etag: str
+    version: int = Field(description=VERSION_DESCRIPTION)
+    etag: str = Field(description='The version in quotes (`"42"`): for If-Match / If-None-Match.')
     content_type: str
     size_bytes: int = Field(description="original size in bytes")
     stored_bytes: int = Field(description="bytes in the durable store (after gzip)")
@@ -51,7 +61,7 @@ class SharedMemoryEntryPublic(BaseModel):
 
 class SharedMemoryKey(BaseModel):
     key: str
-    version: int
+    version: int = Field(description=VERSION_DESCRIPTION)
     size_bytes: int
     content_type: str
     expires_at: datetime | None

@@ -3610,7 +3610,10 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
-            /** Etag */
+            /**
+             * Etag
+             * @description The version in quotes (`"42"`): for If-Match / If-None-Match.
+             */
             etag: string;
             /** Expires At */
             expires_at: string | null;
@@ -3648,7 +3651,10 @@ export interface components {
              * @description GET of a JSON entry: the value
              */
             value?: unknown;
-            /** Version */
+            /**
+             * Version
+             * @description The entry's version, for compare-and-set. Drawn from one counter shared by every shared-memory write of the deployment (all keys, namespaces and tenants), not counted per key: it grows with each write of this entry and never repeats, even across a delete and re-create, but a new key may start at any number and consecutive writes of one key may skip numbers (1 -> 8 -> 15).
+             */
             version: number;
             /** Writer Agent Id */
             writer_agent_id: string | null;
@@ -3668,7 +3674,10 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
-            /** Version */
+            /**
+             * Version
+             * @description The entry's version, for compare-and-set. Drawn from one counter shared by every shared-memory write of the deployment (all keys, namespaces and tenants), not counted per key: it grows with each write of this entry and never repeats, even across a delete and re-create, but a new key may start at any number and consecutive writes of one key may skip numbers (1 -> 8 -> 15).
+             */
             version: number;
         };
         /** SharedMemoryKeyList */
