@@ -146,7 +146,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     console.install(app)  # /console: static files; the page calls the API above
     app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
     # outside the limits, so a refused request is counted (and logged) too
-    metrics.instrument(app, access_log=settings.log_format == "json")
+    # access lines: JSON logs, and a log file (text mode writes them there only)
+    metrics.instrument(
+        app, access_log=settings.log_format == "json" or settings.log_file is not None
+    )
     # outermost of ours: every answer has the id; the database deadline starts here
     app.add_middleware(RequestContext, db_seconds=settings.db_request_seconds)
     return app

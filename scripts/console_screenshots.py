@@ -1,9 +1,11 @@
-"""Screenshots of the console's main pages (docs/console/*.png) and the time to first render
-of a 10,000-message session, from a live server with sample data.
+"""Screenshots of the console's main pages and the time to first render of a 10,000-message
+session, from a live server with sample data. The PNGs go to a new temporary directory (or
+--out DIR); --update-docs replaces the committed ones in docs/console/ instead.
 
     .venv/bin/python scripts/console_screenshots.py              # own server, fresh database
     .venv/bin/python scripts/console_screenshots.py --base http://127.0.0.1:8420 \\
         --admin-key "$(cat .loom/admin_key)"                     # a running server
+    .venv/bin/python scripts/console_screenshots.py --update-docs  # docs/console/*.png
 
 Without --base it creates a database on the machine's PostgreSQL (LOOM_TEST_PG, as the
 tests do), migrates it, starts `serve` on a free port (Redis: LOOM_TEST_REDIS), and drops
@@ -16,6 +18,7 @@ import secrets
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -35,7 +38,7 @@ from tests.console.sample import (  # noqa: E402
 )
 
 REDIS_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
-OUT = ROOT / "docs" / "console"
+DOCS = ROOT / "docs" / "console"  # the README's screenshots: only with --update-docs
 
 
 @contextmanager
@@ -132,12 +135,12 @@ def sign_in(page: Any, base: str, key: str) -> None:
     page.wait_for_selector("#role")
 
 
-def shoot(browser: Any, base: str, key: str, ids: dict[str, str],
+def shoot(browser: Any, base: str, key: str, ids: dict[str, str], out: Path,
           only: set[str] | None = None) -> list[Path]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     sign_in(page, base, key)
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     shots = [
         # (file, page, shown when ready, scrolled to)
         ("sessions", "#/sessions", "#sessions-table td[data-layer='l1']:not(:empty)", None),
@@ -168,7 +171,7 @@ def shoot(browser: Any, base: str, key: str, ids: dict[str, str],
         page.wait_for_load_state("networkidle")
         if scroll:
             page.locator(scroll).evaluate("el => el.scrollIntoView()")
-        path = OUT / f"{name}.png"
+        path = out / f"{name}.png"
         # the history, a diff and a build's blocks make one tall page: all of it
         page.screenshot(path=str(path), full_page=name == "context-history")
         written.append(path)
@@ -176,14 +179,31 @@ def shoot(browser: Any, base: str, key: str, ids: dict[str, str],
     return written
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", help="a running server (default: start one)")
     parser.add_argument("--admin-key", default=os.environ.get("LOOM_ADMIN_KEY"))
     parser.add_argument("--runs", type=int, default=5, help="first-render measurements")
     parser.add_argument("--only", default="", help="comma-separated screenshot names "
                         "(e.g. context-history); skips the first-render measurements")
-    args = parser.parse_args()
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help="where to write the PNGs (default: a new "
+                       "temporary directory)")
+    where.add_argument("--update-docs", action="store_true",
+                       help=f"replace the committed screenshots in {DOCS.relative_to(ROOT)}/")
+    return parser.parse_args(argv)
+
+
+def output_dir(args: argparse.Namespace) -> Path:
+    """Where the PNGs go: docs/console/ only when asked with --update-docs."""
+    if args.update_docs:
+        return DOCS
+    return args.out or Path(tempfile.mkdtemp(prefix="loom-console-screenshots-"))
+
+
+def main() -> None:
+    args = parse()
+    out = output_dir(args)
     from playwright.sync_api import sync_playwright
 
     with (contextmanager(lambda: iter([(args.base, args.admin_key)]))() if args.base
@@ -195,8 +215,8 @@ def main() -> None:
                                         args=["--no-sandbox"])
             try:
                 only = {n for n in args.only.split(",") if n} or None
-                for path in shoot(browser, base, tenant.service_key, ids, only):
-                    print(f"wrote {path.relative_to(ROOT)}")
+                for path in shoot(browser, base, tenant.service_key, ids, out, only):
+                    print(f"wrote {path}")
                 times = {} if only else first_render_ms(browser, base, tenant.service_key,
                                                          ids["long"], args.runs)
             finally:

@@ -216,6 +216,11 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
     assert serve.proc.returncode == 0, out
     assert out.count(secret) == 1
     assert out.splitlines()[-1] == "stopped"
+    # serve.log has the API processes' lines too: an access line per request
+    logged = (data_dir / "serve.log").read_text()
+    assert " INFO loom.access POST /v1/tenants 201 " in logged
+    assert " INFO loom.access GET /v1/sessions/{session_id}/messages 200 " in logged
+    assert "loom.access" not in out  # the terminal has none
     assert _processes_using(data_dir) == []
     assert not sock.exists()
     assert _tmp_redis_dirs() <= tmp_before, "a stop left a redis directory in /tmp"

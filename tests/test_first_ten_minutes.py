@@ -1,5 +1,6 @@
-"""What a newcomer meets first (issue 38): the command line's version and help, and what
-scripts/install-chromium (run by scripts/test) does on a machine without chromium."""
+"""What a newcomer meets first (issue 38): the command line's version and help, what
+scripts/install-chromium (run by scripts/test) does on a machine without chromium, and
+what `serve` logs where."""
 
 import os
 import shutil
@@ -7,12 +8,18 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
+from app.auth.keys import generate_key
+from app.facts.startup import NO_LLM_LINE
 from app.launcher import cli
 from app.version import VERSION
+from tests.support import databases
+from tests.support.live import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BASH = shutil.which("bash") or "/bin/bash"
@@ -129,3 +136,85 @@ def test_install_chromium_stops_at_once_on_ctrl_c(tmp_path):
     assert proc.returncode == 130, err
     assert err.splitlines()[-1] == "interrupted"
     assert calls.read_text().splitlines() == ["update -qq"]
+
+
+@pytest.mark.slow
+def test_serve_log_gets_every_process_and_an_access_line_per_request(tmp_path):
+    """`serve` with two API processes and its worker, text logs, LOOM_LOG_FILE set (as
+    `serve` sets it to <data dir>/serve.log on the embedded stores): the file has the
+    lines of the API processes (an access line per request) and of the worker; the
+    terminal has no access lines, and "no LLM configured" once, not once per process."""
+    log_file, out_path = tmp_path / "serve.log", tmp_path / "terminal.out"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    admin = generate_key()
+    with databases.fresh_database("loom_logs") as name, out_path.open("w") as out:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "ANTHROPIC_"))}
+        env.update(
+            DATABASE_URL=databases.url_of(name),
+            REDIS_URL=os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0"),
+            LOOM_ADMIN_KEY=admin,
+            LOOM_QUEUE_NAME=f"loom:logs:{uuid.uuid4().hex[:12]}",
+            LOOM_LOG_FILE=str(log_file),
+            LOOM_LLM_PROVIDER="none",
+            LOOM_WORKER_METRICS_PORT=str(free_port()),
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.launcher.cli", "serve", "--workers", "2"]
+            + ["--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                assert proc.poll() is None, out_path.read_text()
+                try:
+                    if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, out_path.read_text()
+                time.sleep(0.2)
+            made = httpx.post(
+                f"{base}/v1/tenants",
+                json={"name": "logs"},
+                headers={"Authorization": f"Bearer {admin}"},
+            )
+            assert made.status_code == 201, made.text
+            assert httpx.get(f"{base}/v1/nothing-here").status_code == 404
+            # the worker says it started (arq) once it has connected
+            while "arq.worker" not in log_file.read_text():
+                assert time.monotonic() < deadline + 30, log_file.read_text()
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    terminal, logged = out_path.read_text(), log_file.read_text()
+    assert terminal.count(NO_LLM_LINE) == 1, terminal
+    assert "loom.access" not in terminal
+    for line in ("GET /readyz 200", "POST /v1/tenants 201", "GET none 404"):
+        assert f"INFO loom.access {line} " in logged, logged
+    assert logged.count(NO_LLM_LINE) == 1
+
+
+def test_console_screenshots_leave_the_committed_pngs_alone_unless_asked(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import console_screenshots as shots
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    default = shots.output_dir(shots.parse([]))
+    assert default.is_dir() and not default.is_relative_to(ROOT)
+    default.rmdir()
+    assert shots.output_dir(shots.parse(["--out", str(tmp_path)])) == tmp_path
+    docs = shots.output_dir(shots.parse(["--update-docs"]))
+    assert docs == ROOT / "docs" / "console" and any(docs.glob("*.png"))
+    with pytest.raises(SystemExit):  # one or the other
+        shots.parse(["--update-docs", "--out", str(tmp_path)])

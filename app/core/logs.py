@@ -13,6 +13,7 @@ import logging
 import logging.config
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -75,10 +76,19 @@ class QuietHealth(logging.Filter):
         return not record.getMessage().startswith("recording health")
 
 
-def dict_config(log_format: str, level: str) -> dict[str, Any]:
+class NoAccess(logging.Filter):
+    """Text logs on a terminal: drops the access lines (logger `loom.access`), which go to
+    the log file (`LOOM_LOG_FILE`) only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != "loom.access"
+
+
+def dict_config(log_format: str, level: str, log_file: Path | str | None = None) -> dict[str, Any]:
     """A `logging.config.dictConfig` document: every logger (uvicorn's too) writes through
-    one stderr handler in `log_format`. `serve` hands it to uvicorn, whose API processes
-    apply it on start."""
+    one stderr handler in `log_format`, and with `log_file` through a handler appending to
+    that file too (the access lines of text mode go there only). `serve` hands it to
+    uvicorn, whose API processes apply it on start."""
     formatter: dict[str, Any] = (
         {"()": f"{__name__}.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT}
     )
@@ -92,6 +102,23 @@ def dict_config(log_format: str, level: str) -> dict[str, Any]:
     loggers["mcp"] = {
         "level": root_level if root_level <= logging.DEBUG else max(root_level, logging.WARNING)
     }
+    quiet = ["quiet_cron"] + (["quiet_health"] if log_format == "text" else [])
+    handlers: dict[str, Any] = {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "loom",
+            "stream": "ext://sys.stderr",
+            "filters": quiet + (["no_access"] if log_format == "text" else []),
+        }
+    }
+    if log_file is not None:
+        # appended to by every process (O_APPEND: their lines do not interleave)
+        handlers["file"] = {
+            "class": "logging.FileHandler",
+            "formatter": "loom",
+            "filename": str(log_file),
+            "filters": quiet,
+        }
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -99,22 +126,16 @@ def dict_config(log_format: str, level: str) -> dict[str, Any]:
         "filters": {
             "quiet_cron": {"()": f"{__name__}.QuietCron"},
             "quiet_health": {"()": f"{__name__}.QuietHealth"},
+            "no_access": {"()": f"{__name__}.NoAccess"},
         },
-        "handlers": {
-            "stderr": {
-                "class": "logging.StreamHandler",
-                "formatter": "loom",
-                "stream": "ext://sys.stderr",
-                "filters": ["quiet_cron"] + (["quiet_health"] if log_format == "text" else []),
-            }
-        },
+        "handlers": handlers,
         # uvicorn's `trace` (below DEBUG) is no level of the logging module's
-        "root": {"handlers": ["stderr"], "level": root_level},
+        "root": {"handlers": list(handlers), "level": root_level},
         # uvicorn's loggers keep no handlers of their own: their records reach the root's
         "loggers": loggers,
     }
 
 
-def configure(log_format: str, level: str) -> None:
+def configure(log_format: str, level: str, log_file: Path | str | None = None) -> None:
     """Set up this process's logging (the command line calls it first thing)."""
-    logging.config.dictConfig(dict_config(log_format, level))
+    logging.config.dictConfig(dict_config(log_format, level, log_file))

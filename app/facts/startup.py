@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 from typing import Any
 
 log = logging.getLogger("loom.facts")
@@ -13,9 +15,29 @@ NO_LLM_LINE = (
 )
 
 
+# set by `serve` for the processes it starts once it has said the line itself
+SAID_ENV = "_LOOM_NO_LLM_SAID"
+
+
 def say_why_facts_wait(settings: Any, llm: Any) -> bool:
-    """One line when no LLM is configured (True when said)."""
-    if llm is not None:
+    """One line when no LLM is configured (True when said), unless `serve` said it for
+    every process it started."""
+    if llm is not None or os.environ.get(SAID_ENV) == "1":
         return False
     log.warning(NO_LLM_LINE)
+    return True
+
+
+def say_once_for_all(settings: Any, env: dict[str, str]) -> bool:
+    """`serve`: say the line once, in its own process, and keep the API processes and the
+    worker it starts (`env`, and this process's own environment for an in-process API)
+    from saying it again."""
+    from app.llm import get_llm_client
+
+    llm = get_llm_client(settings)
+    if llm is not None:
+        asyncio.run(llm.aclose())
+    if not say_why_facts_wait(settings, llm):
+        return False
+    env[SAID_ENV] = os.environ[SAID_ENV] = "1"
     return True

@@ -130,15 +130,28 @@ class UvicornLifecycleFilter(logging.Filter):
         )
 
 
-def uvicorn_log_config(log_level: str) -> dict[str, Any]:
-    """uvicorn's logging config with the lifecycle filter (LOOM_LOG_LEVEL=debug keeps it
-    all). A dict, so the API processes uvicorn spawns configure the same."""
+def uvicorn_log_config(log_level: str, log_file: Path | None = None) -> dict[str, Any]:
+    """Text logs for `serve`'s API processes: uvicorn's own lines as uvicorn writes them,
+    with the lifecycle filter (LOOM_LOG_LEVEL=debug keeps it all), and the app's lines as
+    every other process writes them (`app.core.logs`: stderr, and `log_file` with the
+    access lines, uvicorn's lines included). A dict, so the API processes uvicorn spawns
+    configure the same."""
     from uvicorn.config import LOGGING_CONFIG
 
+    from app.core import logs
+
     config = copy.deepcopy(LOGGING_CONFIG)
+    ours = logs.dict_config("text", log_level, log_file)
+    config["formatters"].update(ours["formatters"])
+    config["filters"] = dict(ours["filters"])
+    config["handlers"].update(ours["handlers"])
+    config["root"] = ours["root"]
+    config["loggers"]["mcp"] = ours["loggers"]["mcp"]
     if log_level.lower() not in ("debug", "trace"):
-        config["filters"] = {"lifecycle": {"()": f"{__name__}.UvicornLifecycleFilter"}}
+        config["filters"]["lifecycle"] = {"()": f"{__name__}.UvicornLifecycleFilter"}
         config["handlers"]["default"]["filters"] = ["lifecycle"]
+    if log_file is not None:
+        config["loggers"]["uvicorn"]["handlers"].append("file")
     return config
 
 

@@ -53,7 +53,12 @@ from app.jobs.service import enqueue_compression
 from app.llm.errors import LLMError
 from app.llm.summarise import summarise
 from app.memory.errors import StaleMemoryState
-from app.memory.service import CompressionPlan, apply_compression, plan_compression
+from app.memory.service import (
+    CompressionPlan,
+    CompressionRange,
+    apply_compression,
+    plan_compression,
+)
 from app.memory.summariser import SummaryDraft
 from app.sessions import repository as sessions_repository
 from app.sessions.schemas import SessionConfig
@@ -91,13 +96,28 @@ def _first_batch(plan: CompressionPlan, n: int) -> CompressionPlan:
     return dataclasses.replace(plan, ranges=plan.ranges[:n], policy_plan=policy_plan)
 
 
-def _tokens_saved(plan: CompressionPlan, drafts: list[SummaryDraft]) -> int:
-    covered = sum(
-        count_message(m.get("role", ""), m.get("content"), m.get("tool_calls"))
-        for r in plan.ranges
-        for m in r.messages
+def _covered_tokens(r: CompressionRange) -> int:
+    return sum(
+        count_message(m.get("role", ""), m.get("content"), m.get("tool_calls")) for m in r.messages
     )
+
+
+def _tokens_saved(plan: CompressionPlan, drafts: list[SummaryDraft]) -> int:
+    covered = sum(_covered_tokens(r) for r in plan.ranges)
     return max(0, covered - sum(d.token_count for d in drafts))
+
+
+def worth_writing(plan: CompressionPlan, drafts: list[SummaryDraft]) -> int:
+    """How many of the plan's leading ranges to replace by their summaries: up to the first
+    whose summary is the heuristic fallback and is not shorter than the messages it would
+    replace (two short turns make a longer heuristic summary: its header, "User said: ...",
+    "Assistant replied: ..."). Those messages stay in L1 until later turns make a range
+    whose summary saves tokens. An LLM summary is kept whatever its length: it was paid
+    for, and asking again would cost as much."""
+    for i, (r, d) in enumerate(zip(plan.ranges, drafts, strict=True)):
+        if d.method == "heuristic" and d.token_count >= _covered_tokens(r):
+            return i
+    return len(plan.ranges)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -144,6 +164,12 @@ async def run_compression(
         )
         if lease_lost(ctx):  # another worker runs this job now (app/jobs/lease.py)
             raise LeaseLost
+        keep = worth_writing(plan, drafts)
+        last = keep < len(plan.ranges)  # the rest waits for more messages: stop after this
+        if last:
+            if keep == 0 and not plan.snapshot_l2:
+                return outcome
+            plan, drafts = _first_batch(plan, keep), drafts[:keep]
         async with sessionmaker() as db:
             row = await sessions_repository.get(db, tenant_id, session_id)
             if row is None:
@@ -163,6 +189,8 @@ async def run_compression(
         for d in drafts:
             outcome.methods[d.method] = outcome.methods.get(d.method, 0) + 1
             metrics.SUMMARIES.labels(method=d.method).inc()
+        if last:
+            return outcome
     return outcome
 
 

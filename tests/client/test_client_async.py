@@ -14,7 +14,11 @@ from loom_client.models import HeartbeatEvent, PutEvent, ReadyEvent, SharedMemor
 async def test_session_life_cycle(aloom: AsyncLoomClient) -> None:
     session = await aloom.create_session(config={"l1_max_messages": 2})
     sid = session.id
-    turns = [{"role": "user", "content": f"step {i} of the harbour survey"} for i in range(5)]
+    # long enough that a summary of the older turns is shorter than they are
+    survey = "sounding the depth at the north pier, " * 8
+    turns = [
+        {"role": "user", "content": f"step {i} of the harbour survey: {survey}"} for i in range(5)
+    ]
     first = await aloom.append_messages(sid, turns, idempotency_key="batch-1")
     again = await aloom.append_messages(sid, turns, idempotency_key="batch-1")
     assert (first.last_seq, first.replayed, again.last_seq, again.replayed) == (5, False, 5, True)
@@ -24,7 +28,7 @@ async def test_session_life_cycle(aloom: AsyncLoomClient) -> None:
     assert set(ctx) == {"system", "messages", "tools"}
     openai_ctx = await aloom.context(sid, format="openai")
     assert set(openai_ctx) == {"messages"}
-    assert openai_ctx["messages"][-1]["content"] == "step 4 of the harbour survey"
+    assert openai_ctx["messages"][-1]["content"] == turns[-1]["content"]
 
     found = await aloom.search_session(sid, "harbour survey", limit=2)
     assert len(found.results) == 2

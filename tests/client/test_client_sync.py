@@ -28,7 +28,13 @@ from loom_client.models import (
 
 from tests.client.conftest import TenantKeys
 
-TURNS = [f"turn {i}: the lighthouse keeper logs the storm" for i in range(1, 8)]
+# long enough that a summary of the older turns is shorter than they are (a heuristic
+# summary that is not shorter is never written: tests/jobs/test_compression_not_longer.py)
+TURNS = [
+    f"turn {i}: the lighthouse keeper logs the storm; "
+    + "the wind backs west and the lamp holds through the night, " * 4
+    for i in range(1, 8)
+]
 
 
 def test_session_life_cycle(loom: LoomClient) -> None:
