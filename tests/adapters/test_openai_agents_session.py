@@ -330,6 +330,21 @@ async def test_runner_with_the_built_context(aloom: AsyncLoomClient, fake_llm: F
     assert [i.get("role") for i in history] == ["user", "assistant"] * 6
 
 
+async def test_a_loom_session_deleted_elsewhere_is_replaced(
+    aloom: AsyncLoomClient, arest: httpx.AsyncClient
+):
+    session = LoomSession("erased", aloom)
+    await session.add_items([{"role": "user", "content": "first"}])
+    old_id = await session.loom_session_id()
+    assert (await arest.delete(f"/v1/sessions/{old_id}")).status_code == 204
+    assert await session.get_items() == []
+    await session.add_items([{"role": "user", "content": "second"}])
+    new_id = await session.loom_session_id()
+    assert new_id is not None and new_id != old_id
+    assert await session.get_items() == [{"role": "user", "content": "second"}]
+    assert [m["content"] for m in await messages(arest, new_id)] == ["second"]
+
+
 def test_a_session_id_is_required(aloom: AsyncLoomClient):
     with pytest.raises(ValueError, match="non-empty"):
         LoomSession("", aloom)

@@ -270,7 +270,15 @@ class LoomSession:
             return
         messages = [item_to_message(_as_mapping(i)) for i in items]
         session_id = await self._session_for_write()
-        for start in range(0, len(messages), APPEND_BATCH):
+        try:
+            await self.client.append_messages(session_id, messages[:APPEND_BATCH])
+        except NotFound:
+            # the Loom session was deleted behind the mapping (an erasure, another client):
+            # forget it and start a new one
+            await self._forget(session_id)
+            session_id = await self._session_for_write()
+            await self.client.append_messages(session_id, messages[:APPEND_BATCH])
+        for start in range(APPEND_BATCH, len(messages), APPEND_BATCH):
             await self.client.append_messages(session_id, messages[start : start + APPEND_BATCH])
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -393,6 +401,17 @@ class LoomSession:
                 raise
             return mapping[0]
         return new_id
+
+    async def _forget(self, loom_id: str) -> None:
+        """Delete the mapping if it still points at `loom_id`."""
+        mapping = await self._mapping()
+        if mapping is not None and mapping[0] == loom_id:
+            try:
+                await self.client.delete_shared_memory(
+                    MAPPING_NAMESPACE, self._key, if_match=mapping[1]
+                )
+            except (NotFound, Conflict, PreconditionFailed):
+                pass  # changed meanwhile: whatever it points at now is used
 
     async def _drop(self, loom_id: str, version: int) -> bool:
         try:
