@@ -3,6 +3,8 @@ scripts/install-chromium (run by scripts/test) does on a machine without chromiu
 what `serve` logs where."""
 
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -15,6 +17,8 @@ import httpx
 import pytest
 
 from app.auth.keys import generate_key
+from app.eval import cli as eval_cli
+from app.eval.locomo_data import data_file, load_samples
 from app.facts.startup import NO_LLM_LINE
 from app.launcher import cli
 from app.version import VERSION
@@ -218,3 +222,34 @@ def test_console_screenshots_leave_the_committed_pngs_alone_unless_asked(tmp_pat
     assert docs == ROOT / "docs" / "console" and any(docs.glob("*.png"))
     with pytest.raises(SystemExit):  # one or the other
         shots.parse(["--update-docs", "--out", str(tmp_path)])
+
+
+def test_the_readme_eval_command_works_from_a_clone(tmp_path):
+    """The README's LoCoMo command as written: run from the clone through scripts/loom-memory
+    (no `loom-memory` on PATH needed), on the file the README says to fetch; its samples
+    are the development half; without the file it says where the data comes from."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Measuring the memory") :]
+    block = re.search(r"^```bash\n(.*?)^```$", section, re.S | re.M)
+    assert block is not None
+    command = next(c for c in block[1].replace("\\\n", " ").splitlines() if "eval locomo" in c)
+    argv = shlex.split(command)
+    assert argv[:3] == ["./scripts/loom-memory", "eval", "locomo"]
+    assert os.access(ROOT / argv[0], os.X_OK)
+    args = eval_cli.parse(argv[3:])
+    fetched = next(c for c in block[1].splitlines() if c.startswith("curl "))
+    assert f"-o {args.data} " in fetched.replace("-sSfLo ", "-o ")
+    shared = ROOT.parent / "shared" / "data" / "locomo-dev"
+    if shared.is_dir():  # beside the clone here and in CI: its file is the same half
+        samples = load_samples(data_file(shared), set(args.samples.split(",")))
+        assert len(samples) == 5 and sum(len(s.questions) for s in samples) == 997
+    missing = subprocess.run(
+        [sys.executable, "-m", "app.launcher.cli", *argv[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.startswith(f"LoCoMo data not found: {args.data} (the file is ")
+    assert "github.com/snap-research/LoCoMo" in missing.stderr

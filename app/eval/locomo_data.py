@@ -83,7 +83,11 @@ def data_file(arg: str | Path) -> Path:
     if path.is_dir():
         path = path / DATA_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"LoCoMo data not found: {path}")
+        raise FileNotFoundError(
+            f"LoCoMo data not found: {path} (the file is data/locomo10.json of "
+            f"https://github.com/snap-research/LoCoMo, CC BY-NC 4.0: README, "
+            f'"Measuring the memory")'
+        )
     return path
 
 
