@@ -6,11 +6,12 @@ the item and its version row (actor: extraction, the session's agent):
 - add: a new fact, valid from its event time (else when it was said), with its
   provenance;
 - invalidate: the target stops being true when the candidate became true, and the
-  candidate is added as its successor; a candidate older than the target never
-  overrides it: it is added as history, valid from its own time until the target's, and
-  the facts the target had replaced are cut where the candidate began;
+  candidate is added as its successor; a candidate older than the target (like with
+  like: `app.facts.timeline.is_older`) never overrides it: it is added as history,
+  fitted into the timeline of the facts the target replaced (`fit_in_timeline`);
 - update: the target is rewritten and takes effect from the candidate's time; an older
-  candidate only adds its messages to the target's provenance (`confirm`);
+  candidate with the same text only adds its messages to the target's provenance
+  (`confirm`), with another text it is history of its own (never support);
 - confirm (a NONE naming the fact): the candidate's messages join the provenance.
 
 The watermark check and advance (or a failed range's) are the caller's `commit_point`.
@@ -35,7 +36,7 @@ from app.facts.policy import (
     earlier_candidate,
     successions,
 )
-from app.facts.timeline import merge_sources, older_than_target
+from app.facts.timeline import Said, fit_in_timeline, is_older, merge_sources, said_of
 from app.knowledge import repository as items_repo
 from app.knowledge.scopes import Scope
 from app.knowledge.service import enforce_max_items, token_cost
@@ -87,6 +88,18 @@ class Applied:
 
 
 CommitPoint = Callable[[AsyncSession], Awaitable[None]]
+
+
+def _older(c: Candidate, target: MemoryItem) -> bool:
+    """Like with like (`app.facts.timeline.is_older`)."""
+    return is_older(
+        Said(c.valid_from, c.stated_at),
+        said_of(target.valid_from, target.stated_at, target.created_at),
+    )
+
+
+def _same_text(a: str | None, b: str | None) -> bool:
+    return " ".join((a or "").lower().split()) == " ".join((b or "").lower().split())
 
 
 def _when(t: datetime) -> str:
@@ -162,10 +175,13 @@ class _Batch:
         return item
 
     async def invalidate(self, c: Candidate, target: MemoryItem) -> MemoryItem:
-        if older_than_target(c.valid_from, target.valid_from):
+        if _older(c, target):
             return await self.history(c, target)
         item = await self.add(c)
-        target.invalid_at, target.superseded_by = c.valid_from, item.id
+        # a later statement whose event time is before the target's start (the target's
+        # time was only when it was typed): the target never held (no negative validity)
+        end = max(c.valid_from, target.valid_from or c.valid_from)
+        target.invalid_at, target.superseded_by = end, item.id
         await self.bump(
             target,
             "invalidate",
@@ -176,35 +192,44 @@ class _Batch:
         return item
 
     async def history(self, c: Candidate, target: MemoryItem) -> MemoryItem:
-        """An older statement: true from its own time until the target's."""
-        assert target.valid_from is not None
+        """An older statement of another value: a fact of its own, fitted into the
+        timeline of the facts the target replaced (issue 37): true from its own time
+        until the next one began, and the one holding then ends where it began."""
+        chain = await repo.chain_of(self.db, self.tenant_id, target)
+        by_id = {f.id: f for f in chain}
+        slot = fit_in_timeline(
+            c.valid_from,
+            [(f.id, f.valid_from or f.created_at, f.invalid_at) for f in chain],
+        )
+        successor = by_id[slot.successor]
         item = await self.add(
             c,
-            invalid_at=target.valid_from,
-            superseded_by=target.id,
+            invalid_at=slot.until,
+            superseded_by=successor.id,
             reason=(
-                f"older than fact {target.id} (true from {_when(target.valid_from)}): kept as "
-                "history"
+                f"older than fact {successor.id} (true from {_when(slot.until)}): kept as history"
             ),
         )
         self.out.history += 1
-        for p in await repo.predecessors(self.db, self.tenant_id, target.id):
-            if p.id == item.id or p.valid_from is None or p.invalid_at is None:
-                continue
-            if p.valid_from <= c.valid_from < p.invalid_at:
-                p.invalid_at, p.superseded_by = c.valid_from, item.id
-                await self.bump(
-                    p,
-                    "invalidate",
-                    f"contradicted by {_said(self.session_id, c.seqs)}"
-                    f" (fact {item.id}, true from {_when(c.valid_from)})",
-                )
-                self.out.invalidated += 1
+        if slot.cut is not None:
+            p = by_id[slot.cut]
+            p.invalid_at, p.superseded_by = c.valid_from, item.id
+            await self.bump(
+                p,
+                "invalidate",
+                f"contradicted by {_said(self.session_id, c.seqs)}"
+                f" (fact {item.id}, true from {_when(c.valid_from)})",
+            )
+            self.out.invalidated += 1
         return item
 
     async def update(self, c: Candidate, target: MemoryItem, text: str) -> MemoryItem:
-        if older_than_target(c.valid_from, target.valid_from):
-            return await self.confirm(c, target, older=True)
+        if _older(c, target):
+            if _same_text(c.text, target.text):
+                return await self.confirm(c, target, older=True)
+            # an older statement of another value is never support of this one (issue
+            # 37: "I work as a nurse" confirmed "I now teach"): it is history of its own
+            return await self.history(c, target)
         text = text.strip()
         target.text, target.token_cost = text, token_cost(FACT_KIND, text, None)
         target.importance = c.importance

@@ -537,16 +537,23 @@ async def replaced_any(
     return {r[0] for r in rows}
 
 
-async def predecessors(
-    db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID
-) -> list[MemoryItem]:
-    """The facts `item_id` replaced, row-locked (an older statement may cut them)."""
-    rows = await db.execute(
-        sa.select(MemoryItem)
-        .where(M.tenant_id == tenant_id, M.superseded_by == item_id)
-        .with_for_update()
-    )
-    return list(rows.scalars())
+async def chain_of(db: AsyncSession, tenant_id: uuid.UUID, item: MemoryItem) -> list[MemoryItem]:
+    """`item` and every fact it replaced, directly or through others (their
+    `superseded_by` chain), row-locked: the timeline an older statement is fitted into."""
+    out: dict[uuid.UUID, MemoryItem] = {item.id: item}
+    frontier = [item.id]
+    while frontier:
+        rows = await db.execute(
+            sa.select(MemoryItem)
+            .where(M.tenant_id == tenant_id, M.superseded_by.in_(frontier))
+            .with_for_update()
+        )
+        frontier = []
+        for r in rows.scalars():
+            if r.id not in out:
+                out[r.id] = r
+                frontier.append(r.id)
+    return list(out.values())
 
 
 async def stale_extractions(

@@ -2,8 +2,10 @@
 
 - `time_order`: candidates of a batch in the order their facts became true, so one batch
   and ten batches of the same conversation give the same facts and history.
-- `older_than_target`: a candidate that became true before the fact it would change never
-  overrides it; it is kept as history, valid from its own time until the newer fact's.
+- `is_older` (issue 37): which of two statements is the older, like with like (event
+  times when both have one, else when each was said); the older never overrides the
+  newer: it is kept as history, fitted into the key's timeline (`fit_in_timeline`).
+  (`older_than_target` is the issue-27 rule on `valid_from` alone.)
 - `merge_sources`: provenance accumulates ([{session_id, seqs}], one entry per session).
 - `parse_event_time`: the model's "when it happened", resolved against the message date.
 - `version_at`: the version of an item in effect at a time (`as_of`), from its versions.
@@ -31,6 +33,67 @@ def time_order(keys: Sequence[tuple[datetime, datetime, int]]) -> list[int]:
 def older_than_target(candidate_from: datetime, target_from: datetime | None) -> bool:
     """The candidate became true before the target did (it may not override it)."""
     return target_from is not None and candidate_from < target_from
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """A fact's times for comparing two statements like with like (issue 37): when it
+    became true, when it was said, and whether the first is an event time (known, not
+    just the moment it was said or typed)."""
+
+    valid_from: datetime
+    said: datetime
+
+    @property
+    def event(self) -> bool:
+        return self.valid_from != self.said
+
+
+def said_of(valid_from: datetime | None, stated_at: datetime | None, created_at: datetime) -> Said:
+    """An item's `Said`: a hand-written item was said when it was written."""
+    said = stated_at or created_at
+    return Said(valid_from or said, said)
+
+
+def is_older(candidate: Said, target: Said) -> bool:
+    """The candidate is the older statement (it may not override the target): by event
+    times when both have one, else by when each was said (issue 37: a hand-typed "resides
+    in Vienna" with no event time no longer beats "I moved to Rome last week" said after
+    it)."""
+    if candidate.event and target.event:
+        return candidate.valid_from < target.valid_from
+    if candidate.said != target.said:
+        return candidate.said < target.said
+    return candidate.valid_from < target.valid_from
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """Where an older statement fits in a key's timeline: the fact whose validity it cuts
+    (None: none held then), the fact that follows it and when that one began (its end)."""
+
+    cut: Any | None
+    successor: Any
+    until: datetime
+
+
+def fit_in_timeline(
+    start: datetime, chain: Sequence[tuple[Any, datetime, datetime | None]]
+) -> Slot:
+    """The slot of a statement true from `start` in a chain of facts (id, valid_from,
+    invalid_at) that replaced one another, the newest included: it ends where the first
+    fact beginning after it begins, and cuts the fact holding at `start` (issue 37: a
+    late "I lived in Madrid" from day 75 ended at the newest home and overlapped two
+    homes in between). A start after every fact's: it ends at once (the newer statement
+    wins)."""
+    ordered = sorted(chain, key=lambda f: (f[1], str(f[0])))
+    later = [f for f in ordered if f[1] > start]
+    holding = [f for f in ordered if f[1] <= start and (f[2] is None or start < f[2])]
+    cut = holding[-1][0] if holding else None
+    if later:
+        return Slot(cut if cut != later[0][0] else None, later[0][0], later[0][1])
+    newest = ordered[-1]
+    return Slot(None, newest[0], start)
 
 
 def merge_sources(*groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import pytest
 from app.core.config import Settings
 from app.core.tokens import count_text
 from app.main import create_app
-from tests.facts.helpers import extract, scope_facts, talk
+from tests.facts.helpers import extract, scope_facts, seed_facts, talk
 from tests.facts.support import FactModel, Rule, facts_session, facts_settings
 from tests.fakes.llm_server import FakeLLMServer
 from tests.support.api import make_client
@@ -100,25 +100,14 @@ async def small(small_cap_app: Any, tenant: Any) -> AsyncIterator[httpx.AsyncCli
         yield c
 
 
-async def seed(client: httpx.AsyncClient) -> dict[str, str]:
-    """50 unrelated facts and the 3 that will change, each with its key."""
-    ids = {}
+async def seed(client: httpx.AsyncClient, db: Any, tenant: Any) -> None:
+    """50 unrelated facts and the 3 that will change, each with its key, said on
+    2026-01-01 (issue 37 compares when each was said: facts typed today would be newer
+    than the March messages)."""
     facts = [
         (f"The user enjoys {h} at weekends.", f"user.hobby.h{i}") for i, h in enumerate(HOBBIES)
     ] + STORED
-    for text, key in facts:
-        r = await client.post(
-            "/v1/memory-items", json={"scope": "agent", "kind": "fact", "text": text}
-        )
-        assert r.status_code == 201, r.text
-        r = await client.patch(
-            f"/v1/memory-items/{r.json()['id']}",
-            json={"key": key, "valid_from": "2026-01-01T00:00:00Z"},
-            headers={"If-Match": '"1"'},
-        )
-        assert r.status_code == 200, r.text
-        ids[text] = r.json()["id"]
-    return ids
+    await seed_facts(db, tenant.id, "agent/agent-1", facts, "2026-01-01T00:00:00Z")
 
 
 def request_tokens(body: dict[str, Any]) -> int:
@@ -133,12 +122,17 @@ def request_tokens(body: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize("crowded", [False, True], ids=["all_shown", "past_the_cap"])
 async def test_paraphrased_contradictions_among_50_facts_are_all_found(
-    crowded: bool, llm_client: httpx.AsyncClient, small: httpx.AsyncClient, fake_llm: FakeLLMServer
+    crowded: bool,
+    llm_client: httpx.AsyncClient,
+    small: httpx.AsyncClient,
+    fake_llm: FakeLLMServer,
+    db: Any,
+    tenant: Any,
 ) -> None:
     client = small if crowded else llm_client
     model = FactModel(CHANGES)
     fake_llm.respond_with_tools(model)
-    ids = await seed(client)
+    await seed(client, db, tenant)
     sid = await facts_session(client)
     await talk(
         client,
@@ -161,4 +155,3 @@ async def test_paraphrased_contradictions_among_50_facts_are_all_found(
         assert len(shown) == 53
     for req in fake_llm.requests:  # the cap counts what is sent (finding 6)
         assert request_tokens(req.json) <= (CAP if crowded else 8000) + 50, req.tool_name
-    assert ids
