@@ -195,6 +195,19 @@ def test_a_missing_argument_is_a_tool_error(loom: LoomClient):
         tool.call({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/d/e"})
 
 
+@pytest.mark.parametrize("path", ["/memories/trailing ", "/memories/odd\u2065char"])
+def test_a_key_loom_refuses_is_a_tool_error(loom: LoomClient, rest: httpx.Client, path: str):
+    tool = LoomMemoryTool.for_agent(loom)
+    for command in (
+        {"command": "view", "path": path},
+        {"command": "create", "path": path, "file_text": "x"},
+        {"command": "delete", "path": path},
+    ):
+        with pytest.raises(ToolError, match="refused|cannot be stored"):
+            tool.call(command)
+    assert keys(rest) == []
+
+
 def test_scopes_per_agent_and_per_user(loom: LoomClient, rest: httpx.Client):
     mine = LoomMemoryTool.for_agent(loom)
     theirs = LoomMemoryTool.for_agent(loom.with_agent("agent-2"))

@@ -267,6 +267,10 @@ class _Store:
             entry = await self.get(key)
         except NotFound:
             return None
+        except BadRequest as exc:  # a key Loom refuses (its rules, its length)
+            raise ToolError(
+                f"The path {_show(key[len(self.root) + 1 :])} is refused: {exc.message}"
+            ) from exc
         if isinstance(entry, SharedMemoryBlob):
             return File(entry.content.decode("utf-8", errors="replace"), entry.version or 0)
         value = entry.value
@@ -275,7 +279,11 @@ class _Store:
     async def below(self, rel: str) -> list[tuple[str, int]]:
         """(path below `rel`, size) of every file in the directory `rel`."""
         prefix = memory_key(self.root, rel) + "/"
-        return [(k[len(prefix) :], size) for k, size in await self.keys(prefix)]
+        try:
+            found = await self.keys(prefix)
+        except BadRequest as exc:
+            raise ToolError(f"The path {_show(rel)} is refused: {exc.message}") from exc
+        return [(k[len(prefix) :], size) for k, size in found]
 
 
 class _SyncStore(_Store):
