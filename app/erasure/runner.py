@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.core.db import transaction
 from app.erasure import caches, policy
 from app.erasure import repository as repo
+from app.facts.support import release_session
 
 log = logging.getLogger("loom.erasure")
 
@@ -111,6 +112,8 @@ async def erase_session(
         if deps.pause_seconds:
             await asyncio.sleep(deps.pause_seconds)
     async with transaction(deps.sessionmaker) as db:
+        # facts other sessions support stay, without this one (issue 37)
+        await release_session(db, t, session_id)
         await repo.run_combined(db, t, e, repo.SESSION_REST, params)
     await _drop_jobs(deps, t, e, session_id)
     await _step(deps, t, e, *repo.SESSION_ROW, params)

@@ -479,7 +479,8 @@ class MemoryItemVersionPublic(BaseModel):
     version: int
     change: str = Field(
         description="add, update, invalidate, forget, confirm (a statement "
-        "joined its provenance), edit (PATCH), delete or promote."
+        "joined its provenance), edit (PATCH), delete, promote, unsupport (a deleted "
+        "session's support removed) or restore (true again: what replaced it was deleted)."
     )
     text: str | None
     importance: float

@@ -32,7 +32,7 @@ class MemoryItemVersion(SQLModel, table=True):
         tenant_pk("memory_item_versions", "item_id", "version"),
         sa.CheckConstraint(
             "change IN ('add', 'update', 'invalidate', 'forget', 'confirm', "
-            "'edit', 'delete', 'promote')",
+            "'edit', 'delete', 'promote', 'unsupport', 'restore')",
             name="change",
         ),
         # what an erasure of a session finds among the versions (app.erasure)

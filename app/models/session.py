@@ -37,6 +37,7 @@ class Session(SQLModel, table=True):
             "erasure_id",
             postgresql_where=sa.text("erasure_id IS NOT NULL"),
         ),
+        sa.CheckConstraint("status IN ('active', 'ended')", name="status"),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
@@ -57,6 +58,12 @@ class Session(SQLModel, table=True):
             "metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")
         ),
     )
+    # `active`, or `ended` (issue 37: ending flushes the fact extraction; an append reopens)
+    status: str = Field(
+        default="active",
+        sa_column=sa.Column(sa.String(16), nullable=False, server_default="active"),
+    )
+    ended_at: datetime | None = Field(default=None, sa_column=sa.Column(sa.DateTime(timezone=True)))
     # Highest seq handed out; bumped under the row lock so seqs stay gap-free and unique.
     last_seq: int = Field(default=0, sa_column=counter_column(big=True))
     message_tokens: int = Field(default=0, sa_column=counter_column(big=True))
