@@ -253,3 +253,17 @@ def test_the_readme_eval_command_works_from_a_clone(tmp_path):
     assert missing.returncode == 2
     assert missing.stderr.startswith(f"LoCoMo data not found: {args.data} (the file is ")
     assert "github.com/snap-research/LoCoMo" in missing.stderr
+
+
+def test_the_readme_lists_every_mcp_tool():
+    from app.mcp.server import TOOLS
+
+    readme = (ROOT / "README.md").read_text()
+    sentence = readme[readme.index("Its 14 tools:") : readme.index("Connect Claude Code")]
+    listed: set[str] = set()
+    for name in re.findall(r"`([a-z_|]+)`", sentence):
+        first, *others = name.split("|")  # `shared_memory_get|put|list|delete`
+        prefix = first.rsplit("_", 1)[0]
+        listed |= {first, *(f"{prefix}_{other}" for other in others)}
+    served = {spec.fn.__name__ for spec in TOOLS}
+    assert listed == served and len(served) == 14
