@@ -133,6 +133,15 @@ def extraction_trigger(
     return schedule_when_facts_on
 
 
+async def flush_if_on(
+    holder: Any, sessionmaker: async_sessionmaker[AsyncSession], session: Any
+) -> bool:
+    """A session that ends (issue 37): extract now when its facts are on."""
+    if not FactsConfig.from_stored((session.config or {}).get("facts")).enabled:
+        return False
+    return await flush(holder, sessionmaker, session.tenant_id, session.id)
+
+
 async def flush(
     holder: Any,
     sessionmaker: async_sessionmaker[AsyncSession],

@@ -24,7 +24,7 @@ from app.models.memory_state import PRESSURE_SQL
 _APPEND = f"""
 WITH s AS (
   UPDATE sessions SET last_seq = last_seq + $3, message_tokens = message_tokens + $4,
-         updated_at = now()
+         updated_at = now(), status = 'active', ended_at = NULL
   WHERE id = $2 AND tenant_id = $1 AND ($5::text IS NULL OR agent_id = $5)
     AND erasure_id IS NULL
   RETURNING last_seq, agent_id, config, message_tokens),

@@ -2,13 +2,13 @@
 
 import uuid
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core.db import DbDep, read_only
+from app.core.db import DbDep, after_commit, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
     CursorQuery,
@@ -102,10 +102,22 @@ async def update_session(
     body: Annotated[SessionUpdate, Body(openapi_examples=examples.UPDATE)],
     session: SessionDep,
     db: DbDep,
+    state: StateDep,
 ) -> SessionPublic:
-    """Change config fields or replace metadata."""
+    """Change config fields, replace metadata, or end the session (`status: ended`: its
+    fact extraction runs at once; an append reopens it)."""
+    ending = body.status == "ended" and session.status != "ended"
     session = await service.update(db, session, body)
+    if ending:
+        after_commit(db, lambda: end_hook(state, session))
     return service.to_public(session)
+
+
+async def end_hook(state: Any, session: Any) -> None:
+    """A session that ends flushes its fact extraction (issue 37)."""
+    from app.facts.trigger import flush_if_on
+
+    await flush_if_on(state.queue, state.sessionmaker, session)
 
 
 @router.delete(

@@ -1,6 +1,6 @@
 import uuid
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
@@ -136,6 +136,13 @@ class SessionUpdate(BaseModel):
     )
     metadata: dict[str, Any] | None = Field(default=None, description="Replaces the metadata.")
     rom: Any = Field(default=None, description="ROM is frozen at creation: setting it is 409.")
+    status: Literal["active", "ended"] | None = Field(
+        default=None,
+        description=(
+            "`ended`: the conversation is over; its fact extraction runs at once instead "
+            "of waiting for quiet. An append to an ended session reopens it (`active`)."
+        ),
+    )
 
 
 class SessionPublic(BaseModel):
@@ -152,6 +159,11 @@ class SessionPublic(BaseModel):
     )
     created_at: datetime
     updated_at: datetime
+    status: Literal["active", "ended"] = Field(
+        default="active",
+        description="`active`, or `ended` (PATCH `status`; an append reopens the session).",
+    )
+    ended_at: datetime | None = Field(default=None, description="When it was ended.")
 
 
 class SessionList(BaseModel):

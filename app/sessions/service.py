@@ -38,6 +38,8 @@ def to_public(session: Session) -> SessionPublic:
         budget=MemoryConfig.from_stored(session.config).budget,
         created_at=session.created_at,
         updated_at=session.updated_at,
+        status="ended" if session.status == "ended" else "active",
+        ended_at=session.ended_at,
     )
 
 
@@ -91,6 +93,10 @@ async def update(db: AsyncSession, session: Session, body: SessionUpdate) -> Ses
             ) from exc
     if body.metadata is not None:
         session.meta = body.metadata
+    if body.status is not None and body.status != session.status:
+        # issue 37: ending flushes the fact extraction (the router, after commit)
+        session.status = body.status
+        session.ended_at = datetime.now(UTC) if body.status == "ended" else None
     session.updated_at = datetime.now(UTC)
     await db.flush()
     return session
