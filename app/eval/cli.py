@@ -281,12 +281,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.url and not args.key:
         print("--url needs --key (or $LOOM_API_KEY)", file=sys.stderr)
         return 2
-    from loom_client.errors import LoomError
+    from loom_client.errors import LoomConnectionError, LoomError
 
     try:
         with contextlib.ExitStack() as stack:
             url, key = (args.url, args.key) if args.url else stack.enter_context(fresh_server(log))
             result = asyncio.run(evaluate(url, key, args, log))
+    except LoomConnectionError as exc:  # "cannot connect to <url>: is the ... running?"
+        print(f"eval failed: {exc.message}", file=sys.stderr)
+        return 1
     except (httpx.HTTPError, LoomError, RuntimeError, ValueError) as exc:
         print(f"eval failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

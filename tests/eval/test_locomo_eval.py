@@ -184,7 +184,10 @@ def test_bad_arguments_are_refused_before_anything_starts(capsys, tmp_path):
         )
         == 1
     )
-    assert capsys.readouterr().err.startswith("eval failed: ConnectError")
+    # the client's own error (LoomConnectionError), in one line
+    assert capsys.readouterr().err.startswith(
+        "eval failed: cannot connect to http://127.0.0.1:1/v1/me: is the Loom Memory server"
+    )
 
 
 @pytest.mark.skipif(not DEV_DATA.is_dir(), reason="LoCoMo dev data not beside the repo")
