@@ -164,7 +164,13 @@ def run_one(processes: int, rounds: int, clients: int, sessions: int) -> dict[st
     sampler = Sampler(pg.dsn)
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_up(f"{base}/healthz", proc)
+        for _ in range(3):  # 8 processes on 2 busy cores take a while to come up
+            try:
+                wait_up(f"{base}/healthz", proc)
+                break
+            except RuntimeError:
+                if proc.poll() is not None:
+                    raise
         time.sleep(3)  # every process up
         key, sids = asyncio.run(_prepare(base, admin, sessions))
         sampler.start()
