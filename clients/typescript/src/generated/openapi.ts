@@ -585,7 +585,8 @@ export interface paths {
         head?: never;
         /**
          * Change a session's config or metadata
-         * @description Change config fields or replace metadata.
+         * @description Change config fields, replace metadata, or end the session (`status: ended`: its
+         *     fact extraction runs at once; an append reopens it).
          */
         patch: operations["update_session"];
         trace?: never;
@@ -2783,7 +2784,7 @@ export interface components {
             actor_key_id?: string | null;
             /**
              * Change
-             * @description add, update, invalidate, forget, confirm (a statement joined its provenance), edit (PATCH), delete or promote.
+             * @description add, update, invalidate, forget, confirm (a statement joined its provenance), edit (PATCH), delete, promote, unsupport (a deleted session's support removed) or restore (true again: what replaced it was deleted).
              */
             change: string;
             /**
@@ -3496,6 +3497,11 @@ export interface components {
              */
             created_at: string;
             /**
+             * Ended At
+             * @description When it was ended.
+             */
+            ended_at?: string | null;
+            /**
              * Id
              * Format: uuid
              */
@@ -3510,6 +3516,13 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /**
+             * Status
+             * @description `active`, or `ended` (PATCH `status`; an append reopens the session).
+             * @default active
+             * @enum {string}
+             */
+            status?: "active" | "ended";
             /**
              * Updated At
              * Format: date-time
@@ -3585,6 +3598,11 @@ export interface components {
              * @description ROM is frozen at creation: setting it is 409.
              */
             rom?: unknown;
+            /**
+             * Status
+             * @description `ended`: the conversation is over; its fact extraction runs at once instead of waiting for quiet. An append to an ended session reopens it (`active`).
+             */
+            status?: ("active" | "ended") | null;
         };
         /**
          * SharedMemoryEntryPublic
@@ -7615,6 +7633,7 @@ export interface operations {
                      *             }
                      *           },
                      *           "created_at": "2026-11-25T12:00:00Z",
+                     *           "ended_at": "2026-11-25T12:00:00Z",
                      *           "id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
                      *           "memory": {
                      *             "kernel": 1,
@@ -7629,6 +7648,7 @@ export interface operations {
                      *           "metadata": {
                      *             "source": "chat"
                      *           },
+                     *           "status": "active",
                      *           "updated_at": "2026-11-25T12:00:00Z",
                      *           "user_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6"
                      *         }
@@ -7784,6 +7804,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "created_at": "2026-11-25T12:00:00Z",
+                     *       "ended_at": "2026-11-25T12:00:00Z",
                      *       "id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
                      *       "memory": {
                      *         "kernel": 1,
@@ -7798,6 +7819,7 @@ export interface operations {
                      *       "metadata": {
                      *         "source": "chat"
                      *       },
+                     *       "status": "active",
                      *       "updated_at": "2026-11-25T12:00:00Z",
                      *       "user_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6"
                      *     }
@@ -7948,6 +7970,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "created_at": "2026-11-25T12:00:00Z",
+                     *       "ended_at": "2026-11-25T12:00:00Z",
                      *       "id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
                      *       "memory": {
                      *         "kernel": 1,
@@ -7962,6 +7985,7 @@ export interface operations {
                      *       "metadata": {
                      *         "source": "chat"
                      *       },
+                     *       "status": "active",
                      *       "updated_at": "2026-11-25T12:00:00Z",
                      *       "user_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6"
                      *     }
@@ -8217,6 +8241,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "created_at": "2026-11-25T12:00:00Z",
+                     *       "ended_at": "2026-11-25T12:00:00Z",
                      *       "id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
                      *       "memory": {
                      *         "kernel": 1,
@@ -8231,6 +8256,7 @@ export interface operations {
                      *       "metadata": {
                      *         "source": "chat"
                      *       },
+                     *       "status": "active",
                      *       "updated_at": "2026-11-25T12:00:00Z",
                      *       "user_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6"
                      *     }
