@@ -38,7 +38,7 @@ FILLER_TEXT = "(Earlier conversation is summarised in the system prompt.)"
 
 
 class RecallSource(Protocol):
-    """Where automatic recall searches (`app.context.recall`): the session's swap."""
+    """Where automatic recall searches (`app.context.swap_recall`): the session's swap."""
 
     config: RecallConfig
 

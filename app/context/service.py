@@ -6,8 +6,8 @@ from typing import Any
 
 from app.auth.caller import Caller
 from app.context import builder, manifest_service
-from app.context.recall import SwapRecall, recall_config
 from app.context.schemas import ContextRequest
+from app.context.swap_recall import SwapRecall, recall_config
 from app.facts.block import facts_as_of, facts_query
 from app.memory.repository import CONTEXT
 from app.memory.state import load

@@ -4,7 +4,7 @@ The runner publishes one "erase" event per erased session (and per erased agent 
 the shared-memory channel every API process listens to (`app.shared_memory.runtime`);
 each process then drops, for those sessions, the shared-memory tier's entries of their
 `session` scope (offloaded tool results included), the context builds' recall reads
-(`app.context.recall`) and the heuristic stand-ins of their summaries
+(`app.context.swap_recall`) and the heuristic stand-ins of their summaries
 (`app.memory.state`); for an agent, its `agent` namespace entries. A process that missed
 the event (subscription down) bypasses and then clears its tier on reconnect, and the other
 caches are only reached through a session lookup, which the tombstone already answers 404.
@@ -46,7 +46,7 @@ async def publish(redis: Any, event: dict[str, Any]) -> None:
 
 def purge(rt: SharedMemoryRuntime, event: dict[str, Any]) -> None:
     """Drop this process's cached copies of what `event` names."""
-    from app.context import recall
+    from app.context import swap_recall as recall
     from app.memory import state
 
     tenant = str(event.get("t"))
