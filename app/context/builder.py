@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from app.context import blocks as block_registry
 from app.core.tokens import content_text, count_message, count_text, encoding
+from app.memory.aggregate import GAP_KEY, Loaded, canonical, record
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
 from app.memory.policy import BlockRecord
@@ -28,7 +29,6 @@ from app.memory.recall import (
     neighbourhood,
     tail,
 )
-from app.memory.state import GAP_KEY, Loaded, canonical, record
 from app.models.message import StoredMessage
 from app.models.session import SessionRow
 
@@ -227,7 +227,7 @@ async def build(
     recall: RecallSource | None = None,
 ) -> Built:
     """Everything a context response needs, within the session's budget, from what
-    `app.memory.state.load` read. `open_db` opens a database session for
+    `app.memory.aggregate.load` read. `open_db` opens a database session for
     the block providers that need one (see `app.context.blocks`); `recall`, when given
     and on, brings old turns back into what is left of the budget."""
     cfg = loaded.cfg

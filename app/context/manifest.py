@@ -36,9 +36,9 @@ import orjson
 from app.context.builder import Built
 from app.context.render import CACHE, RENDERERS
 from app.core.tokens import count_message
+from app.memory.aggregate import GAP_KEY
 from app.memory.layers import kernel_text
 from app.memory.policy import SummaryRecord
-from app.memory.state import GAP_KEY
 
 MANIFEST_VERSION = 1
 FORMATS = ("anthropic", "openai", "raw")

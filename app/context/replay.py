@@ -31,9 +31,9 @@ from app.knowledge import repository as knowledge_repository
 from app.knowledge.packages import block_from_rows
 from app.knowledge.render import learned_block
 from app.memory import repository as memory_repository
+from app.memory.aggregate import Loaded, canonical, gap_draft, memory_config, record
 from app.memory.fit import View
 from app.memory.recall import Recalled
-from app.memory.state import Loaded, canonical, gap_draft, memory_config, record
 from app.memory.summariser import heuristic_summary
 from app.models.memory import MemorySummary
 

@@ -9,8 +9,8 @@ from app.context import builder, manifest_service
 from app.context.schemas import ContextRequest
 from app.context.swap_recall import SwapRecall, recall_config
 from app.facts.block import facts_as_of, facts_query
+from app.memory.aggregate import load
 from app.memory.repository import CONTEXT
-from app.memory.state import load
 from app.state import AppState
 
 

@@ -5,7 +5,7 @@ the shared-memory channel every API process listens to (`app.shared_memory.runti
 each process then drops, for those sessions, the shared-memory tier's entries of their
 `session` scope (offloaded tool results included), the context builds' recall reads
 (`app.context.swap_recall`) and the heuristic stand-ins of their summaries
-(`app.memory.state`); for an agent, its `agent` namespace entries. A process that missed
+(`app.memory.aggregate`); for an agent, its `agent` namespace entries. A process that missed
 the event (subscription down) bypasses and then clears its tier on reconnect, and the other
 caches are only reached through a session lookup, which the tombstone already answers 404.
 """
@@ -47,7 +47,7 @@ async def publish(redis: Any, event: dict[str, Any]) -> None:
 def purge(rt: SharedMemoryRuntime, event: dict[str, Any]) -> None:
     """Drop this process's cached copies of what `event` names."""
     from app.context import swap_recall as recall
-    from app.memory import state
+    from app.memory import aggregate as state
 
     tenant = str(event.get("t"))
     sessions = {str(s) for s in event.get("sessions") or ()}

@@ -8,10 +8,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.core.tokens import count_text
 from app.memory import repository
+from app.memory.aggregate import memory_config
 from app.memory.errors import RomTooLarge
 from app.memory.kernel_service import set_large_result_ref
 from app.memory.layers import rom_text
-from app.memory.state import memory_config
 from app.messages.hooks import AfterAppend, AppendedBatch
 from app.models import Session
 from app.models.memory import MemoryState

@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core import pg
 from app.core.errors import NotFound
 from app.memory import layers, repository
+from app.memory.aggregate import memory_config
 from app.memory.errors import OverBudget
 from app.memory.schemas import KernelPublic
-from app.memory.state import memory_config
 from app.models import Session
 from app.models.memory import MemoryState
 

@@ -38,7 +38,7 @@ from app.models.session import SESSION_ROW_COLUMNS, SessionRow
 
 # A context build reads the newest L1_WINDOW_PER_MESSAGE * l1_max_messages +
 # L1_WINDOW_EXTRA messages (plus the current turn): enough for the FIFO cap and the
-# thresholds; older backlog becomes one pointer (`app.memory.state.trim_window`).
+# thresholds; older backlog becomes one pointer (`app.memory.aggregate.trim_window`).
 L1_WINDOW_PER_MESSAGE = 4
 L1_WINDOW_EXTRA = 16
 

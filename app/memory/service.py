@@ -16,9 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core import pg
 from app.core.errors import BadRequest
 from app.memory import policy, repository
+from app.memory.aggregate import Loaded, load, memory_config
 from app.memory.errors import OverBudget, StaleMemoryState
 from app.memory.repository import oldest
-from app.memory.state import Loaded, load, memory_config
 from app.memory.summariser import SummaryDraft, count_tokens
 from app.models import Session
 from app.models.memory import MemorySnapshot, MemorySummary

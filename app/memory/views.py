@@ -5,8 +5,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core import pg
 from app.jobs.service import compression_status
 from app.memory import policy, repository
+from app.memory.aggregate import load
 from app.memory.schemas import LayerTokens, MemoryPublic, SummaryPublic
-from app.memory.state import load
 from app.models import Session
 
 

@@ -15,7 +15,7 @@ from app.core import pg
 from app.jobs import repository as jobs_repository
 from app.memory import repository
 from app.memory import service as memory_service
-from app.memory.state import load
+from app.memory.aggregate import load
 from app.models import Message, Session
 from app.models.base import row_columns
 from app.models.memory import MemoryState, MemorySummary
