@@ -11,12 +11,12 @@ the API docs is `TAGS`, not this one.
 from fastapi import APIRouter, FastAPI
 
 from app.auth.router import router as auth_router
-from app.context.manifest_router import router as manifests_router
 from app.context.router import router as context_router
 from app.erasure.router import router as erasure_router
 from app.facts.router import router as facts_router
 from app.jobs.router import router as jobs_router
 from app.knowledge.router import router as knowledge_router
+from app.manifests.router import router as manifests_router
 from app.memory.router import router as memory_router
 from app.messages.router import router as messages_router
 from app.portability.router import router as portability_router

@@ -16,8 +16,8 @@ from typing import Any
 from arq import cron  # noqa: F401  (domains add cron jobs below)
 from arq.worker import Worker, create_worker, func
 
-from app.context.manifest_tasks import sweep_context_manifests
-from app.core.config import get_settings
+from app import wiring
+from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
@@ -28,39 +28,56 @@ from app.facts.tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.jobs.followup import run_after_job
 from app.jobs.lease import end_lease, start_lease
 from app.llm.client import get_llm_client
+from app.manifests.tasks import sweep_context_manifests
 from app.memory.tasks import compress_busy_sessions, compress_session
 from app.shared_memory.tasks import cleanup_expired_shared_memory
+from app.state import WORKER_STATE, WorkerState
 
 log = logging.getLogger("loom.worker")
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    # Tests (in-process burst workers) pass their own settings in ctx.
+    """Build the worker's state (`app.state.WorkerState`) once: the same settings,
+    configuration and caches as an API process's lifespan (`app.wiring`). Tests
+    (in-process burst workers) pass their own settings in ctx."""
     settings = ctx.get("settings") or get_settings()
     if not settings.database_url or not settings.redis_url:
         raise RuntimeError("DATABASE_URL and REDIS_URL must be set for the worker")
-    ctx["settings"] = settings
-    ctx["engine"] = create_engine(
-        settings.database_url, pool_size=4, settings=settings, max_overflow=8
-    )
-    ctx["sessionmaker"] = create_sessionmaker(ctx["engine"])
-    ctx["redis_client"] = create_redis(settings.redis_url)
-    ctx["queue"] = Queue(arq_settings(settings.redis_url), settings.queue_name)
-    ctx["llm"] = get_llm_client(settings)  # None = heuristic summaries
-    say_why_facts_wait(settings, ctx["llm"])
-    ctx["cron_state"] = {}  # per worker start (app.memory.tasks.compress_busy_sessions)
+    wiring.configure(settings)
+    engine = create_engine(settings.database_url, pool_size=4, settings=settings, max_overflow=8)
+    redis = create_redis(settings.redis_url)
+    try:
+        state = WorkerState(
+            settings=settings,
+            engine=engine,
+            sessionmaker=create_sessionmaker(engine),
+            redis=redis,
+            queue=Queue(arq_settings(settings.redis_url), settings.queue_name),
+            llm=get_llm_client(settings),  # None = heuristic summaries
+            caches=wiring.caches(redis),
+        )
+    except BaseException:
+        await redis.aclose()
+        await engine.dispose()
+        raise
+    ctx[WORKER_STATE] = state
+    # The fact extraction jobs (app.facts.tasks, issue 37's) still read these keys of ctx,
+    # and `app.core.queue.queue_of` the queue: the same objects as the state's.
+    ctx["settings"], ctx["sessionmaker"], ctx["llm"] = settings, state.sessionmaker, state.llm
+    ctx["queue"] = state.queue
+    say_why_facts_wait(settings, state.llm)
     _start_metrics_server(settings.worker_metrics_port)
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
-    if ctx.get("llm") is not None:
-        await ctx["llm"].aclose()
-    if "queue" in ctx:
-        await ctx["queue"].close()
-    if "redis_client" in ctx:
-        await ctx["redis_client"].aclose()
-    if "engine" in ctx:
-        await ctx["engine"].dispose()
+    state: WorkerState | None = ctx.pop(WORKER_STATE, None)
+    if state is None:
+        return
+    if state.llm is not None:
+        await state.llm.aclose()
+    await state.queue.close()
+    await state.redis.aclose()
+    await state.engine.dispose()
 
 
 async def ping(ctx: dict[str, Any]) -> str:
@@ -83,7 +100,7 @@ def _start_metrics_server(port: int | None) -> None:
         _metrics_started.add(port)
 
 
-def compression_functions(settings: Any) -> list[Any]:
+def compression_functions(settings: Settings) -> list[Any]:
     """The compression job with its timeout/tries from settings (arq retries via Retry);
     keep_result=0 so a finished job never blocks the next enqueue under the same id."""
     return [
@@ -97,7 +114,7 @@ def compression_functions(settings: Any) -> list[Any]:
     ]
 
 
-def facts_functions(settings: Any) -> list[Any]:
+def facts_functions(settings: Settings) -> list[Any]:
     """The fact extraction job (issue 19): retried by its own backoff up to
     LOOM_FACTS_MAX_TRIES, one per session (job id `facts:<session>`)."""
     return [
@@ -111,7 +128,7 @@ def facts_functions(settings: Any) -> list[Any]:
     ]
 
 
-def erasure_functions(settings: Any) -> list[Any]:
+def erasure_functions(settings: Settings) -> list[Any]:
     """The erasure job (issue 28): resumable, so a retry or a rerun after a killed worker
     goes on where the last one stopped; keep_result=0 lets the sweep queue it again."""
     return [
@@ -125,13 +142,13 @@ def erasure_functions(settings: Any) -> list[Any]:
     ]
 
 
-def erasure_cron(settings: Any) -> Any:
+def erasure_cron(settings: Settings) -> Any:
     """The sweep resuming erasures whose runner died, every few seconds."""
     every = max(1, min(30, int(settings.erasure_recovery_seconds // 2) or 1))
     return cron(resume_erasures, second=set(range(0, 60, every)), run_at_startup=True, unique=True)
 
 
-def compression_cron(settings: Any) -> Any:
+def compression_cron(settings: Settings) -> Any:
     """The busy-session pass, every LOOM_COMPRESS_CRON_SECONDS."""
     return cron(
         compress_busy_sessions,

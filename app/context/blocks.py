@@ -29,7 +29,7 @@ log = logging.getLogger("loom.context")
 class ContextBlock:
     """A provider's block. `sources` (what it was made from: ids, versions, scores) and
     `replay` (what re-renders it from those sources, `app.context.replay_blocks`) go into
-    the build's manifest (`app.context.manifest`); neither is shown to the model."""
+    the build's manifest (`app.manifests.record`); neither is shown to the model."""
 
     name: str
     text: str

@@ -119,7 +119,7 @@ def response(
     payload: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The context response (`app.context.schemas.ContextPublic`) as plain data; `extra`:
-    its `context_id`, `recorded` and `manifest` (`app.context.manifest_service.finish`),
+    its `context_id`, `recorded` and `manifest` (`app.manifests.service.finish`),
     `payload`: the format's rendering when already made."""
     view = built.view
     total = built.total_tokens

@@ -1,5 +1,5 @@
 """Replay a recorded build: re-read the sources its manifest names and render the same
-bytes again (`app.context.manifest`), or say what changed or was erased since.
+bytes again (`app.manifests.record`), or say what changed or was erased since.
 
 `load_sources` is the I/O (the memory state, the summaries, messages, facts, memory items
 and learned version the manifest names); `rebuild` is pure: it reassembles the builder's
@@ -20,7 +20,6 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import builder
-from app.context import manifest as manifests
 from app.context.blocks import ContextBlock
 from app.context.render import RENDERERS
 from app.core.errors import Conflict
@@ -30,6 +29,7 @@ from app.facts.policy import fit_text
 from app.knowledge import repository as knowledge_repository
 from app.knowledge.packages import block_from_rows
 from app.knowledge.render import learned_block
+from app.manifests import record as manifests
 from app.memory import repository as memory_repository
 from app.memory.aggregate import Loaded, canonical, gap_draft, memory_config, record
 from app.memory.fit import View

@@ -5,9 +5,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from app.context.manifest_schemas import ManifestPublic
 from app.core.strict import JsonFloat, JsonInt
 from app.facts.times import AS_OF_DOC, AsOf
+from app.manifests.schemas import ManifestPublic
 from app.memory.recall import (
     AUTO_BASE_SHARE,
     AUTO_KEEP,

@@ -5,10 +5,11 @@ import uuid
 from typing import Any
 
 from app.auth.caller import Caller
-from app.context import builder, manifest_service
+from app.context import builder
 from app.context.schemas import ContextRequest
 from app.context.swap_recall import SwapRecall, recall_config
 from app.facts.block import facts_as_of, facts_query
+from app.manifests import service as manifest_service
 from app.memory.aggregate import load
 from app.memory.repository import CONTEXT
 from app.state import AppState
@@ -28,7 +29,7 @@ async def build_and_record(
     state: AppState, caller: Caller, session_id: uuid.UUID, body: ContextRequest | None, fmt: str
 ) -> tuple[builder.Built, dict[str, Any], dict[str, Any] | None]:
     """`build_session_context`, then its `context_id` and manifest
-    (`app.context.manifest_service.finish`): (built, the response's extra fields, the
+    (`app.manifests.service.finish`): (built, the response's extra fields, the
     format's payload when rendered already)."""
     built, extra, payload = await _build(state, caller, session_id, body, fmt)
     assert extra is not None
@@ -44,7 +45,14 @@ async def _build(
 ) -> tuple[builder.Built, dict[str, Any] | None, dict[str, Any] | None]:
     # one round trip reads the session and its memory
     async with state.connection() as conn:
-        loaded = await load(conn, caller.tenant_id, session_id, window=CONTEXT, caller=caller)
+        loaded = await load(
+            conn,
+            caller.tenant_id,
+            session_id,
+            window=CONTEXT,
+            caller=caller,
+            stand_ins=state.caches.stand_ins,
+        )
     session = loaded.session
     recall = recall_config(session.config, body.recall if body is not None else None)
     with (

@@ -12,7 +12,7 @@ from app.models.base import session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class ContextManifest(SQLModel, table=True):
-    """One recorded context build (`app.context.manifest`): ids, versions and hashes of
+    """One recorded context build (`app.manifests.record`): ids, versions and hashes of
     what it was made of, never the content (replay re-reads the sources). Written in the
     build's own request before the response is sent; goes with its session; the worker's
     sweep keeps the newest `LOOM_CONTEXT_MANIFESTS_KEEP` per session for at most

@@ -1,4 +1,4 @@
-"""The diff of two manifests (`app.context.manifest_diff`, pure) on constructed pairs:
+"""The diff of two manifests (`app.manifests.diff`, pure) on constructed pairs:
 from a list of blocks, `b` is made by removing, adding and changing known blocks, and the
 diff must name exactly those, with the token deltas."""
 
@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.context.manifest_diff import diff, diff_blocks
+from app.manifests.diff import diff, diff_blocks
 
 LAYERS = ("rom", "kernel", "block", "l2", "recalled", "promoted", "l1")
 

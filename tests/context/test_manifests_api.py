@@ -9,8 +9,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from app.context import manifest_repository
-from app.context.manifest import payload_bytes
+from app.manifests import repository as manifest_repository
+from app.manifests.record import payload_bytes
 from tests.support.api import new_session
 
 TURNS = [

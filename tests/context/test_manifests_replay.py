@@ -17,9 +17,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.auth.caller import Caller
-from app.context import manifest_repository, manifest_service, replay, service
-from app.context.manifest import FORMATS
+from app.context import replay, service
 from app.context.schemas import ContextRequest, RecallInput
+from app.manifests import repository as manifest_repository
+from app.manifests import service as manifest_service
+from app.manifests.record import FORMATS
 from app.models import Session
 from app.state import app_state
 

@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from app.context.manifest_tasks import sweep_context_manifests
+from app.manifests.tasks import sweep_context_manifests
 from tests.support.api import new_session
 
 TURN = [

@@ -1,4 +1,4 @@
-"""API schemas of context manifests (`app.context.manifest` makes the data)."""
+"""API schemas of context manifests (`app.manifests.record` makes the data)."""
 
 import uuid
 from datetime import datetime

@@ -4,7 +4,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.context import manifest_repository as repo
+from app.manifests import repository as repo
 
 log = logging.getLogger("loom.context")
 

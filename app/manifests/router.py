@@ -8,19 +8,20 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from app.context import manifest_diff, replay
-from app.context import manifest_repository as repo
-from app.context.manifest import FORMATS
-from app.context.manifest_schemas import (
+from app.context import replay
+from app.core.db import DbDep
+from app.core.errors import ERROR_RESPONSES, NotFound
+from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
+from app.manifests import diff as manifest_diff
+from app.manifests import repository as repo
+from app.manifests.record import FORMATS
+from app.manifests.schemas import (
     ContextDiffPublic,
     ContextList,
     ContextSummaryPublic,
     ManifestPublic,
     ReplayPublic,
 )
-from app.core.db import DbDep
-from app.core.errors import ERROR_RESPONSES, NotFound
-from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
 from app.models import Session
 from app.sessions.deps import SessionDep
 

@@ -2,7 +2,7 @@
 `manifest: true`) or recorded (`config.audit` of the session, or `record: true`).
 
 Storage (decision, issue 30): one compact row (`context_manifests`: ids, versions, hashes,
-no content; the manifest in its stored form, `app.context.manifest.record`, as `json`)
+no content; the manifest in its stored form, `app.manifests.record.record`, as `json`)
 inserted on the hot paths' pool before the build's response is sent, the rows of
 concurrent builds in one statement (`GroupWriter`). Nothing to flush later, nothing lost
 on a kill -9 of the API once a client has its answer, and no second copy of the data in
@@ -20,12 +20,12 @@ from typing import Any
 import asyncpg
 import orjson
 
-from app.context import manifest as manifests
-from app.context import manifest_repository as repo
 from app.context.builder import Built
 from app.context.render import RENDERERS
 from app.context.schemas import ContextRequest
 from app.core.pg import dumps
+from app.manifests import record as manifests
+from app.manifests import repository as repo
 from app.models.base import time_ordered_id
 from app.sessions.access import SessionNotFound
 from app.state import AppState
@@ -113,7 +113,7 @@ async def finish(
     # as the rest of the manifest. A manifest returned in the response has all three.
     stored = _record(built, body, fmt, payload, manifests.FORMATS if wanted else (fmt,))
     if record:
-        await writer_for(state).write(
+        await state.manifest_writer.write(
             state,
             repo.NewRow(
                 context_id,
@@ -228,9 +228,3 @@ class GroupWriter:
                 done.set_exception(failed)
 
 
-_WRITERS: dict[int, GroupWriter] = {}
-
-
-def writer_for(state: AppState) -> GroupWriter:
-    """The group writer of one app (its pool): rows of two apps in one process never mix."""
-    return _WRITERS.setdefault(id(state.pg), GroupWriter())

@@ -16,8 +16,8 @@ import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.context import manifest as manifests
 from app.core.partitions import FAN_OUT
+from app.manifests import record as manifests
 from app.models.base import table_of
 from app.models.context_manifest import ContextManifest
 
@@ -48,7 +48,7 @@ class ManifestRow:
     manifest: dict[str, Any]
 
 
-# Many rows in one statement (the group write of `app.context.manifest_service`), the same
+# Many rows in one statement (the group write of `app.manifests.service`), the same
 # commit without waiting for the flush.
 _INSERT_MANY = (
     "WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)) "
@@ -105,7 +105,7 @@ async def insert_many(conn: asyncpg.Connection, rows: list[NewRow]) -> None:
 
 
 def row_of(r: Any) -> ManifestRow:
-    """A row with its manifest in full (stored compact: `app.context.manifest.record`)."""
+    """A row with its manifest in full (stored compact: `app.manifests.record.record`)."""
     manifest = manifests.expand(
         r.manifest,
         context_id=str(r.id),

@@ -506,7 +506,7 @@ def decisions_of(built: Built) -> list[dict[str, Any]]:
 
 
 def record(built: Built, *, sha256: Mapping[str, str], config_sha256: str) -> dict[str, Any]:
-    """The manifest as stored (`app.context.manifest_repository`): without what its row's
+    """The manifest as stored (`app.manifests.repository`): without what its row's
     columns hold (context, session, time, format, budget, total tokens), plain L1 messages
     as `[seq, role, tokens]`, other blocks without their default keys. A recorded build
     stores about a third of the full form, below PostgreSQL's compression threshold."""
@@ -535,7 +535,7 @@ def expand(
     budget: int,
     total_tokens: int,
 ) -> dict[str, Any]:
-    """The full manifest (`app.context.manifest_schemas.ManifestPublic`) of a stored one
+    """The full manifest (`app.manifests.schemas.ManifestPublic`) of a stored one
     and its row's columns."""
     return {
         "manifest_version": stored["manifest_version"],
