@@ -10,7 +10,7 @@ here, so nothing depends on which module was imported first:
   the batches they apply to); jobs schedule compression from the append's pressure row,
   and facts their extraction (both after commit);
 - context blocks: the facts block (right after ROM and Kernel), the user's earlier
-  conversations (`app.users.recall`), the knowledge block, then
+  conversations (`app.users.earlier_conversations`), the knowledge block, then
   the learned block (the last is dropped first when the budget is short; all of them
   before L1 is cut).
 
@@ -38,7 +38,7 @@ from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend, all_of
 from app.shared_memory import offload
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import Hooks
-from app.users import recall as user_recall
+from app.users import earlier_conversations as user_recall
 
 # a connection of the hot paths' asyncpg pool (`app.core.pg.connection`)
 Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]

@@ -20,7 +20,7 @@ from app.memory.aggregate import GAP_KEY, Loaded, canonical, record
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
 from app.memory.policy import BlockRecord
-from app.memory.recall import (
+from app.memory.recall_choice import (
     MIN_RECALL_TOKENS,
     RecallConfig,
     Recalled,
@@ -157,7 +157,7 @@ def newest_user_text(rows: Sequence[StoredMessage]) -> str:
 async def _recall(
     source: RecallSource, loaded: Loaded, shown: set[int], l1_from: int | None, free: int
 ) -> tuple[Recalled, str, dict[int, StoredMessage]] | None:
-    """Recall within `free` tokens (`app.memory.recall`): what was chosen, the query and
+    """Recall within `free` tokens (`app.memory.recall_choice`): what was chosen, the query and
     the chosen rows; None when there is no room, no query or nothing to recall."""
     cfg = source.config
     tokens = cfg.tokens(loaded.cfg.budget, free)

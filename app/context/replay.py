@@ -33,8 +33,8 @@ from app.manifests import record as manifests
 from app.memory import repository as memory_repository
 from app.memory.aggregate import Loaded, canonical, gap_draft, memory_config, record
 from app.memory.fit import View
-from app.memory.recall import Recalled
-from app.memory.summariser import heuristic_summary
+from app.memory.heuristic_summariser import heuristic_summary
+from app.memory.recall_choice import Recalled
 from app.models.memory import MemorySummary
 
 

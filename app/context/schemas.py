@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from app.core.strict import JsonFloat, JsonInt
 from app.facts.times import AS_OF_DOC, AsOf
 from app.manifests.schemas import ManifestPublic
-from app.memory.recall import (
+from app.memory.recall_choice import (
     AUTO_BASE_SHARE,
     AUTO_KEEP,
     AUTO_MAX_SHARE,

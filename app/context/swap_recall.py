@@ -1,4 +1,4 @@
-"""Automatic recall's reads (the I/O edge of `app.memory.recall`): the session's swap
+"""Automatic recall's reads (the I/O edge of `app.memory.recall_choice`): the session's swap
 searched with the conversation-aware ranking, and the messages around the hits.
 
 Each read takes a connection of the hot paths' pool for itself, and only when the build
@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from app.memory.recall import RecallConfig
+from app.memory.recall_choice import RecallConfig
 from app.search import repository as search_repository
 from app.search import service as search_service
 from app.search.deps import options_for

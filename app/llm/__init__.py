@@ -1,4 +1,5 @@
-"""LLM access: provider clients (`client`), errors, and the summariser (`summarise`)."""
+"""LLM access: provider clients (`client`) and their errors. The LLM summaries of message
+ranges are memory's (`app.memory.llm_summariser`)."""
 
 from app.llm.client import LLMClient, get_llm_client
 from app.llm.errors import LLMError

@@ -16,7 +16,7 @@ from app.core.db import transaction
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA, INT64_MAX
 from app.mcp.calls import call_of, ok
 from app.mcp.registry import ToolSpec
-from app.shared_memory import etag, service, views
+from app.shared_memory import etag, responses, service
 from app.shared_memory.keys import MAX_KEY_CHARS, MAX_SCOPE_CHARS, Namespace
 from app.shared_memory.schemas import SharedMemoryKeyList, SharedMemoryPut
 from app.shared_memory.ttl import TtlSeconds
@@ -84,7 +84,7 @@ async def shared_memory_get(
     state = call.state
     loaded = await service.read(
         partial(transaction, state.read_sessionmaker),
-        views.runtime_of(state),
+        responses.runtime_of(state),
         call.caller,
         namespace,
         key,
@@ -120,10 +120,10 @@ async def shared_memory_put(
         addr = await service.resolve(db, call.caller, namespace, key, scope_id)
         loaded, created = await service.write(
             db,
-            views.runtime_of(state),
+            responses.runtime_of(state),
             call.caller,
             addr,
-            views.dump_json(body.value),
+            responses.dump_json(body.value),
             content_type="application/json",
             metadata=body.metadata,
             ttl_seconds=body.ttl_seconds,
@@ -149,7 +149,9 @@ async def shared_memory_list(
 ) -> CallToolResult:
     call = call_of(ctx)
     async with transaction(call.state.sessionmaker) as db:
-        page = await views.list_keys(db, call.caller, namespace, scope_id, prefix, limit, cursor)
+        page = await responses.list_keys(
+            db, call.caller, namespace, scope_id, prefix, limit, cursor
+        )
     return ok(SharedMemoryKeyList.model_validate(page))
 
 
@@ -166,7 +168,7 @@ async def shared_memory_delete(
         addr = await service.resolve(db, call.caller, namespace, key, scope_id)
         version = await service.delete(
             db,
-            views.runtime_of(state),
+            responses.runtime_of(state),
             call.caller,
             addr,
             if_match=_if_match(if_version),

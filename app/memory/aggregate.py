@@ -13,9 +13,9 @@ import asyncpg
 
 from app.auth.caller import Caller
 from app.memory import repository
+from app.memory.heuristic_summariser import SummaryDraft, count_tokens, heuristic_summary
 from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
 from app.memory.repository import ALL_L1, CONTEXT, Window
-from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
 from app.models.memory_state import StateRow
 from app.models.memory_summary import SummaryRow
 from app.models.message import StoredMessage

@@ -13,7 +13,7 @@ from app.core.pagination import (
     page,
 )
 from app.jobs.service import enqueue_compression
-from app.memory import examples, kernel_service, repository, service, tasks, views
+from app.memory import examples, kernel_service, read_models, repository, service, tasks
 from app.memory.schemas import (
     ClearedPublic,
     CompressPublic,
@@ -41,7 +41,7 @@ SchemaName = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,200}$")]
 )
 async def get_memory(session: SessionDep, db: DbDep) -> MemoryPublic:
     """The layers: L1 seqs, L2 summaries, promoted seqs, tokens and usage."""
-    return await views.memory_public(db, session)
+    return await read_models.memory_public(db, session)
 
 
 @router.get(
@@ -110,10 +110,12 @@ async def compress_memory(
                 trigger="api",
                 force=True,
             )
-            return CompressPublic(enqueued=True, memory=await views.memory_public(db, session))
+            return CompressPublic(
+                enqueued=True, memory=await read_models.memory_public(db, session)
+            )
         response.status_code = 200
         return CompressPublic(
-            summaries_written=outcome.summaries, memory=await views.memory_public(db, session)
+            summaries_written=outcome.summaries, memory=await read_models.memory_public(db, session)
         )
     # this request writes nothing the job needs, so it may enqueue now; the pending row is
     # written in its own transaction so GET /memory shows it at once

@@ -18,8 +18,8 @@ from app.core.errors import BadRequest
 from app.memory import policy, repository
 from app.memory.aggregate import Loaded, load, memory_config
 from app.memory.errors import OverBudget, StaleMemoryState
+from app.memory.heuristic_summariser import SummaryDraft, count_tokens
 from app.memory.repository import oldest
-from app.memory.summariser import SummaryDraft, count_tokens
 from app.models import Session
 from app.models.memory import MemorySnapshot, MemorySummary
 from app.models.memory_summary import SummaryRow

@@ -51,15 +51,15 @@ from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
 from app.llm.errors import LLMError
-from app.llm.summarise import summarise
 from app.memory.errors import StaleMemoryState
+from app.memory.heuristic_summariser import SummaryDraft
+from app.memory.llm_summariser import summarise
 from app.memory.service import (
     CompressionPlan,
     CompressionRange,
     apply_compression,
     plan_compression,
 )
-from app.memory.summariser import SummaryDraft
 from app.sessions import repository as sessions_repository
 from app.sessions.schemas import SessionConfig
 

@@ -18,7 +18,7 @@ from app.core.pagination import (
     page,
 )
 from app.erasure import service as erasure_service
-from app.memory.views import layer_tokens, layer_tokens_of_page
+from app.memory.read_models import layer_tokens, layer_tokens_of_page
 from app.sessions import examples, repository, service
 from app.sessions.deps import SessionDep
 from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate

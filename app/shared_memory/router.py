@@ -23,7 +23,7 @@ from app.core import jsonlimits
 from app.core.db import DbDep, transaction
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
-from app.shared_memory import etag, examples, service, views
+from app.shared_memory import etag, examples, responses, service
 from app.shared_memory.errors import ValueTooLarge
 from app.shared_memory.keys import (
     KEY_PATTERN,
@@ -140,7 +140,7 @@ PUT_BODY = {
 )
 async def shared_memory_stats(db: DbDep, caller: CallerDep, request: Request) -> Any:
     """Per namespace: live keys and bytes you can see, reads, writes, tier hits and misses."""
-    return await views.stats(db, views.runtime(request), caller)
+    return await responses.stats(db, responses.runtime(request), caller)
 
 
 @router.get(
@@ -166,9 +166,9 @@ async def watch_shared_memory(
     heartbeat_seconds: Annotated[float | None, Query(ge=0.2, le=300)] = None,
 ) -> StreamingResponse:
     """Stream puts and deletes under `prefix` (agent namespace: only your own keys)."""
-    return await views.watch(
+    return await responses.watch(
         db,
-        views.runtime(request),
+        responses.runtime(request),
         caller,
         request,
         namespace,
@@ -194,7 +194,7 @@ async def list_shared_memory_keys(
     cursor: CursorQuery = None,
 ) -> Any:
     """Keys (without any agent prefix) in key order, cursor-paginated."""
-    return await views.list_keys(db, caller, namespace, scope_id, prefix, limit, cursor)
+    return await responses.list_keys(db, caller, namespace, scope_id, prefix, limit, cursor)
 
 
 @router.put(
@@ -225,7 +225,7 @@ async def put_shared_memory_entry(
     ctype = (request.headers.get("content-type") or "application/octet-stream").strip()
     if ctype.split(";")[0].strip().lower() == "application/json":
         body = _json_body(raw)
-        data = views.dump_json(body.value)
+        data = responses.dump_json(body.value)
         ctype, metadata = "application/json", body.metadata
         ttl = body.ttl_seconds if body.ttl_seconds is not None else ttl_seconds
     else:
@@ -236,7 +236,7 @@ async def put_shared_memory_entry(
     addr = await service.resolve(db, caller, namespace, key, scope_id)
     loaded, created = await service.write(
         db,
-        views.runtime(request),
+        responses.runtime(request),
         caller,
         addr,
         data,
@@ -250,7 +250,7 @@ async def put_shared_memory_entry(
         require_if_match=settings.shared_memory_require_if_match,
     )
     response.status_code = 201 if created else 200
-    views.set_headers(response, loaded)
+    responses.set_headers(response, loaded)
     return loaded.head(key, created)
 
 
@@ -287,13 +287,13 @@ async def get_shared_memory_entry(
     state = app_state(request.app)
     loaded = await service.read(
         partial(transaction, state.read_sessionmaker),
-        views.runtime_of(state),
+        responses.runtime_of(state),
         caller,
         namespace,
         key,
         scope_id,
     )
-    return views.entry_response(loaded, key, ref=ref, if_none_match=if_none_match)
+    return responses.entry_response(loaded, key, ref=ref, if_none_match=if_none_match)
 
 
 @router.delete(
@@ -316,7 +316,7 @@ async def delete_shared_memory_entry(
     addr = await service.resolve(db, caller, namespace, key, scope_id)
     await service.delete(
         db,
-        views.runtime(request),
+        responses.runtime(request),
         caller,
         addr,
         if_match=if_match,
@@ -347,10 +347,10 @@ async def get_data_reference(
     meta: Annotated[bool, Query(description="return the reference, not the data")] = False,
 ) -> Response:
     """The full data behind a `ref_...` id (raw bytes with their content type)."""
-    loaded = await service.resolve_ref(db, views.runtime(request), caller, ref_id)
+    loaded = await service.resolve_ref(db, responses.runtime(request), caller, ref_id)
     if meta:
-        return views.json_response(loaded.reference().model_dump(mode="json"))
-    return views.raw_response(loaded)
+        return responses.json_response(loaded.reference().model_dump(mode="json"))
+    return responses.raw_response(loaded)
 
 
 def _check_tags(*headers: str | None) -> None:

@@ -20,8 +20,8 @@ from app.core.pagination import INT64_MAX
 from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.refs import render
+from app.shared_memory.responses import dump_json
 from app.shared_memory.ttl import TtlSeconds
-from app.shared_memory.views import dump_json
 from app.tools.registry import ToolContext, parse_args, register_handler
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.core.config import Settings
 from app.core.tokens import count_message
-from app.memory.summariser import heuristic_summary
+from app.memory.heuristic_summariser import heuristic_summary
 from tests.jobs.support import append, drain_queue, exchange, memory, new_session, run_burst_worker
 
 TWO_SHORT_TURNS = [

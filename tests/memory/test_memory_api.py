@@ -12,7 +12,7 @@ from sqlmodel import col
 
 from app.memory import service
 from app.memory.errors import StaleMemoryState
-from app.memory.summariser import heuristic_summary
+from app.memory.heuristic_summariser import heuristic_summary
 from app.models import Session
 from app.models.memory import MemorySummary
 from tests.support.api import create_session, new_session

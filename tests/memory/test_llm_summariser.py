@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from app.core.tokens import count_text
 from app.llm.client import AnthropicLLM, OpenAICompatLLM
 from app.llm.errors import LLMError
-from app.llm.summarise import (
+from app.memory.llm_summariser import (
     SYSTEM_PROMPT,
     build_prompt,
     render_message,

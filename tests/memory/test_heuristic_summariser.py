@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.core.tokens import count_text
-from app.memory.summariser import SummaryDraft, heuristic_summary
+from app.memory.heuristic_summariser import SummaryDraft, heuristic_summary
 
 CI = settings(max_examples=300, derandomize=True, deadline=None)
 

@@ -1,10 +1,10 @@
-"""Automatic recall's choice (app/memory/recall.py), pure: budget, groups, what is shown."""
+"""Automatic recall's choice (app/memory/recall_choice.py), pure: budget, groups, what is shown."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.memory.policy import MessageRecord
-from app.memory.recall import RecallConfig, RecallHit, choose, group_of, neighbourhood, tail
+from app.memory.recall_choice import RecallConfig, RecallHit, choose, group_of, neighbourhood, tail
 
 
 def rec(seq, tokens=10, calls=(), results=(), role="assistant"):

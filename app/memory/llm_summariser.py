@@ -29,9 +29,9 @@ from typing import Any
 from app.core.tokens import count_text
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
-from app.memory.summariser import SummaryDraft, count_tokens, heuristic_summary
+from app.memory.heuristic_summariser import SummaryDraft, count_tokens, heuristic_summary
 
-log = logging.getLogger("loom.llm.summarise")
+log = logging.getLogger("loom.memory.llm_summariser")
 
 USER_QUOTE_CHARS = 500
 DEFAULT_MAX_TOKENS = 600
