@@ -1,5 +1,6 @@
 """All table models, imported here so Alembic sees the whole metadata."""
 
+from app.models.agent_profile import AgentProfile  # noqa: F401
 from app.models.api_key import ApiKey
 from app.models.base import metadata
 from app.models.compression_job import CompressionJob  # noqa: F401

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from app.models.memory import AgentProfile
+from app.models.agent_profile import AgentProfile
 
 
 async def latest(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str) -> AgentProfile | None:

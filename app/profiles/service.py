@@ -7,7 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
 from app.knowledge.schemas import FactsInput
-from app.models.memory import AgentProfile
+from app.models.agent_profile import AgentProfile
 from app.profiles import repository
 from app.profiles.schemas import ProfilePublic, ProfileUpdate
 
