@@ -6,9 +6,11 @@ periodic passes pick the work up when Redis is back.
 
 import logging
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from arq.connections import ArqRedis, create_pool
+from arq.constants import health_check_key_suffix
+from redis.asyncio import Redis
 
 log = logging.getLogger("loom.queue")
 
@@ -77,6 +79,28 @@ class Queue:
             except Exception:
                 pass
             self._pool = None
+
+
+class QueueHealth(NamedTuple):
+    """How the queue stands: the jobs waiting, and the workers' latest health report (arq's
+    `<queue>:health-check` key; None when no worker reported within its expiry)."""
+
+    depth: int
+    worker_report: str | None
+
+
+async def queue_health(redis: Redis, queue_name: str) -> QueueHealth | None:
+    """The queue's depth and the workers' latest health report in one round trip, read
+    from the keys arq keeps; None while Redis does not answer."""
+    try:
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.zcard(queue_name)
+            pipe.get(queue_name + health_check_key_suffix)
+            depth, report = await pipe.execute()
+    except Exception:
+        return None
+    text = report.decode() if isinstance(report, bytes) else report
+    return QueueHealth(int(depth), text)
 
 
 def queue_of(holder: Any) -> Queue | None:

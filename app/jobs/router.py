@@ -4,7 +4,6 @@ import uuid
 from datetime import datetime
 from typing import Annotated
 
-from arq.constants import health_check_key_suffix
 from fastapi import APIRouter, Query, Request
 
 from app.auth.deps import CallerDep
@@ -12,6 +11,7 @@ from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
+from app.core.queue import queue_health
 from app.jobs import repository
 from app.jobs.schemas import JobKind, JobList, JobListed, ListedStatus, QueueStatus
 from app.state import app_state
@@ -23,16 +23,14 @@ async def queue_status(request: Request) -> QueueStatus | None:
     """Depth of the arq queue and the workers' latest health report (None while Redis does
     not answer: the jobs themselves are read from PostgreSQL)."""
     state = app_state(request.app)
-    name = state.settings.queue_name
-    try:
-        async with state.redis.pipeline(transaction=False) as pipe:  # one round trip
-            pipe.zcard(name)
-            pipe.get(name + health_check_key_suffix)
-            depth, report = await pipe.execute()
-    except Exception:
+    health = await queue_health(state.redis, state.settings.queue_name)
+    if health is None:
         return None
-    text = report.decode() if isinstance(report, bytes) else report
-    return QueueStatus(depth=int(depth), worker_alive=text is not None, worker_report=text)
+    return QueueStatus(
+        depth=health.depth,
+        worker_alive=health.worker_report is not None,
+        worker_report=health.worker_report,
+    )
 
 
 @router.get("/jobs", response_model=JobList, summary="List background jobs")
