@@ -18,7 +18,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.users.test_portability import do_import, export, fresh_tenant
+from tests.portability.test_export_import import do_import, export, fresh_tenant
 
 
 async def _session_with_history(client: httpx.AsyncClient) -> str:

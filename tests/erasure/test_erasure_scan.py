@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from redis.asyncio import Redis
 
 from app.state import app_state
+from tests.erasure.scan import redis_hits, table_hits
 from tests.facts.support import FactModel, Rule, say
 from tests.fakes.llm_server import FakeLLMServer
-from tests.users.scan import redis_hits, table_hits
 
 
 async def _count(db: Any, sql: str, **params: Any) -> int:
