@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from app import api, docs, wiring
 from app.auth.cache import KeyCache
 from app.console import router as console
-from app.core import heap, jsonlimits, metrics, pagination, pg
+from app.core import heap, metrics, pg
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.error_handlers import install_error_handlers
@@ -24,8 +24,8 @@ from app.erasure import caches as erasure_caches
 from app.facts.startup import say_why_facts_wait
 from app.health.metrics import PoolGauges
 from app.health.router import router as health_router
-from app.knowledge import filters
 from app.llm import get_llm_client
+from app.manifests.writer import GroupWriter
 from app.mcp.endpoint import McpEndpoint
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import AppState
@@ -46,9 +46,7 @@ def _operation_id(route: APIRoute) -> str:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app. Stores are opened in the lifespan, so building it needs no services."""
     settings = settings or get_settings()
-    jsonlimits.configure(settings.max_json_depth)
-    pagination.configure(settings)
-    filters.configure(settings.filter_max_values)
+    wiring.configure(settings)  # the worker's startup makes the same calls
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -90,9 +88,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
             shared_memory=shared_memory,
             llm=llm,
+            caches=wiring.caches(redis),
+            manifest_writer=GroupWriter(connection),
             hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
         )
-        erasure_caches.install(state.shared_memory)
+        erasure_caches.install(state)
         app.state.loom = state
         gauges = PoolGauges(state)
         try:

@@ -1,17 +1,27 @@
 """The application's typed state: what the lifespan opens and every request reads.
 
 `create_app`'s lifespan builds one `AppState` (engine, sessionmakers, asyncpg pool, Redis,
-queue, key
-cache, shared-memory runtime, LLM client, and the hooks other domains join requests
-with, see `app.wiring`) and keeps it at `app.state.loom`. Routes read it through
-`StateDep`; code without a request (tests, scripts) uses `app_state(app)`.
+queue, key cache, shared-memory runtime, LLM client, the process's caches, and the hooks
+other domains join requests with, see `app.wiring`) and keeps it at `app.state.loom`.
+Routes and dependencies take it as `StateDep`; code that holds only the app (the MCP and
+tool contexts, tests, scripts) uses `app_state(app)`.
+
+The arq worker builds a `WorkerState` in its startup (`workers.settings`) with the same
+settings, configuration (`app.wiring.configure`) and caches (`app.wiring.caches`); a job
+reads it with `worker_state(ctx)`.
+
+Every cache of a process is a field of `Caches`, which lives in one of these states; no
+module keeps one (`tests/core/test_module_caches.py`). Erasure forgets an erased
+session's entries through `Caches.forget`, the registry `app.wiring.caches` assembles.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Collection, MutableMapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
 
 from fastapi import Depends, Request
 
@@ -25,9 +35,14 @@ if TYPE_CHECKING:
 
     from app.auth.cache import KeyCache
     from app.context.blocks import BlockProvider
+    from app.context.recent_reads import RecentReads
     from app.core.config import Settings
     from app.core.queue import Queue
+    from app.llm.client import LLMClient
+    from app.manifests.writer import GroupWriter
+    from app.memory.aggregate import StandIns
     from app.messages.hooks import AppendHooks
+    from app.search.service import RerankCache
     from app.sessions.service import CreateHook
     from app.shared_memory.runtime import SharedMemoryRuntime
 
@@ -42,6 +57,30 @@ class Hooks:
     context_blocks: tuple[BlockProvider, ...]
 
 
+class Forgets(Protocol):
+    """A cache of a process: `forget` drops what it holds of erased sessions."""
+
+    def forget(self, tenant: uuid.UUID, sessions: Collection[uuid.UUID]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Caches:
+    """The process's caches (built by `app.wiring.caches`, the same in the API process and
+    the worker). `registry` lists every one of them: `forget` goes through it."""
+
+    stand_ins: StandIns  # heuristic stand-ins of L1 overflow (app.memory.aggregate)
+    recall_searches: RecentReads  # automatic recall's searches (app.context.swap_recall)
+    recall_groups: RecentReads  # the tool groups around their hits
+    rerank: RerankCache  # rerank scores in Redis, and its backoff (app.search.service)
+    registry: tuple[Forgets, ...]
+
+    def forget(self, tenant: uuid.UUID, sessions: Collection[uuid.UUID]) -> None:
+        """Drop every cached entry of `sessions` (of `tenant`): erasure's one call."""
+        if sessions:
+            for cache in self.registry:
+                cache.forget(tenant, sessions)
+
+
 @dataclass(slots=True)
 class AppState:
     settings: Settings
@@ -53,13 +92,40 @@ class AppState:
     queue: Queue
     key_cache: KeyCache
     shared_memory: SharedMemoryRuntime
-    llm: Any  # app.llm client for summaries/rerank, None without a configured LLM
+    llm: LLMClient | None  # summaries/rerank; None without a configured LLM
+    caches: Caches
+    manifest_writer: GroupWriter  # the context manifests' group writer (app.manifests)
     hooks: Hooks
 
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
         """A connection of the hot paths' pool (`app.core.pg.connection`), waiting at most
         `LOOM_DB_POOL_TIMEOUT_SECONDS` for one."""
         return pg.connection(self.pg, self.settings.db_pool_timeout_seconds)
+
+
+@dataclass(slots=True)
+class WorkerState:
+    """What an arq worker's jobs share: built once in its startup (`workers.settings`),
+    kept in arq's ctx under `WORKER_STATE`, read with `worker_state(ctx)`."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    redis: Redis
+    queue: Queue
+    llm: LLMClient | None  # None = heuristic summaries
+    caches: Caches
+    # what the busy-session pass remembers between its runs, per worker start
+    # (app.memory.tasks.compress_busy_sessions)
+    cron_state: dict[str, Any] = field(default_factory=dict)
+
+
+WORKER_STATE = "loom"
+
+
+def worker_state(ctx: MutableMapping[str, Any]) -> WorkerState:
+    """The worker's state, from the ctx arq passes every job."""
+    return cast(WorkerState, ctx[WORKER_STATE])
 
 
 def app_state(app: Any) -> AppState:

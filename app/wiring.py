@@ -15,7 +15,12 @@ here, so nothing depends on which module was imported first:
   before L1 is cut).
 
 The arq worker runs no request path (it neither creates sessions nor appends), so it
-needs none of these hooks.
+needs none of these hooks; it does build the same configuration (`configure`) and caches
+(`caches`) as the API process.
+
+The caches of a process, and the registry erasure forgets through (`caches`): the
+heuristic stand-ins of L1 overflow, automatic recall's searches and the tool groups
+around their hits, the rerank cache.
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
 import asyncpg
+from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.context.recent_reads import SEARCH_CACHE_SECONDS, SEARCH_CACHE_SIZE, RecentReads
+from app.core import jsonlimits, pagination
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.facts import block as facts_block
@@ -33,15 +41,42 @@ from app.facts.trigger import extraction_trigger
 from app.jobs import hooks as jobs_hooks
 from app.jobs.service import pool_recorder
 from app.knowledge import blocks as knowledge_blocks
+from app.knowledge import filters
 from app.memory import hooks as memory_hooks
+from app.memory.aggregate import StandIns
 from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend, all_of
+from app.search.service import RerankCache
 from app.shared_memory import offload
 from app.shared_memory.runtime import SharedMemoryRuntime
-from app.state import Hooks
+from app.state import Caches, Hooks
 from app.users import earlier_conversations as user_recall
 
 # a connection of the hot paths' asyncpg pool (`app.core.pg.connection`)
 Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
+
+
+def configure(settings: Settings) -> None:
+    """The limits the request schemas read when they validate (JSON depth, page sizes,
+    filter lists): set by `create_app` and by the worker's startup alike."""
+    jsonlimits.configure(settings.max_json_depth)
+    pagination.configure(settings)
+    filters.configure(settings.filter_max_values)
+
+
+def caches(redis: Redis | None) -> Caches:
+    """The caches of one process (its lifespan state, or the worker's), each listed in the
+    registry erasure forgets through (`Caches.forget`)."""
+    stand_ins = StandIns()
+    recall_searches = RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
+    recall_groups = RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
+    rerank = RerankCache(redis)
+    return Caches(
+        stand_ins=stand_ins,
+        recall_searches=recall_searches,
+        recall_groups=recall_groups,
+        rerank=rerank,
+        registry=(stand_ins, recall_searches, recall_groups, rerank),
+    )
 
 
 def assemble(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import random
 import secrets
@@ -77,7 +78,7 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
     async with app.router.lifespan_context(app):
         state = app_state(app)
         deps = Deps(state.sessionmaker, state.llm, settings)
-        compress_ctx = {"sessionmaker": state.sessionmaker, "settings": settings, "llm": None}
+        compress_with = dataclasses.replace(state, llm=None)  # heuristic summaries
         t = httpx.ASGITransport(app=app)
         tid, key = await fresh_tenant(t, admin_key, "facts")
         async with httpx.AsyncClient(
@@ -100,7 +101,7 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
                 assert info is not None
                 if mode == "before":
                     await run_compression(
-                        compress_ctx, tenant, session, force=False, llm_fallback=True
+                        compress_with, tenant, session, force=False, llm_fallback=True
                     )
                     async with state.sessionmaker() as db:
                         info = await facts_repo.session_facts(db, tenant, session)

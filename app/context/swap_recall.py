@@ -3,14 +3,12 @@ searched with the conversation-aware ranking, and the messages around the hits.
 
 Each read takes a connection of the hot paths' pool for itself, and only when the build
 asks (a session without recall, or without room for it, reads nothing more); the builds of
-one turn share one search (`_RecentReads`).
+one turn share one search (`RecentReads`, two per process in `app.state.Caches`).
 """
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,43 +18,6 @@ from app.search import service as search_service
 from app.search.deps import options_for
 from app.search.scope import SearchScope
 from app.state import AppState
-
-
-class _RecentReads:
-    """Recent recall reads (the searches of the last builds, and the tool groups around
-    their hits), per process (LRU, entries live
-    `SEARCH_CACHE_SECONDS`).
-
-    An agent rebuilds its context after every tool round of a turn, with the same newest
-    user message and the same swap: the search's answer is the same, since results come
-    only from before L1 (L1 is excluded as a range from its first message on, so what
-    the turn appends does not change the question) and messages never change once
-    stored. A compression moves L1's start, and a promotion changes the excluded seqs:
-    both change the key. Only the scope's statistics (N, average length) drift with the
-    appends, which the entry's lifetime bounds."""
-
-    def __init__(self, size: int, seconds: float) -> None:
-        self.size, self.seconds = size, seconds
-        self._items: OrderedDict[tuple[Any, ...], tuple[float, list[Any]]] = OrderedDict()
-
-    def get(self, key: tuple[Any, ...]) -> list[Any] | None:
-        item = self._items.get(key)
-        if item is None or time.monotonic() - item[0] > self.seconds:
-            return None
-        self._items.move_to_end(key)
-        return item[1]
-
-    def put(self, key: tuple[Any, ...], found: list[Any]) -> None:
-        self._items[key] = (time.monotonic(), found)
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-
-
-SEARCH_CACHE_SIZE = 1000
-SEARCH_CACHE_SECONDS = 300.0
-_CACHE = _RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
-_LOADED = _RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)  # the hits' tool groups
 
 
 @dataclass
@@ -72,7 +33,7 @@ class SwapRecall:
         self, query: str, exclude: list[int], exclude_from: int | None, limit: int
     ) -> list[tuple[Any, float]]:
         key = (self.tenant_id, self.session_id, query, tuple(exclude), exclude_from, limit)
-        cached = _CACHE.get(key)
+        cached = self.state.caches.recall_searches.get(key)
         if cached is not None:
             return cached
         scope = SearchScope(tenant_id=self.tenant_id, session_id=self.session_id)
@@ -88,7 +49,7 @@ class SwapRecall:
                 exclude_from=exclude_from,
             )
         found = [(h.message, h.bm25_score) for h in outcome.hits]
-        _CACHE.put(key, found)
+        self.state.caches.recall_searches.put(key, found)
         return found
 
     async def load(self, seqs: list[int]) -> list[Any]:
@@ -97,7 +58,7 @@ class SwapRecall:
         # messages never change once stored; a seq not stored yet stays missing here until
         # the entry expires (a group that needs it is incomplete and skipped, never cut)
         key = (self.tenant_id, self.session_id, tuple(seqs))
-        cached = _LOADED.get(key)
+        cached = self.state.caches.recall_groups.get(key)
         if cached is not None:
             return cached
         async with self.state.connection() as conn:
@@ -105,7 +66,7 @@ class SwapRecall:
                 conn, self.tenant_id, [(self.session_id, s) for s in seqs]
             )
         loaded = [rows[k] for k in sorted(rows, key=lambda k: k[1])]
-        _LOADED.put(key, loaded)
+        self.state.caches.recall_groups.put(key, loaded)
         return loaded
 
 

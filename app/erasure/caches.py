@@ -3,11 +3,11 @@
 The runner publishes one "erase" event per erased session (and per erased agent memory) on
 the shared-memory channel every API process listens to (`app.shared_memory.runtime`);
 each process then drops, for those sessions, the shared-memory tier's entries of their
-`session` scope (offloaded tool results included), the context builds' recall reads
-(`app.context.swap_recall`) and the heuristic stand-ins of their summaries
-(`app.memory.aggregate`); for an agent, its `agent` namespace entries. A process that missed
-the event (subscription down) bypasses and then clears its tier on reconnect, and the other
-caches are only reached through a session lookup, which the tombstone already answers 404.
+`session` scope (offloaded tool results included) and every cache of the process's state
+(`app.state.Caches`: recall reads, stand-ins...) through the one registry `app.wiring.caches`
+assembles; for an agent, its `agent` namespace entries. A process that missed the event
+(subscription down) bypasses and then clears its tier on reconnect, and the other caches
+are only reached through a session lookup, which the tombstone already answers 404.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from app.shared_memory.runtime import CHANNEL, SharedMemoryRuntime
+from app.shared_memory.runtime import CHANNEL
+from app.state import AppState
 
 log = logging.getLogger("loom.erasure")
 
@@ -44,11 +45,9 @@ async def publish(redis: Any, event: dict[str, Any]) -> None:
         log.warning("erasure cache purge not published: %s", type(exc).__name__)
 
 
-def purge(rt: SharedMemoryRuntime, event: dict[str, Any]) -> None:
-    """Drop this process's cached copies of what `event` names."""
-    from app.context import swap_recall as recall
-    from app.memory import aggregate as state
-
+def purge(state: AppState, event: dict[str, Any]) -> None:
+    """Drop this process's cached copies of what `event` names: the shared-memory tier's
+    entries, and every cache of `state.caches` through its registry (`Caches.forget`)."""
     tenant = str(event.get("t"))
     sessions = {str(s) for s in event.get("sessions") or ()}
     agents = {str(a) for a in event.get("agents") or ()}
@@ -64,15 +63,15 @@ def purge(rt: SharedMemoryRuntime, event: dict[str, Any]) -> None:
             )
         )
 
-    rt.tier.drop_where(erased_scope)
-    if sessions:
-        for cache in (recall._CACHE, recall._LOADED):
-            for key in [k for k in cache._items if str(k[1]) in sessions]:
-                cache._items.pop(key, None)
-        for key in [k for k in state._STAND_INS if str(k[0]) in sessions]:
-            state._STAND_INS.pop(key, None)
+    state.shared_memory.tier.drop_where(erased_scope)
+    try:
+        tenant_id, session_ids = uuid.UUID(tenant), [uuid.UUID(s) for s in sessions]
+    except ValueError:
+        log.warning("erase event with a malformed tenant or session id ignored")
+        return
+    state.caches.forget(tenant_id, session_ids)
 
 
-def install(rt: SharedMemoryRuntime) -> None:
-    """Make `rt`'s process purge its caches on every erase event."""
-    rt.on_erase.append(lambda event: purge(rt, event))
+def install(state: AppState) -> None:
+    """Make `state`'s process purge its caches on every erase event."""
+    state.shared_memory.on_erase.append(lambda event: purge(state, event))

@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.config import Settings
 from app.core.db import transaction
 from app.erasure import caches, policy
 from app.erasure import repository as repo
@@ -54,7 +55,9 @@ class Deps:
     pause_seconds: float = 0.0
 
 
-def deps_from(settings: Any, sessionmaker: async_sessionmaker[AsyncSession], redis: Any) -> Deps:
+def deps_from(
+    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], redis: Any
+) -> Deps:
     return Deps(
         sessionmaker,
         redis,

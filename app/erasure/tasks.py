@@ -12,27 +12,31 @@ from app.core.queue import enqueue
 from app.erasure import repository as repo
 from app.erasure import runner
 from app.erasure.service import ERASE_JOB, erase_job_id
+from app.state import worker_state
 
 log = logging.getLogger("loom.erasure")
 
 
-def _deps(ctx: dict[str, Any]) -> runner.Deps:
-    return runner.deps_from(ctx["settings"], ctx["sessionmaker"], ctx.get("redis_client"))
-
-
 async def erase(ctx: dict[str, Any], tenant_id: str, erasure_id: str) -> str:
-    row = await runner.run(_deps(ctx), uuid.UUID(tenant_id), uuid.UUID(erasure_id))
+    state = worker_state(ctx)
+    deps = runner.deps_from(state.settings, state.sessionmaker, state.redis)
+    row = await runner.run(deps, uuid.UUID(tenant_id), uuid.UUID(erasure_id))
     return "missing" if row is None else row.status
 
 
 async def resume_erasures(ctx: dict[str, Any]) -> int:
     """Queue the `erase` job of every running erasure nobody advanced for
     LOOM_ERASURE_RECOVERY_SECONDS (the job id dedupes it against one still queued)."""
-    async with ctx["sessionmaker"]() as db:
-        found = await repo.stalled(db, float(ctx["settings"].erasure_recovery_seconds))
+    state = worker_state(ctx)
+    async with state.sessionmaker() as db:
+        found = await repo.stalled(db, float(state.settings.erasure_recovery_seconds))
     for tenant_id, erasure_id in found:
         log.info("resuming erasure %s", erasure_id)
         await enqueue(
-            ctx, ERASE_JOB, str(tenant_id), str(erasure_id), _job_id=erase_job_id(erasure_id)
+            state.queue,
+            ERASE_JOB,
+            str(tenant_id),
+            str(erasure_id),
+            _job_id=erase_job_id(erasure_id),
         )
     return len(found)

@@ -4,20 +4,18 @@
 Storage (decision, issue 30): one compact row (`context_manifests`: ids, versions, hashes,
 no content; the manifest in its stored form, `app.manifests.record.record`, as `json`)
 inserted on the hot paths' pool before the build's response is sent, the rows of
-concurrent builds in one statement (`GroupWriter`). Nothing to flush later, nothing lost
-on a kill -9 of the API once a client has its answer, and no second copy of the data in
-Redis (which keeps nothing on disk here); measured in bench/manifests.py. A build that is
-not recorded writes nothing.
+concurrent builds in one statement (`app.manifests.writer.GroupWriter`, one per process in
+its state). Nothing to flush later, nothing lost on a kill -9 of the API once a client has
+its answer, and no second copy of the data in Redis (which keeps nothing on disk here);
+measured in bench/manifests.py. A build that is not recorded writes nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-import asyncpg
 import orjson
 
 from app.context.builder import Built
@@ -27,7 +25,6 @@ from app.core.pg import dumps
 from app.manifests import record as manifests
 from app.manifests import repository as repo
 from app.models.base import time_ordered_id
-from app.sessions.access import SessionNotFound
 from app.state import AppState
 
 
@@ -114,7 +111,6 @@ async def finish(
     stored = _record(built, body, fmt, payload, manifests.FORMATS if wanted else (fmt,))
     if record:
         await state.manifest_writer.write(
-            state,
             repo.NewRow(
                 context_id,
                 session.tenant_id,
@@ -132,99 +128,3 @@ async def finish(
         "manifest": _expand(built, stored, fmt, context_id, created_at) if wanted else None,
     }
     return extra, payload
-
-
-class GroupWriter:
-    """Writes the manifests of concurrent builds together: a build's row joins the next
-    statement, and the build answers once that statement has committed. One process's
-    builds that finish while a write is in flight share the next one (at most `batch`
-    rows), so a busy API pays one round trip for many builds; with none in flight a build
-    writes its own row at once."""
-
-    def __init__(self, batch: int = 64) -> None:
-        self.batch = batch
-        self.pending: list[tuple[repo.NewRow, asyncio.Future[None]]] = []
-        self.running = False
-
-    async def write(self, state: AppState, row: repo.NewRow) -> None:
-        if self.running:  # a write is in flight: join the next statement
-            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self.pending.append((row, done))
-            await done
-            return
-        # none in flight: this build writes its own row (no hop through another task);
-        # rows that come meanwhile are written by a drain once it is done
-        self.running = True
-        try:
-            async with state.connection() as conn:
-                [error] = await self._insert(conn, [row])
-        finally:
-            if self.pending:
-                asyncio.get_running_loop().create_task(self._drain(state))
-            else:
-                self.running = False
-        if error is not None:
-            raise error
-
-    async def _drain(self, state: AppState) -> None:
-        try:
-            while self.pending:
-                await self._write_pending(state)
-        finally:
-            self.running = False
-
-    async def _write_pending(self, state: AppState) -> None:
-        """Write batches on one connection while rows keep coming (a busy API keeps it
-        between its statements instead of waiting for the pool each time). A batch that
-        could not be written fails its builds; the rows behind it get a fresh try."""
-        batch = self._take()
-        try:
-            async with state.connection() as conn:
-                while batch:
-                    self._settle(batch, await self._insert(conn, [r for r, _ in batch]))
-                    batch = self._take()
-        except asyncio.CancelledError as exc:  # shutting down: the waiting builds fail
-            self._settle(batch, None, exc)
-            raise
-        except Exception as exc:  # every waiting build gets the error (e.g. 503)
-            self._settle(batch, None, exc)
-
-    def _take(self) -> list[tuple[repo.NewRow, asyncio.Future[None]]]:
-        batch, self.pending = self.pending[: self.batch], self.pending[self.batch :]
-        return batch
-
-    @staticmethod
-    async def _insert(
-        conn: asyncpg.Connection, rows: list[repo.NewRow]
-    ) -> list[BaseException | None]:
-        try:
-            await repo.insert_many(conn, rows)
-            return [None] * len(rows)
-        except asyncpg.ForeignKeyViolationError:
-            # a session deleted while building: the others still go in, one by one
-            results: list[BaseException | None] = []
-            for row in rows:
-                try:
-                    await repo.insert(conn, row)
-                    results.append(None)
-                except asyncpg.ForeignKeyViolationError:
-                    results.append(SessionNotFound())
-            return results
-
-    @staticmethod
-    def _settle(
-        batch: list[tuple[repo.NewRow, asyncio.Future[None]]],
-        results: list[BaseException | None] | None,
-        error: BaseException | None = None,
-    ) -> None:
-        """Answer the waiting builds: each its own result, or all the same `error`."""
-        for i, (_, done) in enumerate(batch):
-            if done.done():
-                continue
-            failed = error if results is None else results[i]
-            if failed is None:
-                done.set_result(None)
-            else:
-                done.set_exception(failed)
-
-

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -100,10 +100,44 @@ def trim_window(
     return l1, gap_draft(l1_start_seq, first - 1) if first > l1_start_seq else None
 
 
-# Stand-ins (heuristic summaries of L1 overflow) by (session id, seqs), least recently used
-# dropped first; per process.
 STAND_IN_CACHE_ENTRIES = 4096
-_STAND_INS: OrderedDict[tuple[str, tuple[int, ...]], SummaryDraft] = OrderedDict()
+
+
+class StandIns:
+    """Stand-ins (heuristic summaries of L1 overflow) by (tenant, session, seqs), least
+    recently used dropped first: one per process, owned by its lifespan state
+    (`app.state.Caches`), forgotten for erased sessions (`forget`)."""
+
+    def __init__(self, size: int = STAND_IN_CACHE_ENTRIES) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[uuid.UUID, uuid.UUID, tuple[int, ...]], SummaryDraft] = (
+            OrderedDict()
+        )
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: tuple[uuid.UUID, uuid.UUID, tuple[int, ...]]) -> SummaryDraft | None:
+        draft = self._items.get(key)
+        if draft is not None:
+            self._items.move_to_end(key)
+        return draft
+
+    def put(self, key: tuple[uuid.UUID, uuid.UUID, tuple[int, ...]], draft: SummaryDraft) -> None:
+        self._items[key] = draft
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def sessions(self) -> set[tuple[uuid.UUID, uuid.UUID]]:
+        """The (tenant, session) pairs with entries."""
+        return {(k[0], k[1]) for k in self._items}
+
+    def forget(self, tenant: uuid.UUID, sessions: Collection[uuid.UUID]) -> None:
+        """Drop the stand-ins of `sessions` (of `tenant`)."""
+        gone = set(sessions)
+        for key in [k for k in self._items if k[0] == tenant and k[1] in gone]:
+            del self._items[key]
 
 
 @dataclass
@@ -119,6 +153,8 @@ class Loaded:
     # Older L1 messages that were not loaded (a backlog no job has compressed yet):
     # shown as one fixed-size pointer into swap instead of their content.
     gap: SummaryDraft | None = None
+    # the process's stand-ins (`StandIns`), shared across loads; None: this load's only
+    stand_ins: StandIns | None = None
     _drafts: dict[tuple[int, int], SummaryDraft] = field(default_factory=dict)
     _layers: Layers | None = None
 
@@ -152,21 +188,19 @@ class Loaded:
         return [canonical(m) for m in self.l1 if m.seq in wanted]
 
     def stand_in(self, records: Sequence[MessageRecord]) -> SummaryDraft:
-        """Heuristic summary of L1 records, cached for this load and across loads (messages
-        never change once stored, so a session's stand-in for the same seqs is the same:
-        context builds between two compressions stop re-summarising the same overflow)."""
+        """Heuristic summary of L1 records, cached for this load and, with `stand_ins`,
+        across loads (messages never change once stored, so a session's stand-in for the
+        same seqs is the same: context builds between two compressions stop re-summarising
+        the same overflow)."""
         key = (records[0].seq, records[-1].seq)
         if key not in self._drafts:
             seqs = tuple(r.seq for r in records)
-            shared = (str(self.session.id), seqs)
-            draft = _STAND_INS.get(shared)
+            shared = (self.session.tenant_id, self.session.id, seqs)
+            draft = self.stand_ins.get(shared) if self.stand_ins is not None else None
             if draft is None:
                 draft = heuristic_summary(self.messages_for(list(seqs)))
-                _STAND_INS[shared] = draft
-                if len(_STAND_INS) > STAND_IN_CACHE_ENTRIES:
-                    _STAND_INS.popitem(last=False)
-            else:
-                _STAND_INS.move_to_end(shared)
+                if self.stand_ins is not None:
+                    self.stand_ins.put(shared, draft)
             self._drafts[key] = draft
         return self._drafts[key]
 
@@ -182,6 +216,7 @@ async def load(
     window: Window = ALL_L1,
     lock: bool = False,
     caller: Caller | None = None,
+    stand_ins: StandIns | None = None,
 ) -> Loaded:
     """A session's memory, in one read (`app.memory.repository.read`) on `conn`: the pool's
     for a context build, the one under a writer's SQLAlchemy session for the writers.
@@ -189,8 +224,9 @@ async def load(
     `window`: which L1 messages (`repository.CONTEXT` shows older backlog as one pointer
     into swap, `Loaded.gap`). `lock`: take the state row's lock first (writers; inside the
     transaction of `conn`). `caller`: 404 unless the caller may see the session, checked
-    before anything is written. A session made before memory existed gets its empty ROM
-    and Kernel here. 404 `session_not_found` when the tenant has no such session.
+    before anything is written. `stand_ins`: the process's (`app.state.Caches`), so builds
+    between two compressions share their stand-ins. A session made before memory existed
+    gets its empty ROM and Kernel here. 404 `session_not_found` when the tenant has no such session.
     """
     if lock and not await repository.lock_state(conn, tenant_id, session_id):
         await repository.ensure_state(conn, tenant_id, session_id)
@@ -216,4 +252,5 @@ async def load(
         l2=rows.l2,
         promoted=rows.promoted,
         gap=gap,
+        stand_ins=stand_ins,
     )

@@ -92,14 +92,8 @@ async def compress_memory(
     fails). Past `LOOM_COMPRESS_WAIT_SECONDS` the answer is 202 with the job's status
     (what was applied stays; the queued job finishes the rest)."""
     if wait:
-        ctx = {
-            "settings": state.settings,
-            "sessionmaker": state.sessionmaker,
-            "llm": state.llm,
-            "queue": state.queue,
-        }
         outcome = await tasks.compress_and_wait(
-            ctx, session.tenant_id, session.id, within=state.settings.compress_wait_seconds
+            state, session.tenant_id, session.id, within=state.settings.compress_wait_seconds
         )
         if outcome is None:
             await enqueue_compression(

@@ -41,15 +41,19 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from arq import Retry
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.config import Settings
+from app.core.queue import Queue
 from app.core.tokens import count_message
 from app.jobs import metrics, repository, triggers
 from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
+from app.llm.client import LLMClient
 from app.llm.errors import LLMError
 from app.memory.errors import StaleMemoryState
 from app.memory.heuristic_summariser import SummaryDraft
@@ -62,6 +66,7 @@ from app.memory.service import (
 )
 from app.sessions import repository as sessions_repository
 from app.sessions.schemas import SessionConfig
+from app.state import worker_state
 
 log = logging.getLogger("loom.jobs.compress")
 
@@ -70,6 +75,20 @@ MAX_APPLIES = 200  # per job try; a longer backlog continues in the next job
 MAX_STALE_REPLANS = 5
 MAX_BACKOFF_SECONDS = 300.0
 CRON_LAST_PASS_KEY = "loom:compress:last-pass:{queue}"
+
+
+class Stores(Protocol):
+    """What a compression uses: the worker's state (`app.state.WorkerState`), or the app's
+    (`app.state.AppState`) for `POST .../memory/compress?wait=true`."""
+
+    settings: Settings
+    sessionmaker: async_sessionmaker[AsyncSession]
+    llm: LLMClient | None
+    queue: Queue
+
+
+def _never_lost() -> bool:
+    return False
 
 
 class LeaseLost(Exception):
@@ -126,16 +145,18 @@ def _error_text(exc: BaseException) -> str:
 
 
 async def run_compression(
-    ctx: dict[str, Any],
+    state: Stores,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
     force: bool,
     llm_fallback: bool,
+    lost: Callable[[], bool] = _never_lost,
 ) -> Outcome:
-    """Plan / summarise / apply until nothing is due. Raises on failure (see module doc)."""
-    sessionmaker = ctx["sessionmaker"]
-    settings = ctx["settings"]
+    """Plan / summarise / apply until nothing is due. Raises on failure (see module doc);
+    `lost`: whether the job's lease went to another worker (`app.jobs.lease`)."""
+    sessionmaker = state.sessionmaker
+    settings = state.settings
     outcome = Outcome()
     stale = 0
     for _ in range(MAX_APPLIES):
@@ -152,7 +173,7 @@ async def run_compression(
             await asyncio.gather(
                 *(
                     summarise(
-                        ctx.get("llm"),
+                        state.llm,
                         r.messages,
                         max_tokens=settings.summary_max_tokens,
                         max_input_tokens=settings.summary_input_tokens,
@@ -162,7 +183,7 @@ async def run_compression(
                 )
             )
         )
-        if lease_lost(ctx):  # another worker runs this job now (app/jobs/lease.py)
+        if lost():  # another worker runs this job now (app/jobs/lease.py)
             raise LeaseLost
         keep = worth_writing(plan, drafts)
         last = keep < len(plan.ranges)  # the rest waits for more messages: stop after this
@@ -195,11 +216,11 @@ async def run_compression(
 
 
 async def _record(
-    ctx: dict[str, Any], fn: Callable[..., Awaitable[None]], *args: Any, **kwargs: Any
+    state: Stores, fn: Callable[..., Awaitable[None]], *args: Any, **kwargs: Any
 ) -> None:
     """Write job status; bookkeeping must never decide the job's fate."""
     try:
-        async with ctx["sessionmaker"]() as db:
+        async with state.sessionmaker() as db:
             await fn(db, *args, **kwargs)
             await db.commit()
     except Exception as exc:
@@ -211,29 +232,37 @@ async def compress_session(
 ) -> dict[str, Any]:
     """arq job: compress one session's memory (see module docstring). `force` (an explicit
     `POST .../memory/compress`) compresses even below the thresholds."""
-    settings = ctx["settings"]
+    state = worker_state(ctx)
+    settings = state.settings
     tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
     job_try = int(ctx.get("job_try") or 1)
     job_id = str(ctx.get("job_id") or f"compress:{sid}")
     max_tries = settings.compress_max_tries
     llm_fallback = job_try >= min(settings.compress_llm_tries, max_tries)
-    after_job(ctx, lambda: requeue_if_asked(ctx, tid, sid))
-    await _record(ctx, repository.mark_running, tid, sid, job_id, job_try)
+    after_job(ctx, lambda: requeue_if_asked(state, tid, sid))
+    await _record(state, repository.mark_running, tid, sid, job_id, job_try)
     try:
         async with asyncio.timeout(settings.compress_job_timeout_seconds):
-            outcome = await run_compression(ctx, tid, sid, force=force, llm_fallback=llm_fallback)
+            outcome = await run_compression(
+                state,
+                tid,
+                sid,
+                force=force,
+                llm_fallback=llm_fallback,
+                lost=lambda: lease_lost(ctx),
+            )
     except LeaseLost:  # the worker that took the job over records its outcome
         log.warning("compression of %s handed over to another worker", sid)
         return {"summaries": 0, "lease_lost": True}
     except LLMError as exc:  # retryable and the LLM still gets another chance
-        return await _retry_or_fail(ctx, tid, sid, job_try, f"LLM unavailable: {exc.message}")
+        return await _retry_or_fail(state, tid, sid, job_try, f"LLM unavailable: {exc.message}")
     except Exception as exc:
         log.warning(
             "compression of %s failed (try %d/%d): %s", sid, job_try, max_tries, _error_text(exc)
         )
-        return await _retry_or_fail(ctx, tid, sid, job_try, _error_text(exc))
+        return await _retry_or_fail(state, tid, sid, job_try, _error_text(exc))
     await _record(
-        ctx,
+        state,
         repository.mark_finished,
         tid,
         sid,
@@ -259,28 +288,26 @@ async def compress_session(
     }
 
 
-async def requeue_if_asked(
-    ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID
-) -> bool:
+async def requeue_if_asked(state: Stores, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
     """After the job has fully ended: a compression asked for since it started (the row
     says `pending`, or was asked while `running`) is enqueued now (module doc)."""
-    async with ctx["sessionmaker"]() as db:
+    async with state.sessionmaker() as db:
         asked = await repository.asked_since_start(db, tenant_id, session_id)
         await db.rollback()
     if not asked:
         return False
     return await enqueue_compression(
-        ctx, ctx["sessionmaker"], tenant_id, session_id, trigger="requeue"
+        state.queue, state.sessionmaker, tenant_id, session_id, trigger="requeue"
     )
 
 
 async def _retry_or_fail(
-    ctx: dict[str, Any], tid: uuid.UUID, sid: uuid.UUID, job_try: int, error: str
+    state: Stores, tid: uuid.UUID, sid: uuid.UUID, job_try: int, error: str
 ) -> dict[str, Any]:
-    settings = ctx["settings"]
+    settings = state.settings
     if job_try >= settings.compress_max_tries:
         await _record(
-            ctx,
+            state,
             repository.mark_finished,
             tid,
             sid,
@@ -295,23 +322,22 @@ async def _retry_or_fail(
         # Returning (not raising) keeps arq from storing a result under the job id, which
         # would block the next enqueue of this session for keep_result seconds.
         return {"failed": error}
-    await _record(ctx, repository.mark_retrying, tid, sid, error)
+    await _record(state, repository.mark_retrying, tid, sid, error)
     metrics.JOBS_RETRIED.inc()
     raise Retry(defer=backoff_seconds(settings.compress_retry_base_seconds, job_try))
 
 
 async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
     """arq cron: enqueue compression for busy sessions and for lost jobs."""
-    settings = ctx["settings"]
-    sessionmaker = ctx["sessionmaker"]
-    redis = ctx.get("redis_client")
+    state = worker_state(ctx)
+    settings, sessionmaker, redis = state.settings, state.sessionmaker, state.redis
     now = datetime.now(UTC)
     interval = timedelta(seconds=settings.compress_cron_seconds)
     key = CRON_LAST_PASS_KEY.format(queue=settings.queue_name)
     since = now - timedelta(days=1)
     last = None
     try:
-        last = await redis.get(key) if redis is not None else None
+        last = await redis.get(key)
         if last:
             since = max(since, datetime.fromtimestamp(float(last), UTC) - 2 * interval)
     except Exception:
@@ -320,10 +346,9 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
     # re-enqueues every pending job at once: their enqueue may have failed while Redis was
     # unreachable (a job still queued is deduplicated by its id, so this is harmless).
     # Otherwise a pending job counts as lost after two intervals.
-    cron_state = ctx.get("cron_state")
-    first_pass = last is None or (cron_state is not None and not cron_state.get("passes"))
-    if cron_state is not None:
-        cron_state["passes"] = cron_state.get("passes", 0) + 1
+    cron_state = state.cron_state
+    first_pass = last is None or not cron_state.get("passes")
+    cron_state["passes"] = cron_state.get("passes", 0) + 1
     async with sessionmaker() as db:
         lost = await repository.stale_jobs(
             db,
@@ -346,18 +371,17 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
                 busy.append((tid, sid))
     enqueued = 0
     for tid, sid in dict.fromkeys([*lost, *busy]):
-        if await enqueue_compression(ctx, sessionmaker, tid, sid, trigger="cron"):
+        if await enqueue_compression(state.queue, sessionmaker, tid, sid, trigger="cron"):
             enqueued += 1
     try:
-        if redis is not None:
-            await redis.set(key, str(now.timestamp()))
+        await redis.set(key, str(now.timestamp()))
     except Exception:
         pass
     return {"busy": len(busy), "lost": len(lost), "enqueued": enqueued}
 
 
 async def compress_and_wait(
-    ctx: dict[str, Any], tenant_id: uuid.UUID, session_id: uuid.UUID, *, within: float
+    state: Stores, tenant_id: uuid.UUID, session_id: uuid.UUID, *, within: float
 ) -> Outcome | None:
     """Compress one session now, in the caller (`POST .../memory/compress?wait=true`):
     the job's own plan / summarise / apply loop, forced like an explicit request, with the
@@ -367,17 +391,17 @@ async def compress_and_wait(
     A worker running the same job at the same time is harmless: every apply re-checks the
     state version."""
     job_id = f"compress:{session_id}"
-    await _record(ctx, repository.mark_running, tenant_id, session_id, job_id, 1)
+    await _record(state, repository.mark_running, tenant_id, session_id, job_id, 1)
     try:
         async with asyncio.timeout(within):
             outcome = await run_compression(
-                ctx, tenant_id, session_id, force=True, llm_fallback=True
+                state, tenant_id, session_id, force=True, llm_fallback=True
             )
     except TimeoutError:
         return None
     except Exception as exc:
         await _record(
-            ctx,
+            state,
             repository.mark_finished,
             tenant_id,
             session_id,
@@ -388,7 +412,7 @@ async def compress_and_wait(
         )
         raise
     await _record(
-        ctx,
+        state,
         repository.mark_finished,
         tenant_id,
         session_id,

@@ -1,4 +1,4 @@
-"""What a search needs from the app: the LLM client, Redis, and the search settings."""
+"""What a search needs from the app: the LLM client, the rerank cache, and the search settings."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from app.llm.client import LLMClient
 from app.search.bm25 import WindowParams
-from app.search.service import SearchOptions
+from app.search.service import RerankCache, SearchOptions
 from app.state import AppState, app_state
 
 
@@ -37,16 +38,18 @@ def options_for(settings: Any) -> SearchOptions:
 
 @dataclass(frozen=True, slots=True)
 class SearchEnv:
-    """LLM (or None), Redis (may be down) and options for one request."""
+    """LLM (or None), the rerank cache (Redis, may be down) and options for one request."""
 
-    llm: Any
-    redis: Any
+    llm: LLMClient | None
+    rerank_cache: RerankCache
     options: SearchOptions
 
 
 def search_env_for(state: AppState) -> SearchEnv:
     """The SearchEnv of an app (also used by the built-in tools)."""
-    return SearchEnv(llm=state.llm, redis=state.redis, options=options_for(state.settings))
+    return SearchEnv(
+        llm=state.llm, rerank_cache=state.caches.rerank, options=options_for(state.settings)
+    )
 
 
 async def get_search_env(request: Request) -> SearchEnv:

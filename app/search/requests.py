@@ -56,7 +56,7 @@ async def _search(
         limit=body.limit,
         rerank=body.rerank,
         llm=env.llm,
-        redis=env.redis,
+        cache=env.rerank_cache,
         options=env.options,
         after=body.after,
         before=body.before,

@@ -11,10 +11,10 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from redis.exceptions import RedisError
@@ -38,6 +38,11 @@ from app.search.rerank import (
 )
 from app.search.scope import SearchScope
 from app.search.speakers import named_authors
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from app.llm.client import LLMClient
 
 log = logging.getLogger("loom.search")
 
@@ -78,42 +83,49 @@ class SearchOutcome:
 # After a Redis failure the cache is skipped for a few seconds, so an unreachable Redis
 # (connect timeouts rather than refusals) costs one timeout, not one per search.
 _CACHE_BACKOFF_SECONDS = 5.0
-_cache_down_until: dict[int, float] = {}  # id(redis client) -> monotonic deadline
 
 
-def _cache_usable(redis: Any, ttl: int) -> bool:
-    if redis is None or ttl <= 0:
-        return False
-    return time.monotonic() >= _cache_down_until.get(id(redis), 0.0)
+class RerankCache:
+    """The rerank scores in Redis (entries live `rerank_cache_ttl_seconds`), and when this
+    process may try Redis again after a failure: one per process, owned by its lifespan
+    state (`app.state.Caches`)."""
 
+    def __init__(self, redis: Redis | None) -> None:
+        self.redis = redis
+        self._down_until = 0.0  # monotonic deadline of the backoff
 
-def _cache_failed(redis: Any, exc: Exception, action: str) -> None:
-    if isinstance(exc, (RedisError, OSError, asyncio.TimeoutError)):
-        _cache_down_until[id(redis)] = time.monotonic() + _CACHE_BACKOFF_SECONDS
-    log.info("rerank cache %s skipped: %s", action, type(exc).__name__)
+    def _usable(self, ttl: int) -> bool:
+        return self.redis is not None and ttl > 0 and time.monotonic() >= self._down_until
 
+    def _failed(self, exc: Exception, action: str) -> None:
+        if isinstance(exc, (RedisError, OSError, asyncio.TimeoutError)):
+            self._down_until = time.monotonic() + _CACHE_BACKOFF_SECONDS
+        log.info("rerank cache %s skipped: %s", action, type(exc).__name__)
 
-async def _cached_scores(redis: Any, key: str, ttl: int) -> dict[str, float] | None:
-    if not _cache_usable(redis, ttl):
-        return None
-    try:
-        raw = await redis.get(key)
-        if raw is None:
+    async def scores(self, key: str, ttl: int) -> dict[str, float] | None:
+        if self.redis is None or not self._usable(ttl):
             return None
-        data = json.loads(raw)
-        return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else None
-    except Exception as exc:  # Redis down or a garbled entry: the cache is optional.
-        _cache_failed(redis, exc, "read")
-        return None
+        try:
+            raw = await self.redis.get(key)
+            if raw is None:
+                return None
+            data = json.loads(raw)
+            return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else None
+        except Exception as exc:  # Redis down or a garbled entry: the cache is optional.
+            self._failed(exc, "read")
+            return None
 
+    async def store(self, key: str, scores: dict[str, float], ttl: int) -> None:
+        if self.redis is None or not self._usable(ttl):
+            return
+        try:
+            await self.redis.set(key, json.dumps(scores), ex=ttl)
+        except Exception as exc:
+            self._failed(exc, "write")
 
-async def _store_scores(redis: Any, key: str, scores: dict[str, float], ttl: int) -> None:
-    if not _cache_usable(redis, ttl):
-        return
-    try:
-        await redis.set(key, json.dumps(scores), ex=ttl)
-    except Exception as exc:
-        _cache_failed(redis, exc, "write")
+    def forget(self, tenant: uuid.UUID, sessions: Collection[uuid.UUID]) -> None:
+        """Nothing of a session is held here: the Redis entries are scores under a hash of
+        the query and the candidates' (session, seq), and expire on their own."""
 
 
 def _key_str(key: Key) -> str:
@@ -121,12 +133,17 @@ def _key_str(key: Key) -> str:
 
 
 async def _rerank(
-    llm: Any, redis: Any, query: str, candidates: list[RerankCandidate[Key]], options: SearchOptions
+    llm: LLMClient,
+    cache: RerankCache | None,
+    query: str,
+    candidates: list[RerankCandidate[Key]],
+    options: SearchOptions,
 ) -> dict[int, float] | None:
     """Candidate index -> LLM score, or None when the rerank is unavailable or failed."""
-    model = getattr(llm, "rerank_model", None)
+    model = llm.rerank_model
     ckey = cache_key(query, [c.id for c in candidates], model)
-    cached = await _cached_scores(redis, ckey, options.rerank_cache_ttl_seconds)
+    ttl = options.rerank_cache_ttl_seconds
+    cached = await cache.scores(ckey, ttl) if cache is not None else None
     if cached is not None:
         by_id = {_key_str(c.id): i for i, c in enumerate(candidates)}
         return {by_id[k]: v for k, v in cached.items() if k in by_id} or None
@@ -148,12 +165,8 @@ async def _rerank(
     if scores is None:
         log.warning("rerank answer unusable, keeping BM25 order")
         return None
-    await _store_scores(
-        redis,
-        ckey,
-        {_key_str(candidates[i].id): s for i, s in scores.items()},
-        options.rerank_cache_ttl_seconds,
-    )
+    if cache is not None:
+        await cache.store(ckey, {_key_str(candidates[i].id): s for i, s in scores.items()}, ttl)
     return scores
 
 
@@ -164,8 +177,8 @@ async def search(
     *,
     limit: int,
     rerank: bool,
-    llm: Any = None,
-    redis: Any = None,
+    llm: LLMClient | None = None,
+    cache: RerankCache | None = None,
     options: SearchOptions | None = None,
     after: datetime | None = None,
     before: datetime | None = None,
@@ -225,7 +238,8 @@ async def search(
             )
             for h in hits
         ]
-        scores = await _rerank(llm, redis, normalize_query(query), candidates, options)
+        assert llm is not None
+        scores = await _rerank(llm, cache, normalize_query(query), candidates, options)
         if scores is not None:
             outcome.reranked = True
             ordered = [(c.id, s) for c, s in order_by_scores(candidates, scores)]

@@ -5,9 +5,12 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from redis.asyncio import Redis
+
 from app.shared_memory import repository
 from app.shared_memory.metrics import EXPIRED_DELETED
 from app.shared_memory.runtime import CHANNEL
+from app.state import worker_state
 
 log = logging.getLogger("loom.shared_memory")
 BATCH = 1000
@@ -18,13 +21,14 @@ async def cleanup_expired_shared_memory(ctx: dict[str, Any]) -> int:
 
     Idempotent and safe to run concurrently (rows are claimed with SKIP LOCKED).
     """
+    state = worker_state(ctx)
     total = 0
     while True:
-        async with ctx["sessionmaker"]() as db:
+        async with state.sessionmaker() as db:
             gone = await repository.delete_expired(db, datetime.now(UTC), BATCH)
             await db.commit()
         total += len(gone)
-        await _announce(ctx, gone)
+        await _announce(state.redis, gone)
         if len(gone) < BATCH:
             break
     if total:
@@ -33,9 +37,8 @@ async def cleanup_expired_shared_memory(ctx: dict[str, Any]) -> int:
     return total
 
 
-async def _announce(ctx: dict[str, Any], rows: list[Any]) -> None:
-    redis = ctx.get("redis_client") or ctx.get("redis")
-    if redis is None or not rows:
+async def _announce(redis: Redis, rows: list[Any]) -> None:
+    if not rows:
         return
     now = datetime.now(UTC).isoformat()
     try:

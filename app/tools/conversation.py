@@ -173,7 +173,7 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
             limit=data.limit,
             rerank=True,
             llm=env.llm,
-            redis=env.redis,
+            cache=env.rerank_cache,
             options=env.options,
             after=data.after,
             before=data.before,

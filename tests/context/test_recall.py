@@ -237,9 +237,9 @@ async def test_promotion_and_a_moved_l1_change_what_is_recalled(client):
 
 
 def test_search_cache_is_an_lru_with_a_lifetime(monkeypatch):
-    from app.context import swap_recall as recall
+    from app.context import recent_reads as recall
 
-    cache = recall._RecentReads(size=2, seconds=10)
+    cache = recall.RecentReads(size=2, seconds=10)
     now = [100.0]
     monkeypatch.setattr(recall.time, "monotonic", lambda: now[0])
     cache.put(("a",), [("x", 1.0)])

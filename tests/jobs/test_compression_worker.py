@@ -11,8 +11,6 @@ import sqlalchemy as sa
 from sqlmodel import col
 
 from app.core.config import Settings
-from app.core.queue import Queue
-from app.core.redis import arq_settings, create_redis
 from app.jobs.service import enqueue_compression
 from app.memory.tasks import compress_busy_sessions
 from app.models.memory import MemorySummary
@@ -27,6 +25,7 @@ from tests.jobs.support import (
     new_session,
     run_burst_worker,
 )
+from tests.support.worker import worker_ctx
 
 COVERS = re.compile(r"covers msg:(\d+)-(\d+)")
 
@@ -192,28 +191,19 @@ async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
     await drain_queue(settings)  # the enqueue from the append is lost
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
-    ctx = {
-        "settings": s,
-        "sessionmaker": app.state.loom.sessionmaker,
-        "redis_client": create_redis(s.redis_url),
-        "queue": Queue(arq_settings(s.redis_url), s.queue_name),
-    }
-    try:
-        # the job row says pending: a lost enqueue is picked up once it is old enough
-        async with app.state.loom.sessionmaker() as db:
-            await db.execute(
-                sa.text(
-                    "UPDATE compression_jobs SET updated_at = now() - "
-                    "interval '1 hour' WHERE tenant_id = :t "
-                    "AND session_id = :s"
-                ),
-                {"t": uuid.UUID(tenant.id), "s": sid},
-            )
-            await db.commit()
+    # the job row says pending: a lost enqueue is picked up once it is old enough
+    async with app.state.loom.sessionmaker() as db:
+        await db.execute(
+            sa.text(
+                "UPDATE compression_jobs SET updated_at = now() - "
+                "interval '1 hour' WHERE tenant_id = :t "
+                "AND session_id = :s"
+            ),
+            {"t": uuid.UUID(tenant.id), "s": sid},
+        )
+        await db.commit()
+    async with worker_ctx(s) as ctx:
         result = await compress_busy_sessions(ctx)
-    finally:
-        await ctx["queue"].close()
-        await ctx["redis_client"].aclose()
     assert result["enqueued"] >= 1
     await run_burst_worker(s)
     mem = await memory(client, sid)
@@ -235,17 +225,8 @@ async def test_cron_pass_enqueues_busy_session_without_job_row(
         await db.commit()
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
-    ctx = {
-        "settings": s,
-        "sessionmaker": app.state.loom.sessionmaker,
-        "redis_client": create_redis(s.redis_url),
-        "queue": Queue(arq_settings(s.redis_url), s.queue_name),
-    }
-    try:
+    async with worker_ctx(s) as ctx:
         result = await compress_busy_sessions(ctx)
-    finally:
-        await ctx["queue"].close()
-        await ctx["redis_client"].aclose()
     assert result["busy"] >= 1
     await run_burst_worker(s)
     assert (await memory(client, sid))["l2"]

@@ -19,8 +19,6 @@ import pytest
 import sqlalchemy as sa
 
 from app.core.config import Settings
-from app.core.queue import Queue
-from app.core.redis import arq_settings, create_redis
 from app.main import create_app
 from app.memory.tasks import compress_busy_sessions
 from tests.fakes.llm_server import FakeLLMServer
@@ -35,6 +33,7 @@ from tests.jobs.support import (
     run_burst_worker,
 )
 from tests.support.live import PrivateRedis
+from tests.support.worker import worker_ctx
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -196,27 +195,18 @@ async def test_redis_down_appends_and_context_still_work_and_cron_catches_up(
 
         redis_server["start"]()
         s = llm_settings(settings, fake_llm).model_copy(update={"redis_url": redis_server["url"]})
-        cron_ctx = {
-            "settings": s,
-            "sessionmaker": redis_app.state.loom.sessionmaker,
-            "redis_client": create_redis(redis_server["url"]),
-            "queue": Queue(arq_settings(redis_server["url"]), s.queue_name),
-        }
-        try:
-            async with redis_app.state.loom.sessionmaker() as db:  # the lost job is old now
-                await db.execute(
-                    sa.text(
-                        "UPDATE compression_jobs SET updated_at = now() - "
-                        "interval '1 hour' WHERE tenant_id = :t "
-                        "AND session_id = :s"
-                    ),
-                    {"t": uuid.UUID(tenant.id), "s": sid},
-                )
-                await db.commit()
+        async with redis_app.state.loom.sessionmaker() as db:  # the lost job is old now
+            await db.execute(
+                sa.text(
+                    "UPDATE compression_jobs SET updated_at = now() - "
+                    "interval '1 hour' WHERE tenant_id = :t "
+                    "AND session_id = :s"
+                ),
+                {"t": uuid.UUID(tenant.id), "s": sid},
+            )
+            await db.commit()
+        async with worker_ctx(s) as cron_ctx:
             result = await compress_busy_sessions(cron_ctx)
-        finally:
-            await cron_ctx["queue"].close()
-            await cron_ctx["redis_client"].aclose()
         assert result["enqueued"] >= 1
         await run_burst_worker(s)
         mem = await memory(api, sid)

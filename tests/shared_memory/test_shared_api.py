@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from app.shared_memory.metrics import INTEGRITY_ERRORS
 from app.shared_memory.tasks import cleanup_expired_shared_memory
 from tests.support.api import make_client, new_session
+from tests.support.worker import worker_ctx
 
 SM = "/v1/shared-memory"
 
@@ -217,8 +218,8 @@ async def test_ttl_expiry_and_cleanup(client, db, app):
     assert (await client.get(f"{SM}/global/short")).status_code == 404
     keys = [i["key"] for i in (await client.get(f"{SM}/global")).json()["items"]]
     assert "short" not in keys and "long" in keys
-    ctx = {"sessionmaker": app.state.loom.sessionmaker, "redis_client": app.state.loom.redis}
-    assert await cleanup_expired_shared_memory(ctx) >= 1
+    async with worker_ctx(app.state.loom.settings) as ctx:
+        assert await cleanup_expired_shared_memory(ctx) >= 1
     left = await db.scalar(
         sa.text("select count(*) from shared_memory_entries where ref_id=:r"),
         {"r": r.json()["ref_id"]},

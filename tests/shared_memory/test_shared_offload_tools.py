@@ -6,6 +6,7 @@ import sqlalchemy as sa
 
 from app.shared_memory.tasks import cleanup_expired_shared_memory
 from tests.support.api import new_session
+from tests.support.worker import worker_ctx
 
 SM = "/v1/shared-memory"
 
@@ -70,8 +71,8 @@ async def test_five_megabyte_tool_result_becomes_a_reference(client, db, app):
         {"r": ref["id"]},
     )
     await db.commit()
-    ctx_job = {"sessionmaker": app.state.loom.sessionmaker, "redis_client": app.state.loom.redis}
-    await cleanup_expired_shared_memory(ctx_job)
+    async with worker_ctx(app.state.loom.settings) as ctx_job:
+        await cleanup_expired_shared_memory(ctx_job)
     assert (await client.get(f"/v1/refs/{ref['id']}")).status_code == 200
     key = f"tool_results/{ref['id']}"
     listing = (await client.get(f"{SM}/session", params={"scope_id": sid})).json()["items"]
@@ -82,7 +83,8 @@ async def test_five_megabyte_tool_result_becomes_a_reference(client, db, app):
 
     # Deleting the session releases the reference; the sweep then removes the data.
     assert (await client.delete(f"/v1/sessions/{sid}")).status_code in (200, 204)
-    await cleanup_expired_shared_memory(ctx_job)
+    async with worker_ctx(app.state.loom.settings) as ctx_job:
+        await cleanup_expired_shared_memory(ctx_job)
     assert (await client.get(f"/v1/refs/{ref['id']}")).status_code == 404
 
 

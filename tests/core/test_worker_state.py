@@ -1,0 +1,50 @@
+"""The worker builds the same state as the API process: its startup makes the same
+configuration calls (`app.wiring.configure`) and the same caches (`app.wiring.caches`),
+all of them in the registry erasure forgets through; a job reads it with `worker_state`."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+from app.core import jsonlimits
+from app.core.config import Settings
+from app.knowledge import filters
+from app.state import Caches, app_state, worker_state
+from tests.support.worker import worker_ctx
+
+
+def _caches(caches: Caches) -> dict[str, type]:
+    return {f.name: type(getattr(caches, f.name)) for f in dataclasses.fields(caches)}
+
+
+def test_every_cache_is_in_the_registry(app: Any) -> None:
+    caches = app_state(app).caches
+    fields = [getattr(caches, f.name) for f in dataclasses.fields(caches) if f.name != "registry"]
+    assert fields and sorted(map(id, fields)) == sorted(map(id, caches.registry))
+
+
+async def test_the_worker_builds_the_apps_state(app: Any, settings: Settings) -> None:
+    configured = settings.model_copy(update={"max_json_depth": 17, "filter_max_values": 123})
+    try:
+        async with worker_ctx(configured) as ctx:
+            state = worker_state(ctx)
+            api = app_state(app)
+            assert _caches(state.caches) == _caches(api.caches)
+            assert state.caches is not api.caches  # its own, in its own process
+            assert len(state.caches.registry) == len(api.caches.registry)
+            assert (jsonlimits.max_depth(), filters.MAX_LIST_VALUES) == (17, 123)
+            assert state.settings is configured and state.cron_state == {}
+            # the keys app.facts.tasks still reads are the state's objects
+            assert ctx["sessionmaker"] is state.sessionmaker and ctx["queue"] is state.queue
+            # the state is usable: its caches forget, its stores answer
+            state.caches.forget(uuid.uuid4(), [uuid.uuid4()])
+            assert await state.redis.ping()
+            async with state.sessionmaker() as db:
+                assert (await db.connection()).closed is False
+    finally:
+        # the process-wide limits back to the app's
+        async with worker_ctx(settings):
+            pass
+    assert jsonlimits.max_depth() == settings.max_json_depth
