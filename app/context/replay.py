@@ -29,7 +29,7 @@ from app.facts.policy import fit_text
 from app.knowledge import repository as knowledge_repository
 from app.knowledge.packages import block_from_rows
 from app.knowledge.render import learned_block
-from app.manifests import record as manifests
+from app.manifests import hashes
 from app.memory import repository as memory_repository
 from app.memory.aggregate import Loaded, canonical, gap_draft, memory_config, record
 from app.memory.fit import View
@@ -212,9 +212,9 @@ def rebuild(
     versions = manifest["versions"]
     if state is None:
         return None, ["the session's memory was erased"]
-    if manifests.rom_sha256(state.rom_text or "") != versions["rom_sha256"]:
+    if hashes.rom_sha256(state.rom_text or "") != versions["rom_sha256"]:
         changes.append("the ROM changed")
-    if manifests.kernel_sha256(state.kernel) != versions["kernel_sha256"]:
+    if hashes.kernel_sha256(state.kernel) != versions["kernel_sha256"]:
         changes.append("the Kernel changed (tools, schemas or the large-result reference)")
     blocks: list[ContextBlock] = []
     summaries: list[dict[str, Any]] = []
@@ -303,7 +303,7 @@ def render(
     done: dict[str, tuple[dict[str, Any], str]] = {}
     for f in sorted(manifest["sha256"], key=lambda f: f != fmt):
         payload = RENDERERS[f](built)
-        digest = manifests.sha256_hex(manifests.payload_bytes(payload))
+        digest = hashes.sha256_hex(hashes.payload_bytes(payload))
         if manifest["sha256"][f] != digest:
             raise ContextChanged(
                 f"The sources are unchanged but the {f} rendering differs from the recorded "
@@ -317,7 +317,7 @@ def render(
         done[f] = payload, digest
     if fmt not in done:
         payload = RENDERERS[fmt](built)
-        done[fmt] = payload, manifests.sha256_hex(manifests.payload_bytes(payload))
+        done[fmt] = payload, hashes.sha256_hex(hashes.payload_bytes(payload))
     return done[fmt]
 
 
@@ -327,7 +327,7 @@ def fill_hashes(manifest: dict[str, Any], built: builder.Built | None) -> dict[s
     manifest.setdefault("sha256_replayed", [])
     if built is None:
         return manifest
-    for fmt in manifests.FORMATS:
+    for fmt in hashes.FORMATS:
         if fmt not in manifest["sha256"]:
             try:
                 _, digest = render(manifest, built, fmt)

@@ -14,7 +14,7 @@ from app.core.errors import ERROR_RESPONSES, NotFound
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
 from app.manifests import diff as manifest_diff
 from app.manifests import repository as repo
-from app.manifests.record import FORMATS
+from app.manifests.hashes import FORMATS
 from app.manifests.schemas import (
     ContextDiffPublic,
     ContextList,

@@ -22,6 +22,7 @@ from app.context.builder import Built
 from app.context.render import RENDERERS
 from app.context.schemas import ContextRequest
 from app.core.pg import dumps
+from app.manifests import hashes
 from app.manifests import record as manifests
 from app.manifests import repository as repo
 from app.models.base import time_ordered_id
@@ -50,8 +51,8 @@ def _record(
 ) -> dict[str, Any]:
     """The stored form of `built`'s manifest with the SHA-256 of `formats` (the payload of
     `fmt`, when already rendered, is reused)."""
-    sha = manifests.rendered_sha256(built, formats, rendered={fmt: rendered} if rendered else None)
-    config = manifests.config_hash(built.loaded.session.config, request_options(body))
+    sha = hashes.rendered_sha256(built, formats, rendered={fmt: rendered} if rendered else None)
+    config = hashes.config_hash(built.loaded.session.config, request_options(body))
     return manifests.record(built, sha256=sha, config_sha256=config)
 
 
@@ -76,7 +77,7 @@ def make(
     context_id: uuid.UUID,
     rendered: dict[str, Any] | None = None,
     created_at: datetime | None = None,
-    formats: tuple[str, ...] = manifests.FORMATS,
+    formats: tuple[str, ...] = hashes.FORMATS,
 ) -> dict[str, Any]:
     """The manifest of `built` with the SHA-256 of `formats`."""
     stored = _record(built, body, fmt, rendered, formats)
@@ -108,7 +109,7 @@ async def finish(
     # build rendered otherwise, hashed when the manifest is read (`app.context.replay`
     # checks the recorded bytes first). Rendering and hashing all three here cost as much
     # as the rest of the manifest. A manifest returned in the response has all three.
-    stored = _record(built, body, fmt, payload, manifests.FORMATS if wanted else (fmt,))
+    stored = _record(built, body, fmt, payload, hashes.FORMATS if wanted else (fmt,))
     if record:
         await state.manifest_writer.write(
             repo.NewRow(

@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.manifests import repository as manifest_repository
-from app.manifests.record import payload_bytes
+from app.manifests.hashes import payload_bytes
 from tests.support.api import new_session
 
 TURNS = [

@@ -21,7 +21,7 @@ from app.context import replay, service
 from app.context.schemas import ContextRequest, RecallInput
 from app.manifests import repository as manifest_repository
 from app.manifests import service as manifest_service
-from app.manifests.record import FORMATS
+from app.manifests.hashes import FORMATS
 from app.models import Session
 from app.state import app_state
 
