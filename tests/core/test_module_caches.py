@@ -69,7 +69,7 @@ ALLOWED: dict[str, str] = {
     "search/repository.py:_BM25": "the ranking statement text per scope kind and window",
     "context/builder.py:_note_base_tokens": "the tokens of the empty recall note",
     "portability/checks.py:_columns": "per table, the checks of its columns",
-    "manifests/record.py:tokenizer_info": "the tokenizer's name and package versions",
+    "manifests/hashes.py:tokenizer_info": "the tokenizer's name and package versions",
     "erasure/service.py:_key": "the erasure HMAC key derived from the settings' secrets",
     # the built-in tools: registered at import by the provider modules, constant after
     "tools/registry.py:_definitions": "tool definitions registered by provider modules",
@@ -78,12 +78,7 @@ ALLOWED: dict[str, str] = {
 }
 
 # debts with an owner: reported, allowed until their owner moves them to app.state.Caches
-KNOWN: dict[str, str] = {
-    "manifests/record.py:_text_sha256": (
-        "memoises the SHA-256 of ROM/Kernel texts (tenant text as keys, 4,096 entries, "
-        "not forgotten on erasure): app/manifests' owner"
-    ),
-}
+KNOWN: dict[str, str] = {}
 
 
 def _callee(node: ast.Call) -> str:
