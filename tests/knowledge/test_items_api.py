@@ -260,14 +260,28 @@ async def test_task_completion_promotes_listed_and_clears_the_rest(client) -> No
 
 async def test_task_completion_refuses_foreign_items_and_changes_nothing(client) -> None:
     mine = await _create(client, "task/t1", "scratch")
+    scratch = await _create(client, "task/t1", "scratch")  # a completion would clear it
     foreign = await _create(client, "task/t2", "scratch")
+
+    async def items() -> list[dict]:
+        got = [await client.get(f"/v1/memory-items/{i['id']}") for i in (mine, scratch, foreign)]
+        assert [g.status_code for g in got] == [200, 200, 200]
+        return [g.json() for g in got]
+
+    before = await items()
     r = await client.post(
-        "/v1/tasks/t1/complete", json={"promote": [foreign["id"]], "project_id": "p1"}
+        "/v1/tasks/t1/complete",
+        json={"promote": [mine["id"], foreign["id"]], "project_id": "p1"},
     )
-    assert r.status_code == 404
-    assert (await client.get(f"/v1/memory-items/{mine['id']}")).status_code == 200
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["code"] == "memory_item_not_found"
+    assert r.json()["error"]["details"] == {"ids": [foreign["id"]]}
+    assert await items() == before  # nothing promoted, nothing cleared, nothing touched
+    assert await _ids(client, {"scope": "project/p1"}) == []
     r = await client.post("/v1/tasks/t1/complete", json={"promote": [mine["id"]]})
     assert r.status_code == 422  # project_id missing
+    assert r.json()["error"]["code"] == "validation_error"
+    assert await items() == before
 
 
 async def test_clear_global_needs_confirmation(client) -> None:
