@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.util import await_
 
+from app.core.config import Settings
 from app.core.db_errors import is_connection_error
 from app.core.pg import connection_bounds
 from app.core.started import started_state
@@ -31,7 +32,11 @@ CLOSE_TIMEOUT = 0.5
 
 
 def create_engine(
-    url: str, pool_size: int = 10, settings: Any = None, *, max_overflow: int | None = None
+    url: str,
+    pool_size: int = 10,
+    settings: Settings | None = None,
+    *,
+    max_overflow: int | None = None,
 ) -> AsyncEngine:
     """The engine with a bounded database time (see `Settings.db_*_seconds`) and the
     disconnect handling of `install_disconnect_handling`. `settings` defaults to the

@@ -26,6 +26,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Query
 
+from app.core.config import Settings
 from app.core.errors import BadRequest
 
 T = TypeVar("T")
@@ -47,7 +48,7 @@ CURSOR_DESCRIPTION = (
 _key: bytes = secrets.token_bytes(32)
 
 
-def configure(settings: Any) -> None:
+def configure(settings: Settings) -> None:
     """Set the signing key from the settings (see the module docstring)."""
     global _key
     secret = settings.cursor_secret.get_secret_value() if settings.cursor_secret else ""

@@ -37,7 +37,7 @@ import asyncpg
 import orjson
 
 from app.core import deadline
-from app.core.config import libpq_dsn
+from app.core.config import Settings, libpq_dsn
 from app.core.db_errors import is_connection_error
 
 # orjson decodes several times faster than the stdlib, but it reads integers beyond 64 bits
@@ -120,7 +120,7 @@ async def _init(conn: asyncpg.Connection) -> None:
 CLIENT_TIMEOUT_GRACE = 0.5
 
 
-def connection_bounds(settings: Any) -> tuple[dict[str, str], float | None]:
+def connection_bounds(settings: Settings) -> tuple[dict[str, str], float | None]:
     """The server settings (application name, `statement_timeout`) and the client-side
     command timeout of every connection, this pool's and the SQLAlchemy engine's."""
     statement = settings.db_statement_timeout_seconds
@@ -131,7 +131,7 @@ def connection_bounds(settings: Any) -> tuple[dict[str, str], float | None]:
     return server, statement + CLIENT_TIMEOUT_GRACE
 
 
-def pool_server_settings(settings: Any) -> dict[str, str]:
+def pool_server_settings(settings: Settings) -> dict[str, str]:
     """The server settings of every connection of this pool (set once, at connect)."""
     server, _ = connection_bounds(settings)
     # The pool runs a few fixed statements, each an index lookup whatever its parameters:
@@ -147,7 +147,7 @@ def pool_server_settings(settings: Any) -> dict[str, str]:
     return server
 
 
-async def create_pool(url: str, settings: Any) -> asyncpg.Pool:
+async def create_pool(url: str, settings: Settings) -> asyncpg.Pool:
     _, command_timeout = connection_bounds(settings)
     server = pool_server_settings(settings)
     pool = asyncpg.create_pool(

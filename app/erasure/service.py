@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from typing import Any
 
 from app.auth.caller import Caller
+from app.core.config import Settings
 from app.core.db import transaction
 from app.core.errors import Forbidden, NotFound
 from app.core.queue import enqueue
@@ -48,7 +48,7 @@ def _key(secret: str | None, admin: str | None, dsn: str | None) -> bytes:
     return policy.derive_key(secret, admin, dsn)
 
 
-def hmac_key(settings: Any) -> bytes:
+def hmac_key(settings: Settings) -> bytes:
     secret = settings.erasure_secret.get_secret_value() if settings.erasure_secret else None
     admin = settings.admin_key.get_secret_value() if settings.admin_key else None
     return _key(secret, admin, settings.database_url)

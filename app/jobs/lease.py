@@ -24,6 +24,9 @@ from typing import Any
 
 from arq.constants import in_progress_key_prefix
 
+from app.core.config import Settings
+from app.state import worker_state
+
 log = logging.getLogger("loom.jobs.lease")
 
 # the lease is this much shorter than the recovery bound: the next worker's poll and its
@@ -40,9 +43,8 @@ return 0
 """
 
 
-def lease_seconds(settings: Any) -> float:
-    recovery = float(getattr(settings, "job_recovery_seconds", 30.0))
-    return max(MIN_LEASE_SECONDS, recovery - RECOVERY_MARGIN_SECONDS)
+def lease_seconds(settings: Settings) -> float:
+    return max(MIN_LEASE_SECONDS, settings.job_recovery_seconds - RECOVERY_MARGIN_SECONDS)
 
 
 def lease_lost(ctx: dict[str, Any]) -> bool:
@@ -56,7 +58,7 @@ async def start_lease(ctx: dict[str, Any]) -> None:
     job_id = ctx.get("job_id")
     if redis is None or not job_id:
         return
-    seconds = lease_seconds(ctx.get("settings"))
+    seconds = lease_seconds(worker_state(ctx).settings)
     key = in_progress_key_prefix + str(job_id)
     token = uuid.uuid4().hex
     ttl_ms = int(seconds * 1000)

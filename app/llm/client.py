@@ -21,6 +21,7 @@ import anthropic
 import openai
 from pydantic import SecretStr
 
+from app.core.config import Settings
 from app.llm.errors import LLMError
 
 log = logging.getLogger("loom.llm")
@@ -305,7 +306,7 @@ class OpenAICompatLLM:
         await self._sdk.close()
 
 
-def get_llm_client(settings: Any) -> LLMClient | None:
+def get_llm_client(settings: Settings) -> LLMClient | None:
     """The configured client, or None when no provider/key is configured.
 
     `LOOM_LLM_PROVIDER=anthropic` needs `ANTHROPIC_API_KEY`; `openai` needs
@@ -313,7 +314,7 @@ def get_llm_client(settings: Any) -> LLMClient | None:
     summary model name is sent); `none` disables the LLM. None means callers use the
     heuristic summariser and BM25-only search.
     """
-    provider = str(getattr(settings, "llm_provider", "anthropic") or "anthropic").lower()
+    provider = settings.llm_provider
     timeout = float(settings.llm_timeout_seconds)
     retries = int(settings.llm_max_retries)
     if provider == "none":

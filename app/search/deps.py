@@ -3,36 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.core.config import Settings
 from app.llm.client import LLMClient
 from app.search.bm25 import WindowParams
 from app.search.service import RerankCache, SearchOptions
 from app.state import AppState, app_state
 
 
-def options_for(settings: Any) -> SearchOptions:
-    """SearchOptions from Settings (defaults for any missing field)."""
-    defaults = SearchOptions()
+def options_for(settings: Settings) -> SearchOptions:
+    """SearchOptions from Settings (LOOM_SEARCH_*)."""
     return SearchOptions(
-        k1=float(getattr(settings, "search_bm25_k1", defaults.k1)),
-        b=float(getattr(settings, "search_bm25_b", defaults.b)),
+        k1=settings.search_bm25_k1,
+        b=settings.search_bm25_b,
         windows=WindowParams(
-            window=int(getattr(settings, "search_window", defaults.windows.window)),
-            weight=float(getattr(settings, "search_window_weight", defaults.windows.weight)),
-            date_boost=float(getattr(settings, "search_date_boost", defaults.windows.date_boost)),
-            speaker_boost=float(
-                getattr(settings, "search_speaker_boost", defaults.windows.speaker_boost)
-            ),
+            window=settings.search_window,
+            weight=settings.search_window_weight,
+            date_boost=settings.search_date_boost,
+            speaker_boost=settings.search_speaker_boost,
         ),
-        rerank_timeout_seconds=float(
-            getattr(settings, "search_rerank_timeout_seconds", defaults.rerank_timeout_seconds)
-        ),
-        rerank_cache_ttl_seconds=int(
-            getattr(settings, "search_rerank_cache_ttl_seconds", defaults.rerank_cache_ttl_seconds)
-        ),
+        rerank_timeout_seconds=settings.search_rerank_timeout_seconds,
+        rerank_cache_ttl_seconds=settings.search_rerank_cache_ttl_seconds,
     )
 
 
