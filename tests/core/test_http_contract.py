@@ -30,7 +30,11 @@ async def test_405_allow_lists_every_method_of_the_path(client, method, path, al
 
 
 async def test_non_uuid_item_id_is_not_found(client):
-    assert (await client.get("/v1/memory-items/not-a-uuid")).status_code == 404
+    """No route matches a path whose item id is not a UUID (`{item_id:uuid}`): the generic
+    404 of an unknown path, not a 422 about the id."""
+    resp = await client.get("/v1/memory-items/not-a-uuid")
+    assert resp.status_code == 404, resp.text
+    assert resp.json()["error"]["code"] == "not_found"
 
 
 @pytest.mark.parametrize(
@@ -62,6 +66,7 @@ async def test_promote_seqs_must_be_integers(client):
     session = await create_session(client)
     resp = await client.post(f"/v1/sessions/{session['id']}/memory/promote", json={"seqs": [False]})
     assert resp.status_code == 422, resp.text
+    assert resp.json()["error"]["code"] == "validation_error"
 
 
 async def test_scope_id_length_agrees_with_the_schema(client, app):
@@ -78,13 +83,15 @@ async def test_scope_id_length_agrees_with_the_schema(client, app):
         "/v1/shared-memory/workflow/k", params={"scope_id": "w" * 129}, json={"value": 1}
     )
     assert too_long.status_code == 422, too_long.text
+    assert too_long.json()["error"]["code"] == "validation_error"
 
 
 async def test_malformed_if_match_is_400_even_for_a_missing_entry(client):
     resp = await client.delete("/v1/shared-memory/global/missing", headers={"If-Match": "v1"})
     assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_etag"
     resp = await client.delete("/v1/shared-memory/global/missing", headers={"If-Match": '"1"'})
-    assert resp.status_code == 412
+    assert resp.status_code == 412, resp.text
+    assert resp.json()["error"]["code"] == "precondition_failed"
 
 
 async def test_metadata_header_is_checked_whatever_the_body(client):

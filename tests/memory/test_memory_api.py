@@ -196,8 +196,12 @@ async def test_stale_plan_is_refused_and_never_duplicates(client: httpx.AsyncCli
 async def test_other_tenant_and_agent_cannot_read_memory(client: httpx.AsyncClient, tenant) -> None:
     sid = await new_session(client, **SMALL)
     other = await tenant.new_client(role="agent", agent_id="someone-else")
-    assert (await other.get(f"/v1/sessions/{sid}/memory")).status_code == 404
-    assert (await other.get("/v1/agents/agent-1/profile")).status_code == 403
+    resp = await other.get(f"/v1/sessions/{sid}/memory")
+    assert resp.status_code == 404, resp.text
+    assert resp.json()["error"]["code"] == "session_not_found"
+    resp = await other.get("/v1/agents/agent-1/profile")
+    assert resp.status_code == 403, resp.text
+    assert resp.json()["error"]["code"] == "agent_mismatch"
 
 
 async def test_small_window_caps_l2_at_a_quarter_of_the_budget(client: httpx.AsyncClient) -> None:
