@@ -25,10 +25,6 @@ class Caller:
     agent_id: str | None
     key_id: uuid.UUID | None
 
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
     def require_agent(self) -> str:
         """The agent this call acts as; service keys must name one with X-Agent-Id."""
         if not self.agent_id:
