@@ -15,34 +15,14 @@ from app.memory.repository import CONTEXT
 from app.state import AppState
 
 
-async def build_session_context(
-    state: AppState, caller: Caller, session_id: uuid.UUID, body: ContextRequest | None
-) -> builder.Built:
-    """The built context of a session the caller may see (404 `session_not_found` else);
-    render it with `app.context.render`. With recall on (the session's `config.recall`, or
-    `body.recall`) the build also searches the swap for the newest user message."""
-    built, _, _ = await _build(state, caller, session_id, body, None)
-    return built
-
-
 async def build_and_record(
     state: AppState, caller: Caller, session_id: uuid.UUID, body: ContextRequest | None, fmt: str
 ) -> tuple[builder.Built, dict[str, Any], dict[str, Any] | None]:
-    """`build_session_context`, then its `context_id` and manifest
-    (`app.manifests.service.finish`): (built, the response's extra fields, the
-    format's payload when rendered already)."""
-    built, extra, payload = await _build(state, caller, session_id, body, fmt)
-    assert extra is not None
-    return built, extra, payload
-
-
-async def _build(
-    state: AppState,
-    caller: Caller,
-    session_id: uuid.UUID,
-    body: ContextRequest | None,
-    fmt: str | None,
-) -> tuple[builder.Built, dict[str, Any] | None, dict[str, Any] | None]:
+    """The built context of a session the caller may see (404 `session_not_found` else),
+    then its `context_id` and manifest (`app.manifests.service.finish`): (built, the
+    response's extra fields, the format's payload when rendered already). With recall on
+    (the session's `config.recall`, or `body.recall`) the build also searches the swap for
+    the newest user message."""
     # one round trip reads the session and its memory
     async with state.connection() as conn:
         loaded = await load(
@@ -68,7 +48,5 @@ async def _build(
             if recall.enabled
             else None,
         )
-    if fmt is None:
-        return built, None, None
     extra, payload = await manifest_service.finish(state, built, body, fmt)
     return built, extra, payload

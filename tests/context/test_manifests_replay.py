@@ -181,8 +181,9 @@ async def test_a_thousand_recorded_builds_replay_to_the_same_bytes(app, tenant, 
                     )
                 )
             for body in bodies:
-                built = await service.build_session_context(state, caller, uuid.UUID(sid), body)
-                extra, _ = await manifest_service.finish(state, built, body, body.format)
+                built, extra, _ = await service.build_and_record(
+                    state, caller, uuid.UUID(sid), body, body.format
+                )
                 assert extra["recorded"]
                 recorded.append((sid, extra["context_id"]))
                 m = manifest_service.make(built, body, body.format, uuid.UUID(extra["context_id"]))
