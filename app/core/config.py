@@ -198,6 +198,10 @@ class Settings(BaseSettings):
     facts_quiet_seconds: float = Field(
         default=60.0, ge=0, le=86_400, alias="LOOM_FACTS_QUIET_SECONDS"
     )
+    # issue 37: a quiet run needs this many user messages waiting; fewer wait for the idle
+    # time (or the session's end), so a slow typist does not cost a call per turn
+    facts_quiet_min_user: int = Field(default=3, ge=1, le=1000, alias="LOOM_FACTS_QUIET_MIN_USER")
+    facts_idle_seconds: float = Field(default=900.0, gt=0, alias="LOOM_FACTS_IDLE_SECONDS")
     facts_max_tokens: int = Field(default=2000, ge=64, alias="LOOM_FACTS_MAX_TOKENS")
     # Context manifests (issue 30; app/context/manifest_tasks.py): the worker's sweep keeps
     # the newest N recorded builds of a session (0: no count limit), none older than T days

@@ -186,6 +186,12 @@ async def _ask(
         ) from None
 
 
+def tail_due(watermark: int, began: int, last: int, every: int) -> bool:
+    """Whether a run reads on: what waited when it began (`began`, its last seq then) is
+    always read; past it, only while `every` messages wait."""
+    return watermark < began or last - watermark >= every
+
+
 def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -443,12 +449,17 @@ async def run_extraction(
     lease_lost: Callable[[], bool] = lambda: False,
     outcome: Outcome | None = None,
     upto: int | None = None,
+    short_tail: bool = True,
 ) -> Outcome:
     """Extract batch after batch until every message (up to `upto`, default the newest)
     is read (see module doc). `outcome` is filled as it goes (LLM usage counts even when a
-    later step fails)."""
+    later step fails). With `short_tail=False` (the job's runs), messages that arrived
+    after the run began are read only while `min_batch` of them wait (`tail_due`): a
+    short tail is the next run's, which its trigger schedules (issue 37: turns 1 s apart
+    cost a run of two messages after each full one)."""
     outcome = outcome if outcome is not None else Outcome()
     stale = 0
+    began: int | None = None
     for _ in range(MAX_BATCHES):
         async with deps.sessionmaker() as db:
             info = await repo.session_facts(db, tenant_id, session_id)
@@ -462,6 +473,11 @@ async def run_extraction(
             return outcome
         last = info.last_seq if upto is None else min(upto, info.last_seq)
         if last <= info.watermark:
+            return outcome
+        began = last if began is None else began
+        if not short_tail and not tail_due(
+            info.watermark, began, last, cfg.every(int(deps.settings.facts_every_messages))
+        ):
             return outcome
         scope = fact_scope(cfg, info.agent_id, info.user_id)
         batch = await _read_batch(deps, tenant_id, session_id, info, scope, info.watermark, last)

@@ -316,7 +316,7 @@ async def set_failed_ranges(
 
 
 async def watermark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
-    return (await watermark_and_retry(db, tenant_id, session_id))[0]
+    return (await waiting_state(db, tenant_id, session_id))[0]
 
 
 def retry_waiting(status: str | None, last_error: str | None) -> bool:
@@ -326,20 +326,23 @@ def retry_waiting(status: str | None, last_error: str | None) -> bool:
     return status == "running" or (status == "pending" and last_error is not None)
 
 
-async def watermark_and_retry(
+_WAITING = sa.text("""
+SELECT coalesce(x.watermark_seq, 0) AS watermark, x.status, x.last_error,
+       (SELECT count(*) FROM messages m
+        WHERE m.tenant_id = :tid AND m.session_id = :sid AND m.role = 'user'
+          AND m.seq > coalesce(x.watermark_seq, 0)) AS users
+FROM (SELECT 1) one
+LEFT JOIN fact_extractions x ON x.tenant_id = :tid AND x.session_id = :sid
+""")
+
+
+async def waiting_state(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
-) -> tuple[int, bool]:
-    """The watermark, and whether the job waits for a retry (`retry_waiting`)."""
-    row = (
-        await db.execute(
-            sa.select(X.c.watermark_seq, X.c.status, X.c.last_error).where(
-                X.c.tenant_id == tenant_id, X.c.session_id == session_id
-            )
-        )
-    ).first()
-    if row is None:
-        return 0, False
-    return int(row[0]), retry_waiting(row[1], row[2])
+) -> tuple[int, bool, int]:
+    """The watermark, whether the job is busy (`retry_waiting`), and the user messages
+    after the watermark (what a quiet run needs: issue 37)."""
+    row = (await db.execute(_WAITING, {"tid": tenant_id, "sid": session_id})).one()
+    return int(row.watermark), retry_waiting(row.status, row.last_error), int(row.users)
 
 
 # --- the session and its messages --------------------------------------------------------
@@ -353,12 +356,11 @@ class SessionFacts:
     l1_start_seq: int | None
     watermark: int
     user_id: str | None = None
-    retrying: bool = False  # running or waiting for a retry (`retry_waiting`)
 
 
 _SESSION = sa.text("""
 SELECT s.agent_id, s.config, s.last_seq, m.l1_start_seq, s.user_id,
-       coalesce(x.watermark_seq, 0) AS watermark, x.status, x.last_error
+       coalesce(x.watermark_seq, 0) AS watermark
 FROM sessions s
 LEFT JOIN memory_states m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
 LEFT JOIN fact_extractions x ON x.tenant_id = s.tenant_id AND x.session_id = s.id
@@ -379,7 +381,6 @@ async def session_facts(
         None if row.l1_start_seq is None else int(row.l1_start_seq),
         int(row.watermark),
         row.user_id,
-        retry_waiting(row.status, row.last_error),
     )
 
 

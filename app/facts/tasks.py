@@ -113,6 +113,7 @@ async def run_once(
     retry_failed: bool = False,
     ctx: dict[str, Any] | None = None,
     outcome: Outcome | None = None,
+    short_tail: bool = True,
 ) -> Outcome:
     """One try: skipped without an LLM, else the failed ranges (`retry_failed`) then the
     new messages (raises on failure; usage is recorded call by call)."""
@@ -131,7 +132,12 @@ async def run_once(
                 deps, tenant_id, session_id, int(r["first_seq"]), int(r["last_seq"]), outcome
             )
     await run_extraction(
-        deps, tenant_id, session_id, lease_lost=lambda: lease_lost(ctx or {}), outcome=outcome
+        deps,
+        tenant_id,
+        session_id,
+        lease_lost=lambda: lease_lost(ctx or {}),
+        outcome=outcome,
+        short_tail=short_tail,
     )
     if outcome.skipped:
         metrics.JOBS_SKIPPED.labels(reason=outcome.skipped).inc()
@@ -194,7 +200,15 @@ async def extract_facts(
     outcome = Outcome()
     try:
         async with asyncio.timeout(settings.facts_job_timeout_seconds):
-            await run_once(deps, tid, sid, retry_failed=retry_failed, ctx=ctx, outcome=outcome)
+            await run_once(
+                deps,
+                tid,
+                sid,
+                retry_failed=retry_failed,
+                ctx=ctx,
+                outcome=outcome,
+                short_tail=False,
+            )
     except LeaseLost:
         log.warning("fact extraction of %s handed over to another worker", sid)
         return {"lease_lost": True}
@@ -270,7 +284,13 @@ async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
     async with ctx["sessionmaker"]() as db:
         lost = await repo.stale_extractions(
             db,
-            pending_before=now - 2 * interval - timedelta(seconds=settings.facts_quiet_seconds),
+            pending_before=now
+            - 2 * interval
+            - timedelta(
+                seconds=max(
+                    settings.facts_quiet_seconds, getattr(settings, "facts_idle_seconds", 0.0)
+                )
+            ),
             running_before=now - timedelta(seconds=2 * settings.facts_job_timeout_seconds + 60),
             limit=settings.compress_cron_batch,
         )

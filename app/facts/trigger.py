@@ -4,7 +4,10 @@ compression.
 After each append to a session with facts on, its extraction job (`facts:<session>`, one
 per session) is scheduled: at once when `N` messages are waiting (`config.facts.min_batch`,
 else `LOOM_FACTS_EVERY_MESSAGES`, 6), else `T` seconds later (`LOOM_FACTS_QUIET_SECONDS`,
-60), and every later append moves that time again (a debounce: T seconds of quiet). A
+60) once `LOOM_FACTS_QUIET_MIN_USER` (3) user messages wait, else after the idle time
+(`LOOM_FACTS_IDLE_SECONDS`, 900; issue 37), and every later append moves that time again
+(a debounce). A run reads what waited when it started; messages that arrive meanwhile are
+read by it only while `N` of them wait, else by the next run. A
 flush (`POST .../memory/extract`, or a session that ends) runs it at once. A job that ran
 while messages arrived schedules itself again when it ends (`after_extraction`), so the
 last messages of a conversation are never left for a later one.
@@ -39,12 +42,26 @@ def extract_job_id(session_id: uuid.UUID | str) -> str:
     return f"facts:{session_id}"
 
 
-def extraction_due(waiting: int, every: int, quiet_seconds: float) -> float | None:
-    """Seconds until the extraction should run: 0 once `every` messages wait, else the
-    quiet time; None when nothing waits."""
+def extraction_due(
+    waiting: int,
+    every: int,
+    quiet_seconds: float,
+    *,
+    users_waiting: int | None = None,
+    quiet_min_user: int = 1,
+    idle_seconds: float | None = None,
+) -> float | None:
+    """Seconds until the extraction should run: 0 once `every` messages wait; the quiet
+    time once `quiet_min_user` user messages wait; else the idle time (issue 37: turns
+    further apart than the quiet time cost a run of two messages each, 592 calls per
+    1,000 messages); None when nothing waits."""
     if waiting <= 0:
         return None
-    return 0.0 if waiting >= every else float(quiet_seconds)
+    if waiting >= every:
+        return 0.0
+    if idle_seconds is None or users_waiting is None or users_waiting >= quiet_min_user:
+        return float(quiet_seconds)
+    return max(float(quiet_seconds), float(idle_seconds))
 
 
 async def schedule_extraction(
@@ -85,16 +102,19 @@ async def follow(
             if info is None:
                 await db.rollback()
                 return False
-            last_seq, config, watermark = info.last_seq, info.config, info.watermark
-            retrying = info.retrying
-        else:
-            watermark, retrying = await repo.watermark_and_retry(db, tenant_id, session_id)
+            last_seq, config = info.last_seq, info.config
+        watermark, retrying, users = await repo.waiting_state(db, tenant_id, session_id)
         await db.rollback()
     cfg = FactsConfig.from_stored((config or {}).get("facts"))
     if not cfg.enabled:
         return False
     delay = extraction_due(
-        last_seq - watermark, cfg.every(settings.facts_every_messages), settings.facts_quiet_seconds
+        last_seq - watermark,
+        cfg.every(settings.facts_every_messages),
+        settings.facts_quiet_seconds,
+        users_waiting=users,
+        quiet_min_user=int(getattr(settings, "facts_quiet_min_user", 1)),
+        idle_seconds=getattr(settings, "facts_idle_seconds", None),
     )
     if delay is None or (retrying and delay > 0):
         # a retry waiting for its backoff reads these messages too: moving it to the quiet

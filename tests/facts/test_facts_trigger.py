@@ -35,7 +35,11 @@ QUIET = 2.0
 
 @pytest.fixture(scope="module")
 def quiet_settings(settings: Settings, fake_llm_server: FakeLLMServer) -> Settings:
-    return facts_settings(settings, fake_llm_server.base_url, facts_quiet_seconds=QUIET)
+    # one user message is enough for a quiet run here (the debounce is what these test;
+    # issue 37's minimum and idle time: test_facts_issue37_cost.py)
+    return facts_settings(
+        settings, fake_llm_server.base_url, facts_quiet_seconds=QUIET, facts_quiet_min_user=1
+    )
 
 
 @pytest.fixture(scope="module")
