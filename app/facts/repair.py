@@ -3,11 +3,12 @@
 One malformed field used to fail a whole batch (schema validation of the whole answer): a
 key such as `user.favourite-food` or a sentence cost every good fact of the batch after
 its retries. Now each candidate is repaired where it can be (`repair_key`: lowercase,
-invalid characters to `_`, segments and length cut to the pattern; an event time that is
-not a date is left out; importance clamped; seqs outside the batch left out) and only a
-candidate that cannot be (no text, no key left, no seq of the batch) is dropped and
-counted. An answer whose every candidate is dropped is still bad output (retried): the
-model did not answer the question.
+invalid characters to `_`, segments and length cut to the pattern, a sentence naming the
+user first split into subject and attribute: "The user's home city" -> `user.home_city`;
+an event time that is not a date is left out; importance clamped; seqs outside the
+batch left out) and only a candidate that cannot be (no text, no key left, no seq of the
+batch) is dropped and counted. An answer whose every candidate is dropped is still bad
+output (retried): the model did not answer the question.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ DEFAULT_IMPORTANCE = 0.5
 _KEY = re.compile(KEY_PATTERN)
 _EVENT = re.compile(EVENT_TIME_PATTERN)
 _INVALID = re.compile(r"[^a-z0-9_]+")
+# a one-segment key naming its subject first ("the_user_s_home_city", "user_home_city")
+_SUBJECT = re.compile(r"^(?:the_)?(user)(?:_s)?_(.+)$")
 
 
 def repair_key(raw: Any) -> str | None:
@@ -53,6 +56,10 @@ def repair_key(raw: Any) -> str | None:
             segments.append(seg)
     if not segments:
         return None
+    if len(segments) == 1:  # a sentence: "The user's home city" -> user.home_city
+        m = _SUBJECT.match(segments[0])
+        if m and m.group(2):
+            segments = [m.group(1), m.group(2)[:KEY_SEGMENT_CHARS].strip("_")]
     if len(segments) > KEY_SEGMENTS:  # the last ones joined into the fifth
         tail = "_".join(segments[KEY_SEGMENTS - 1 :])[:KEY_SEGMENT_CHARS].strip("_")
         segments = [*segments[: KEY_SEGMENTS - 1], tail]

@@ -55,13 +55,22 @@ async def scope_facts(
     params: dict[str, str] = {"include_invalidated": "true"}
     if as_of is not None:
         params = {"as_of": as_of}
-    r = await client.post(
-        "/v1/memory-items/query",
-        params=params,
-        json={"filters": {"kind": "fact", "scope": scope}, "order_by": "-timestamp", "limit": 200},
-    )
-    assert r.status_code == 200, r.text
-    return list(r.json()["items"])
+    out: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        body: dict[str, Any] = {
+            "filters": {"kind": "fact", "scope": scope},
+            "order_by": "-timestamp",
+            "limit": 200,
+        }
+        if cursor:
+            body["cursor"] = cursor
+        r = await client.post("/v1/memory-items/query", params=params, json=body)
+        assert r.status_code == 200, r.text
+        out += r.json()["items"]
+        cursor = r.json()["next_cursor"]
+        if not cursor:
+            return out
 
 
 async def history(client: httpx.AsyncClient, item_id: str) -> dict[str, Any]:

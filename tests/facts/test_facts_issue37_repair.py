@@ -24,7 +24,9 @@ def test_keys_are_repaired_to_the_pattern() -> None:
     assert repair_key("user.favourite-food") == "user.favourite_food"
     assert repair_key("User.Home City") == "user.home_city"
     sentence = "The user's favourite colour is blue."
-    assert repair_key(sentence) == "the_user_s_favourite_colour_is_blue"
+    assert repair_key(sentence) == "user.favourite_colour_is_blue"
+    assert repair_key("The user's home city") == "user.home_city"
+    assert repair_key("Favourite colour") == "favourite_colour"
     assert repair_key("a." + "b" * 100) == "a." + "b" * 60
     assert repair_key("a.b.c.d.e.f.g") == "a.b.c.d.e_f_g"
     assert repair_key("...") is None and repair_key("  ") is None and repair_key(None) is None
@@ -109,6 +111,6 @@ async def test_a_malformed_key_loses_no_good_fact(
     facts = {f["text"]: f["key"] for f in await scope_facts(llm_client, "agent/agent-1")}
     assert facts == {
         "The user likes figs.": "user.favourite_food",
-        "The user's favourite colour is blue.": "the_user_s_favourite_colour",
+        "The user's favourite colour is blue.": "user.favourite_colour",
         "The user has a dog named Rex.": "user.pet.name",
     }

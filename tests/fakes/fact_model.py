@@ -64,8 +64,20 @@ class Rule:
 
 
 @dataclass
+class Pattern:
+    """Many facts of one form: each match of `regex` in a user message is a fact
+    (`fact` and `key` formatted with the match's groups)."""
+
+    regex: str
+    fact: str
+    key: str
+    importance: float = 0.3
+
+
+@dataclass
 class FactModel:
     rules: list[Rule]
+    patterns: list[Pattern] = field(default_factory=list)
     bad_key_every: int = 0  # every n-th recorded fact gets a key outside the pattern
     calls: list[str] = field(default_factory=list)
     recorded: int = 0
@@ -98,9 +110,16 @@ class FactModel:
         self.recorded += 1
         if not self.bad_key_every or self.recorded % self.bad_key_every:
             return key
-        if self.recorded % (2 * self.bad_key_every):
-            return key.replace("_", "-").upper()  # USER.HOME-CITY -> repaired
-        return "The fact is about " + key.replace(".", " ")  # a sentence
+        if self.recorded % (2 * self.bad_key_every) or key.count(".") != 1:
+            return key.replace("_", "-").upper()  # USER.HOME-CITY
+        subject, _, attribute = key.partition(".")
+        return f"The {subject}'s {attribute.replace('_', ' ').replace('.', ' ')}"  # a sentence
+
+    def topic(self, key: str, text: str) -> str:
+        """What a fact is about, as a reader of its text knows: its rule's attribute (the
+        same whichever key it was given), else its key."""
+        rule = self.rule_for(text)
+        return rule.key if rule is not None else key
 
     def extract(self, prompt: str) -> dict[str, Any]:
         vocabulary = KEYS.search(prompt)
@@ -130,17 +149,28 @@ class FactModel:
                         said = datetime.strptime(when.strip(), "%Y-%m-%d %H:%M UTC").date()
                         fact["valid_from"] = r.when(said)
                     facts.append(fact)
+            for p in self.patterns:
+                for found in re.finditer(p.regex, text):
+                    facts.append(
+                        {
+                            "text": p.fact.format(*found.groups()),
+                            "key": self.mangle(p.key.format(*found.groups())),
+                            "importance": p.importance,
+                            "source_seqs": [seq],
+                        }
+                    )
         return {"facts": facts}
 
     def decide(self, prompt: str) -> dict[str, Any]:
         # the latest fact per key: (id, text, rule) as the batch moves on
         latest: dict[str, tuple[str, str]] = {}
         for sid, key, text in STORED.findall(prompt):
-            latest[key] = (sid, text.strip())
+            latest[self.topic(key, text.strip())] = (sid, text.strip())
         decisions = []
         for m in NEW.finditer(prompt):
             i, key, text = int(m.group(1)), m.group(2).strip(), m.group(3).strip()
             rule = self.rule_for(text)
+            key = self.topic(key, text)
             before = latest.get(key)
             if before is None:
                 decisions.append({"candidate": i, "op": "ADD"})
