@@ -12,7 +12,7 @@ format.
 
 The manifest holds ids and versions, not content (the only text in it is the query that
 recall and the facts block searched with): a stored manifest says where each byte came from,
-and `app.context.replay` re-reads those sources to render the same bytes again. Erased
+and `app.manifests.replay` re-reads those sources to render the same bytes again. Erased
 sources are then missing, never resurrected from the manifest.
 
 Its blocks are made by `app.manifests.blocks`, its hashes (of the rendered formats, the ROM,

@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from app.context import replay
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, NotFound
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
 from app.manifests import diff as manifest_diff
+from app.manifests import replay
 from app.manifests import repository as repo
 from app.manifests.hashes import FORMATS
 from app.manifests.schemas import (

@@ -106,7 +106,7 @@ async def finish(
         return {"context_id": str(context_id), "recorded": False, "manifest": None}, None
     payload = RENDERERS[fmt](built)
     # A recorded build hashes the bytes it answered with; the other formats are the same
-    # build rendered otherwise, hashed when the manifest is read (`app.context.replay`
+    # build rendered otherwise, hashed when the manifest is read (`app.manifests.replay`
     # checks the recorded bytes first). Rendering and hashing all three here cost as much
     # as the rest of the manifest. A manifest returned in the response has all three.
     stored = _record(built, body, fmt, payload, hashes.FORMATS if wanted else (fmt,))

@@ -4,7 +4,7 @@ and truncation, then replay every one of them after the sessions moved on: the s
 SHA-256 in every format.
 
 Builds run directly (the service the route calls, then the recording step), the history
-grows through the API; replays read their sources as the route does (`app.context.replay`).
+grows through the API; replays read their sources as the route does (`app.manifests.replay`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.auth.caller import Caller
-from app.context import replay, service
+from app.context import service
 from app.context.schemas import ContextRequest, RecallInput
+from app.manifests import replay
 from app.manifests import repository as manifest_repository
 from app.manifests import service as manifest_service
 from app.manifests.hashes import FORMATS
