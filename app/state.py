@@ -3,8 +3,9 @@
 `create_app`'s lifespan builds one `AppState` (engine, sessionmakers, asyncpg pool, Redis,
 queue, key cache, shared-memory runtime, LLM client, the process's caches, and the hooks
 other domains join requests with, see `app.wiring`) and keeps it at `app.state.loom`.
-Routes and dependencies take it as `StateDep`; code that holds only the app (the MCP and
-tool contexts, tests, scripts) uses `app_state(app)`.
+Everything reads it one way, `app_state(app)`: a route or dependency with
+`app_state(request.app)` (a plain call: no dependency to resolve on the hot paths), the MCP
+and tool contexts, tests and scripts with the app they hold.
 
 The arq worker builds a `WorkerState` in its startup (`workers.settings`) with the same
 settings, configuration (`app.wiring.configure`) and caches (`app.wiring.caches`); a job
@@ -133,8 +134,10 @@ def app_state(app: Any) -> AppState:
     return cast(AppState, started_state(app))
 
 
-async def get_state(request: Request) -> AppState:
+async def _state_of(request: Request) -> AppState:
     return app_state(request.app)
 
 
-StateDep = Annotated[AppState, Depends(get_state)]
+# Only app.facts.router still takes the state as a dependency (issue 37's module, edited
+# concurrently): remove this alias once it reads `app_state(request.app)` too.
+StateDep = Annotated[AppState, Depends(_state_of)]

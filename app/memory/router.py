@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query, Response
+from fastapi import APIRouter, Body, Path, Query, Request, Response
 
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
@@ -28,7 +28,7 @@ from app.memory.schemas import (
     SnapshotPublic,
 )
 from app.sessions.deps import SessionDep
-from app.state import StateDep
+from app.state import app_state
 
 router = APIRouter(tags=["memory"], responses=ERROR_RESPONSES)
 SchemaName = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,200}$")]
@@ -85,12 +85,13 @@ async def list_memory_snapshots(
     summary="Compress a session's memory",
 )
 async def compress_memory(
-    session: SessionDep, db: DbDep, state: StateDep, response: Response, wait: bool = False
+    session: SessionDep, db: DbDep, request: Request, response: Response, wait: bool = False
 ) -> CompressPublic:
     """Enqueue compression (202), or with ``wait=true`` compress now and answer when done
     (200): the job's own work, with the LLM when configured (the heuristic at once if it
     fails). Past `LOOM_COMPRESS_WAIT_SECONDS` the answer is 202 with the job's status
     (what was applied stays; the queued job finishes the rest)."""
+    state = app_state(request.app)
     if wait:
         outcome = await tasks.compress_and_wait(
             state, session.tenant_id, session.id, within=state.settings.compress_wait_seconds

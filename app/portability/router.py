@@ -17,7 +17,7 @@ from app.portability import export, importer
 from app.portability.checks import Limits
 from app.portability.format import FormatError
 from app.sessions.deps import SessionDep
-from app.state import AppState, StateDep
+from app.state import AppState, app_state
 from app.users import access as users_access
 from app.users import repository as users_repository
 
@@ -65,12 +65,13 @@ def _streamed(
     summary="Export a user",
 )
 async def export_user(
-    user_id: Annotated[str, Path(pattern=AGENT_ID_PATTERN)], caller: CallerDep, state: StateDep
+    user_id: Annotated[str, Path(pattern=AGENT_ID_PATTERN)], caller: CallerDep, request: Request
 ) -> StreamingResponse:
     """Everything about one user as NDJSON: their sessions (an agent key: its own agent's)
     with messages (original seqs and timestamps), memory state, summaries, snapshots and
     shared-memory scope, then the `user/<id>` tier and the facts drawn from those sessions,
     with every version. Streamed from one snapshot, in constant memory."""
+    state = app_state(request.app)
     async with state.read_sessionmaker() as db:
         await users_access.require_visible(db, caller, user_id)
         agent = caller.agent_id if caller.role == "agent" else None
@@ -89,9 +90,10 @@ async def export_user(
     summary="Export a session",
 )
 async def export_session(
-    session: SessionDep, caller: CallerDep, state: StateDep
+    session: SessionDep, caller: CallerDep, request: Request
 ) -> StreamingResponse:
     """One session as NDJSON (the user export's format), with the facts drawn from it."""
+    state = app_state(request.app)
     return _streamed(
         state,
         caller,
@@ -108,10 +110,11 @@ async def export_session(
     responses=_STREAM,
     summary="Export the whole tenant",
 )
-async def export_tenant(caller: CallerDep, state: StateDep) -> StreamingResponse:
+async def export_tenant(caller: CallerDep, request: Request) -> StreamingResponse:
     """Every session, knowledge item (with versions) and shared-memory entry of the
     tenant as NDJSON. Admin keys (name the tenant with X-Tenant-Id). API keys, agent
     profiles and learned versions are not part of it."""
+    state = app_state(request.app)
     caller.require_role("admin")
     return _streamed(state, caller, {"kind": "tenant"}, None, None, "tenant")
 
@@ -134,7 +137,10 @@ class ImportResult(BaseModel):
         "requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string"}}}}
     },
 )
-async def import_export(request: Request, caller: CallerDep, state: StateDep) -> ImportResult:
+async def import_export(
+    request: Request,
+    caller: CallerDep,
+) -> ImportResult:
     """Import an export (of this or another tenant or instance) into the caller's tenant:
     all or nothing, idempotent by ids. Each line passes the rules of the route that creates
     the same object; a bad line is 422 `invalid_import` naming the line and the field
@@ -142,6 +148,7 @@ async def import_export(request: Request, caller: CallerDep, state: StateDep) ->
     shared-memory entry that is already there is left as it is with everything under it,
     counted in `already_present`. Service and admin keys; the body is at most
     LOOM_MAX_REQUEST_BYTES."""
+    state = app_state(request.app)
     caller.require_role("service", "admin")
     async with deadline.unbounded(), state.connection() as conn:  # as long as its size needs
         try:

@@ -3,14 +3,14 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Request
 
 from app.auth.deps import CallerDep
 from app.core.errors import ERROR_RESPONSES
 from app.search import examples, requests
 from app.search.deps import SearchEnvDep
 from app.search.schemas import SearchCreate, SearchPublic, SessionSearchCreate
-from app.state import StateDep
+from app.state import app_state
 
 router = APIRouter(tags=["search"], responses=ERROR_RESPONSES)
 
@@ -24,7 +24,7 @@ async def search_session(
     session_id: uuid.UUID,
     body: Annotated[SessionSearchCreate, Body(openapi_examples=examples.SESSION)],
     caller: CallerDep,
-    state: StateDep,
+    request: Request,
     env: SearchEnvDep,
 ) -> SearchPublic:
     """Search this session's full history: the conversation-aware BM25 top 50 (a message
@@ -33,6 +33,7 @@ async def search_session(
     With `promote: true` the results are promoted into the session's context; 409 when
     they would not fit its budget (nothing is promoted then).
     """
+    state = app_state(request.app)
     return await requests.search_session(state, env, caller, session_id, body)
 
 
@@ -42,7 +43,7 @@ async def search_session(
 async def search_sessions(
     body: Annotated[SearchCreate, Body(openapi_examples=examples.SESSIONS)],
     caller: CallerDep,
-    state: StateDep,
+    request: Request,
     env: SearchEnvDep,
 ) -> SearchPublic:
     """Search across the sessions of one agent (`scope=agent`) or of the tenant.
@@ -51,4 +52,5 @@ async def search_sessions(
     key's own, or a service key's `X-Agent-Id`). Agent keys may not search another agent
     or the whole tenant (403).
     """
+    state = app_state(request.app)
     return await requests.search_sessions(state, env, caller, body)

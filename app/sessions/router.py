@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
@@ -22,7 +22,7 @@ from app.memory.read_models import layer_tokens, layer_tokens_of_page
 from app.sessions import examples, repository, service
 from app.sessions.deps import SessionDep
 from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
-from app.state import StateDep
+from app.state import app_state
 
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
 
@@ -32,9 +32,10 @@ async def create_session(
     body: Annotated[SessionCreate, Body(openapi_examples=examples.CREATE)],
     db: DbDep,
     caller: CallerDep,
-    state: StateDep,
+    request: Request,
 ) -> SessionPublic:
     """Start a session for an agent."""
+    state = app_state(request.app)
     session = await service.create(db, caller, body, on_created=state.hooks.session_created)
     return service.to_public(session)
 
@@ -102,10 +103,11 @@ async def update_session(
     body: Annotated[SessionUpdate, Body(openapi_examples=examples.UPDATE)],
     session: SessionDep,
     db: DbDep,
-    state: StateDep,
+    request: Request,
 ) -> SessionPublic:
     """Change config fields, replace metadata, or end the session (`status: ended`: its
     fact extraction runs at once; an append reopens it)."""
+    state = app_state(request.app)
     ending = body.status == "ended" and session.status != "ended"
     session = await service.update(db, session, body)
     if ending:
@@ -126,11 +128,12 @@ async def end_hook(state: Any, session: Any) -> None:
     response_class=Response,
     summary="Delete a session and everything in it",
 )
-async def delete_session(session: SessionDep, caller: CallerDep, state: StateDep) -> Response:
+async def delete_session(session: SessionDep, caller: CallerDep, request: Request) -> Response:
     """Delete a session and everything derived from it: messages, summaries, snapshots,
     memory, search statistics, jobs, the facts drawn from it, its shared-memory scope with
     references and offloaded tool results, cached copies. It reads as deleted at once; a
     big session's rows go in batches by a worker. `Location` names the erasure's receipt
     (`GET /v1/erasures/{id}`)."""
+    state = app_state(request.app)
     row = await erasure_service.erase_session(state, caller, session.id)
     return Response(status_code=204, headers={"Location": f"/v1/erasures/{row.id}"})

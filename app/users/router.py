@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
@@ -12,7 +12,7 @@ from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, page
 from app.erasure import service as erasure_service
 from app.erasure.router import answer
 from app.erasure.schemas import ErasurePublic
-from app.state import StateDep
+from app.state import app_state
 from app.users import access, repository
 from app.users.schemas import UserList, UserPublic
 
@@ -90,7 +90,7 @@ async def get_user(user_id: UserPath, db: DbDep, caller: CallerDep) -> UserPubli
     summary="Erase a user",
 )
 async def erase_user(
-    user_id: UserPath, caller: CallerDep, state: StateDep, response: Response
+    user_id: UserPath, caller: CallerDep, request: Request, response: Response
 ) -> ErasurePublic:
     """Erase everything about this person: their sessions with every message, summary,
     snapshot, memory state, search statistics, idempotency record, job row and queued
@@ -100,5 +100,6 @@ async def erase_user(
     rows go in batches. Answers the receipt: 200 when done, 202 while a worker finishes
     (`GET /v1/erasures/{id}`). Service and admin keys (an agent key: 403, or 404 for a
     user it may not see)."""
+    state = app_state(request.app)
     row = await erasure_service.erase_user(state, caller, user_id)
     return answer(erasure_service.to_public(row), response)
