@@ -25,7 +25,6 @@ from app.facts.startup import say_why_facts_wait
 from app.health.metrics import PoolGauges
 from app.health.router import router as health_router
 from app.llm import get_llm_client
-from app.manifests.writer import GroupWriter
 from app.mcp.endpoint import McpEndpoint
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import AppState
@@ -89,7 +88,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             shared_memory=shared_memory,
             llm=llm,
             caches=wiring.caches(redis),
-            manifest_writer=GroupWriter(connection),
             hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
         )
         erasure_caches.install(state)

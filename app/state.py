@@ -36,11 +36,11 @@ if TYPE_CHECKING:
 
     from app.auth.cache import KeyCache
     from app.context.blocks import BlockProvider
+    from app.context.builder import FinishBuild
     from app.context.recent_reads import RecentReads
     from app.core.config import Settings
     from app.core.queue import Queue
     from app.llm.client import LLMClient
-    from app.manifests.writer import GroupWriter
     from app.memory.aggregate import StandIns
     from app.messages.hooks import AppendHooks
     from app.search.service import RerankCache
@@ -56,6 +56,7 @@ class Hooks:
     session_created: tuple[CreateHook, ...]
     append: AppendHooks
     context_blocks: tuple[BlockProvider, ...]
+    context_built: FinishBuild
 
 
 class Forgets(Protocol):
@@ -95,7 +96,6 @@ class AppState:
     shared_memory: SharedMemoryRuntime
     llm: LLMClient | None  # summaries/rerank; None without a configured LLM
     caches: Caches
-    manifest_writer: GroupWriter  # the context manifests' group writer (app.manifests)
     hooks: Hooks
 
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:

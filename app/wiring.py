@@ -12,7 +12,9 @@ here, so nothing depends on which module was imported first:
 - context blocks: the facts block (right after ROM and Kernel), the user's earlier
   conversations (`app.users.earlier_conversations`), the knowledge block, then
   the learned block (the last is dropped first when the budget is short; all of them
-  before L1 is cut).
+  before L1 is cut);
+- a context built: manifests give it its `context_id` and record its manifest (their group
+  writer, one per process).
 
 The arq worker runs no request path (it neither creates sessions nor appends), so it
 needs none of these hooks; it does build the same configuration (`configure`) and caches
@@ -42,6 +44,8 @@ from app.jobs import hooks as jobs_hooks
 from app.jobs.service import pool_recorder
 from app.knowledge import blocks as knowledge_blocks
 from app.knowledge import filters
+from app.manifests import service as manifest_service
+from app.manifests.writer import GroupWriter
 from app.memory import hooks as memory_hooks
 from app.memory.aggregate import StandIns
 from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend, all_of
@@ -107,4 +111,5 @@ def assemble(
             knowledge_blocks.knowledge_provider,
             knowledge_blocks.learned_provider,
         ),
+        context_built=manifest_service.Finisher(GroupWriter(connection)),
     )

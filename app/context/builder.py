@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.context import blocks as block_registry
 from app.core.tokens import content_text, count_message, count_text, encoding
@@ -31,6 +31,9 @@ from app.memory.recall_choice import (
 )
 from app.models.message import StoredMessage
 from app.models.session import SessionRow
+
+if TYPE_CHECKING:
+    from app.context.schemas import ContextRequest
 
 # Headers of the summary block and a user filler when history starts with the assistant.
 FORMAT_OVERHEAD_TOKENS = 24
@@ -52,6 +55,16 @@ class RecallSource(Protocol):
     async def load(self, seqs: list[int]) -> list[StoredMessage]:
         """The session's messages with these seqs (those that exist)."""
         ...
+
+
+class FinishBuild(Protocol):
+    """What a context build ends with (joined in `app.wiring`: `app.manifests.service.Finisher`):
+    the response's `context_id`, `recorded` and `manifest`, and the format's payload when it
+    was rendered already."""
+
+    async def __call__(
+        self, built: Built, body: ContextRequest | None, fmt: str
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]: ...
 
 
 @dataclass

@@ -7,7 +7,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.core.strict import JsonFloat, JsonInt
 from app.facts.times import AS_OF_DOC, AsOf
-from app.manifests.schemas import ManifestPublic
 from app.memory.recall_choice import (
     AUTO_BASE_SHARE,
     AUTO_KEEP,
@@ -105,6 +104,94 @@ class CompressionState(BaseModel):
     omitted_seqs: list[int]
     truncated_seqs: list[int]
     decisions: list[str]
+
+
+# --- the manifest of a build (`app.manifests.record` makes it) ---
+
+
+class ManifestBlock(BaseModel):
+    position: int = Field(
+        description="Where the model reads it (0 first): system text "
+        "(ROM, Kernel, blocks, L2, recall note), then messages."
+    )
+    key: str = Field(
+        description="What the block stands for, the same in every build: "
+        "`rom`, `kernel`, `block:<name>`, `summary:<id>`, "
+        "`stand_in:<a>-<b>`, `gap:<a>-<b>`, `recall_note`, "
+        "`msg:<seq>`."
+    )
+    layer: str = Field(description="rom, kernel, block, l2, recalled, promoted or l1.")
+    name: str | None = Field(description="A provider block's name (facts, knowledge, learned).")
+    tokens: int
+    cache_control: dict[str, str] | None
+    sources: list[dict[str, Any]] = Field(
+        description=(
+            "What the block was made from: message seqs; summary ids and versions; fact and "
+            "memory-item ids, versions and scores; the learned version; recall hits with the "
+            "query and score; ROM and Kernel hashes."
+        )
+    )
+    why: str = Field(description="Why the block is there.")
+    truncated_to: int | None = Field(description="A message cut to this many tokens.")
+    tool_calls_left_out: list[str] = Field(
+        description=("Tool calls of the message left out (their results are not in the context).")
+    )
+    replay: dict[str, Any] | None = Field(
+        description=("A provider block's rendering inputs (its share, the tokens it was offered).")
+    )
+
+
+class ManifestDecision(BaseModel):
+    action: str = Field(description="dropped, omitted, shrunk or stand_in.")
+    layer: str
+    keys: list[str]
+    range: list[int] | None = Field(description="[start_seq, end_seq] of a summary.")
+    tokens: int | None
+    why: str
+
+
+class ManifestVersions(BaseModel):
+    rom_profile_version: int | None = Field(
+        description="The agent profile version the session's ROM froze (null: inline)."
+    )
+    rom_sha256: str
+    kernel_sha256: str
+    memory_state_version: int
+
+
+class ManifestPublic(BaseModel):
+    manifest_version: int
+    context_id: uuid.UUID
+    session_id: uuid.UUID
+    agent_id: str
+    created_at: str = Field(description="When the build ran (RFC 3339).")
+    format: str = Field(description="The format the build answered in.")
+    budget: int
+    total_tokens: int
+    usage: float
+    tokens: dict[str, int] = Field(description="Tokens per layer.")
+    tokenizer: dict[str, str] = Field(description="The tokenizer's name and versions.")
+    versions: ManifestVersions
+    config_sha256: str = Field(
+        description="SHA-256 of the session config and the request's build options."
+    )
+    blocks: list[ManifestBlock]
+    decisions: list[ManifestDecision] = Field(description="What was dropped or shrunk, why.")
+    policy_notes: list[str] = Field(description="The memory policy's own notes of the fit.")
+    sha256: dict[str, str] = Field(
+        description=(
+            "SHA-256 of the rendered bytes per format (anthropic, openai, raw): the canonical "
+            "JSON of `system`, `messages`, `tools` and `layers` (null but for raw), sorted keys. "
+            "A recorded build stores the hash of the format it answered in; the others are "
+            "computed when it is read, by replaying its sources (listed in `sha256_replayed`; "
+            "left out when a source changed or was erased since)."
+        )
+    )
+    sha256_replayed: list[str] = Field(
+        description=(
+            "Formats whose hash was computed from the sources on this read, not at the build."
+        )
+    )
 
 
 class ContextPublic(BaseModel):

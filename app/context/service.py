@@ -9,7 +9,6 @@ from app.context import builder
 from app.context.schemas import ContextRequest
 from app.context.swap_recall import SwapRecall, recall_config
 from app.facts.block import facts_as_of, facts_query
-from app.manifests import service as manifest_service
 from app.memory.aggregate import load
 from app.memory.repository import CONTEXT
 from app.state import AppState
@@ -19,7 +18,7 @@ async def build_and_record(
     state: AppState, caller: Caller, session_id: uuid.UUID, body: ContextRequest | None, fmt: str
 ) -> tuple[builder.Built, dict[str, Any], dict[str, Any] | None]:
     """The built context of a session the caller may see (404 `session_not_found` else),
-    then its `context_id` and manifest (`app.manifests.service.finish`): (built, the
+    then its `context_id` and manifest (the `context_built` hook): (built, the
     response's extra fields, the format's payload when rendered already). With recall on
     (the session's `config.recall`, or `body.recall`) the build also searches the swap for
     the newest user message."""
@@ -48,5 +47,5 @@ async def build_and_record(
             if recall.enabled
             else None,
         )
-    extra, payload = await manifest_service.finish(state, built, body, fmt)
+    extra, payload = await state.hooks.context_built(built, body, fmt)
     return built, extra, payload

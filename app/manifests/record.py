@@ -159,7 +159,7 @@ def expand(
     budget: int,
     total_tokens: int,
 ) -> dict[str, Any]:
-    """The full manifest (`app.manifests.schemas.ManifestPublic`) of a stored one
+    """The full manifest (`app.context.schemas.ManifestPublic`) of a stored one
     and its row's columns."""
     return {
         "manifest_version": stored["manifest_version"],

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
+from app.context.schemas import ManifestPublic
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, NotFound
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
@@ -15,13 +16,7 @@ from app.manifests import diff as manifest_diff
 from app.manifests import replay
 from app.manifests import repository as repo
 from app.manifests.hashes import FORMATS
-from app.manifests.schemas import (
-    ContextDiffPublic,
-    ContextList,
-    ContextSummaryPublic,
-    ManifestPublic,
-    ReplayPublic,
-)
+from app.manifests.schemas import ContextDiffPublic, ContextList, ContextSummaryPublic, ReplayPublic
 from app.models import Session
 from app.sessions.deps import SessionDep
 

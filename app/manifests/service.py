@@ -13,6 +13,7 @@ measured in bench/manifests.py. A build that is not recorded writes nothing.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,8 +26,8 @@ from app.core.pg import dumps
 from app.manifests import hashes
 from app.manifests import record as manifests
 from app.manifests import repository as repo
+from app.manifests.writer import GroupWriter
 from app.models.base import time_ordered_id
-from app.state import AppState
 
 
 def should_record(session_config: dict[str, Any] | None, body: ContextRequest | None) -> bool:
@@ -92,7 +93,7 @@ def _json(value: dict[str, Any]) -> str:
 
 
 async def finish(
-    state: AppState, built: Built, body: ContextRequest | None, fmt: str
+    writer: GroupWriter, built: Built, body: ContextRequest | None, fmt: str
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The response's `context_id`, `recorded` and `manifest` (null unless asked for), and
     the format's payload when it was rendered here: the manifest is made only when asked
@@ -111,7 +112,7 @@ async def finish(
     # as the rest of the manifest. A manifest returned in the response has all three.
     stored = _record(built, body, fmt, payload, hashes.FORMATS if wanted else (fmt,))
     if record:
-        await state.manifest_writer.write(
+        await writer.write(
             repo.NewRow(
                 context_id,
                 session.tenant_id,
@@ -129,3 +130,16 @@ async def finish(
         "manifest": _expand(built, stored, fmt, context_id, created_at) if wanted else None,
     }
     return extra, payload
+
+
+@dataclass(frozen=True, slots=True)
+class Finisher:
+    """The context's `context_built` hook (`app.context.builder.FinishBuild`), joined in
+    `app.wiring`: `finish` with this process's group writer."""
+
+    writer: GroupWriter
+
+    async def __call__(
+        self, built: Built, body: ContextRequest | None, fmt: str
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        return await finish(self.writer, built, body, fmt)

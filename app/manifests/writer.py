@@ -1,5 +1,6 @@
 """The context manifests' group writer (`app.manifests.service`): one per process, in its
-lifespan state (`app.state.AppState.manifest_writer`), over the hot paths' pool."""
+lifespan state (the `context_built` hook, `app.manifests.service.Finisher`), over the hot
+paths' pool."""
 
 from __future__ import annotations
 
