@@ -203,7 +203,7 @@ class Settings(BaseSettings):
     facts_quiet_min_user: int = Field(default=3, ge=1, le=1000, alias="LOOM_FACTS_QUIET_MIN_USER")
     facts_idle_seconds: float = Field(default=900.0, gt=0, alias="LOOM_FACTS_IDLE_SECONDS")
     facts_max_tokens: int = Field(default=2000, ge=64, alias="LOOM_FACTS_MAX_TOKENS")
-    # Context manifests (issue 30; app/context/manifest_tasks.py): the worker's sweep keeps
+    # Context manifests (issue 30; app/manifests/tasks.py): the worker's sweep keeps
     # the newest N recorded builds of a session (0: no count limit), none older than T days
     # (0: no age limit), deleting at most `batch` rows a pass
     context_manifests_keep: int = Field(default=200, ge=0, alias="LOOM_CONTEXT_MANIFESTS_KEEP")
