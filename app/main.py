@@ -28,6 +28,7 @@ from app.llm import get_llm_client
 from app.mcp.endpoint import McpEndpoint
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import AppState
+from app.tools.catalog import ToolCatalog
 from app.version import VERSION
 
 log = logging.getLogger("loom")
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             shared_memory=shared_memory,
             llm=llm,
             caches=wiring.caches(redis),
+            tools=ToolCatalog.built_in(),
             hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
         )
         erasure_caches.install(state)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from app.search.service import RerankCache
     from app.sessions.service import CreateHook
     from app.shared_memory.runtime import SharedMemoryRuntime
+    from app.tools.catalog import ToolCatalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ class AppState:
     shared_memory: SharedMemoryRuntime
     llm: LLMClient | None  # summaries/rerank; None without a configured LLM
     caches: Caches
+    tools: ToolCatalog  # the built-in tools (app.tools.catalog)
     hooks: Hooks
 
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:

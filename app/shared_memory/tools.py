@@ -22,7 +22,8 @@ from app.shared_memory.keys import Namespace
 from app.shared_memory.refs import render
 from app.shared_memory.responses import dump_json
 from app.shared_memory.ttl import TtlSeconds
-from app.tools.registry import ToolContext, parse_args, register_handler
+from app.tools.catalog import ToolCatalog
+from app.tools.registry import ToolContext, parse_args
 
 
 class _Target(BaseModel):
@@ -134,7 +135,9 @@ async def shared_memory_delete(ctx: ToolContext, args: dict[str, Any]) -> Any:
     return {"namespace": a.namespace.value, "key": a.key, "deleted": True}
 
 
-register_handler("shared_memory_read", shared_memory_read)
-register_handler("shared_memory_write", shared_memory_write)
-register_handler("shared_memory_list", shared_memory_list)
-register_handler("shared_memory_delete", shared_memory_delete)
+def register(catalog: ToolCatalog) -> None:
+    """The shared-memory tools' handlers (`app.tools.catalog.ToolCatalog.built_in`)."""
+    catalog.register_handler("shared_memory_read", shared_memory_read)
+    catalog.register_handler("shared_memory_write", shared_memory_write)
+    catalog.register_handler("shared_memory_list", shared_memory_list)
+    catalog.register_handler("shared_memory_delete", shared_memory_delete)

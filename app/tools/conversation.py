@@ -15,7 +15,8 @@ from app.messages import repository as messages_repository
 from app.search import service as search_service
 from app.search.deps import search_env_for
 from app.search.scope import SearchScope
-from app.tools.registry import ToolContext, ToolError, parse_args, register_handler, register_tool
+from app.tools.catalog import ToolCatalog
+from app.tools.registry import ToolContext, ToolError, parse_args
 
 RECALL_MAX = 50
 # A recalled message is returned whole up to this many characters (the rest is cut and
@@ -60,75 +61,6 @@ RECALL_DESCRIPTION = (
     "offset 20, limit 10 returns messages 21-30. Summaries name the range they cover "
     "(`covers msg:120-135`): use it to recall the exact messages. Set `promote` to "
     "keep the recalled messages in your context for the next turns."
-)
-
-register_tool(
-    "recall_conversation",
-    {
-        "description": RECALL_DESCRIPTION,
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": INT64_MAX,
-                    "default": 0,
-                    "description": "How many of the oldest messages to skip.",
-                },
-                "limit": {"type": "integer", "minimum": 1, "maximum": RECALL_MAX, "default": 20},
-                "promote": {"type": "boolean", "default": False},
-            },
-            "additionalProperties": False,
-        },
-    },
-)
-
-register_tool(
-    "search_conversation",
-    {
-        "description": (
-            "Search the full history of this conversation (or all conversations of this agent "
-            "or tenant) for messages about a topic. Keyword search with stemming that ranks a "
-            "message together with the turns around it, reranked by relevance; `after` and "
-            "`before` limit the messages' times. By default the results from this conversation "
-            "are promoted into your context; use clear_recalled_context to drop them."
-        ),
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What to look for, in plain words."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 10},
-                "promote": {"type": "boolean", "default": True},
-                "scope": {
-                    "type": "string",
-                    "enum": ["session", "agent", "tenant"],
-                    "default": "session",
-                },
-                "after": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": "Only messages from this time on (RFC 3339, with a timezone).",
-                },
-                "before": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": "Only messages before this time.",
-                },
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    },
-)
-
-register_tool(
-    "clear_recalled_context",
-    {
-        "description": "Remove every promoted (recalled) message from your context; returns "
-        "how many were removed.",
-        "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
-    },
 )
 
 
@@ -221,8 +153,84 @@ async def clear_recalled_context(ctx: ToolContext, args: dict[str, Any]) -> Any:
     return {"cleared": int(await clear_promoted(ctx.db, ctx.session))}
 
 
-register_handler("recall_conversation", recall_conversation)
-register_handler("search_conversation", search_conversation)
-register_handler("clear_recalled_context", clear_recalled_context)
-
 __all__ = ["recall_conversation", "search_conversation", "clear_recalled_context"]
+
+
+def register(catalog: ToolCatalog) -> None:
+    """This module's tools (`app.tools.catalog.ToolCatalog.built_in`)."""
+    catalog.register_tool(
+        "recall_conversation",
+        {
+            "description": RECALL_DESCRIPTION,
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": INT64_MAX,
+                        "default": 0,
+                        "description": "How many of the oldest messages to skip.",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": RECALL_MAX,
+                        "default": 20,
+                    },
+                    "promote": {"type": "boolean", "default": False},
+                },
+                "additionalProperties": False,
+            },
+        },
+    )
+    catalog.register_tool(
+        "search_conversation",
+        {
+            "description": (
+                "Search the full history of this conversation (or all conversations of this agent "
+                "or tenant) for messages about a topic. Keyword search with stemming that ranks a "
+                "message together with the turns around it, reranked by relevance; `after` and "
+                "`before` limit the messages' times. By default the results from this conversation "
+                "are promoted into your context; use clear_recalled_context to drop them."
+            ),
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for, in plain words."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 10},
+                    "promote": {"type": "boolean", "default": True},
+                    "scope": {
+                        "type": "string",
+                        "enum": ["session", "agent", "tenant"],
+                        "default": "session",
+                    },
+                    "after": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": (
+                            "Only messages from this time on (RFC 3339, with a timezone)."
+                        ),
+                    },
+                    "before": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": "Only messages before this time.",
+                    },
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    )
+    catalog.register_tool(
+        "clear_recalled_context",
+        {
+            "description": "Remove every promoted (recalled) message from your context; returns "
+            "how many were removed.",
+            "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+        },
+    )
+    catalog.register_handler("recall_conversation", recall_conversation)
+    catalog.register_handler("search_conversation", search_conversation)
+    catalog.register_handler("clear_recalled_context", clear_recalled_context)

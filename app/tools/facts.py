@@ -15,7 +15,8 @@ from app.facts import service as facts_service
 from app.facts.policy import FactsConfig
 from app.facts.versions import actor_of
 from app.knowledge.schemas import FactForget, FactSearch
-from app.tools.registry import ToolContext, parse_args, register_handler, register_tool
+from app.tools.catalog import ToolCatalog
+from app.tools.registry import ToolContext, parse_args
 
 SEARCH_DESCRIPTION = (
     "Search the durable facts remembered from earlier conversations (preferences, personal "
@@ -26,58 +27,6 @@ SEARCH_DESCRIPTION = (
 FORGET_DESCRIPTION = (
     "Forget a remembered fact that is wrong or no longer true: it is marked invalid from now "
     "on (kept in its history with your reason) and no longer shown."
-)
-
-register_tool(
-    "search_facts",
-    {
-        "description": SEARCH_DESCRIPTION,
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 2000,
-                    "description": "What the facts should be about, in plain words.",
-                },
-                "scope": {
-                    "type": "string",
-                    "description": "agent, global, task/<id> or "
-                    "project/<id>; default: the session's fact scope.",
-                },
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                "include_invalidated": {"type": "boolean", "default": False},
-                "as_of": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": ("What was true at this time (ISO 8601), instead of now."),
-                },
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    },
-)
-register_tool(
-    "forget_fact",
-    {
-        "description": FORGET_DESCRIPTION,
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string", "format": "uuid", "description": "The fact's id."},
-                "reason": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 1000,
-                    "description": "Why it is no longer true.",
-                },
-            },
-            "required": ["id", "reason"],
-            "additionalProperties": False,
-        },
-    },
 )
 
 
@@ -121,5 +70,58 @@ async def forget_fact(ctx: ToolContext, args: dict[str, Any]) -> Any:
     }
 
 
-register_handler("search_facts", search_facts)
-register_handler("forget_fact", forget_fact)
+def register(catalog: ToolCatalog) -> None:
+    """This module's tools (`app.tools.catalog.ToolCatalog.built_in`)."""
+    catalog.register_tool(
+        "search_facts",
+        {
+            "description": SEARCH_DESCRIPTION,
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000,
+                        "description": "What the facts should be about, in plain words.",
+                    },
+                    "scope": {
+                        "type": "string",
+                        "description": "agent, global, task/<id> or "
+                        "project/<id>; default: the session's fact scope.",
+                    },
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+                    "include_invalidated": {"type": "boolean", "default": False},
+                    "as_of": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": ("What was true at this time (ISO 8601), instead of now."),
+                    },
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    )
+    catalog.register_tool(
+        "forget_fact",
+        {
+            "description": FORGET_DESCRIPTION,
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "format": "uuid", "description": "The fact's id."},
+                    "reason": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 1000,
+                        "description": "Why it is no longer true.",
+                    },
+                },
+                "required": ["id", "reason"],
+                "additionalProperties": False,
+            },
+        },
+    )
+    catalog.register_handler("search_facts", search_facts)
+    catalog.register_handler("forget_fact", forget_fact)

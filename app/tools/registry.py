@@ -1,14 +1,6 @@
-"""The built-in tool registry: definitions served to agents and handlers that run them.
-
-A provider module registers each tool once, at import:
-
-    register_tool(name, definition)            # Anthropic tool definition (name, description,
-                                               # input_schema); served by GET .../tools
-    register_handler(name, handler)            # async (ctx: ToolContext, args: dict) -> JSON
-
-`definition` and `handler` may come from different modules (the shared-memory tools are
-defined here, executed by app/shared_memory/tools.py). Provider modules listed in
-`PROVIDER_MODULES` are imported on first use, so registration needs no wiring elsewhere.
+"""Running the built-in tools: the context a handler gets, its errors, and `execute`, which
+runs a call against the catalog of the request's app (`app.tools.catalog.ToolCatalog`,
+`app.state.AppState.tools`).
 
 Handlers report failures by raising `ToolError(code, message)` (or any `AppError`, which
 is mapped to a code); `execute` turns every failure into a `tool_result` with
@@ -18,7 +10,6 @@ leaves nothing half-written and the request transaction stays usable.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -35,13 +26,6 @@ from app.models import Session
 from app.state import AppState, app_state
 
 log = logging.getLogger("loom.tools")
-
-PROVIDER_MODULES = (
-    "app.tools.conversation",
-    "app.tools.shared_memory_defs",
-    "app.shared_memory.tools",
-    "app.tools.facts",
-)
 
 
 @dataclass(slots=True)
@@ -70,43 +54,6 @@ class ToolError(Exception):
 
 
 ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
-
-_definitions: dict[str, dict[str, Any]] = {}
-_handlers: dict[str, ToolHandler] = {}
-_loaded = False
-
-
-def register_tool(name: str, definition: dict[str, Any]) -> None:
-    """Serve `definition` (Anthropic shape; its `name` is forced to `name`)."""
-    _definitions[name] = {**definition, "name": name}
-
-
-def register_handler(name: str, handler: ToolHandler) -> ToolHandler:
-    """Execute tool `name` with `handler` (last registration wins)."""
-    _handlers[name] = handler
-    return handler
-
-
-def _load_providers() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in PROVIDER_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            # Only a missing provider module is expected (not yet built); anything else
-            # is a real bug and must surface.
-            if exc.name != module:
-                raise
-            log.info("tool provider %s not installed", module)
-
-
-def definitions() -> list[dict[str, Any]]:
-    """All tool definitions, in registration order."""
-    _load_providers()
-    return list(_definitions.values())
 
 
 def parse_args(model: type[BaseModel], args: dict[str, Any]) -> Any:
@@ -144,14 +91,14 @@ def _error(code: str, message: str, details: Any = None) -> ToolOutcome:
 
 async def execute(ctx: ToolContext, name: str, args: Any) -> ToolOutcome:
     """Run tool `name`; every failure becomes an error outcome, never an exception."""
-    _load_providers()
-    if name not in _definitions and name not in _handlers:
+    catalog = ctx.state.tools
+    handler = catalog.handler(name)
+    if handler is None and not catalog.defines(name):
         return _error(
             "UNKNOWN_TOOL",
             f"There is no tool named {name[:200]!r}.",
-            {"available": sorted(_definitions)},
+            {"available": catalog.names()},
         )
-    handler = _handlers.get(name)
     if handler is None:
         return _error("TOOL_UNAVAILABLE", f"The tool {name!r} is not available on this server.")
     if args is None:

@@ -9,6 +9,7 @@ from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.memory.layers import openai_tools
 from app.sessions.deps import SessionDep
+from app.state import app_state
 from app.tools import examples, registry
 from app.tools.schemas import (
     OpenAIToolPublic,
@@ -36,11 +37,11 @@ ToolFormat = Annotated[
     "/sessions/{session_id}/tools", response_model=ToolListPublic, summary="List the built-in tools"
 )
 async def list_session_tools(
-    session: SessionDep, tool_format: ToolFormat = "anthropic"
+    session: SessionDep, request: Request, tool_format: ToolFormat = "anthropic"
 ) -> ToolListPublic:
     """Definitions of the built-in tools (swap recall/search, shared memory), in the
     Anthropic or OpenAI function-calling shape."""
-    definitions = registry.definitions()
+    definitions = app_state(request.app).tools.definitions()
     if tool_format == "openai":
         return ToolListPublic(
             tools=[OpenAIToolPublic.model_validate(t) for t in openai_tools(definitions)]

@@ -7,7 +7,7 @@ re-register a definition to refine it (last registration wins).
 
 from app.core.pagination import INT64_MAX
 from app.shared_memory.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
-from app.tools.registry import register_tool
+from app.tools.catalog import ToolCatalog
 
 _NAMESPACES = ["global", "workflow", "swarm", "debate", "session", "agent"]
 _NAMESPACE = {
@@ -21,68 +21,71 @@ _NAMESPACE = {
 _SCOPE_ID = {"type": "string", "description": "Required for workflow/swarm/debate/session."}
 _KEY = {"type": "string", "minLength": 1, "maxLength": 256}
 
-register_tool(
-    "shared_memory_read",
-    {
-        "description": "Read a value from shared memory.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"namespace": _NAMESPACE, "key": _KEY, "scope_id": _SCOPE_ID},
-            "required": ["namespace", "key"],
-            "additionalProperties": False,
+
+def register(catalog: ToolCatalog) -> None:
+    """The shared-memory tools' definitions (`app.tools.catalog.ToolCatalog.built_in`)."""
+    catalog.register_tool(
+        "shared_memory_read",
+        {
+            "description": "Read a value from shared memory.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"namespace": _NAMESPACE, "key": _KEY, "scope_id": _SCOPE_ID},
+                "required": ["namespace", "key"],
+                "additionalProperties": False,
+            },
         },
-    },
-)
-register_tool(
-    "shared_memory_write",
-    {
-        "description": "Write a JSON value to shared memory (creates or replaces it). Pass "
-        "`if_version` to replace only the version you read.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "namespace": _NAMESPACE,
-                "key": _KEY,
-                "scope_id": _SCOPE_ID,
-                "value": {"description": "Any JSON value."},
-                "ttl_seconds": {
-                    "type": "integer",
-                    "minimum": MIN_TTL_SECONDS,
-                    "maximum": MAX_TTL_SECONDS,
+    )
+    catalog.register_tool(
+        "shared_memory_write",
+        {
+            "description": "Write a JSON value to shared memory (creates or replaces it). Pass "
+            "`if_version` to replace only the version you read.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "namespace": _NAMESPACE,
+                    "key": _KEY,
+                    "scope_id": _SCOPE_ID,
+                    "value": {"description": "Any JSON value."},
+                    "ttl_seconds": {
+                        "type": "integer",
+                        "minimum": MIN_TTL_SECONDS,
+                        "maximum": MAX_TTL_SECONDS,
+                    },
+                    "if_version": {"type": "integer", "minimum": 0, "maximum": INT64_MAX},
                 },
-                "if_version": {"type": "integer", "minimum": 0, "maximum": INT64_MAX},
+                "required": ["namespace", "key", "value"],
+                "additionalProperties": False,
             },
-            "required": ["namespace", "key", "value"],
-            "additionalProperties": False,
         },
-    },
-)
-register_tool(
-    "shared_memory_list",
-    {
-        "description": "List keys in a shared-memory namespace, optionally under a prefix.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "namespace": _NAMESPACE,
-                "scope_id": _SCOPE_ID,
-                "prefix": {"type": "string"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 200},
+    )
+    catalog.register_tool(
+        "shared_memory_list",
+        {
+            "description": "List keys in a shared-memory namespace, optionally under a prefix.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "namespace": _NAMESPACE,
+                    "scope_id": _SCOPE_ID,
+                    "prefix": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 200},
+                },
+                "required": ["namespace"],
+                "additionalProperties": False,
             },
-            "required": ["namespace"],
-            "additionalProperties": False,
         },
-    },
-)
-register_tool(
-    "shared_memory_delete",
-    {
-        "description": "Delete a value from shared memory.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"namespace": _NAMESPACE, "key": _KEY, "scope_id": _SCOPE_ID},
-            "required": ["namespace", "key"],
-            "additionalProperties": False,
+    )
+    catalog.register_tool(
+        "shared_memory_delete",
+        {
+            "description": "Delete a value from shared memory.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"namespace": _NAMESPACE, "key": _KEY, "scope_id": _SCOPE_ID},
+                "required": ["namespace", "key"],
+                "additionalProperties": False,
+            },
         },
-    },
-)
+    )

@@ -71,10 +71,6 @@ ALLOWED: dict[str, str] = {
     "portability/checks.py:_columns": "per table, the checks of its columns",
     "manifests/hashes.py:tokenizer_info": "the tokenizer's name and package versions",
     "erasure/service.py:_key": "the erasure HMAC key derived from the settings' secrets",
-    # the built-in tools: registered at import by the provider modules, constant after
-    "tools/registry.py:_definitions": "tool definitions registered by provider modules",
-    "tools/registry.py:_handlers": "tool handlers registered by provider modules",
-    "tools/registry.py:_loaded": "whether the provider modules were imported",
 }
 
 # debts with an owner: reported, allowed until their owner moves them to app.state.Caches

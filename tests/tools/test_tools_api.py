@@ -246,10 +246,12 @@ async def test_shared_memory_tools_answer_a_tool_result(client):
     assert error_code(block, content) == "INVALID_PARAMETER"
 
 
-async def test_failing_handlers_become_error_results_not_5xx(client):
+async def test_failing_handlers_become_error_results_not_5xx(client, app):
     import sqlalchemy as sa
 
-    from app.tools import registry
+    from app.state import app_state
+
+    catalog = app_state(app).tools
 
     async def boom(ctx, args):
         raise RuntimeError("secret internals")
@@ -258,10 +260,10 @@ async def test_failing_handlers_become_error_results_not_5xx(client):
         await ctx.db.execute(sa.text("SELECT * FROM no_such_table"))
 
     for name, handler in [("test_boom", boom), ("test_bad_sql", bad_sql)]:
-        registry.register_tool(name, {"description": "t", "input_schema": {"type": "object"}})
-        registry.register_handler(name, handler)
+        catalog.register_tool(name, {"description": "t", "input_schema": {"type": "object"}})
+        catalog.register_handler(name, handler)
     # A definition without a handler (e.g. a provider module not installed).
-    registry.register_tool(
+    catalog.register_tool(
         "test_unavailable", {"description": "t", "input_schema": {"type": "object"}}
     )
     try:
@@ -279,8 +281,7 @@ async def test_failing_handlers_become_error_results_not_5xx(client):
         assert [m["seq"] for m in content["messages"]] == [1]
     finally:
         for name in ("test_boom", "test_bad_sql", "test_unavailable"):
-            registry._definitions.pop(name, None)
-            registry._handlers.pop(name, None)
+            catalog.remove(name)
 
 
 async def test_search_conversation_bounds_times_and_shows_them(client):
