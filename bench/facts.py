@@ -111,7 +111,7 @@ async def run(n_messages: int, cap: int, fake: FakeLLMServer, db_url: str) -> di
     settings = Settings(
         DATABASE_URL=db_url,
         REDIS_URL="redis://127.0.0.1:6379/0",
-        LOOM_ADMIN_KEY=admin_key,
+        LOOM_ADMIN_KEY=SecretStr(admin_key),
         LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
     )
     settings = settings.model_copy(

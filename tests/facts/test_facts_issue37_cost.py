@@ -23,12 +23,15 @@ from tests.jobs.support import drain_queue
 
 
 def test_a_quiet_run_needs_three_user_messages_else_the_idle_time() -> None:
-    due = {"quiet_min_user": 3, "idle_seconds": 900.0}
-    assert extraction_due(2, 6, 60, users_waiting=1, **due) == 900
-    assert extraction_due(4, 6, 60, users_waiting=2, **due) == 900
-    assert extraction_due(5, 6, 60, users_waiting=3, **due) == 60
-    assert extraction_due(6, 6, 60, users_waiting=3, **due) == 0
-    assert extraction_due(0, 6, 60, users_waiting=0, **due) is None
+    def due(waiting: int, users: int) -> float | None:
+        return extraction_due(
+            waiting, 6, 60, users_waiting=users, quiet_min_user=3, idle_seconds=900.0
+        )
+
+    assert due(2, 1) == 900 and due(4, 2) == 900
+    assert due(5, 3) == 60
+    assert due(6, 3) == 0
+    assert due(0, 0) is None
 
 
 @given(st.integers(0, 50), st.integers(1, 10), st.integers(0, 50), st.integers(1, 5))
