@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.manifests import repository as repo
+from app.state import worker_state
 
 log = logging.getLogger("loom.context")
 
@@ -14,10 +15,11 @@ async def sweep_context_manifests(ctx: dict[str, Any]) -> dict[str, int]:
     older than `LOOM_CONTEXT_MANIFESTS_DAYS` (0 turns a limit off). Each pass deletes at
     most `LOOM_CONTEXT_MANIFESTS_SWEEP_BATCH` rows of each kind; idempotent, and safe to
     run next to another pass (a row deleted twice is deleted once)."""
-    settings = ctx["settings"]
+    state = worker_state(ctx)
+    settings = state.settings
     days = settings.context_manifests_days
     cutoff = datetime.now(UTC) - timedelta(days=days) if days > 0 else None
-    async with ctx["sessionmaker"]() as db:
+    async with state.sessionmaker() as db:
         counts = await repo.sweep(
             db,
             keep=settings.context_manifests_keep,

@@ -5,10 +5,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.manifests.tasks import sweep_context_manifests
 from tests.support.api import new_session
+from tests.support.worker import worker_ctx
 
 TURN = [
     {"role": "user", "content": "Where is the invoice?"},
@@ -36,9 +36,7 @@ async def _ids(db: Any, sid: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-async def test_sweep_keeps_the_newest_per_session_and_drops_old_ones(
-    settings, client, db, _test_engine
-):
+async def test_sweep_keeps_the_newest_per_session_and_drops_old_ones(settings, client, db):
     a = await new_session(client, audit=True)
     b = await new_session(client, audit=True)
     for sid in (a, b):
@@ -51,57 +49,46 @@ async def test_sweep_keeps_the_newest_per_session_and_drops_old_ones(
         {"t": datetime.now(UTC) - timedelta(days=40), "i": in_b[0]},
     )
     await db.commit()
-    ctx = {
-        "settings": settings.model_copy(
-            update={
-                "context_manifests_keep": 4,
-                "context_manifests_days": 30.0,
-                "context_manifests_sweep_batch": 10_000,
-            }
-        ),
-        "sessionmaker": async_sessionmaker(_test_engine, expire_on_commit=False),
-    }
-    counts = await sweep_context_manifests(ctx)
-    assert counts["expired"] >= 1 and counts["over_keep"] >= 2
-    assert await _ids(db, a) == list(reversed(in_a))[:4]
-    assert await _ids(db, b) == [in_b[1]]
-    # a swept build is gone from the API too; a kept one is still there
-    r = await client.get(f"/v1/sessions/{a}/contexts/{in_a[0]}")
-    assert r.status_code == 404
-    assert (await client.get(f"/v1/sessions/{a}/contexts/{in_a[-1]}")).status_code == 200
-    # idempotent: nothing more to do for these sessions
-    await sweep_context_manifests(ctx)
+    swept = settings.model_copy(
+        update={
+            "context_manifests_keep": 4,
+            "context_manifests_days": 30.0,
+            "context_manifests_sweep_batch": 10_000,
+        }
+    )
+    async with worker_ctx(swept) as ctx:
+        counts = await sweep_context_manifests(ctx)
+        assert counts["expired"] >= 1 and counts["over_keep"] >= 2
+        assert await _ids(db, a) == list(reversed(in_a))[:4]
+        assert await _ids(db, b) == [in_b[1]]
+        # a swept build is gone from the API too; a kept one is still there
+        r = await client.get(f"/v1/sessions/{a}/contexts/{in_a[0]}")
+        assert r.status_code == 404
+        assert (await client.get(f"/v1/sessions/{a}/contexts/{in_a[-1]}")).status_code == 200
+        # idempotent: nothing more to do for these sessions
+        await sweep_context_manifests(ctx)
     assert len(await _ids(db, a)) == 4 and len(await _ids(db, b)) == 1
 
 
-async def test_a_pass_is_bounded_and_zero_turns_a_limit_off(settings, client, db, _test_engine):
+async def test_a_pass_is_bounded_and_zero_turns_a_limit_off(settings, client, db):
     sid = await new_session(client, audit=True)
     await client.post(f"/v1/sessions/{sid}/messages", json={"messages": TURN})
     await _record(client, sid, 5)
-    sm = async_sessionmaker(_test_engine, expire_on_commit=False)
-    off = {
-        "settings": settings.model_copy(
-            update={"context_manifests_keep": 0, "context_manifests_days": 0.0}
-        ),
-        "sessionmaker": sm,
-    }
-    assert await sweep_context_manifests(off) == {"expired": 0, "over_keep": 0}
+    no_limits = {"context_manifests_keep": 0, "context_manifests_days": 0.0}
+    async with worker_ctx(settings.model_copy(update=no_limits)) as off:
+        assert await sweep_context_manifests(off) == {"expired": 0, "over_keep": 0}
     assert len(await _ids(db, sid)) == 5
-    bounded = {
-        "settings": settings.model_copy(
-            update={
-                "context_manifests_keep": 1,
-                "context_manifests_days": 0.0,
-                "context_manifests_sweep_batch": 2,
-            }
-        ),
-        "sessionmaker": sm,
+    small = {
+        "context_manifests_keep": 1,
+        "context_manifests_days": 0.0,
+        "context_manifests_sweep_batch": 2,
     }
-    counts = await sweep_context_manifests(bounded)
-    # at most 2 rows a pass (of this session or of another test's in the same database)
-    assert counts["over_keep"] <= 2 and len(await _ids(db, sid)) >= 3
-    while (await sweep_context_manifests(bounded))["over_keep"]:
-        pass
+    async with worker_ctx(settings.model_copy(update=small)) as bounded:
+        counts = await sweep_context_manifests(bounded)
+        # at most 2 rows a pass (of this session or of another test's in the same database)
+        assert counts["over_keep"] <= 2 and len(await _ids(db, sid)) >= 3
+        while (await sweep_context_manifests(bounded))["over_keep"]:
+            pass
     assert len(await _ids(db, sid)) == 1
 
 
