@@ -319,15 +319,26 @@ async def watermark(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUI
     return (await waiting_state(db, tenant_id, session_id))[0]
 
 
-def retry_waiting(status: str | None, last_error: str | None) -> bool:
+def retry_waiting(
+    status: str | None,
+    last_error: str | None,
+    started_at: datetime | None = None,
+    enqueued_at: datetime | None = None,
+) -> bool:
     """The job is running, or a try failed and it is queued for its retry (`pending` with
-    the try's error; a run that ends well clears the error): an append must not move it
-    later (its end follows up on what arrived meanwhile)."""
-    return status == "running" or (status == "pending" and last_error is not None)
+    the try's error, started after it was last scheduled: a job scheduled again after
+    its final failure is not a retry): an append must not move it later (its end
+    follows up on what arrived meanwhile)."""
+    if status == "running":
+        return True
+    if status != "pending" or last_error is None:
+        return False
+    return started_at is None or enqueued_at is None or started_at >= enqueued_at
 
 
 _WAITING = sa.text("""
-SELECT coalesce(x.watermark_seq, 0) AS watermark, x.status, x.last_error,
+SELECT coalesce(x.watermark_seq, 0) AS watermark, x.status, x.last_error, x.started_at,
+       x.enqueued_at,
        (SELECT count(*) FROM messages m
         WHERE m.tenant_id = :tid AND m.session_id = :sid AND m.role = 'user'
           AND m.seq > coalesce(x.watermark_seq, 0)) AS users
@@ -342,7 +353,8 @@ async def waiting_state(
     """The watermark, whether the job is busy (`retry_waiting`), and the user messages
     after the watermark (what a quiet run needs: issue 37)."""
     row = (await db.execute(_WAITING, {"tid": tenant_id, "sid": session_id})).one()
-    return int(row.watermark), retry_waiting(row.status, row.last_error), int(row.users)
+    busy = retry_waiting(row.status, row.last_error, row.started_at, row.enqueued_at)
+    return int(row.watermark), busy, int(row.users)
 
 
 # --- the session and its messages --------------------------------------------------------

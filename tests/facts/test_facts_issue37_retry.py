@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from app.core.config import Settings
+from app.facts.repository import retry_waiting
 from app.facts.tasks import set_aside_within
 from tests.facts.helpers import talk
 from tests.facts.support import facts_session, facts_settings, run_burst_worker
@@ -24,6 +25,18 @@ def test_the_default_retries_set_a_batch_aside_within_30_seconds() -> None:
     assert set_aside_within(defaults) <= 30.0
     fast = defaults.model_copy(update={"facts_retry_base_seconds": 0.5, "facts_max_tries": 3})
     assert set_aside_within(fast) == 0.5 + 1.0
+
+
+def test_an_append_leaves_a_running_or_retrying_job_alone() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    later = t0 + timedelta(seconds=5)
+    assert retry_waiting("running", None)
+    assert retry_waiting("pending", "FactOutputError: x", later, t0)  # waits for its retry
+    assert not retry_waiting("pending", "FactOutputError: x", t0, later)  # queued anew
+    assert not retry_waiting("pending", None, later, t0)
+    assert not retry_waiting("failed", "x", later, t0) and not retry_waiting(None, None)
 
 
 async def test_a_failing_batch_is_set_aside_as_the_retry_setting_says(
