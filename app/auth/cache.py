@@ -17,13 +17,15 @@ import logging
 import time
 from typing import Any
 
+from redis.asyncio import Redis
+
 log = logging.getLogger("loom.auth")
 
 CHANNEL = "loom:auth:revoked"
 
 
 class KeyCache:
-    def __init__(self, redis: Any, ttl: float = 30.0, max_entries: int = 10_000) -> None:
+    def __init__(self, redis: Redis, ttl: float = 30.0, max_entries: int = 10_000) -> None:
         self.redis = redis
         self.ttl = ttl
         self.max_entries = max_entries

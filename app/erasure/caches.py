@@ -18,6 +18,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from redis.asyncio import Redis
+
 from app.shared_memory.runtime import CHANNEL
 from app.state import AppState
 
@@ -36,7 +38,7 @@ def purge_event(
     }
 
 
-async def publish(redis: Any, event: dict[str, Any]) -> None:
+async def publish(redis: Redis | None, event: dict[str, Any]) -> None:
     if redis is None:
         return
     try:

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
@@ -49,14 +50,14 @@ def _timed_out(exc: BaseException) -> bool:
 @dataclass(frozen=True, slots=True)
 class Deps:
     sessionmaker: async_sessionmaker[AsyncSession]
-    redis: Any  # None: no Redis (queued jobs then go when they find their session gone)
+    redis: Redis | None  # None: no Redis (queued jobs then go when they find their session gone)
     queue_name: str
     batch: int
     pause_seconds: float = 0.0
 
 
 def deps_from(
-    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], redis: Any
+    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], redis: Redis | None
 ) -> Deps:
     return Deps(
         sessionmaker,
