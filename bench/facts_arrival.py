@@ -14,8 +14,10 @@ call, so turns keep arriving while a run works. The scheduler is what the produc
   `due` seconds later (a debounce): before, `extraction_due` without the user count
   (6 waiting: at once; else the quiet time); after, with it (fewer than
   `LOOM_FACTS_QUIET_MIN_USER` user messages: the idle time);
-- a run reads what waits when it starts; before, it also reads whatever arrived while
-  it worked, batch after batch; after, only while 6 of those wait (`short_tail=False`);
+- a run goes batch by batch (the bench drives `run_extraction`'s loop one batch a call)
+  and turns that arrive during its calls are appended between batches; it reads what
+  waited when it started; before, also whatever arrived while it worked; after, that
+  only while 6 of it wait (`app.facts.extract.tail_due`);
 - when a run ends, the same rule schedules the next one; after the last turn the
   conversation goes quiet and what waits is read (quiet or idle time later).
 
@@ -39,8 +41,9 @@ import httpx
 from pydantic import SecretStr
 
 from app.core.config import Settings
+from app.facts import extract as facts_extract
 from app.facts import repository as facts_repo
-from app.facts.extract import Deps, run_extraction
+from app.facts.extract import Deps, run_extraction, tail_due
 from app.facts.trigger import extraction_due
 from app.launcher.migrate import upgrade
 from app.main import create_app
@@ -76,6 +79,7 @@ async def run(
         }
     )
     every, quiet = settings.facts_every_messages, settings.facts_quiet_seconds
+    facts_extract.MAX_BATCHES = 1  # the bench drives run_extraction's loop itself
     app = create_app(settings)
     runs = 0
     async with app.router.lifespan_context(app):
@@ -113,6 +117,23 @@ async def run(
                     idle_seconds=settings.facts_idle_seconds,
                 )
 
+            async def append(i: int) -> None:
+                r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": turns[i]})
+                assert r.status_code == 201, r.text
+
+            async def last_seq() -> int:
+                async with state.sessionmaker() as db:
+                    info = await facts_repo.session_facts(db, tenant, session)
+                    await db.rollback()
+                assert info is not None
+                return info.last_seq
+
+            async def watermark() -> int:
+                async with state.sessionmaker() as db:
+                    wm = await facts_repo.watermark(db, tenant, session)
+                    await db.rollback()
+                return wm
+
             now, nxt = 0.0, 0
             job_at: float | None = None
             busy_until: float | None = None  # a run works until then; its end looks again
@@ -125,18 +146,31 @@ async def run(
                 when, what = min(e for e in events if e is not None)
                 now = when
                 if what == "turn":
-                    r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": turns[nxt]})
-                    assert r.status_code == 201, r.text
+                    await append(nxt)
                     nxt += 1
                     if busy_until is None:
                         d = await due_in()
                         job_at = None if d is None else now + d
                 elif what == "job":
-                    before = len(fake.requests_for("anthropic"))
-                    await run_extraction(deps, tenant, session, short_tail=policy == "before")
+                    # the run, batch by batch (as run_extraction's loop), turns arriving
+                    # while its calls take their time
                     runs += 1
-                    calls = len(fake.requests_for("anthropic")) - before
-                    job_at, busy_until = None, now + 0.01 + CALL_SECONDS * calls
+                    began = await last_seq()
+                    clock = now
+                    while True:
+                        wm, last = await watermark(), await last_seq()
+                        if last <= wm:
+                            break
+                        if policy == "after" and not tail_due(wm, began, last, every):
+                            break
+                        before = len(fake.requests_for("anthropic"))
+                        await run_extraction(deps, tenant, session)  # one batch
+                        calls = len(fake.requests_for("anthropic")) - before
+                        clock += 0.01 + CALL_SECONDS * calls
+                        while nxt < len(turns) and nxt * gap <= clock:
+                            await append(nxt)
+                            nxt += 1
+                    job_at, busy_until = None, clock
                 else:
                     busy_until = None
                     d = await due_in()
