@@ -9,7 +9,7 @@ them, one catalog per process in its state (`app.state.AppState.tools`).
     catalog.register_handler(name, handler)    # async (ctx: ToolContext, args: dict) -> JSON
 
 `definition` and `handler` may come from different modules (the shared-memory tools are
-defined in app/tools/shared_memory_defs.py, executed by app/shared_memory/tools.py).
+defined in app/tools/shared_memory_defs.py, executed by app/tools/shared_memory.py).
 `app.tools.registry.execute` runs a call against the catalog of the request's app.
 """
 
@@ -25,7 +25,7 @@ log = logging.getLogger("loom.tools")
 PROVIDER_MODULES = (
     "app.tools.conversation",
     "app.tools.shared_memory_defs",
-    "app.shared_memory.tools",
+    "app.tools.shared_memory",
     "app.tools.facts",
 )
 

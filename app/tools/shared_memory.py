@@ -1,4 +1,4 @@
-"""Handlers of the built-in `shared_memory_*` agent tools (definitions: app/tools).
+"""Handlers of the built-in `shared_memory_*` agent tools (definitions: shared_memory_defs).
 
 Tools act as the *session's* agent (decision): the `agent` namespace of a tool call is the
 private space of the agent whose conversation it is, and a tool call sees exactly what that

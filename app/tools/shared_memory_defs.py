@@ -1,4 +1,4 @@
-"""Definitions of the shared-memory tools; their handlers live in app/shared_memory/tools.py.
+"""Definitions of the shared-memory tools; their handlers live in app/tools/shared_memory.py.
 
 Served by GET /v1/sessions/{id}/tools whether or not the handlers are installed; a call
 to a tool without a handler answers TOOL_UNAVAILABLE. The shared-memory module may
