@@ -1,13 +1,13 @@
 """Apply one batch's decisions in one transaction (the caller commits).
 
-Operations run in candidate order, which is time order (`app.facts.timeline`). Each writes
+Operations run in candidate order, which is time order (`app.knowledge.timeline`). Each writes
 the item and its version row (actor: extraction, the session's agent):
 
 - add: a new fact, valid from its event time (else when it was said), with its
   provenance;
 - invalidate: the target stops being true when the candidate became true, and the
   candidate is added as its successor; a candidate older than the target (like with
-  like: `app.facts.timeline.is_older`) never overrides it: it is added as history,
+  like: `app.knowledge.timeline.is_older`) never overrides it: it is added as history,
   fitted into the timeline of the facts the target replaced (`fit_in_timeline`);
 - update: the target is rewritten and takes effect from the candidate's time; an older
   candidate with the same text only adds its messages to the target's provenance
@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.facts import metrics, versions
+from app.facts import metrics
 from app.facts import repository as repo
 from app.facts.policy import (
     FACT_KIND,
@@ -36,10 +36,11 @@ from app.facts.policy import (
     earlier_candidate,
     successions,
 )
-from app.facts.timeline import Said, fit_in_timeline, is_older, merge_sources, said_of
 from app.knowledge import repository as items_repo
+from app.knowledge import versions
 from app.knowledge.scopes import Scope
 from app.knowledge.service import enforce_max_items, token_cost
+from app.knowledge.timeline import Said, fit_in_timeline, is_older, merge_sources, said_of
 from app.models.memory_item import MemoryItem
 
 
@@ -91,7 +92,7 @@ CommitPoint = Callable[[AsyncSession], Awaitable[None]]
 
 
 def _older(c: Candidate, target: MemoryItem) -> bool:
-    """Like with like (`app.facts.timeline.is_older`)."""
+    """Like with like (`app.knowledge.timeline.is_older`)."""
     return is_older(
         Said(c.valid_from, c.stated_at),
         said_of(target.valid_from, target.stated_at, target.created_at),

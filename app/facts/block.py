@@ -18,7 +18,6 @@ from typing import Any
 from app.context.blocks import ContextBlock, OpenDb, newest_user_text
 from app.core.tokens import count_text
 from app.facts import repository as repo
-from app.facts.asof import read_then
 from app.facts.extract import fact_scope
 from app.facts.policy import (
     MIN_FACTS_TOKENS,
@@ -32,6 +31,7 @@ from app.facts.policy import (
     when_known,
     words_of,
 )
+from app.knowledge.asof import read_then
 from app.memory.policy import MemoryConfig
 
 CANDIDATES = 50

@@ -9,7 +9,7 @@ job is started by `app.facts.trigger`: N new messages, T seconds of quiet, or a 
 2. ask the LLM, outside any transaction: candidate facts of the batch (each with a key and
    maybe an event time), put in time order; then one decision per candidate against the
    scope's stored valid facts: all of them when they fit the prompt, else those sharing a
-   candidate's key and the best text matches (`app.facts.timeline.choose_shown`). The
+   candidate's key and the best text matches (`app.knowledge.timeline.choose_shown`). The
    decision call is skipped when no stored fact could be affected (none shares a
    candidate's key or words beyond the scope's stop words) and no two candidates share a
    key: everything is ADD;
@@ -57,9 +57,9 @@ from app.facts.selection import (
     known_facts,
     stored_for_decision,
 )
-from app.facts.timeline import parse_event_time, time_order
-from app.facts.versions import Actor
 from app.knowledge.scopes import Scope, agent_scope, parse_scope, user_scope
+from app.knowledge.timeline import parse_event_time, time_order
+from app.knowledge.versions import Actor
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
 

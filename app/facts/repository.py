@@ -1,6 +1,6 @@
-"""SQL of durable facts: nearest facts by full text, the scope's facts, validity at a time,
-extraction state, the messages of a batch. Every statement names `tenant_id`; callers
-commit. Version rows: `app.facts.versions`."""
+"""SQL of durable facts: nearest facts by full text, the scope's facts, extraction state,
+the messages of a batch. Every statement names `tenant_id`; callers commit. Validity at a
+time: `app.knowledge.asof`; version rows: `app.knowledge.versions`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.partitions import FAN_OUT
 from app.facts.policy import FACT_KIND
-from app.facts.versions import V
+from app.knowledge.asof import valid_at
 from app.knowledge.repository import readable, scope_clause
 from app.knowledge.scopes import Scope
 from app.models.base import table_of
@@ -61,25 +61,6 @@ def _tfs(hits: str | None) -> dict[str, int]:
         m.group(1).replace("''", "'"): m.group(2).count(",") + 1
         for m in _ENTRY.finditer(hits or "")
     }
-
-
-def first_valid_from(tenant_id: uuid.UUID) -> sa.ColumnElement[Any]:
-    """When an item first took effect: its earliest version's `valid_from`, else its own,
-    else its creation (the versions read names the tenant: one partition)."""
-    earliest = (
-        sa.select(sa.func.min(V.c.valid_from))
-        .where(V.c.tenant_id == tenant_id, V.c.item_id == M.id)
-        .scalar_subquery()
-    )
-    return sa.func.coalesce(sa.func.least(M.valid_from, earliest), M.created_at)
-
-
-def valid_at(tenant_id: uuid.UUID, at: datetime) -> sa.ColumnElement[bool]:
-    """A tenant's items true at `at` (world time): taken effect by then and not invalid
-    yet."""
-    return sa.and_(
-        first_valid_from(tenant_id) <= at, sa.or_(M.invalid_at.is_(None), M.invalid_at > at)
-    )
 
 
 async def nearest_facts(

@@ -14,7 +14,6 @@ from app.facts import edit
 from app.facts import service as facts_service
 from app.facts.extract import Deps
 from app.facts.schemas import MemoryItemUpdate
-from app.facts.times import AS_OF_DOC, AsOf
 from app.knowledge import examples
 from app.knowledge.schemas import (
     ExtractPublic,
@@ -23,6 +22,7 @@ from app.knowledge.schemas import (
     MemoryItemPublic,
 )
 from app.knowledge.service import to_public
+from app.knowledge.times import AS_OF_DOC, AsOf
 from app.sessions.deps import SessionDep
 from app.state import StateDep
 

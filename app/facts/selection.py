@@ -3,7 +3,7 @@ on the rendered prompt: the messages of a batch (`fit_batch`), the scope's keys 
 (`key_vocabulary`) and the stored facts bearing on them for step 1 (`known_facts`), and
 the stored facts a decision is shown (`stored_for_decision`: filled to the budget, the
 same key first, then the same subject's related attributes, then text matches without
-the scope's stop words, then the rest; `app.facts.timeline.choose_shown`)."""
+the scope's stop words, then the rest; `app.knowledge.timeline.choose_shown`)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from app.facts import prompts
 from app.facts import repository as repo
 from app.facts.apply import Candidate
 from app.facts.policy import NEIGHBOURS, key_subject, related_keys
-from app.facts.timeline import choose_shown
 from app.knowledge.scopes import Scope
+from app.knowledge.timeline import choose_shown
 
 CHARS_PER_TOKEN = 4
 KNOWN_SHARE = 0.25  # of the cap: stored facts shown in step 1

@@ -14,14 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
 from app.facts import repository as repo
-from app.facts import versions as item_versions
-from app.facts.asof import read_then
 from app.facts.extract import Deps, Outcome
 from app.facts.policy import FACT_KIND, FactsConfig
 from app.facts.tasks import finished, record, run_once
-from app.facts.timeline import version_at
 from app.facts.trigger import EXTRACT_JOB, extract_job_id, flush
-from app.facts.versions import Actor
+from app.knowledge import versions as item_versions
+from app.knowledge.asof import read_then
 from app.knowledge.schemas import (
     FactExtractionPublic,
     FactList,
@@ -32,6 +30,8 @@ from app.knowledge.schemas import (
 )
 from app.knowledge.scopes import parse_scope
 from app.knowledge.service import get_item, resolve_scope, to_public
+from app.knowledge.timeline import version_at
+from app.knowledge.versions import Actor
 from app.models import Session
 
 

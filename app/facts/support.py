@@ -30,9 +30,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.facts import versions
 from app.facts.policy import FACT_KIND
-from app.facts.timeline import merge_sources
+from app.knowledge import versions
+from app.knowledge.timeline import merge_sources
 from app.models.base import table_of
 from app.models.memory_item import MemoryItem
 

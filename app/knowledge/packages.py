@@ -18,9 +18,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.tokens import count_text
-from app.facts.asof import read_then
-from app.facts.repository import valid_at
 from app.knowledge import repository
+from app.knowledge.asof import read_then, valid_at
 from app.knowledge.assembler import Candidate, Package, assemble
 from app.knowledge.budget import Tier, TierShares, allocate
 from app.knowledge.filters import Condition

@@ -18,7 +18,6 @@ from pydantic.config import JsonDict
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
 from app.core.strict import JSON_INT, JsonFloat, JsonInt
-from app.facts.times import AS_OF_DOC, AsOf
 from app.knowledge.filters import (
     ALIASES,
     DEFAULT_LIMIT,
@@ -29,6 +28,7 @@ from app.knowledge.filters import (
     FieldSpec,
 )
 from app.knowledge.scopes import SCOPE_ID_PATTERN, SCOPE_PATTERN, ScopeError, parse_scope
+from app.knowledge.times import AS_OF_DOC, AsOf
 
 FILTERS_DOC = (
     "Field -> value (exact; a list = any of; for `tags` any of) or {operator: value} with "

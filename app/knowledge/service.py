@@ -11,7 +11,7 @@ Decisions where the spec is silent:
 - The ``agent`` tier (issue 19) is the exception to tenant-wide knowledge: private to its
   agent (``app.knowledge.repository.readable``); another agent's item is 404.
 - Every change (create, edit, promote, delete, clear, eviction) writes a version row saying
-  who, when and why (issue 27, ``app.facts.versions``); an item written by hand is valid
+  who, when and why (issue 27, ``app.knowledge.versions``); an item written by hand is valid
   from when it was written.
 - The ``user`` tier (issue 28) follows ``app.users.access``: writing ``user/<id>`` needs
   the same visibility as reading it (404 ``user_not_found`` otherwise); the bare ``user``
@@ -30,11 +30,8 @@ from app.auth.caller import AgentMismatch, Caller
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.core.tokens import count_text
-from app.facts import versions
-from app.facts.asof import read_then
-from app.facts.repository import valid_at
-from app.facts.versions import Actor, actor_of
-from app.knowledge import repository
+from app.knowledge import repository, versions
+from app.knowledge.asof import read_then, valid_at
 from app.knowledge.eviction import eviction_count
 from app.knowledge.filters import FIELDS, Condition, FilterError, ItemQuery, parse_query
 from app.knowledge.render import item_line
@@ -56,6 +53,7 @@ from app.knowledge.scopes import (
     promotion_target,
     scope_from_columns,
 )
+from app.knowledge.versions import Actor, actor_of
 from app.models.memory_item import MemoryItem
 from app.users import access as users_access
 

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from app.core.db import transaction
 from app.facts import service as facts_service
-from app.facts.versions import actor_of
 from app.knowledge.schemas import FACTS_SCOPE_PATTERN, FactForget, FactSearch
+from app.knowledge.versions import actor_of
 from app.mcp.calls import call_of, ok
 from app.mcp.registry import ToolSpec
 from app.tools.facts import FORGET_DESCRIPTION, SEARCH_DESCRIPTION

@@ -11,7 +11,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.facts.timeline import Said, fit_in_timeline, is_older
+from app.knowledge.timeline import Said, fit_in_timeline, is_older
 from tests.facts.helpers import extract, history, scope_facts, talk
 from tests.facts.support import FactModel, Rule, facts_session
 from tests.fakes.llm_server import FakeLLMServer

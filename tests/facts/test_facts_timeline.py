@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.facts.timeline import (
+from app.knowledge.timeline import (
     choose_shown,
     merge_sources,
     older_than_target,
