@@ -12,7 +12,7 @@ from app.memory.aggregate import memory_config
 from app.memory.errors import RomTooLarge
 from app.memory.kernel_service import set_large_result_ref
 from app.memory.layers import rom_text
-from app.messages.hooks import AfterAppend, AppendedBatch
+from app.messages.hooks import AfterAppend, AppendedBatch, AppendTx
 from app.models import Session
 from app.models.memory import MemoryState
 from app.profiles import repository as profiles
@@ -68,7 +68,7 @@ async def freeze_rom(
     )
 
 
-async def _track_large_results(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
+async def _track_large_results(tx: AppendTx, caller: Caller, batch: AppendedBatch) -> None:
     """Keep a reference to the latest large (offloaded) tool result in the Kernel."""
     refs = [
         (m.seq, m.metadata["data_ref"])
@@ -79,7 +79,7 @@ async def _track_large_results(db: AsyncSession, caller: Caller, batch: Appended
         return
 
     seq, ref = refs[-1]
-    await set_large_result_ref(db, batch.tenant_id, batch.session_id, seq, ref)
+    await set_large_result_ref(tx.conn, batch.tenant_id, batch.session_id, seq, ref)
 
 
 track_large_results = AfterAppend(holds_reference, _track_large_results)

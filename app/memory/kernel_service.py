@@ -1,34 +1,50 @@
-"""Kernel: tool definitions, the schema LRU, the latest large tool result reference."""
+"""Kernel: tool definitions, the schema LRU, the latest large tool result reference.
+
+Every change reads the state through the aggregate's locked load (`load(lock=True)`, no
+L1 messages: the Kernel needs none) and stores the new Kernel in one statement
+(`repository.set_kernel`), on the connection of the caller's transaction."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import pg
 from app.core.errors import NotFound
 from app.memory import layers, repository
-from app.memory.aggregate import memory_config
+from app.memory.aggregate import load, memory_config
 from app.memory.errors import OverBudget
 from app.memory.schemas import KernelPublic
-from app.models import Session
-from app.models.memory import MemoryState
+from app.models.memory_state import StateRow
+
+# the Kernel reads no L1 message
+_NO_L1 = repository.oldest(0)
 
 
-async def _locked(db: AsyncSession, session_row: Session) -> MemoryState:
-    state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=True)
-    if state is None:
-        await repository.ensure_state(
-            await pg.driver_connection(db), session_row.tenant_id, session_row.id
-        )
-        state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=True)
-    assert state is not None
-    return state
+class _SessionRow(Protocol):
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def tenant_id(self) -> uuid.UUID: ...
+    @property
+    def config(self) -> dict[str, Any]: ...
 
 
-def _store(state: MemoryState, kernel: dict[str, Any], session_row: Session | None) -> None:
+async def _locked(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> StateRow:
+    return (await load(conn, tenant_id, session_id, window=_NO_L1, lock=True)).state
+
+
+async def _store(
+    conn: asyncpg.Connection,
+    state: StateRow,
+    kernel: dict[str, Any],
+    session_row: _SessionRow | None,
+) -> StateRow:
     tokens = layers.kernel_tokens(kernel)
     if session_row is not None:
         half = memory_config(session_row).budget // 2
@@ -37,12 +53,10 @@ def _store(state: MemoryState, kernel: dict[str, Any], session_row: Session | No
                 f"ROM + Kernel would be {state.rom_tokens + tokens} tokens; at "
                 f"most half the budget ({half}) is allowed."
             )
-    state.kernel = kernel
-    state.kernel_tokens = tokens
-    state.version = state.version + 1
+    return await repository.set_kernel(conn, state.tenant_id, state.session_id, kernel, tokens)
 
 
-def to_public(state: MemoryState) -> KernelPublic:
+def to_public(state: StateRow) -> KernelPublic:
     k = state.kernel or {}
     return KernelPublic(
         tools=k.get("tools") or [],
@@ -53,46 +67,50 @@ def to_public(state: MemoryState) -> KernelPublic:
 
 
 async def put_tools(
-    db: AsyncSession, session_row: Session, tools: list[dict[str, Any]]
-) -> MemoryState:
-    state = await _locked(db, session_row)
-    _store(state, {**(state.kernel or {}), "tools": tools}, session_row)
-    await db.flush()
-    return state
+    db: AsyncSession, session_row: _SessionRow, tools: list[dict[str, Any]]
+) -> StateRow:
+    conn = await pg.driver_connection(db)
+    state = await _locked(conn, session_row.tenant_id, session_row.id)
+    return await _store(conn, state, {**(state.kernel or {}), "tools": tools}, session_row)
 
 
-async def put_schema(db: AsyncSession, session_row: Session, name: str, schema: Any) -> list[str]:
-    state = await _locked(db, session_row)
+async def put_schema(
+    db: AsyncSession, session_row: _SessionRow, name: str, schema: Any
+) -> list[str]:
+    conn = await pg.driver_connection(db)
+    state = await _locked(conn, session_row.tenant_id, session_row.id)
     kernel, evicted = layers.put_schema(state.kernel or {}, name, schema)
-    _store(state, kernel, session_row)
-    await db.flush()
+    await _store(conn, state, kernel, session_row)
     return evicted
 
 
-async def read_schema(db: AsyncSession, session_row: Session, name: str) -> Any:
+async def read_schema(db: AsyncSession, session_row: _SessionRow, name: str) -> Any:
     """A cached schema; reading makes it the most recently used."""
-    state = await _locked(db, session_row)
+    conn = await pg.driver_connection(db)
+    state = await _locked(conn, session_row.tenant_id, session_row.id)
     hit = layers.touch_schema(state.kernel or {}, name)
     if hit is None:
         raise NotFound(f"No schema {name!r} in the Kernel cache.", code="schema_not_found")
     kernel, schema = hit
-    _store(state, kernel, None)
-    await db.flush()
+    await _store(conn, state, kernel, None)
     return schema
 
 
-async def get(db: AsyncSession, session_row: Session) -> MemoryState:
-    state = await repository.get_state(db, session_row.tenant_id, session_row.id)
-    if state is None:
-        state = await _locked(db, session_row)
-    return state
+async def get(db: AsyncSession, session_row: _SessionRow) -> StateRow:
+    conn = await pg.driver_connection(db)
+    return (await load(conn, session_row.tenant_id, session_row.id, window=_NO_L1)).state
 
 
 async def set_large_result_ref(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, seq: int, ref: dict[str, Any]
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    seq: int,
+    ref: dict[str, Any],
 ) -> None:
-    state = await repository.get_state(db, tenant_id, session_id, lock=True)
-    if state is None:
-        return
-    _store(state, {**(state.kernel or {}), "large_result_ref": {**ref, "seq": seq}}, None)
-    await db.flush()
+    """Point the Kernel at the latest large tool result (`seq`'s), in the transaction of
+    `conn` (the append's, `app.memory.hooks`)."""
+    state = await _locked(conn, tenant_id, session_id)
+    await _store(
+        conn, state, {**(state.kernel or {}), "large_result_ref": {**ref, "seq": seq}}, None
+    )

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from app.core.pg import dumps
 from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
 from app.models import Message
 from app.models.base import table_of
@@ -169,6 +170,28 @@ async def ensure_state(
 ) -> None:
     """Create an empty state for a session that has none (idempotent under races)."""
     await conn.execute(_ENSURE, tenant_id, session_id)
+
+
+_SET_KERNEL = f"""
+UPDATE memory_states SET kernel = $3, kernel_tokens = $4, version = version + 1,
+       updated_at = now()
+WHERE tenant_id = $1 AND session_id = $2
+RETURNING {", ".join(STATE_ROW_COLUMNS)}
+"""
+
+
+async def set_kernel(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    kernel: dict[str, Any],
+    kernel_tokens: int,
+) -> StateRow:
+    """Store the Kernel of a state row the caller has locked (`app.memory.aggregate.load`
+    with `lock`): the state as it now is."""
+    row = await conn.fetchrow(_SET_KERNEL, tenant_id, session_id, dumps(kernel), kernel_tokens)
+    assert row is not None  # locked by the caller: it exists
+    return StateRow._make(row)
 
 
 async def update_state(

@@ -3,18 +3,22 @@ append without this package knowing them (they are joined only in `app.wiring`).
 
 Each hook says whether it applies to a batch (pure, from the canonical messages): before
 may rewrite canonical messages (e.g. offload a large tool result to shared memory); after
-sees what was written (e.g. hold the data references). A batch no hook applies to (the
-common case) is appended in one statement without a transaction. The pressure hook gets
-the append's pressure row after the append has committed.
+sees what was written (e.g. hold the data references). Both run inside the append's
+transaction, on its asyncpg connection (`AppendTx.conn`): what they write commits or rolls
+back with the messages, and what must wait for the commit (e.g. publish an event) goes to
+`AppendTx.on_commit`. Before hooks run once the session row is locked and found visible
+to the caller. A batch no hook applies to (the common case) is appended in one statement,
+its own transaction. The pressure hook gets the append's pressure row after the append has
+committed.
 """
 
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import Caller
 from app.messages.canonical import CanonicalMessage
@@ -36,15 +40,24 @@ class AppendedBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class AppendTx:
+    """The append's transaction as its hooks see it: the connection it runs on, and what to
+    run once it has committed (never run when it rolls back)."""
+
+    conn: asyncpg.Connection
+    on_commit: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class BeforeAppend:
     applies: Callable[[list[CanonicalMessage]], bool]
-    run: Callable[[AsyncSession, Caller, uuid.UUID, list[CanonicalMessage]], Awaitable[None]]
+    run: Callable[[AppendTx, Caller, uuid.UUID, list[CanonicalMessage]], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
 class AfterAppend:
     applies: Callable[[list[CanonicalMessage]], bool]
-    run: Callable[[AsyncSession, Caller, AppendedBatch], Awaitable[None]]
+    run: Callable[[AppendTx, Caller, AppendedBatch], Awaitable[None]]
 
 
 # What to do about memory pressure once the append has committed: given the batch and the

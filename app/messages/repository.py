@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from app.core.pg import dumps
-from app.models import IdempotencyRecord, Message, Session
+from app.models import Message
 from app.models.memory_state import PRESSURE_SQL
 
 # One statement appends a batch (SPEC: append p50 in one round trip): bump the session's
@@ -97,19 +97,19 @@ async def append_rows(
     return row
 
 
+_LOCK_SESSION = """
+SELECT 1 FROM sessions
+WHERE tenant_id = $1 AND id = $2 AND ($3::text IS NULL OR agent_id = $3) AND erasure_id IS NULL
+FOR UPDATE
+"""
+
+
 async def lock_session(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
-) -> Session | None:
-    result = await db.execute(
-        sa.select(Session)
-        .where(
-            col(Session.tenant_id) == tenant_id,
-            col(Session.id) == session_id,
-            col(Session.erasure_id).is_(None),
-        )
-        .with_for_update()
-    )
-    return result.scalar_one_or_none()
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, agent_id: str | None
+) -> bool:
+    """Lock the session row for the transaction of `conn`; False when the tenant has no
+    such session (or it belongs to another agent than `agent_id`; None: any agent)."""
+    return await conn.fetchval(_LOCK_SESSION, tenant_id, session_id, agent_id) is not None
 
 
 async def page(
@@ -128,30 +128,12 @@ async def page(
     return list(result.scalars())
 
 
-async def get_idempotent(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, key: str
-) -> IdempotencyRecord | None:
-    result = await db.execute(
-        sa.select(IdempotencyRecord).where(
-            col(IdempotencyRecord.tenant_id) == tenant_id,
-            col(IdempotencyRecord.session_id) == session_id,
-            col(IdempotencyRecord.key) == key,
-        )
-    )
-    return result.scalar_one_or_none()
-
-
-async def save_idempotent(db: AsyncSession, record: IdempotencyRecord) -> None:
-    db.add(record)
-    await db.flush()
-
-
-# The Idempotency-Key path on the hot paths' pool (no ORM): read the key's first result,
-# and the session's visibility, in one autocommitted statement (a committed record is
-# final: a replay needs no lock); without one, `_APPEND` (which locks the session row) and
-# `_SAVE_IDEMPOTENT` in one transaction. A concurrent request with the same key that
-# committed first makes the save insert nothing: that transaction is rolled back and the
-# first result replayed. Five round trips with BEGIN and COMMIT.
+# The Idempotency-Key: read the key's first result, and the session's visibility, in one
+# autocommitted statement (a committed record is final: a replay needs no lock); without
+# one, `_APPEND` (which locks the session row) and `_SAVE_IDEMPOTENT` in one transaction. A
+# concurrent request with the same key that committed first makes the save insert nothing:
+# that transaction is rolled back and the first result replayed. Five round trips with
+# BEGIN and COMMIT.
 _READ_IDEMPOTENT = """
 SELECT s.agent_id, i.request_hash, i.response
 FROM sessions s
@@ -179,7 +161,7 @@ async def read_idempotent(
     return await conn.fetchrow(_READ_IDEMPOTENT, tenant_id, session_id, agent_id, key)
 
 
-async def save_idempotent_pg(
+async def save_idempotent(
     conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,

@@ -6,23 +6,21 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import asyncpg
 from pydantic_core import PydanticSerializationError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.config import Settings
-from app.core.db import after_commit, transaction
 from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
 from app.messages.canonical import CanonicalMessage, MessageShapeError, canonicalise
-from app.messages.hooks import AppendedBatch, AppendHooks, BeforeAppend, Defer
+from app.messages.hooks import AppendedBatch, AppendHooks, AppendTx, Defer
 from app.messages.repository import NewMessage
 from app.messages.schemas import (
     MAX_CLOCK_SKEW,
@@ -30,8 +28,8 @@ from app.messages.schemas import (
     MessagesAppend,
     MessagesAppended,
 )
-from app.models import IdempotencyRecord, Message
-from app.sessions.access import SessionNotFound, visible_session
+from app.models import Message
+from app.sessions.access import SessionNotFound
 
 log = logging.getLogger("loom.messages")
 
@@ -141,11 +139,9 @@ def request_hash(body: MessagesAppend) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Stores:
-    """Where an append writes: a connection of the hot paths' pool, and sessions for the
-    batches that need a transaction (an Idempotency-Key, or a hook that applies)."""
+    """Where an append writes: a connection of the hot paths' pool."""
 
     connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
-    sessionmaker: async_sessionmaker[AsyncSession]
 
 
 async def append(
@@ -163,13 +159,11 @@ async def append(
 ) -> MessagesAppended:
     """Append a batch atomically. A retried Idempotency-Key returns the first result.
 
-    The common batch is one statement on the pool (`repository.append_rows`: seqs, rows,
-    counters and the pressure row in one round trip, no BEGIN/COMMIT). With an
-    Idempotency-Key (and no hook) it runs on the pool without the ORM: the key's record is
-    read first (a replay needs no lock), then the statement and the record commit in one
-    transaction (`_append_idempotent`). When a hook applies, the statement runs in an ORM
-    transaction that first locks the session row, with the hooks and the idempotency
-    record.
+    One path, on one connection of the pool (`_append_on`): the batch is one statement
+    (`repository.append_rows`: seqs, rows, counters and the pressure row in one round trip),
+    its own transaction when nothing else is written with it; with an Idempotency-Key or a
+    hook that applies, that statement, the hooks (given the same connection) and the key's
+    record commit in one transaction.
     `large`: the request body is big, so measuring and token counting run off the loop.
 
     The pressure follow-up (enqueue a compression, decided from the append's own row) runs
@@ -189,34 +183,14 @@ async def append(
             check_sizes(body, max_message_bytes)
     check_created_at(body, datetime.now(UTC))
     canonical = _canonical(body)
-    before = [h for h in hooks.before if h.applies(canonical)]
-    after = [h for h in hooks.after if h.applies(canonical)]
-    if idempotency_key is None and not before and not after:
-        rows = await _rows(canonical, large)
-        async with stores.connection() as conn:
-            result, batch, written = await _write(conn, caller, session_id, rows)
-        await _committed(_pressure_follow_up(hooks, batch, written), defer)
-        return result
-    if idempotency_key is not None and not before and not after:
-        async with stores.connection() as conn:
-            result, follow_up = await _append_idempotent(
-                conn, caller, session_id, body, canonical, idempotency_key, large, hooks
-            )
-        await _committed(follow_up, defer)
-        return result
-    async with transaction(stores.sessionmaker) as db:
-        return await _append_locked(
-            db,
-            caller,
-            session_id,
-            body,
-            canonical,
-            before,
-            idempotency_key=idempotency_key,
-            large=large,
-            hooks=hooks,
-            defer=defer,
+    async with stores.connection() as conn:
+        result, committed, follow_up = await _append_on(
+            conn, caller, session_id, body, canonical, idempotency_key, large, hooks
         )
+    for run in committed:  # what the hooks left for after the commit (e.g. publish)
+        await _never_fails(run)()
+    await _committed(follow_up, defer)
+    return result
 
 
 async def _committed(follow_up: Callable[[], Awaitable[None]] | None, defer: Defer | None) -> None:
@@ -239,15 +213,6 @@ def _never_fails(follow_up: Callable[[], Awaitable[None]]) -> Callable[[], Await
     return run
 
 
-def _deferred(
-    follow_up: Callable[[], Awaitable[None]], defer: Defer
-) -> Callable[[], Awaitable[None]]:
-    async def hand_over() -> None:
-        defer(_never_fails(follow_up))
-
-    return hand_over
-
-
 class _Hooked(Protocol):
     @property
     def append(self) -> AppendHooks: ...
@@ -258,8 +223,6 @@ class App(Protocol):
 
     @property
     def settings(self) -> Settings: ...
-    @property
-    def sessionmaker(self) -> async_sessionmaker[AsyncSession]: ...
     @property
     def hooks(self) -> _Hooked: ...
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]: ...
@@ -279,7 +242,7 @@ async def append_as(
     MCP `append_messages` tool run. `body_bytes`: the size of the request that carried it."""
     settings = state.settings
     return await append(
-        Stores(state.connection, state.sessionmaker),
+        Stores(state.connection),
         caller,
         session_id,
         body,
@@ -369,41 +332,69 @@ class _KeyTaken(Exception):
     """Another request with the same Idempotency-Key committed first (rolls back ours)."""
 
 
-async def _append_idempotent(
+async def _append_on(
     conn: asyncpg.Connection,
     caller: Caller,
     session_id: uuid.UUID,
     body: MessagesAppend,
     canonical: list[CanonicalMessage],
-    idempotency_key: str,
+    idempotency_key: str | None,
     large: bool,
     hooks: AppendHooks,
-) -> tuple[MessagesAppended, Callable[[], Awaitable[None]] | None]:
-    """An append with an Idempotency-Key and no hook, on the pool (see
-    `repository.read_idempotent`): the key's first result, or the append and its record in
-    one transaction. Returns the result and the pressure follow-up to run (committed)."""
-    body_hash = request_hash(body)
+) -> tuple[
+    MessagesAppended,
+    list[Callable[[], Awaitable[None]]],
+    Callable[[], Awaitable[None]] | None,
+]:
+    """The append on `conn`: the result, what the hooks left to run once committed, and
+    the pressure follow-up.
+
+    With an Idempotency-Key, the key's record is read first (`repository.read_idempotent`:
+    a committed record is final, a replay needs no lock); without one, the append and the
+    record commit in one transaction, and a concurrent request with the same key that
+    committed first makes ours roll back (hooks' writes included) and replay its result.
+    Before hooks run after the session row is locked (visible to the caller: else 404),
+    after hooks once the rows are written, all on `conn` in the same transaction."""
+    before = [h for h in hooks.before if h.applies(canonical)]
+    alone = (
+        idempotency_key is None
+        and not before
+        and not any(h.applies(canonical) for h in hooks.after)
+    )
+    agent = _agent_filter(caller)
+    body_hash = request_hash(body) if idempotency_key is not None else ""
     rows: list[NewMessage] | None = None
     for _ in range(2):
-        found = await repository.read_idempotent(
-            conn, caller.tenant_id, session_id, _agent_filter(caller), idempotency_key
-        )
-        if found is None:
-            raise SessionNotFound()
-        if found["request_hash"] is not None:
-            if found["request_hash"] != body_hash:
-                raise Conflict(
-                    "This Idempotency-Key was used with a different request.",
-                    code="idempotency_key_reused",
-                )
-            replay = MessagesAppended.model_validate(found["response"])
-            replay.replayed = True
-            return replay, None
-        rows = rows or await _rows(canonical, large)
+        if idempotency_key is not None:
+            found = await repository.read_idempotent(
+                conn, caller.tenant_id, session_id, agent, idempotency_key
+            )
+            if found is None:
+                raise SessionNotFound()
+            if found["request_hash"] is not None:
+                if found["request_hash"] != body_hash:
+                    raise Conflict(
+                        "This Idempotency-Key was used with a different request.",
+                        code="idempotency_key_reused",
+                    )
+                replay = MessagesAppended.model_validate(found["response"])
+                replay.replayed = True
+                return replay, [], None
+        if rows is None and not before:  # counted outside the transaction (before hooks may
+            rows = await _rows(canonical, large)  # rewrite the messages: counted after them)
+        tx = AppendTx(conn)
         try:
-            async with conn.transaction():
-                result, batch, written = await _write(conn, caller, session_id, rows)
-                if not await repository.save_idempotent_pg(
+            async with nullcontext() if alone else conn.transaction():
+                if before:
+                    # serialise with other appends to this session, and never let a hook
+                    # write for a session the caller cannot see
+                    if not await repository.lock_session(conn, caller.tenant_id, session_id, agent):
+                        raise SessionNotFound()
+                    for hook in before:
+                        await hook.run(tx, caller, session_id, canonical)
+                written_rows = rows if rows is not None else await _rows(canonical, large)
+                result, batch, written = await _write(conn, caller, session_id, written_rows)
+                if idempotency_key is not None and not await repository.save_idempotent(
                     conn,
                     caller.tenant_id,
                     session_id,
@@ -413,63 +404,13 @@ async def _append_idempotent(
                     result.model_dump(mode="json"),
                 ):
                     raise _KeyTaken()
+                for after in hooks.after:  # asked again: a before hook may have rewritten
+                    if after.applies(canonical):
+                        await after.run(tx, caller, batch)
         except _KeyTaken:
             continue  # rolled back: replay the first result
-        return result, _pressure_follow_up(hooks, batch, written)
+        return result, tx.on_commit, _pressure_follow_up(hooks, batch, written)
     raise RuntimeError("the Idempotency-Key's record vanished")  # records are never deleted
-
-
-async def _append_locked(
-    db: AsyncSession,
-    caller: Caller,
-    session_id: uuid.UUID,
-    body: MessagesAppend,
-    canonical: list[CanonicalMessage],
-    before: list[BeforeAppend],
-    *,
-    idempotency_key: str | None,
-    large: bool,
-    hooks: AppendHooks,
-    defer: Defer | None,
-) -> MessagesAppended:
-    # serialise with other appends to this session (and start the transaction the shared
-    # statement then runs in), before looking for a first result
-    visible_session(caller, await repository.lock_session(db, caller.tenant_id, session_id))
-    body_hash = request_hash(body) if idempotency_key is not None else ""
-    if idempotency_key is not None:
-        record = await repository.get_idempotent(db, caller.tenant_id, session_id, idempotency_key)
-        if record is not None:
-            if record.request_hash != body_hash:
-                raise Conflict(
-                    "This Idempotency-Key was used with a different request.",
-                    code="idempotency_key_reused",
-                )
-            replay = MessagesAppended.model_validate(record.response)
-            replay.replayed = True
-            return replay
-    for hook in before:
-        await hook.run(db, caller, session_id, canonical)
-    rows = await _rows(canonical, large)
-    result, batch, written = await _write(await pg.driver_connection(db), caller, session_id, rows)
-    if idempotency_key is not None:
-        await repository.save_idempotent(
-            db,
-            IdempotencyRecord(
-                tenant_id=caller.tenant_id,
-                session_id=session_id,
-                key=idempotency_key,
-                request_hash=body_hash,
-                status_code=201,
-                response=result.model_dump(mode="json"),
-            ),
-        )
-    for after in hooks.after:  # asked again: a before hook may have rewritten the batch
-        if after.applies(canonical):
-            await after.run(db, caller, batch)
-    follow_up = _pressure_follow_up(hooks, batch, written)
-    if follow_up is not None:
-        after_commit(db, follow_up if defer is None else _deferred(follow_up, defer))
-    return result
 
 
 async def read_page(

@@ -9,19 +9,20 @@ Message-append hooks (assembled in `app.wiring`):
 - after the insert, a holder row per referencing message keeps the data from expiring
   (the entry has a TTL, `LOOM_TOOL_RESULT_TTL_SECONDS`, that only bites once the messages
   are gone, e.g. when the session is deleted).
+
+Both run in the append's transaction, on its connection (`AppendTx`): an append that rolls
+back (e.g. its Idempotency-Key was taken meanwhile) leaves no entry behind, and the entry's
+event is published only once the append has committed.
 """
 
 import json
 import uuid
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from app.auth.caller import Caller
 from app.core.config import Settings
 from app.messages.canonical import CanonicalMessage
-from app.messages.hooks import AfterAppend, AppendedBatch, BeforeAppend
-from app.sessions import access
+from app.messages.hooks import AfterAppend, AppendedBatch, AppendTx, BeforeAppend
 from app.shared_memory import keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.metrics import OFFLOADED_TOOL_RESULTS
@@ -55,9 +56,9 @@ def offloader(rt: SharedMemoryRuntime, s: Settings) -> BeforeAppend:
         return any(_too_large(m, s.tool_result_offload_bytes) for m in messages)
 
     async def offload(
-        db: AsyncSession, caller: Caller, session_id: uuid.UUID, messages: list[CanonicalMessage]
+        tx: AppendTx, caller: Caller, session_id: uuid.UUID, messages: list[CanonicalMessage]
     ) -> None:
-        await offload_large_tool_results(db, rt, s, caller, session_id, messages)
+        await offload_large_tool_results(tx, rt, s, caller, session_id, messages)
 
     return BeforeAppend(applies, offload)
 
@@ -71,26 +72,24 @@ def holds_reference(messages: list[CanonicalMessage]) -> bool:
 
 
 async def offload_large_tool_results(
-    db: AsyncSession,
+    tx: AppendTx,
     rt: SharedMemoryRuntime,
     s: Settings,
     caller: Caller,
     session_id: uuid.UUID,
     messages: list[CanonicalMessage],
 ) -> None:
-    checked = False
+    """Offload the large tool results of `messages` (the append has locked the session, and
+    found it visible to `caller`: nothing is written into the scope of another's)."""
     for m in messages:
         if not _too_large(m, s.tool_result_offload_bytes):
             continue
         data, ctype = payload(m.content)
-        if not checked:  # never write into the scope of a session the caller can't see
-            await access.require_visible(db, caller, session_id)
-            checked = True
         addr = keys.address(
             Namespace.SESSION, f"tool_results/{uuid.uuid4().hex}", str(session_id), caller.agent_id
         )
-        loaded, _ = await service.write(
-            db,
+        loaded, publish = await service.create(
+            tx.conn,
             rt,
             caller,
             addr,
@@ -98,38 +97,24 @@ async def offload_large_tool_results(
             content_type=ctype,
             metadata={"kind": "tool_result", "tool_use_id": m.tool_use_id},
             ttl_seconds=s.tool_result_ttl_seconds,
-            if_none_match="*",
             max_bytes=max(s.max_request_bytes, s.shared_memory_max_value_bytes),
             compress_threshold=s.shared_memory_compress_threshold_bytes,
         )
+        tx.on_commit.append(publish)
         ref = loaded.reference()
         m.content = render(ref)
         m.metadata = {**(m.metadata or {}), DATA_REF: ref.model_dump(mode="json")}
         OFFLOADED_TOOL_RESULTS.inc()
 
 
-async def _hold_references(db: AsyncSession, caller: Caller, batch: AppendedBatch) -> None:
+async def _hold_references(tx: AppendTx, caller: Caller, batch: AppendedBatch) -> None:
     held = [
         (m.seq, m.metadata[DATA_REF]["id"])
         for m in batch.messages
         if isinstance(m.metadata, dict) and isinstance(m.metadata.get(DATA_REF), dict)
     ]
-    if not held:
-        return
-    ids = await repository.entry_ids_by_ref(db, batch.tenant_id, [r for _, r in held])
-    await repository.add_holders(
-        db,
-        [
-            {
-                "entry_id": ids[ref_id],
-                "session_id": batch.session_id,
-                "seq": seq,
-                "tenant_id": batch.tenant_id,
-            }
-            for seq, ref_id in held
-            if ref_id in ids
-        ],
-    )
+    if held:
+        await repository.hold(tx.conn, batch.tenant_id, batch.session_id, held)
 
 
 hold_references = AfterAppend(holds_reference, _hold_references)

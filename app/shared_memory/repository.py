@@ -7,13 +7,16 @@ never returned, even before the cleanup job has deleted it.
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.partitions import FAN_OUT
+from app.core.pg import dumps
 from app.models.base import table_of
 from app.models.session import Session
 from app.models.shared_memory_entry import SharedMemoryEntry, SharedMemoryRefHolder
@@ -102,6 +105,45 @@ async def upsert(
         constraint="uq_shared_memory_entries_address", set_=update, where=where
     ).returning(*HEAD_COLUMNS)
     return (await db.execute(stmt)).first()
+
+
+# A new entry at an address nobody holds (an offloaded tool result's fresh key), on an
+# asyncpg connection: the message append's transaction (`app.shared_memory.offload`).
+_CREATE = """
+INSERT INTO shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key, ref_id,
+    value, content_type, metadata, sha256, compressed, size_bytes, stored_bytes,
+    writer_agent_id, expires_at, version, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+        nextval('shared_memory_version_seq'), now(), now())
+ON CONFLICT ON CONSTRAINT uq_shared_memory_entries_address DO NOTHING
+RETURNING namespace, scope_id, storage_key, version, content_type, size_bytes, stored_bytes,
+          compressed, sha256, ref_id, metadata, writer_agent_id, expires_at, created_at,
+          updated_at
+"""
+
+
+async def create(conn: asyncpg.Connection, a: Addr, fields: dict[str, Any]) -> Any:
+    """Insert a new entry at `a` (the `fields` of `upsert`); its head (attribute access,
+    as `get` returns it), or None when `a` is taken."""
+    row = await conn.fetchrow(
+        _CREATE,
+        uuid.uuid4(),
+        a.tenant_id,
+        a.namespace,
+        a.scope_id,
+        a.storage_key,
+        fields["ref_id"],
+        fields["value"],
+        fields["content_type"],
+        dumps(fields["metadata"]),
+        fields["sha256"],
+        fields["compressed"],
+        fields["size_bytes"],
+        fields["stored_bytes"],
+        fields["writer_agent_id"],
+        fields["expires_at"],
+    )
+    return None if row is None else SimpleNamespace(**dict(row))
 
 
 async def update_if_version(
@@ -204,19 +246,35 @@ async def namespace_totals(
     return list((await db.execute(stmt)).all())
 
 
-async def add_holders(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    """Record messages holding references (entry_id, session_id, seq, tenant_id)."""
+_ENTRY_IDS = """
+SELECT ref_id, id FROM shared_memory_entries WHERE tenant_id = $1 AND ref_id = ANY($2::text[])
+"""
+_ADD_HOLDERS = """
+INSERT INTO shared_memory_ref_holders (entry_id, session_id, seq, tenant_id)
+SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::uuid[])
+ON CONFLICT DO NOTHING
+"""
+
+
+async def hold(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    held: list[tuple[int, str]],
+) -> None:
+    """Record that the messages `held` ((seq, ref_id), of `session_id`) hold the entries
+    with those reference ids (of `tenant_id`; unknown ids are skipped), on an asyncpg
+    connection (the message append's transaction)."""
+    ids = dict(await conn.fetch(_ENTRY_IDS, tenant_id, [r for _, r in held]))
+    rows = [(ids[ref], seq) for seq, ref in held if ref in ids]
     if rows:
-        await db.execute(pg_insert(H).values(rows).on_conflict_do_nothing())
-
-
-async def entry_ids_by_ref(
-    db: AsyncSession, tenant_id: uuid.UUID, ref_ids: list[str]
-) -> dict[str, uuid.UUID]:
-    res = await db.execute(
-        sa.select(E.c.ref_id, E.c.id).where(E.c.tenant_id == tenant_id, E.c.ref_id.in_(ref_ids))
-    )
-    return {r: i for r, i in res.all()}
+        await conn.execute(
+            _ADD_HOLDERS,
+            [e for e, _ in rows],
+            [session_id] * len(rows),
+            [s for _, s in rows],
+            [tenant_id] * len(rows),
+        )
 
 
 async def delete_expired(db: AsyncSession, now: datetime, limit: int) -> list[Any]:

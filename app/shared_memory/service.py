@@ -6,12 +6,13 @@ tier and publishes the event that invalidates the other processes' tiers and fee
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
@@ -303,19 +304,9 @@ async def write(
     )
     if current is not None and current.held:
         raise _referenced()
-    enc = codec.encode(data, threshold=compress_threshold)
-    fields = {
-        "value": enc.stored,
-        "content_type": content_type,
-        "metadata": metadata,
-        "sha256": enc.sha256,
-        "compressed": enc.compressed,
-        "size_bytes": enc.size,
-        "stored_bytes": len(enc.stored),
-        "writer_agent_id": caller.agent_id,
-        "expires_at": ttl_expiry(now, ttl_seconds),
-        "ref_id": new_ref_id(),
-    }
+    enc, fields = _fields(
+        caller, data, content_type, metadata, ttl_seconds, compress_threshold, now
+    )
     if if_match is not None:
         fields.pop("ref_id")  # an update keeps the entry's reference id
         row = await repository.update_if_version(db, ra, cur_version or 0, fields, now)
@@ -330,18 +321,57 @@ async def write(
             raise EntryPreconditionFailed("entry already exists")
     created = cur_version is None
     loaded = _from_row(row)
+    after_commit(db, _written(rt, caller, ra, a, loaded, data))
+    return loaded, created
+
+
+def _fields(
+    caller: Caller,
+    data: bytes,
+    content_type: str,
+    metadata: dict[str, Any],
+    ttl_seconds: int | None,
+    compress_threshold: int,
+    now: datetime,
+) -> tuple[codec.Encoded, dict[str, Any]]:
+    """The stored form of `data` and the columns a write sets."""
+    enc = codec.encode(data, threshold=compress_threshold)
+    return enc, {
+        "value": enc.stored,
+        "content_type": content_type,
+        "metadata": metadata,
+        "sha256": enc.sha256,
+        "compressed": enc.compressed,
+        "size_bytes": enc.size,
+        "stored_bytes": len(enc.stored),
+        "writer_agent_id": caller.agent_id,
+        "expires_at": ttl_expiry(now, ttl_seconds),
+        "ref_id": new_ref_id(),
+    }
+
+
+def _written(
+    rt: SharedMemoryRuntime,
+    caller: Caller,
+    ra: repository.Addr,
+    a: Address,
+    loaded: Loaded,
+    data: bytes,
+) -> Callable[[], Awaitable[None]]:
+    """Count a write and drop the old value from the tier; the publish to run once the
+    write has committed (the event, and the new value into the tier)."""
     rt.count(str(caller.tenant_id), ra.namespace, "writes")
     event = _event(
         "put",
         ra,
         a.key,
         loaded.version,
-        sz=enc.size,
-        ct=content_type,
-        cs=enc.sha256,
+        sz=loaded.size_bytes,
+        ct=loaded.content_type,
+        cs=loaded.sha256,
         w=caller.agent_id,
     )
-    if loaded.is_json and enc.size <= EVENT_VALUE_MAX:
+    if loaded.is_json and loaded.size_bytes <= EVENT_VALUE_MAX:
         event["val"] = json.loads(data)
     cached = replace(loaded, data=data)
 
@@ -351,8 +381,39 @@ async def write(
         await rt.publish(event)
 
     rt.tier.invalidate(_tier_key(ra))  # never serve the old value from here on
-    after_commit(db, publish)
-    return loaded, created
+    return publish
+
+
+async def create(
+    conn: asyncpg.Connection,
+    rt: SharedMemoryRuntime,
+    caller: Caller,
+    a: Address,
+    data: bytes,
+    *,
+    content_type: str,
+    metadata: dict[str, Any],
+    ttl_seconds: int | None,
+    max_bytes: int,
+    compress_threshold: int,
+) -> tuple[Loaded, Callable[[], Awaitable[None]]]:
+    """`write` with `If-None-Match: *` of a new entry at a fresh address, on an asyncpg
+    connection (a message append's transaction: `app.shared_memory.offload`): the entry
+    without data, and the publish to run once the transaction has committed."""
+    if len(data) > max_bytes:
+        raise ValueTooLarge(
+            f"The value is over the {max_bytes}-byte limit.",
+            details={"size_bytes": len(data), "max_bytes": max_bytes},
+        )
+    ra = _addr(caller, a)
+    _, fields = _fields(
+        caller, data, content_type, metadata, ttl_seconds, compress_threshold, _now()
+    )
+    row = await repository.create(conn, ra, fields)
+    if row is None:
+        raise EntryPreconditionFailed("entry already exists")
+    loaded = _from_row(row)
+    return loaded, _written(rt, caller, ra, a, loaded, data)
 
 
 async def delete(
