@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import builder
 from app.context.blocks import ContextBlock
 from app.context.render import RENDERERS
+from app.core import pg
 from app.core.errors import Conflict
 from app.core.tokens import count_text
 from app.facts.block import replay_line
@@ -31,11 +31,12 @@ from app.knowledge.packages import block_from_rows
 from app.knowledge.render import learned_block
 from app.manifests import hashes
 from app.memory import repository as memory_repository
-from app.memory.aggregate import Loaded, canonical, gap_draft, memory_config, record
+from app.memory.aggregate import Loaded, canonical, gap_draft, load, record
 from app.memory.fit import View
 from app.memory.heuristic_summariser import heuristic_summary
 from app.memory.recall_choice import Recalled
-from app.models.memory import MemorySummary
+from app.models.memory_summary import SummaryRow
+from app.models.message import StoredMessage
 
 
 class ContextChanged(Conflict):
@@ -46,9 +47,11 @@ class ContextChanged(Conflict):
 class Sources:
     """What a manifest's sources are now."""
 
-    state: Any  # the session's MemoryState (ROM, Kernel)
-    summaries: dict[str, Any] = field(default_factory=dict)
-    messages: dict[int, Any] = field(default_factory=dict)
+    # the session's memory as the aggregate reads it (its session row, ROM and Kernel: no
+    # L1 is read, the manifest names its messages)
+    memory: Loaded
+    summaries: dict[str, SummaryRow] = field(default_factory=dict)
+    messages: dict[int, StoredMessage] = field(default_factory=dict)
     items: dict[str, Any] = field(default_factory=dict)  # facts and memory items by id
     learned: dict[tuple[str, int], Any] = field(default_factory=dict)
 
@@ -68,21 +71,22 @@ def _ranges(blocks: Sequence[Mapping[str, Any]]) -> list[int]:
 async def load_sources(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, manifest: Mapping[str, Any]
 ) -> Sources:
+    """The sources `manifest` names, as they are now: the memory through the aggregate's
+    read (`app.memory.aggregate.load`, on the connection under `db`), the summaries it
+    named (in L2 or archived since), messages, items and learned versions."""
     blocks = manifest["blocks"]
-    state = await memory_repository.get_state(db, tenant_id, session_id)
-    out = Sources(state=state)
+    conn = await pg.driver_connection(db)
+    memory = await load(conn, tenant_id, session_id, window=memory_repository.oldest(0))
+    out = Sources(memory=memory)
     summary_ids = [
         uuid.UUID(s["id"]) for b in blocks for s in b["sources"] if s.get("kind") == "summary"
     ]
     if summary_ids:
-        rows = await db.execute(
-            sa.select(MemorySummary).where(
-                MemorySummary.tenant_id == tenant_id,  # type: ignore[arg-type]
-                MemorySummary.session_id == session_id,  # type: ignore[arg-type]
-                MemorySummary.id.in_(summary_ids),  # type: ignore[attr-defined]
-            )
-        )
-        out.summaries = {str(r.id): r for r in rows.scalars()}
+        out.summaries = {s.id: s for s in memory.l2 if uuid.UUID(s.id) in set(summary_ids)}
+        gone = [i for i in summary_ids if str(i) not in out.summaries]
+        if gone:  # archived in a snapshot since the build
+            found = await memory_repository.summaries(conn, tenant_id, session_id, gone)
+            out.summaries.update({s.id: s for s in found})
     seqs = _ranges(blocks)
     if seqs:
         rows_ = await memory_repository.messages_by_seqs(db, tenant_id, session_id, seqs)
@@ -94,8 +98,8 @@ async def load_sources(
         if s.get("kind") in ("fact", "memory_item")
     ]
     if item_ids:
-        found = await knowledge_repository.get_rows(db, tenant_id, item_ids)
-        out.items = {str(r.id): r for r in found}
+        rows = await knowledge_repository.get_rows(db, tenant_id, item_ids)
+        out.items = {str(r.id): r for r in rows}
     for b in blocks:
         for s in b["sources"]:
             if s.get("kind") == "learned":
@@ -204,14 +208,12 @@ def _summary(
 
 
 def rebuild(
-    manifest: Mapping[str, Any], session_row: Any, sources: Sources
+    manifest: Mapping[str, Any], sources: Sources
 ) -> tuple[builder.Built | None, list[str]]:
     """The build again from `sources`, and what no longer matches (then no build)."""
     changes: list[str] = []
-    state = sources.state
+    state = sources.memory.state
     versions = manifest["versions"]
-    if state is None:
-        return None, ["the session's memory was erased"]
     if hashes.rom_sha256(state.rom_text or "") != versions["rom_sha256"]:
         changes.append("the ROM changed")
     if hashes.kernel_sha256(state.kernel) != versions["kernel_sha256"]:
@@ -268,7 +270,6 @@ def rebuild(
             message_tokens=sum(int(rows[s].token_count) for s in recalled),
         )
         note = builder.recall_note(chosen.seqs)
-    cfg = memory_config(session_row)
     view = View(
         budget=int(manifest["budget"]),
         rom_tokens=state.rom_tokens,
@@ -278,7 +279,7 @@ def rebuild(
         l1=[],
         blocks=[],
     )
-    loaded = Loaded(session=session_row, state=state, cfg=cfg, l1=[], l2=[], promoted=[])
+    loaded = replace(sources.memory, l1=[], l2=[], promoted=[], gap=None)
     built = builder.Built(
         loaded=loaded,
         view=view,

@@ -96,7 +96,7 @@ async def get_context_manifest(
     if all(f in manifest["sha256"] for f in FORMATS):
         return replay.fill_hashes(manifest, None)
     sources = await replay.load_sources(db, session.tenant_id, session.id, manifest)
-    built, _ = replay.rebuild(manifest, session, sources)
+    built, _ = replay.rebuild(manifest, sources)
     return replay.fill_hashes(manifest, built)
 
 
@@ -117,7 +117,7 @@ async def replay_context(
     row = await _load(db, session, context_id)
     fmt = format or row.format
     sources = await replay.load_sources(db, session.tenant_id, session.id, row.manifest)
-    built, changes = replay.rebuild(row.manifest, session, sources)
+    built, changes = replay.rebuild(row.manifest, sources)
     if built is None:
         raise replay.ContextChanged(
             "This build cannot be replayed: " + "; ".join(changes) + ".",

@@ -194,6 +194,23 @@ async def set_kernel(
     return StateRow._make(row)
 
 
+_SUMMARIES = f"""
+SELECT {", ".join("id::text" if c == "id" else c for c in SUMMARY_ROW_COLUMNS)}
+FROM memory_summaries WHERE tenant_id = $1 AND session_id = $2 AND id = ANY($3::uuid[])
+"""
+
+
+async def summaries(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    ids: Sequence[uuid.UUID],
+) -> list[SummaryRow]:
+    """Summaries of a session by id, in L2 or archived in a snapshot (a recorded build's
+    replay names them), as `read` takes them."""
+    return [SummaryRow._make(r) for r in await conn.fetch(_SUMMARIES, tenant_id, session_id, ids)]
+
+
 async def update_state(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, **values: Any
 ) -> None:
