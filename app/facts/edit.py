@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, PreconditionRequired, Unprocessable
-from app.facts.schemas import MemoryItemUpdate
 from app.knowledge import versions
+from app.knowledge.schemas import MemoryItemUpdate
 from app.knowledge.service import get_item, token_cost
 from app.models.memory_item import MemoryItem
 from app.shared_memory.etag import format_etag, parse_match_header

@@ -27,13 +27,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.knowledge.schemas import KEY_PATTERN
+
 MAX_CANDIDATES = 50
 MAX_FACT_CHARS = 1000
 
 # --- step 1: candidates -------------------------------------------------------------
 
 
-KEY_PATTERN = r"^[a-z0-9_]{1,60}(\.[a-z0-9_]{1,60}){0,4}$"
 EVENT_TIME_PATTERN = (
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
     r"(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$"

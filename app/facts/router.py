@@ -13,14 +13,9 @@ from app.core.errors import ERROR_RESPONSES, ErrorEnvelope
 from app.facts import edit
 from app.facts import service as facts_service
 from app.facts.extract import Deps
-from app.facts.schemas import MemoryItemUpdate
+from app.facts.schemas import ExtractPublic, FactExtractionPublic
 from app.knowledge import examples
-from app.knowledge.schemas import (
-    ExtractPublic,
-    FactExtractionPublic,
-    MemoryItemHistory,
-    MemoryItemPublic,
-)
+from app.knowledge.schemas import MemoryItemHistory, MemoryItemPublic, MemoryItemUpdate
 from app.knowledge.service import to_public
 from app.knowledge.times import AS_OF_DOC, AsOf
 from app.sessions.deps import SessionDep

@@ -16,14 +16,12 @@ from app.core.errors import Conflict, NotFound
 from app.facts import repository as repo
 from app.facts.extract import Deps, Outcome
 from app.facts.policy import FACT_KIND, FactsConfig
+from app.facts.schemas import FactExtractionPublic, FactList, FactSearch
 from app.facts.tasks import finished, record, run_once
 from app.facts.trigger import EXTRACT_JOB, extract_job_id, flush
 from app.knowledge import versions as item_versions
 from app.knowledge.asof import read_then
 from app.knowledge.schemas import (
-    FactExtractionPublic,
-    FactList,
-    FactSearch,
     MemoryItemHistory,
     MemoryItemPublic,
     MemoryItemVersionPublic,

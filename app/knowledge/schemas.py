@@ -1,4 +1,7 @@
-"""API schemas for knowledge items, context packages and the learned layer."""
+"""API schemas for knowledge items (their versions and corrections), context packages and
+the learned layer. The facts' own schemas (search, forget, extraction) are
+`app.facts.schemas`; `FactsInput`, the per-session facts setting, stays here beside
+`SessionKnowledgeConfig`, which sessions and profiles compose."""
 
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ from pydantic import (
     model_validator,
 )
 from pydantic.config import JsonDict
+from pydantic.json_schema import SkipJsonSchema
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
-from app.core.strict import JSON_INT, JsonFloat, JsonInt
+from app.core.strict import JSON_INT, JsonAwareDatetime, JsonFloat, JsonInt
 from app.knowledge.filters import (
     ALIASES,
     DEFAULT_LIMIT,
@@ -412,6 +416,9 @@ class SessionKnowledgeConfig(BaseModel):
     learned_share: JsonFloat = Field(default=0.05, ge=0, le=1)
 
 
+# an item's `key` (facts: what it is about, subject.attribute in lowercase)
+KEY_PATTERN = r"^[a-z0-9_]{1,60}(\.[a-z0-9_]{1,60}){0,4}$"
+
 FACTS_SCOPE_PATTERN = (
     r"^(global|agent|user|(task|project)/[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
     r"|user/[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199})$"
@@ -449,30 +456,6 @@ class FactsInput(BaseModel):
             "message."
         ),
     )
-
-
-class FactSearch(BaseModel):
-    """`search_facts`: the valid facts of a scope best matching a query."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(min_length=1, max_length=2000)
-    scope: str = Field(default="agent", pattern=FACTS_SCOPE_PATTERN)
-    limit: JsonInt = Field(default=10, ge=1, le=50)
-    include_invalidated: StrictBool = False
-    as_of: AsOf | None = Field(
-        default=None,
-        description=("The facts true at this time (world time), instead of now. " + AS_OF_DOC),
-    )
-
-
-class FactForget(BaseModel):
-    """`forget_fact`: invalidate a fact now, with a reason (kept in its history)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: uuid.UUID
-    reason: str = Field(min_length=1, max_length=1000)
 
 
 class MemoryItemVersionPublic(BaseModel):
@@ -517,49 +500,49 @@ class MemoryItemHistory(BaseModel):
     )
 
 
-class FactExtractionPublic(BaseModel):
-    """A session's fact extraction: its watermark, its latest job and its LLM usage."""
+class MemoryItemUpdate(BaseModel):
+    """A correction: only the fields given change (`invalid_at: null` makes an invalid item
+    valid again). The change is a version `edit` with `reason`, the caller's key and
+    agent."""
 
-    status: str = Field(
-        description="idle (never ran), pending, running, succeeded, "
-        "skipped (see `skipped`), failed (see `last_error`)."
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    # not nullable; a field left out keeps its value (only `model_fields_set` applies, so
+    # these defaults are never written)
+    text: str = Field(default="", min_length=1, max_length=1_000_000)
+    importance: JsonFloat = Field(default=0.0, ge=0, le=1)
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        default_factory=list, max_length=64
     )
-    watermark_seq: int = Field(description="The last message seq read by extraction.")
-    job_id: str | None = None
-    attempts: int = 0
-    last_error: str | None = None
-    skipped: str | None = Field(None, description="no_llm or disabled (`last_error` says why).")
-    runs: int = 0
-    last_result: dict[str, Any] | None = Field(
-        None,
-        description=(
-            "The last run: batches, messages, added, updated, invalidated, unchanged, "
-            "llm_calls, input_tokens, output_tokens, watermark, skipped."
-        ),
+    key: str | None = Field(
+        default=None,
+        pattern=KEY_PATTERN,
+        max_length=200,
+        description=("Facts: what it is about (`user.home_city`)."),
     )
-    failed_ranges: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description=(
-            "Message ranges whose batch failed every try: `{first_seq, last_seq, error, at}`. "
-            "The watermark moved past them; `POST .../memory/extract?retry_failed=true` re-runs "
-            "them."
-        ),
+    valid_from: JsonAwareDatetime | SkipJsonSchema[None] = Field(
+        default=None, description=("When it became true.")
     )
-    llm_calls: int = 0
-    llm_input_tokens: int = 0
-    llm_output_tokens: int = 0
-    enqueued_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-
-
-class ExtractPublic(BaseModel):
-    enqueued: bool = Field(description="A background job was queued (202).")
-    result: dict[str, Any] | None = Field(
-        None, description=("wait=true: what this run did (see FactExtractionPublic.last_result).")
+    invalid_at: JsonAwareDatetime | None = Field(
+        default=None, description=("When it stopped being true (null: it is true again).")
     )
-    extraction: FactExtractionPublic
+    reason: Annotated[str, Field(min_length=1, max_length=1000)] | SkipJsonSchema[None] = Field(
+        default=None, description="Why (kept in the history). Default: `edited`."
+    )
 
-
-class FactList(BaseModel):
-    items: list[MemoryItemPublic]
+    @model_validator(mode="after")
+    def _something(self) -> MemoryItemUpdate:
+        changed = self.model_fields_set - {"reason"}
+        if not changed:
+            raise ValueError(
+                "give at least one of text, importance, tags, key, valid_from, invalid_at"
+            )
+        if "valid_from" in changed and self.valid_from is None:
+            raise ValueError("valid_from cannot be null")
+        if (
+            self.valid_from is not None
+            and self.invalid_at is not None
+            and self.invalid_at < self.valid_from
+        ):
+            raise ValueError("invalid_at is before valid_from")
+        return self

@@ -11,7 +11,8 @@ from pydantic import Field
 
 from app.core.db import transaction
 from app.facts import service as facts_service
-from app.knowledge.schemas import FACTS_SCOPE_PATTERN, FactForget, FactSearch
+from app.facts.schemas import FactForget, FactSearch
+from app.knowledge.schemas import FACTS_SCOPE_PATTERN
 from app.knowledge.versions import actor_of
 from app.mcp.calls import call_of, ok
 from app.mcp.registry import ToolSpec

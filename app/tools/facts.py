@@ -13,7 +13,7 @@ from typing import Any
 from app.auth.caller import Caller
 from app.facts import service as facts_service
 from app.facts.policy import FactsConfig
-from app.knowledge.schemas import FactForget, FactSearch
+from app.facts.schemas import FactForget, FactSearch
 from app.knowledge.versions import actor_of
 from app.tools.catalog import ToolCatalog
 from app.tools.registry import ToolContext, parse_args
