@@ -1,24 +1,27 @@
 """Extra context blocks from other domains (knowledge, learned...), counted in the budget.
 
-A provider is ``async (open_db, session_row, budget_tokens, newest_user) -> ContextBlock |
-None``, where ``open_db()`` opens a read session (``async with open_db() as db``) for the
-providers that need the database: a session that configures no block costs no connection at
-all. ``newest_user`` is the text of the newest user message with text, from the L1 the build
-read already (None when L1 holds none: a provider that needs it reads it,
-``app.context.blocks.newest_user_text``). The
-builder calls the providers it is given (``app.wiring`` lists them) after ROM/Kernel with
-the tokens still free, renders the blocks in that order and drops the last ones first if
-the budget is short.
+A provider is a `BlockProvider`: ``async (open_db, session_row, budget_tokens, newest_user,
+*, as_of, query) -> ContextBlock | None``, where ``open_db()`` opens a read session
+(``async with open_db() as db``) for the providers that need the database: a session that
+configures no block costs no connection at all. ``newest_user`` is the text of the newest
+user message with text, from the L1 the build read already (None when L1 holds none: a
+provider that needs it reads it, ``app.context.blocks.newest_user_text``). ``as_of`` is the
+request's ``facts_as_of`` (blocks show what was true then; None: now) and ``query`` the
+build's recall query (None: the newest user message): both travel as arguments, so a
+provider reads nothing of the request but what it is handed. The builder calls the
+providers it is given (``app.wiring`` lists them) after ROM/Kernel with the tokens still
+free, renders the blocks in that order and drops the last ones first if the budget is short.
 A failing provider is logged and skipped: it never fails a context build.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -39,7 +42,23 @@ class ContextBlock:
 
 
 OpenDb = Callable[[], AbstractAsyncContextManager[Any]]
-BlockProvider = Callable[[OpenDb, Any, int, str | None], Awaitable[ContextBlock | None]]
+
+
+class BlockProvider(Protocol):
+    """A block of another domain for one build (`app.wiring` lists them): see the module's
+    docstring for what each argument is."""
+
+    async def __call__(
+        self,
+        open_db: OpenDb,
+        session_row: Any,
+        budget_tokens: int,
+        newest_user: str | None,
+        *,
+        as_of: datetime | None,
+        query: str | None,
+    ) -> ContextBlock | None: ...
+
 
 _NEWEST_USER = sa.text(
     "SELECT text FROM messages WHERE tenant_id = :tid AND session_id = :sid AND role = 'user' "
@@ -64,16 +83,19 @@ async def collect(
     budget_tokens: int,
     providers: Sequence[BlockProvider],
     newest_user: str | None = None,
+    *,
+    as_of: datetime | None = None,
+    query: str | None = None,
 ) -> list[ContextBlock]:
-    """Blocks for one build; each provider sees the tokens the earlier ones left, and
-    `newest_user` (see the module's docstring)."""
+    """Blocks for one build; each provider sees the tokens the earlier ones left,
+    `newest_user`, `as_of` and `query` (see the module's docstring)."""
     out: list[ContextBlock] = []
     left = budget_tokens
     for fn in providers:
         if left <= 0:
             break
         try:
-            block = await fn(open_db, session_row, left, newest_user)
+            block = await fn(open_db, session_row, left, newest_user, as_of=as_of, query=query)
         except Exception:
             log.exception("context block provider %s failed", getattr(fn, "__name__", fn))
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.context import blocks as block_registry
@@ -238,11 +239,14 @@ async def build(
     *,
     providers: Sequence[block_registry.BlockProvider],
     recall: RecallSource | None = None,
+    as_of: datetime | None = None,
+    query: str | None = None,
 ) -> Built:
     """Everything a context response needs, within the session's budget, from what
     `app.memory.aggregate.load` read. `open_db` opens a database session for
     the block providers that need one (see `app.context.blocks`); `recall`, when given
-    and on, brings old turns back into what is left of the budget."""
+    and on, brings old turns back into what is left of the budget; `as_of` and `query`
+    go to every block provider (the request's `facts_as_of`, the recall query)."""
     cfg = loaded.cfg
     fixed = loaded.state.rom_tokens + loaded.state.kernel_tokens + FORMAT_OVERHEAD_TOKENS
     if fixed > cfg.budget:
@@ -254,7 +258,13 @@ async def build(
     free = cfg.budget - first.total_tokens
     extra = (
         await block_registry.collect(
-            open_db, session_row, free, providers, newest_user_with_text(loaded.l1)
+            open_db,
+            session_row,
+            free,
+            providers,
+            newest_user_with_text(loaded.l1),
+            as_of=as_of,
+            query=query,
         )
         if free > 0 and providers
         else []

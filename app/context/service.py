@@ -8,7 +8,6 @@ from app.auth.caller import Caller
 from app.context import builder
 from app.context.schemas import ContextRequest
 from app.context.swap_recall import SwapRecall, recall_config
-from app.facts.block import facts_as_of, facts_query
 from app.memory.aggregate import load
 from app.memory.repository import CONTEXT
 from app.state import AppState
@@ -34,18 +33,14 @@ async def build_and_record(
         )
     session = loaded.session
     recall = recall_config(session.config, body.recall if body is not None else None)
-    with (
-        facts_as_of(body.facts_as_of if body is not None else None),
-        facts_query(recall.query),
-    ):
-        built = await builder.build(
-            state.read_sessionmaker,
-            session,
-            loaded,
-            providers=state.hooks.context_blocks,
-            recall=SwapRecall(state, caller.tenant_id, session_id, recall)
-            if recall.enabled
-            else None,
-        )
+    built = await builder.build(
+        state.read_sessionmaker,
+        session,
+        loaded,
+        providers=state.hooks.context_blocks,
+        recall=SwapRecall(state, caller.tenant_id, session_id, recall) if recall.enabled else None,
+        as_of=body.facts_as_of if body is not None else None,
+        query=recall.query.strip() or None if recall.query else None,
+    )
     extra, payload = await state.hooks.context_built(built, body, fmt)
     return built, extra, payload

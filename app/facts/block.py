@@ -9,9 +9,7 @@ this module only reads."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -35,20 +33,6 @@ from app.knowledge.asof import read_then
 from app.memory.policy import MemoryConfig
 
 CANDIDATES = 50
-# the context build's `facts_as_of` (providers share one signature; the build sets this)
-_AS_OF: ContextVar[datetime | None] = ContextVar("facts_as_of", default=None)
-# the build's recall query (the session's or the request's `recall.query`), if any
-_QUERY: ContextVar[str | None] = ContextVar("facts_query", default=None)
-
-
-@contextmanager
-def facts_as_of(at: datetime | None) -> Iterator[None]:
-    """The facts block of the builds inside shows the facts true at `at` (None: now)."""
-    token = _AS_OF.set(at)
-    try:
-        yield
-    finally:
-        _AS_OF.reset(token)
 
 
 WHEN_DOC = (
@@ -94,17 +78,6 @@ async def _candidates(
     return sorted(rows.values(), key=rank)
 
 
-@contextmanager
-def facts_query(query: str | None) -> Iterator[None]:
-    """The facts block of the builds inside ranks by `query` (None: the newest user
-    message)."""
-    token = _QUERY.set(query.strip() if query and query.strip() else None)
-    try:
-        yield
-    finally:
-        _QUERY.reset(token)
-
-
 def header(scope: str, as_of: datetime | None = None) -> str:
     if as_of is not None:
         return (
@@ -128,8 +101,16 @@ def replay_line(row: Any, source: Mapping[str, Any]) -> str:
 
 
 async def facts_provider(
-    open_db: OpenDb, session_row: Any, budget_tokens: int, newest_user: str | None = None
+    open_db: OpenDb,
+    session_row: Any,
+    budget_tokens: int,
+    newest_user: str | None = None,
+    *,
+    as_of: datetime | None = None,
+    query: str | None = None,
 ) -> ContextBlock | None:
+    """The "facts" block: the facts true now (or at `as_of`, the request's `facts_as_of`)
+    best matching `query` (the build's recall query; None: the newest user message)."""
     cfg = FactsConfig.from_stored((session_row.config or {}).get("facts"))
     if not cfg.enabled:
         return None
@@ -138,9 +119,8 @@ async def facts_provider(
         return None
     scope = fact_scope(cfg, session_row.agent_id, getattr(session_row, "user_id", None))
     tid, agent = session_row.tenant_id, session_row.agent_id
-    as_of = _AS_OF.get()
     async with open_db() as db:
-        query = _QUERY.get() or await newest_user_text(db, session_row, newest_user)
+        query = query or await newest_user_text(db, session_row, newest_user)
         rows = await _candidates(db, tid, scope, agent, query, as_of)
         if as_of is not None:
             rows = await read_then(db, tid, rows, as_of)

@@ -12,6 +12,7 @@ Sessions that configure neither cost no query at all.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,6 +49,9 @@ async def knowledge_provider(
     session_row: SessionLike,
     budget_tokens: int,
     newest_user: str | None = None,
+    *,
+    as_of: datetime | None = None,
+    query: str | None = None,
 ) -> ContextBlock | None:
     """The "knowledge" block: a context package of the session's task/project/global."""
     cfg = knowledge_config(session_row)
@@ -93,6 +97,9 @@ async def learned_provider(
     session_row: SessionLike,
     budget_tokens: int,
     newest_user: str | None = None,
+    *,
+    as_of: datetime | None = None,
+    query: str | None = None,
 ) -> ContextBlock | None:
     """The "learned" block: the agent's active learned version, if the session opted in."""
     cfg = knowledge_config(session_row)

@@ -11,6 +11,7 @@ cut). A session's own old turns are automatic recall's (`config.recall`), not th
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from app.context.blocks import BlockProvider, ContextBlock, OpenDb, newest_user_text
@@ -62,7 +63,13 @@ def provider(
     asyncpg)."""
 
     async def user_recall(
-        open_db: OpenDb, session_row: Any, budget_tokens: int, newest_user: str | None = None
+        open_db: OpenDb,
+        session_row: Any,
+        budget_tokens: int,
+        newest_user: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        query: str | None = None,
     ) -> ContextBlock | None:
         cfg = (session_row.config or {}).get("user_recall")
         user_id = getattr(session_row, "user_id", None)

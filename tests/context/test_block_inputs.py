@@ -62,7 +62,7 @@ async def test_without_a_known_text_it_is_read(client, db, tenant) -> None:
 async def test_collect_hands_every_provider_the_newest_user_text(db) -> None:
     seen: list[str | None] = []
 
-    async def provider(open_db, session_row, budget, newest_user):
+    async def provider(open_db, session_row, budget_tokens, newest_user, *, as_of, query):
         seen.append(newest_user)
         return registry.ContextBlock(name=f"b{len(seen)}", text="x", token_count=1)
 
