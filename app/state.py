@@ -19,7 +19,7 @@ session's entries through `Caches.forget`, the registry `app.wiring.caches` asse
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from app.core.config import Settings
     from app.core.queue import Queue
     from app.llm.client import LLMClient
+    from app.manifests.replay import BlockReplay
     from app.memory.aggregate import StandIns
     from app.messages.hooks import AppendHooks
     from app.search.service import RerankCache
@@ -58,6 +59,8 @@ class Hooks:
     append: AppendHooks
     context_blocks: tuple[BlockProvider, ...]
     context_built: FinishBuild
+    # the providers' blocks rendered again by block name, for a replay (`app.manifests`)
+    block_replays: Mapping[str, BlockReplay]
 
 
 class Forgets(Protocol):

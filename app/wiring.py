@@ -14,7 +14,9 @@ here, so nothing depends on which module was imported first:
   the learned block (the last is dropped first when the budget is short; all of them
   before L1 is cut);
 - a context built: manifests give it its `context_id` and record its manifest (their group
-  writer, one per process).
+  writer, one per process);
+- a recorded build replayed: each provider block rendered again from its sources (facts,
+  knowledge, learned: `block_replays`).
 
 The arq worker runs no request path (it neither creates sessions nor appends), so it
 needs none of these hooks; it does build the same configuration (`configure`) and caches
@@ -27,8 +29,9 @@ around their hits, the rerank cache.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import asyncpg
 from redis.asyncio import Redis
@@ -38,12 +41,16 @@ from app.context.recent_reads import SEARCH_CACHE_SECONDS, SEARCH_CACHE_SIZE, Re
 from app.core import jsonlimits, pagination
 from app.core.config import Settings
 from app.core.queue import Queue
+from app.core.tokens import count_text
 from app.facts import block as facts_block
+from app.facts.policy import fit_text
 from app.facts.trigger import extraction_trigger
 from app.jobs import hooks as jobs_hooks
 from app.jobs.service import pool_recorder
 from app.knowledge import blocks as knowledge_blocks
 from app.knowledge import filters
+from app.knowledge.packages import block_from_rows
+from app.knowledge.render import learned_block
 from app.manifests import service as manifest_service
 from app.manifests.writer import GroupWriter
 from app.memory import hooks as memory_hooks
@@ -112,4 +119,36 @@ def assemble(
             knowledge_blocks.learned_provider,
         ),
         context_built=manifest_service.Finisher(GroupWriter(connection)),
+        block_replays={
+            "facts": _replay_facts,
+            "knowledge": _replay_knowledge,
+            "learned": _replay_learned,
+        },
     )
+
+
+# A recorded block rendered again from its sources as they are now (`BlockReplay`), for
+# the manifests' replay: each as its provider renders it. (They belong beside their
+# providers, in app.facts.block and app.knowledge.blocks; joined here meanwhile.)
+def _replay_facts(
+    replay: Mapping[str, Any], sources: Sequence[Mapping[str, Any]], rows: Sequence[Any]
+) -> str | None:
+    fitted = fit_text(
+        replay["header"],
+        [facts_block.replay_line(r, s) for r, s in zip(rows, sources, strict=True)],
+        int(replay["limit"]),
+        count_text,
+    )
+    return fitted[0] if fitted else None
+
+
+def _replay_knowledge(
+    replay: Mapping[str, Any], sources: Sequence[Mapping[str, Any]], rows: Sequence[Any]
+) -> str | None:
+    return block_from_rows(replay["header"], rows, int(replay["limit"]))
+
+
+def _replay_learned(
+    replay: Mapping[str, Any], sources: Sequence[Mapping[str, Any]], rows: Sequence[Any]
+) -> str | None:
+    return learned_block(rows[0].version, rows[0].content, int(replay["limit"]), count_text)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,12 +23,7 @@ from app.context.blocks import ContextBlock
 from app.context.render import RENDERERS
 from app.core import pg
 from app.core.errors import Conflict
-from app.core.tokens import count_text
-from app.facts.block import replay_line
-from app.facts.policy import fit_text
 from app.knowledge import repository as knowledge_repository
-from app.knowledge.packages import block_from_rows
-from app.knowledge.render import learned_block
 from app.manifests import hashes
 from app.memory import repository as memory_repository
 from app.memory.aggregate import Loaded, canonical, gap_draft, load, record
@@ -114,11 +109,34 @@ async def load_sources(
 # --- pure -------------------------------------------------------------------------------
 
 
-def _items(
-    block: Mapping[str, Any], sources: Sources, what: str, changes: list[str]
-) -> list[Any] | None:
+class BlockReplay(Protocol):
+    """Re-renders a provider's recorded block: from what the build recorded to re-render it
+    (`ContextBlock.replay`: header, limit...), the block's sources and their rows as they
+    are now (in the sources' order, each at the version the build used), the same text, or
+    None when it no longer renders. The providers' domains implement it beside their
+    `BlockProvider`; `app.wiring` joins them by block name (`Hooks.block_replays`), so replay
+    knows no provider's rendering."""
+
+    def __call__(
+        self, replay: Mapping[str, Any], sources: Sequence[Mapping[str, Any]], rows: Sequence[Any]
+    ) -> str | None: ...
+
+
+def _rows(block: Mapping[str, Any], sources: Sources, changes: list[str]) -> list[Any] | None:
+    """The rows of a provider block's sources as the build used them; None (and why in
+    `changes`) when one was erased or changed since."""
     rows = []
     for s in block["sources"]:
+        if s.get("kind") == "learned":
+            learned = sources.learned.get((s["agent_id"], int(s["version"])))
+            if learned is None:
+                changes.append(
+                    f"learned version {s['version']} of agent {s['agent_id']!r} was erased"
+                )
+            else:
+                rows.append(learned)
+            continue
+        what = str(s.get("kind", "source")).replace("_", " ")
         row = sources.items.get(s["id"])
         if row is None:
             changes.append(f"{what} {s['id']} was erased")
@@ -130,36 +148,20 @@ def _items(
 
 
 def _provider_block(
-    block: Mapping[str, Any], sources: Sources, changes: list[str]
+    block: Mapping[str, Any],
+    sources: Sources,
+    changes: list[str],
+    replays: Mapping[str, BlockReplay],
 ) -> ContextBlock | None:
     name, replay = block["name"], block["replay"] or {}
-    text: str | None = None
-    if name == "facts":
-        rows = _items(block, sources, "fact", changes)
-        if rows is None:
-            return None
-        fitted = fit_text(
-            replay["header"],
-            [replay_line(r, s) for r, s in zip(rows, block["sources"], strict=True)],
-            int(replay["limit"]),
-            count_text,
-        )
-        text = fitted[0] if fitted else None
-    elif name == "knowledge":
-        rows = _items(block, sources, "memory item", changes)
-        if rows is None:
-            return None
-        text = block_from_rows(replay["header"], rows, int(replay["limit"]))
-    elif name == "learned":
-        s = block["sources"][0]
-        row = sources.learned.get((s["agent_id"], int(s["version"])))
-        if row is None:
-            changes.append(f"learned version {s['version']} of agent {s['agent_id']!r} was erased")
-            return None
-        text = learned_block(row.version, row.content, int(replay["limit"]), count_text)
-    else:
+    again = replays.get(name)
+    if again is None:
         changes.append(f"block {name!r} cannot be replayed (no renderer for it)")
         return None
+    rows = _rows(block, sources, changes)
+    if rows is None:
+        return None
+    text = again(replay, block["sources"], rows)
     if text is None:
         changes.append(f"block {name!r} no longer renders from its sources")
         return None
@@ -208,9 +210,10 @@ def _summary(
 
 
 def rebuild(
-    manifest: Mapping[str, Any], sources: Sources
+    manifest: Mapping[str, Any], sources: Sources, replays: Mapping[str, BlockReplay]
 ) -> tuple[builder.Built | None, list[str]]:
-    """The build again from `sources`, and what no longer matches (then no build)."""
+    """The build again from `sources`, and what no longer matches (then no build).
+    `replays`: each provider block's renderer by block name (`Hooks.block_replays`)."""
     changes: list[str] = []
     state = sources.memory.state
     versions = manifest["versions"]
@@ -228,7 +231,7 @@ def rebuild(
     for b in manifest["blocks"]:
         layer = b["layer"]
         if layer == "block":
-            made = _provider_block(b, sources, changes)
+            made = _provider_block(b, sources, changes, replays)
             if made is not None:
                 blocks.append(made)
         elif layer == "l2":

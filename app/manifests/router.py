@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from app.context.schemas import ManifestPublic
 from app.core.db import DbDep
@@ -19,6 +19,7 @@ from app.manifests.hashes import FORMATS
 from app.manifests.schemas import ContextDiffPublic, ContextList, ContextSummaryPublic, ReplayPublic
 from app.models import Session
 from app.sessions.deps import SessionDep
+from app.state import app_state
 
 router = APIRouter(tags=["context"], responses=ERROR_RESPONSES)
 
@@ -87,7 +88,7 @@ async def list_contexts(
     summary="Get a recorded build's manifest",
 )
 async def get_context_manifest(
-    session: SessionDep, db: DbDep, context_id: uuid.UUID
+    request: Request, session: SessionDep, db: DbDep, context_id: uuid.UUID
 ) -> dict[str, Any]:
     """Every block the model read, in order, with its layer, sources, tokens,
     cache_control and why it is there; what was dropped or shrunk; budget, usage,
@@ -96,7 +97,7 @@ async def get_context_manifest(
     if all(f in manifest["sha256"] for f in FORMATS):
         return replay.fill_hashes(manifest, None)
     sources = await replay.load_sources(db, session.tenant_id, session.id, manifest)
-    built, _ = replay.rebuild(manifest, sources)
+    built, _ = replay.rebuild(manifest, sources, app_state(request.app).hooks.block_replays)
     return replay.fill_hashes(manifest, built)
 
 
@@ -106,6 +107,7 @@ async def get_context_manifest(
     summary="Replay a recorded build",
 )
 async def replay_context(
+    request: Request,
     session: SessionDep,
     db: DbDep,
     context_id: uuid.UUID,
@@ -117,7 +119,9 @@ async def replay_context(
     row = await _load(db, session, context_id)
     fmt = format or row.format
     sources = await replay.load_sources(db, session.tenant_id, session.id, row.manifest)
-    built, changes = replay.rebuild(row.manifest, sources)
+    built, changes = replay.rebuild(
+        row.manifest, sources, app_state(request.app).hooks.block_replays
+    )
     if built is None:
         raise replay.ContextChanged(
             "This build cannot be replayed: " + "; ".join(changes) + ".",
