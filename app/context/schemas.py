@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.core.strict import JsonFloat, JsonInt
-from app.knowledge.times import AS_OF_DOC, AsOf
+from app.core.times import AS_OF_DOC, AsOf
 from app.memory.recall_choice import (
     AUTO_BASE_SHARE,
     AUTO_KEEP,

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Header, Query, Response
 from app.auth.deps import CallerDep
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, ErrorEnvelope
+from app.core.times import AS_OF_DOC, AsOf
 from app.facts import edit
 from app.facts import service as facts_service
 from app.facts.extract import Deps
@@ -17,7 +18,6 @@ from app.facts.schemas import ExtractPublic, FactExtractionPublic
 from app.knowledge import examples
 from app.knowledge.schemas import MemoryItemHistory, MemoryItemPublic, MemoryItemUpdate
 from app.knowledge.service import to_public
-from app.knowledge.times import AS_OF_DOC, AsOf
 from app.sessions.deps import SessionDep
 from app.state import StateDep
 

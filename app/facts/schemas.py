@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.core.strict import JsonInt
+from app.core.times import AS_OF_DOC, AsOf
 from app.knowledge.schemas import FACTS_SCOPE_PATTERN, MemoryItemPublic
-from app.knowledge.times import AS_OF_DOC, AsOf
 
 
 class FactSearch(BaseModel):

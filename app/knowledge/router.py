@@ -11,6 +11,7 @@ from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
+from app.core.times import AS_OF_DOC, AsOf
 from app.knowledge import examples, learned_service, packages, service
 from app.knowledge.schemas import (
     ClearRequest,
@@ -29,7 +30,6 @@ from app.knowledge.schemas import (
     TaskCompleteResult,
 )
 from app.knowledge.scopes import SCOPE_ID_PATTERN
-from app.knowledge.times import AS_OF_DOC, AsOf
 from app.state import app_state
 
 router = APIRouter(tags=["knowledge"], responses=ERROR_RESPONSES)

@@ -22,6 +22,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
 from app.core.strict import JSON_INT, JsonAwareDatetime, JsonFloat, JsonInt
+from app.core.times import AS_OF_DOC, AsOf
 from app.knowledge.filters import (
     ALIASES,
     DEFAULT_LIMIT,
@@ -32,7 +33,6 @@ from app.knowledge.filters import (
     FieldSpec,
 )
 from app.knowledge.scopes import SCOPE_ID_PATTERN, SCOPE_PATTERN, ScopeError, parse_scope
-from app.knowledge.times import AS_OF_DOC, AsOf
 
 FILTERS_DOC = (
     "Field -> value (exact; a list = any of; for `tags` any of) or {operator: value} with "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 from pydantic import TypeAdapter
 
-from app.knowledge.times import AsOf
+from app.core.times import AsOf
 from tests.facts.helpers import SCENARIO, extract, history, scope_facts, talk
 from tests.fakes.fact_model import FactModel
 from tests.fakes.llm_server import FakeLLMServer
