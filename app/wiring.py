@@ -10,7 +10,7 @@ here, so nothing depends on which module was imported first:
   the batches they apply to); jobs schedule compression from the append's pressure row,
   and facts their extraction (both after commit);
 - context blocks: the facts block (right after ROM and Kernel), the user's earlier
-  conversations (`app.users.earlier_conversations`), the knowledge block, then
+  conversations (`app.context.earlier_conversations`), the knowledge block, then
   the learned block (the last is dropped first when the budget is short; all of them
   before L1 is cut);
 - a context built: manifests give it its `context_id` and record its manifest (their group
@@ -37,6 +37,7 @@ import asyncpg
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.context import earlier_conversations as user_recall
 from app.context.recent_reads import SEARCH_CACHE_SECONDS, SEARCH_CACHE_SIZE, RecentReads
 from app.core import jsonlimits, pagination
 from app.core.config import Settings
@@ -60,7 +61,6 @@ from app.search.service import RerankCache
 from app.shared_memory import offload
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import Caches, Hooks
-from app.users import earlier_conversations as user_recall
 
 # a connection of the hot paths' asyncpg pool (`app.core.pg.connection`)
 Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
