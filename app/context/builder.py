@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from app.context import blocks as block_registry
 from app.core.tokens import content_text, count_message, count_text, encoding
-from app.memory.aggregate import GAP_KEY, Loaded, canonical, record
+from app.memory.aggregate import GAP_KEY, Loaded, canonical, gap_draft, record
 from app.memory.errors import OverBudget
 from app.memory.fit import View, fit
+from app.memory.heuristic_summariser import heuristic_summary
 from app.memory.policy import BlockRecord
 from app.memory.recall_choice import (
     MIN_RECALL_TOKENS,
@@ -337,6 +338,83 @@ async def build(
             at = sum(1 for m in messages if m["seq"] in promoted_seqs)
             messages[at:at] = [canonical(recalled_rows[s]) for s in chosen.seqs]
     return built
+
+
+# --- replay: a recorded build reassembled (`app.manifests.replay`) ------------------------
+
+
+def replayed_summary(
+    start_seq: int,
+    end_seq: int,
+    *,
+    stored: Any = None,
+    stand_in_of: Sequence[StoredMessage] | None = None,
+) -> dict[str, Any]:
+    """An L2 entry as a build rendered it: the `stored` summary, the stand-in of the
+    messages `stand_in_of` (their heuristic summary, as `Loaded.stand_in` made it), or, with
+    neither, the pointer for messages not summarised yet (`gap_draft`)."""
+    if stored is not None:
+        return summary_dict(start_seq, end_seq, stored, stand_in=False)
+    if stand_in_of is not None:
+        draft = heuristic_summary([canonical(m) for m in stand_in_of])
+    else:
+        draft = gap_draft(start_seq, end_seq)
+    return summary_dict(start_seq, end_seq, draft, stand_in=True)
+
+
+def rebuilt(
+    loaded: Loaded,
+    *,
+    budget: int,
+    layer_tokens: dict[str, int],
+    blocks: list[block_registry.ContextBlock],
+    summaries: list[dict[str, Any]],
+    promoted: Sequence[StoredMessage],
+    l1: Sequence[tuple[StoredMessage, int | None]],
+    recalled: Sequence[StoredMessage],
+    scores: dict[int, float],
+    query: str,
+) -> Built:
+    """The `Built` a recorded build made, from what it chose (its blocks, summaries, the
+    promoted, L1 (each with the tokens it was cut to, if it was) and recalled messages, as
+    they are now) rather than by choosing again: `build`'s other half, for a replay."""
+    messages = []
+    for m, cut in [*((m, None) for m in promoted), *l1]:
+        msg = canonical(m)
+        messages.append(truncate(msg, int(cut)) if cut is not None else msg)
+    messages = _pair_tool_calls(messages)
+    chosen = None
+    note = ""
+    if recalled:
+        first = {m.seq for m in promoted}
+        at = sum(1 for m in messages if m["seq"] in first)
+        messages[at:at] = [canonical(m) for m in recalled]
+        chosen = Recalled(
+            seqs=tuple(m.seq for m in recalled),
+            scores=scores,
+            message_tokens=sum(int(m.token_count) for m in recalled),
+        )
+        note = recall_note(chosen.seqs)
+    view = View(
+        budget=budget,
+        rom_tokens=loaded.state.rom_tokens,
+        kernel_tokens=loaded.state.kernel_tokens,
+        l2=[],
+        promoted=[record(m) for m in promoted],
+        l1=[],
+        blocks=[],
+    )
+    return Built(
+        loaded=replace(loaded, l1=[], l2=[], promoted=[], gap=None),
+        view=view,
+        blocks=blocks,
+        summaries=summaries,
+        messages=messages,
+        layer_tokens=layer_tokens,
+        recalled=chosen,
+        recall_query=query,
+        recall_note=note,
+    )
 
 
 def summary_text(summaries: list[dict[str, Any]]) -> str:

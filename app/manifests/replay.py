@@ -1,10 +1,12 @@
 """Replay a recorded build: re-read the sources its manifest names and render the same
 bytes again (`app.manifests.record`), or say what changed or was erased since.
 
-`load_sources` is the I/O (the memory state, the summaries, messages, facts, memory items
-and learned version the manifest names); `rebuild` is pure: it reassembles the builder's
-`Built` from them exactly as the build did (truncation, tool-call pairing, the recall note,
-stand-in summaries) and lists every source that no longer matches. A source that changed
+`load_sources` is the I/O (the session's memory through the aggregate's read, the
+summaries, messages, facts, memory items and learned version the manifest names); `rebuild`
+is pure: it checks every source against the manifest and lists each that no longer
+matches, then hands what the build chose to the builder's replay half
+(`builder.replayed_summary`, `builder.rebuilt`: truncation, tool-call pairing, the recall
+note, stand-in summaries) and each provider block to its `BlockReplay`. A source that changed
 or was erased makes the replay a 409 naming it; the manifest holds no content, so an
 erased source is never brought back from it.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,10 +28,7 @@ from app.core.errors import Conflict
 from app.knowledge import repository as knowledge_repository
 from app.manifests import hashes
 from app.memory import repository as memory_repository
-from app.memory.aggregate import Loaded, canonical, gap_draft, load, record
-from app.memory.fit import View
-from app.memory.heuristic_summariser import heuristic_summary
-from app.memory.recall_choice import Recalled
+from app.memory.aggregate import Loaded, load
 from app.models.memory_summary import SummaryRow
 from app.models.message import StoredMessage
 
@@ -180,33 +179,19 @@ def _summary(
     src = block["sources"][0]
     a, z = (int(v) for v in src["range"])
     if src["kind"] == "gap":
-        g = gap_draft(a, z)
-        return {
-            "start_seq": a,
-            "end_seq": z,
-            "text": g.text,
-            "method": g.method,
-            "token_count": g.token_count,
-            "stand_in": True,
-        }
+        return builder.replayed_summary(a, z)
     if src["kind"] == "stand_in":
         if any(s not in sources.messages for s in range(a, z + 1)):
             changes.append(f"messages of the stand-in for msg:{a}-{z} were erased")
             return None
-        d = heuristic_summary([canonical(sources.messages[s]) for s in range(a, z + 1)])
-        return {
-            "start_seq": a,
-            "end_seq": z,
-            "text": d.text,
-            "method": d.method,
-            "token_count": d.token_count,
-            "stand_in": True,
-        }
+        return builder.replayed_summary(
+            a, z, stand_in_of=[sources.messages[s] for s in range(a, z + 1)]
+        )
     s = sources.summaries.get(src["id"])
     if s is None:
         changes.append(f"summary {src['id']} (msg:{a}-{z}) was erased")
         return None
-    return builder.summary_dict(s.start_seq, s.end_seq, s, stand_in=False)
+    return builder.replayed_summary(s.start_seq, s.end_seq, stored=s)
 
 
 def rebuild(
@@ -257,42 +242,17 @@ def rebuild(
     if changes:
         return None, changes
     rows = sources.messages
-    messages = []
-    for seq, cut in [*((s, None) for s in promoted), *l1]:
-        msg = canonical(rows[seq])
-        messages.append(builder.truncate(msg, int(cut)) if cut is not None else msg)
-    messages = builder._pair_tool_calls(messages)
-    chosen = None
-    note = ""
-    if recalled:
-        at = sum(1 for m in messages if m["seq"] in set(promoted))
-        messages[at:at] = [canonical(rows[s]) for s in recalled]
-        chosen = Recalled(
-            seqs=tuple(recalled),
-            scores=scores,
-            message_tokens=sum(int(rows[s].token_count) for s in recalled),
-        )
-        note = builder.recall_note(chosen.seqs)
-    view = View(
+    built = builder.rebuilt(
+        sources.memory,
         budget=int(manifest["budget"]),
-        rom_tokens=state.rom_tokens,
-        kernel_tokens=state.kernel_tokens,
-        l2=[],
-        promoted=[record(rows[s]) for s in promoted],
-        l1=[],
-        blocks=[],
-    )
-    loaded = replace(sources.memory, l1=[], l2=[], promoted=[], gap=None)
-    built = builder.Built(
-        loaded=loaded,
-        view=view,
+        layer_tokens=dict(manifest["tokens"]),
         blocks=blocks,
         summaries=summaries,
-        messages=messages,
-        layer_tokens=dict(manifest["tokens"]),
-        recalled=chosen,
-        recall_query=query,
-        recall_note=note,
+        promoted=[rows[s] for s in promoted],
+        l1=[(rows[s], cut) for s, cut in l1],
+        recalled=[rows[s] for s in recalled],
+        scores=scores,
+        query=query,
     )
     return built, []
 
