@@ -13,6 +13,8 @@ from fastapi import APIRouter, FastAPI
 from app.auth.router import router as auth_router
 from app.context.router import router as context_router
 from app.erasure.router import router as erasure_router
+from app.erasure.router import sessions_router as session_erasure_router
+from app.erasure.router import users_router as user_erasure_router
 from app.facts.router import router as facts_router
 from app.jobs.router import router as jobs_router
 from app.knowledge.router import router as knowledge_router
@@ -34,6 +36,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     shared_memory_router,
     search_router,
     sessions_router,
+    session_erasure_router,
     memory_router,
     auth_router,
     profiles_router,
@@ -42,6 +45,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     tools_router,
     jobs_router,
     users_router,
+    user_erasure_router,
     erasure_router,
     portability_router,
     manifests_router,

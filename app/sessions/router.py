@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Body, Query, Request
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
@@ -17,7 +17,6 @@ from app.core.pagination import (
     invalid_cursor,
     page,
 )
-from app.erasure import service as erasure_service
 from app.memory.read_models import layer_tokens, layer_tokens_of_page
 from app.sessions import examples, repository, service
 from app.sessions.deps import SessionDep
@@ -120,20 +119,3 @@ async def end_hook(state: Any, session: Any) -> None:
     from app.facts.trigger import flush_if_on
 
     await flush_if_on(state.queue, state.sessionmaker, session)
-
-
-@router.delete(
-    "/sessions/{session_id}",
-    status_code=204,
-    response_class=Response,
-    summary="Delete a session and everything in it",
-)
-async def delete_session(session: SessionDep, caller: CallerDep, request: Request) -> Response:
-    """Delete a session and everything derived from it: messages, summaries, snapshots,
-    memory, search statistics, jobs, the facts drawn from it, its shared-memory scope with
-    references and offloaded tool results, cached copies. It reads as deleted at once; a
-    big session's rows go in batches by a worker. `Location` names the erasure's receipt
-    (`GET /v1/erasures/{id}`)."""
-    state = app_state(request.app)
-    row = await erasure_service.erase_session(state, caller, session.id)
-    return Response(status_code=204, headers={"Location": f"/v1/erasures/{row.id}"})

@@ -2,17 +2,13 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, page
-from app.erasure import service as erasure_service
-from app.erasure.router import answer
-from app.erasure.schemas import ErasurePublic
-from app.state import app_state
 from app.users import access, repository
 from app.users.schemas import UserList, UserPublic
 
@@ -80,26 +76,3 @@ async def get_user(user_id: UserPath, db: DbDep, caller: CallerDep) -> UserPubli
             fact_count=facts,
         )
     return _public(row, facts)
-
-
-@router.delete(
-    "/users/{user_id}",
-    response_model=ErasurePublic,
-    status_code=200,
-    responses={202: {"model": ErasurePublic, "description": "Erasure running"}},
-    summary="Erase a user",
-)
-async def erase_user(
-    user_id: UserPath, caller: CallerDep, request: Request, response: Response
-) -> ErasurePublic:
-    """Erase everything about this person: their sessions with every message, summary,
-    snapshot, memory state, search statistics, idempotency record, job row and queued
-    job, the facts drawn from those sessions and the `user/<id>` tier with every version,
-    the sessions' shared-memory entries with their references and offloaded tool results,
-    and the copies API processes cache. From this call on the user reads as deleted; the
-    rows go in batches. Answers the receipt: 200 when done, 202 while a worker finishes
-    (`GET /v1/erasures/{id}`). Service and admin keys (an agent key: 403, or 404 for a
-    user it may not see)."""
-    state = app_state(request.app)
-    row = await erasure_service.erase_user(state, caller, user_id)
-    return answer(erasure_service.to_public(row), response)
