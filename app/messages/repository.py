@@ -6,13 +6,10 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
 
 from app.core.pg import dumps
-from app.models import Message
 from app.models.memory_state import PRESSURE_SQL
+from app.models.message import StoredMessage, message_row_sql
 
 # One statement appends a batch (SPEC: append p50 in one round trip): bump the session's
 # last_seq and message_tokens under its row lock (seqs stay gap-free and unique; an agent
@@ -112,20 +109,25 @@ async def lock_session(
     return await conn.fetchval(_LOCK_SESSION, tenant_id, session_id, agent_id) is not None
 
 
+_PAGE = f"""
+SELECT {message_row_sql()}, text FROM messages
+WHERE tenant_id = $1 AND session_id = $2 AND seq > $3
+ORDER BY seq LIMIT $4
+"""
+
+
 async def page(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *, after_seq: int, limit: int
-) -> list[Message]:
-    result = await db.execute(
-        sa.select(Message)
-        .where(
-            col(Message.tenant_id) == tenant_id,
-            col(Message.session_id) == session_id,
-            col(Message.seq) > after_seq,
-        )
-        .order_by(col(Message.seq))
-        .limit(limit)
-    )
-    return list(result.scalars())
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    after_seq: int,
+    limit: int,
+) -> list[StoredMessage]:
+    """The session's messages after `after_seq`, oldest first, with their text (the
+    history's pages and `recall_conversation`)."""
+    rows = await conn.fetch(_PAGE, tenant_id, session_id, after_seq, limit)
+    return [StoredMessage._make(r) for r in rows]
 
 
 # The Idempotency-Key: read the key's first result, and the session's visibility, in one

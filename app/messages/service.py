@@ -16,6 +16,7 @@ from pydantic_core import PydanticSerializationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.config import Settings
 from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
@@ -28,13 +29,13 @@ from app.messages.schemas import (
     MessagesAppend,
     MessagesAppended,
 )
-from app.models import Message
+from app.models.message import StoredMessage
 from app.sessions.access import SessionNotFound
 
 log = logging.getLogger("loom.messages")
 
 
-def to_public(m: Message) -> MessagePublic:
+def to_public(m: StoredMessage) -> MessagePublic:
     return MessagePublic(
         session_id=m.session_id,
         seq=m.seq,
@@ -415,5 +416,12 @@ async def _append_on(
 
 async def read_page(
     db: AsyncSession, caller: Caller, session_id: uuid.UUID, *, after_seq: int, limit: int
-) -> list[Message]:
-    return await repository.page(db, caller.tenant_id, session_id, after_seq=after_seq, limit=limit)
+) -> list[StoredMessage]:
+    """A page of the history, on the connection under `db` (the session's lookup ran on it)."""
+    return await repository.page(
+        await pg.driver_connection(db),
+        caller.tenant_id,
+        session_id,
+        after_seq=after_seq,
+        limit=limit,
+    )

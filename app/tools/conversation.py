@@ -68,7 +68,11 @@ async def recall_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     """Messages offset+1 .. offset+limit of this session."""
     data = parse_args(RecallInput, args)
     rows = await messages_repository.page(
-        ctx.db, ctx.session.tenant_id, ctx.session.id, after_seq=data.offset, limit=data.limit
+        await pg.driver_connection(ctx.db),
+        ctx.session.tenant_id,
+        ctx.session.id,
+        after_seq=data.offset,
+        limit=data.limit,
     )
     promoted: list[int] = []
     if data.promote and rows:
@@ -76,7 +80,7 @@ async def recall_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     last = ctx.session.last_seq
     return {
         "messages": [
-            {"seq": m.seq, "role": m.role, **_text(m.text, RECALL_TEXT_CHARS)} for m in rows
+            {"seq": m.seq, "role": m.role, **_text(m.text or "", RECALL_TEXT_CHARS)} for m in rows
         ],
         "total_messages": last,
         "has_more": bool(rows) and rows[-1].seq < last,
