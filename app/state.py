@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from app.memory.aggregate import StandIns
     from app.messages.hooks import AppendHooks
     from app.search.service import RerankCache
-    from app.sessions.service import CreateHook
+    from app.sessions.service import CreateHook, EndHook
     from app.shared_memory.runtime import SharedMemoryRuntime
     from app.tools.catalog import ToolCatalog
 
@@ -56,6 +56,7 @@ class Hooks:
     `sessions`, `context`), implemented by others, joined in `app.wiring`."""
 
     session_created: tuple[CreateHook, ...]
+    session_ended: tuple[EndHook, ...]
     append: AppendHooks
     context_blocks: tuple[BlockProvider, ...]
     context_built: FinishBuild

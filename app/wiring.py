@@ -3,7 +3,7 @@
 Sessions, messages and contexts call other domains only through the hooks assembled
 here, so nothing depends on which module was imported first:
 
-- session created: memory freezes the ROM;
+- session created: memory freezes the ROM; session ended: facts extract at once;
 - before an append: shared memory offloads large tool results (may rewrite messages);
 - after an append: shared memory records which messages hold data references, memory
   keeps the latest large result in the Kernel (these two, and the before hook, only for
@@ -45,7 +45,7 @@ from app.core.queue import Queue
 from app.core.tokens import count_text
 from app.facts import block as facts_block
 from app.facts.policy import fit_text
-from app.facts.trigger import extraction_trigger
+from app.facts.trigger import extraction_trigger, flush_on_end
 from app.jobs import hooks as jobs_hooks
 from app.jobs.service import pool_recorder
 from app.knowledge import blocks as knowledge_blocks
@@ -102,6 +102,7 @@ def assemble(
     after: tuple[AfterAppend, ...] = (offload.hold_references, memory_hooks.track_large_results)
     return Hooks(
         session_created=(memory_hooks.freeze_rom,),
+        session_ended=(flush_on_end(queue, sessionmaker),),
         append=AppendHooks(
             before=before,
             after=after,

@@ -153,6 +153,18 @@ def extraction_trigger(
     return schedule_when_facts_on
 
 
+def flush_on_end(
+    queue: Queue, sessionmaker: async_sessionmaker[AsyncSession]
+) -> Callable[[Any], Awaitable[None]]:
+    """The session-ended hook (`app.wiring`): a session that ends extracts now when its
+    facts are on."""
+
+    async def flush_ended(session: Any) -> None:
+        await flush_if_on(queue, sessionmaker, session)
+
+    return flush_ended
+
+
 async def flush_if_on(
     holder: Any, sessionmaker: async_sessionmaker[AsyncSession], session: Any
 ) -> bool:

@@ -2,7 +2,7 @@
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request
 
@@ -110,12 +110,5 @@ async def update_session(
     ending = body.status == "ended" and session.status != "ended"
     session = await service.update(db, session, body)
     if ending:
-        after_commit(db, lambda: end_hook(state, session))
+        after_commit(db, lambda: service.ended(session, state.hooks.session_ended))
     return service.to_public(session)
-
-
-async def end_hook(state: Any, session: Any) -> None:
-    """A session that ends flushes its fact extraction (issue 37)."""
-    from app.facts.trigger import flush_if_on
-
-    await flush_if_on(state.queue, state.sessionmaker, session)

@@ -19,6 +19,15 @@ from app.sessions.schemas import SessionConfig, SessionCreate, SessionPublic, Se
 # Other domains join session creation (e.g. memory freezes the ROM) without this module
 # knowing them (assembled in `app.wiring`): each hook gets (db, caller, session, body).
 CreateHook = Callable[[AsyncSession, Caller, Session, SessionCreate], Awaitable[None]]
+# ... and the end of a session (`status: ended`), after its commit (facts flush their
+# extraction): each hook gets the ended session.
+EndHook = Callable[[Session], Awaitable[None]]
+
+
+async def ended(session: Session, hooks: Sequence[EndHook]) -> None:
+    """Run the session-ended hooks (after the commit that ended `session`)."""
+    for hook in hooks:
+        await hook(session)
 
 
 def session_config(session: Session) -> SessionConfig:
