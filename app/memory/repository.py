@@ -232,20 +232,6 @@ def _msg_select() -> sa.Select:
     return sa.select(*_MSG_COLS)
 
 
-async def get_state(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, *, lock: bool = False
-) -> MemoryState | None:
-    q = sa.select(MemoryState).where(
-        col(MemoryState.tenant_id) == tenant_id, col(MemoryState.session_id) == session_id
-    )
-    if lock:
-        q = q.with_for_update()
-    else:
-        # a reader must see the row as stored, not a stale identity-map copy
-        q = q.execution_options(populate_existing=True)
-    return (await db.execute(q)).scalar_one_or_none()
-
-
 async def add_state(db: AsyncSession, state: MemoryState) -> None:
     db.add(state)
     await db.flush()

@@ -228,8 +228,8 @@ async def promote_messages(
 
 async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
     """Drop every promoted message from the context; returns how many there were."""
-    state = await repository.get_state(db, session_row.tenant_id, session_row.id, lock=True)
-    if state is None or not state.promoted_seqs:
+    state = (await _load(db, session_row, window=oldest(0), lock=True)).state
+    if not state.promoted_seqs:
         return 0
     count = len(state.promoted_seqs)
     await repository.update_state(
