@@ -7,7 +7,7 @@ here, so nothing depends on which module was imported first:
 - before an append: shared memory offloads large tool results (may rewrite messages);
 - after an append: shared memory records which messages hold data references, memory
   keeps the latest large result in the Kernel (these two, and the before hook, only for
-  the batches they apply to); jobs schedule compression from the append's pressure row,
+  the batches they apply to); memory schedules compression from the append's pressure row,
   and facts their extraction (both after commit);
 - context blocks: the facts block (right after ROM and Kernel), the user's earlier
   conversations (`app.context.earlier_conversations`), the knowledge block, then
@@ -46,7 +46,6 @@ from app.core.tokens import count_text
 from app.facts import block as facts_block
 from app.facts.policy import fit_text
 from app.facts.trigger import extraction_trigger, flush_on_end
-from app.jobs import hooks as jobs_hooks
 from app.jobs.service import pool_recorder
 from app.knowledge import blocks as knowledge_blocks
 from app.knowledge import filters
@@ -56,6 +55,7 @@ from app.manifests import service as manifest_service
 from app.manifests.writer import GroupWriter
 from app.memory import hooks as memory_hooks
 from app.memory.aggregate import StandIns
+from app.memory.compression_trigger import compression_trigger
 from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend, all_of
 from app.search.service import RerankCache
 from app.shared_memory import offload
@@ -107,9 +107,7 @@ def assemble(
             before=before,
             after=after,
             on_pressure=all_of(
-                jobs_hooks.compression_trigger(
-                    queue, settings.compress_busy_usage, pool_recorder(connection)
-                ),
+                compression_trigger(queue, settings.compress_busy_usage, pool_recorder(connection)),
                 extraction_trigger(queue, sessionmaker, settings),
             ),
         ),

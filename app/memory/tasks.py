@@ -49,12 +49,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.core.tokens import count_message
-from app.jobs import metrics, repository, triggers
+from app.jobs import metrics, repository
 from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
+from app.memory import pressure as triggers
 from app.memory.errors import StaleMemoryState
 from app.memory.heuristic_summariser import SummaryDraft
 from app.memory.llm_summariser import summarise

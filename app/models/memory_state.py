@@ -87,7 +87,7 @@ FIXED_TOKENS_SQL = "m.rom_tokens + m.kernel_tokens + m.l2_tokens + m.promoted_to
 L1_TOKENS_SQL = "s.message_tokens - m.swapped_tokens"
 L1_COUNT_SQL = "s.last_seq - m.l1_start_seq + 1"
 MEMORY_TOKENS_SQL = f"{FIXED_TOKENS_SQL} + {L1_TOKENS_SQL}"
-# what `app.jobs.triggers.pressure_from_row` reads
+# what `app.memory.pressure.pressure_from_row` reads
 PRESSURE_SQL = (
     f"s.config, s.last_seq, m.l1_start_seq, {FIXED_TOKENS_SQL} AS fixed_tokens, "
     f"{L1_TOKENS_SQL} AS l1_tokens, j.status AS job_status"

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from app.core.queue import Queue
-from app.jobs import triggers
 from app.jobs.service import Recorder, enqueue_compression
+from app.memory import pressure as triggers
 from app.messages.hooks import AppendedBatch, OnPressure
 
 

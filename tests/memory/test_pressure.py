@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.jobs.triggers import Pressure, append_trigger, is_busy, pressure_from_row
+from app.memory.pressure import Pressure, append_trigger, is_busy, pressure_from_row
 from app.memory.tasks import backoff_seconds
 
 
