@@ -1,0 +1,176 @@
+"""The domains import one way: down the order of `docs/architecture.md`.
+
+Every module of `app/` and `workers/` is read with `ast`; every import counts, those inside
+functions and under `TYPE_CHECKING` too (a deferred import is still a dependency: it only
+hides it from the import-time circle check). A module belongs to its domain (`app.facts.x`
+-> `facts`; a top-level module such as `app.state` is a domain of its own). The tests fail
+when a module imports a domain higher in `ORDER` than its own, or when two domains import
+each other, unless `EXCEPTIONS` lists the pair with its reason; an exception that no
+longer holds fails too, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Lowest first. A domain may import any domain before it, none after it.
+ORDER: tuple[str, ...] = (
+    "version",
+    "core",
+    "models",
+    "llm",
+    "state",
+    "auth",
+    "users",
+    "sessions",
+    "messages",
+    "shared_memory",
+    "jobs",
+    "memory",
+    "search",
+    "context",
+    "knowledge",
+    "facts",
+    "profiles",
+    "tools",
+    "manifests",
+    "erasure",
+    "portability",
+    "mcp",
+    "health",
+    "console",
+    "eval",
+    "openapi_examples",
+    "wiring",
+    "api",
+    "docs",
+    "workers",
+    "main",
+    "launcher",
+)
+
+_STATE = (
+    "AppState, Hooks and Caches type the process's parts with their owners' classes "
+    "(TYPE_CHECKING imports: nothing runs at import). Every domain reads the state, so it "
+    "sits low; the fix is a part per domain that the domain reads with its own typed "
+    "getter, AppState keeping core's parts only"
+)
+_SESSION_CONFIG = (
+    "a session's config composes the per-session settings of memory (MemoryConfig, "
+    "RomInput), knowledge and facts (SessionKnowledgeConfig, FactsInput) and recall "
+    "(RecallInput), and its responses show tokens per layer; the lower domains read only the "
+    "session row and its rule (sessions.access, deps, repository). The fix: the session "
+    "resource (schemas, service, router) above context, its row and rule below memory"
+)
+
+# (lower, higher): why the lower domain still imports the higher one.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    **{
+        ("state", d): _STATE
+        for d in (
+            "auth",
+            "sessions",
+            "messages",
+            "shared_memory",
+            "memory",
+            "search",
+            "context",
+            "tools",
+            "manifests",
+        )
+    },
+    ("sessions", "memory"): _SESSION_CONFIG,
+    ("sessions", "context"): _SESSION_CONFIG,
+    ("sessions", "knowledge"): _SESSION_CONFIG,
+    ("memory", "profiles"): (
+        "memory's session-created hook (freeze_rom, app/memory/hooks.py) reads the agent's "
+        "profile, whose schemas compose memory's RomInput and knowledge's FactsInput; the "
+        "hook should be handed the profile by the sessions' create path"
+    ),
+}
+
+
+def _domain(module: str) -> str:
+    parts = module.split(".")
+    return "workers" if parts[0] == "workers" else parts[1] if len(parts) > 1 else "app"
+
+
+@cache
+def modules() -> dict[str, Path]:
+    out = {}
+    for top in ("app", "workers"):
+        for path in (ROOT / top).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def _module_of(name: str) -> str | None:
+    while name and name not in modules():
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+@cache
+def domain_imports() -> dict[tuple[str, str], frozenset[str]]:
+    """(importing domain, imported domain) -> the modules' imports, `a.b -> c.d` each."""
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for imported in names:
+                if not imported.startswith(("app.", "workers.")):
+                    continue
+                target = _module_of(imported)
+                if target is not None and _domain(target) != _domain(name):
+                    found[(_domain(name), _domain(target))].add(f"{name} -> {target}")
+    return {pair: frozenset(v) for pair, v in found.items()}
+
+
+def _rank(domain: str) -> int:
+    return ORDER.index(domain)
+
+
+def test_every_domain_has_a_place() -> None:
+    domains = {d for pair in domain_imports() for d in pair}
+    assert domains - {"app"} <= set(ORDER), sorted(domains - set(ORDER))
+    # the reader sees the imports, those under TYPE_CHECKING too (app.state's)
+    assert ("facts", "knowledge") in domain_imports() and ("state", "tools") in domain_imports()
+
+
+def test_imports_run_down_the_order() -> None:
+    up = {
+        pair: sorted(imports)
+        for pair, imports in domain_imports().items()
+        if _rank(pair[0]) < _rank(pair[1]) and pair not in EXCEPTIONS
+    }
+    assert not up, "imports that run up the order:\n" + "\n".join(
+        f"{a} -> {b}: {', '.join(i)}" for (a, b), i in sorted(up.items())
+    )
+
+
+def test_no_two_domains_import_each_other() -> None:
+    both = sorted(
+        (a, b)
+        for (a, b) in domain_imports()
+        if a < b and (b, a) in domain_imports() and {(a, b), (b, a)}.isdisjoint(EXCEPTIONS)
+    )
+    assert not both, both
+
+
+def test_every_exception_still_holds() -> None:
+    gone = [pair for pair in EXCEPTIONS if pair not in domain_imports()]
+    assert not gone, f"no longer imported, strike from EXCEPTIONS: {gone}"
+    assert all(_rank(a) < _rank(b) for a, b in EXCEPTIONS), "an exception that runs down"
