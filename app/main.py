@@ -27,7 +27,7 @@ from app.health.router import router as health_router
 from app.llm import get_llm_client
 from app.mcp.endpoint import McpEndpoint
 from app.shared_memory.runtime import SharedMemoryRuntime
-from app.state import AppState
+from app.state import AppState, Parts
 from app.tools.catalog import ToolCatalog
 from app.version import VERSION
 
@@ -74,6 +74,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             watch_queue=settings.shared_memory_watch_queue,
         )
 
+        key_cache = KeyCache(redis, ttl=settings.key_cache_seconds)
+
         def connection() -> AbstractAsyncContextManager[asyncpg.Connection]:
             return pg.connection(pool, settings.db_pool_timeout_seconds)
 
@@ -85,20 +87,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pg=pool,
             redis=redis,
             queue=queue,
-            key_cache=KeyCache(redis, ttl=settings.key_cache_seconds),
-            shared_memory=shared_memory,
             llm=llm,
             caches=wiring.caches(redis),
-            tools=ToolCatalog.built_in(),
-            hooks=wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
+            parts=Parts(
+                key_cache,
+                shared_memory,
+                ToolCatalog.built_in(),
+                *wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
+            ),
         )
         erasure_caches.install(state)
         app.state.loom = state
         gauges = PoolGauges(state)
         try:
             if settings.key_cache_seconds > 0:
-                await state.key_cache.start()
-            await state.shared_memory.start()
+                await key_cache.start()
+            await shared_memory.start()
             await gauges.start()
             async with mcp_endpoint.running():
                 # the process is built: keep the collector off it while it serves
@@ -111,8 +115,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             for name, close in (
                 ("pool gauges", gauges.stop),
-                ("shared memory", state.shared_memory.stop),
-                ("key cache", state.key_cache.stop),
+                ("shared memory", shared_memory.stop),
+                ("key cache", key_cache.stop),
                 ("queue", state.queue.close),
                 ("redis", redis.aclose),
                 ("llm", getattr(llm, "aclose", None)),

@@ -1,28 +1,32 @@
 """The application's typed state: what the lifespan opens and every request reads.
 
 `create_app`'s lifespan builds one `AppState` (engine, sessionmakers, asyncpg pool, Redis,
-queue, key cache, shared-memory runtime, LLM client, the process's caches, and the hooks
-other domains join requests with, see `app.wiring`) and keeps it at `app.state.loom`.
-Everything reads it one way, `app_state(app)`: a route or dependency with
+queue, LLM client, the process's caches and its parts, see `app.wiring`) and keeps it at
+`app.state.loom`. Everything reads it one way, `app_state(app)`: a route or dependency with
 `app_state(request.app)` (a plain call: no dependency to resolve on the hot paths), the MCP
 and tool contexts, tests and scripts with the app they hold.
+
+The parts the domains own (the key cache, the shared-memory runtime, the tool catalog, the
+hooks each request path runs) are `Parts`, each under its class: a domain reads its own,
+`state.parts[KeyCache]`, and this module knows none of their classes, so every domain may
+read the state without the state depending on any (`docs/architecture.md`).
 
 The arq worker builds a `WorkerState` in its startup (`workers.settings`) with the same
 settings, configuration (`app.wiring.configure`) and caches (`app.wiring.caches`); a job
 reads it with `worker_state(ctx)`.
 
-Every cache of a process is a field of `Caches`, which lives in one of these states; no
+Every cache of a process is one of its `Caches`, which live in one of these states; no
 module keeps one (`tests/core/test_module_caches.py`). Erasure forgets an erased
-session's entries through `Caches.forget`, the registry `app.wiring.caches` assembles.
+session's entries through `Caches.forget`, over every cache `app.wiring.caches` assembles.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, MutableMapping
+from collections.abc import Collection, Iterator, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, cast
 
 from fastapi import Depends, Request
 
@@ -34,34 +38,34 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-    from app.auth.cache import KeyCache
-    from app.context.blocks import BlockProvider
-    from app.context.builder import FinishBuild
-    from app.context.recent_reads import RecentReads
     from app.core.config import Settings
     from app.core.queue import Queue
     from app.llm.client import LLMClient
-    from app.manifests.replay import BlockReplay
-    from app.memory.aggregate import StandIns
-    from app.messages.hooks import AppendHooks
-    from app.search.service import RerankCache
-    from app.sessions.service import CreateHook, EndHook
-    from app.shared_memory.runtime import SharedMemoryRuntime
-    from app.tools.catalog import ToolCatalog
+
+T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    """The hooks each request path runs: declared by the domain that runs them (`messages`,
-    `sessions`, `context`), implemented by others, joined in `app.wiring`."""
+class Parts:
+    """Objects of a process, each under its class (two of one class are refused):
+    `parts[KeyCache]` is the process's key cache, typed as one."""
 
-    session_created: tuple[CreateHook, ...]
-    session_ended: tuple[EndHook, ...]
-    append: AppendHooks
-    context_blocks: tuple[BlockProvider, ...]
-    context_built: FinishBuild
-    # the providers' blocks rendered again by block name, for a replay (`app.manifests`)
-    block_replays: Mapping[str, BlockReplay]
+    __slots__ = ("_by_class",)
+
+    def __init__(self, *parts: object) -> None:
+        self._by_class: dict[type, object] = {}
+        for part in parts:
+            if type(part) in self._by_class:
+                raise ValueError(f"two parts of class {type(part).__name__}")
+            self._by_class[type(part)] = part
+
+    def __getitem__(self, kind: type[T]) -> T:
+        return cast(T, self._by_class[kind])
+
+    def __iter__(self) -> Iterator[object]:
+        return iter(self._by_class.values())
+
+    def __len__(self) -> int:
+        return len(self._by_class)
 
 
 class Forgets(Protocol):
@@ -70,22 +74,20 @@ class Forgets(Protocol):
     def forget(self, tenant: uuid.UUID, sessions: Collection[uuid.UUID]) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Caches:
+class Caches(Parts):
     """The process's caches (built by `app.wiring.caches`, the same in the API process and
-    the worker). `registry` lists every one of them: `forget` goes through it."""
+    the worker), each under its class: `caches[StandIns]`. `forget` goes through all."""
 
-    stand_ins: StandIns  # heuristic stand-ins of L1 overflow (app.memory.aggregate)
-    recall_searches: RecentReads  # automatic recall's searches (app.context.swap_recall)
-    recall_groups: RecentReads  # the tool groups around their hits
-    rerank: RerankCache  # rerank scores in Redis, and its backoff (app.search.service)
-    registry: tuple[Forgets, ...]
+    __slots__ = ()
+
+    def __init__(self, *caches: Forgets) -> None:
+        super().__init__(*caches)
 
     def forget(self, tenant: uuid.UUID, sessions: Collection[uuid.UUID]) -> None:
         """Drop every cached entry of `sessions` (of `tenant`): erasure's one call."""
         if sessions:
-            for cache in self.registry:
-                cache.forget(tenant, sessions)
+            for cache in self:
+                cast(Forgets, cache).forget(tenant, sessions)
 
 
 @dataclass(slots=True)
@@ -97,12 +99,10 @@ class AppState:
     pg: asyncpg.Pool  # the hot paths' pool (app.core.pg)
     redis: Redis
     queue: Queue
-    key_cache: KeyCache
-    shared_memory: SharedMemoryRuntime
     llm: LLMClient | None  # summaries/rerank; None without a configured LLM
     caches: Caches
-    tools: ToolCatalog  # the built-in tools (app.tools.catalog)
-    hooks: Hooks
+    # the key cache, the shared-memory runtime, the built-in tools, the request paths' hooks
+    parts: Parts
 
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
         """A connection of the hot paths' pool (`app.core.pg.connection`), waiting at most

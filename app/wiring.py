@@ -38,7 +38,13 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.context import earlier_conversations as user_recall
-from app.context.recent_reads import SEARCH_CACHE_SECONDS, SEARCH_CACHE_SIZE, RecentReads
+from app.context.recent_reads import (
+    SEARCH_CACHE_SECONDS,
+    SEARCH_CACHE_SIZE,
+    RecallGroups,
+    RecallSearches,
+)
+from app.context.service import ContextHooks
 from app.core import jsonlimits, pagination
 from app.core.config import Settings
 from app.core.queue import Queue
@@ -58,9 +64,10 @@ from app.memory.aggregate import StandIns
 from app.memory.compression_trigger import compression_trigger
 from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend, all_of
 from app.search.service import RerankCache
+from app.sessions.service import SessionHooks
 from app.shared_memory import offload
 from app.shared_memory.runtime import SharedMemoryRuntime
-from app.state import Caches, Hooks
+from app.state import Caches
 
 # a connection of the hot paths' asyncpg pool (`app.core.pg.connection`)
 Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
@@ -75,18 +82,13 @@ def configure(settings: Settings) -> None:
 
 
 def caches(redis: Redis | None) -> Caches:
-    """The caches of one process (its lifespan state, or the worker's), each listed in the
-    registry erasure forgets through (`Caches.forget`)."""
-    stand_ins = StandIns()
-    recall_searches = RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
-    recall_groups = RecentReads(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS)
-    rerank = RerankCache(redis)
+    """The caches of one process (its lifespan state, or the worker's), each read by its
+    class and forgotten through `Caches.forget`."""
     return Caches(
-        stand_ins=stand_ins,
-        recall_searches=recall_searches,
-        recall_groups=recall_groups,
-        rerank=rerank,
-        registry=(stand_ins, recall_searches, recall_groups, rerank),
+        StandIns(),
+        RecallSearches(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS),
+        RecallGroups(SEARCH_CACHE_SIZE, SEARCH_CACHE_SECONDS),
+        RerankCache(redis),
     )
 
 
@@ -96,14 +98,17 @@ def assemble(
     queue: Queue,
     sessionmaker: async_sessionmaker[AsyncSession],
     connection: Connect,
-) -> Hooks:
-    """The hooks of the app whose stores these are (`app.main`'s lifespan)."""
+) -> tuple[object, ...]:
+    """The hooks of the app whose stores these are (`app.main`'s lifespan puts them in its
+    state's parts): each declared by the domain that runs it."""
     before: tuple[BeforeAppend, ...] = (offload.offloader(shared_memory, settings),)
     after: tuple[AfterAppend, ...] = (offload.hold_references, memory_hooks.track_large_results)
-    return Hooks(
-        session_created=(memory_hooks.freeze_rom,),
-        session_ended=(flush_on_end(queue, sessionmaker),),
-        append=AppendHooks(
+    return (
+        SessionHooks(
+            created=(memory_hooks.freeze_rom,),
+            ended=(flush_on_end(queue, sessionmaker),),
+        ),
+        AppendHooks(
             before=before,
             after=after,
             on_pressure=all_of(
@@ -111,18 +116,22 @@ def assemble(
                 extraction_trigger(queue, sessionmaker, settings),
             ),
         ),
-        context_blocks=(
-            facts_block.facts_provider,
-            user_recall.provider(connection, settings),
-            knowledge_blocks.knowledge_provider,
-            knowledge_blocks.learned_provider,
+        ContextHooks(
+            blocks=(
+                facts_block.facts_provider,
+                user_recall.provider(connection, settings),
+                knowledge_blocks.knowledge_provider,
+                knowledge_blocks.learned_provider,
+            ),
+            built=manifest_service.Finisher(GroupWriter(connection)),
         ),
-        context_built=manifest_service.Finisher(GroupWriter(connection)),
-        block_replays={
-            "facts": _replay_facts,
-            "knowledge": _replay_knowledge,
-            "learned": _replay_learned,
-        },
+        manifest_service.BlockReplays(
+            {
+                "facts": _replay_facts,
+                "knowledge": _replay_knowledge,
+                "learned": _replay_learned,
+            }
+        ),
     )
 
 

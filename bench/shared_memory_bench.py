@@ -31,6 +31,7 @@ from app.core.config import Settings
 from app.core.db import DbDep
 from app.launcher.migrate import upgrade
 from app.main import create_app
+from app.shared_memory.runtime import SharedMemoryRuntime
 
 PG = "postgresql://postgres@127.0.0.1:5432"
 SM = "/v1/shared-memory"
@@ -130,7 +131,7 @@ async def main(n: int) -> dict:
             ) as c:
                 r = await c.put(f"{SM}/global/hot", json={"value": {"party": ["x"] * 100}})
                 assert r.status_code == 201, r.text
-                tier = app.state.loom.shared_memory.tier
+                tier = app.state.loom.parts[SharedMemoryRuntime].tier
 
                 async def hot_read():
                     r = await c.get(f"{SM}/global/hot")
@@ -181,7 +182,9 @@ async def main(n: int) -> dict:
 
                 async def service_hot_read():  # our own cost: tier hit + SHA-256 check
                     async with app.state.loom.sessionmaker() as db:
-                        await service.read(db, app.state.loom.shared_memory, caller, addr)
+                        await service.read(
+                            db, app.state.loom.parts[SharedMemoryRuntime], caller, addr
+                        )
 
                 res = {}
                 await c.get(f"{SM}/global/hot")

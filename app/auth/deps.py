@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.auth import repository
+from app.auth.cache import KeyCache
 from app.auth.caller import Caller, check_agent_id, effective_agent
 from app.auth.keys import hash_key, same_secret
 from app.auth.ratelimit import take_token
@@ -52,7 +53,7 @@ async def _principal(request: Request, creds: HTTPAuthorizationCredentials | Non
         principal = Principal("admin", None, None, None)
     else:
         key_hash = hash_key(secret)
-        cache = state.key_cache
+        cache = state.parts[KeyCache]
         cached = cache.get(key_hash) if cache is not None else None
         if cached is not None:
             principal = cached
@@ -87,7 +88,7 @@ async def _tenant_exists(request: Request, tenant_id: uuid.UUID) -> bool:
     """Whether the tenant an admin key names exists; a tenant found is remembered in the key
     cache (its TTL), so an admin's requests do not each look it up."""
     state = app_state(request.app)
-    cache, mark = state.key_cache, f"tenant:{tenant_id}"
+    cache, mark = state.parts[KeyCache], f"tenant:{tenant_id}"
     if cache is not None and cache.get(mark) is not None:
         return True
     async with state.connection() as conn:

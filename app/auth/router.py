@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request, Response
 
 from app.auth import examples, service
+from app.auth.cache import KeyCache
 from app.auth.deps import ActingAgentDep, NamedTenantDep, PrincipalDep
 from app.auth.schemas import (
     ApiKeyCreate,
@@ -113,7 +114,7 @@ async def revoke_api_key(
 ) -> Response:
     """Revoke a key; it stops working on the next request."""
     key = await service.revoke_key(db, principal, tenant_id or named_tenant, key_id)
-    cache = app_state(request.app).key_cache
+    cache = app_state(request.app).parts[KeyCache]
     if cache is not None:
         cache.drop(key.key_hash)  # before commit too, so no request here re-caches it
         key_hash = key.key_hash

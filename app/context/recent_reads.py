@@ -54,3 +54,11 @@ class RecentReads:
 
 SEARCH_CACHE_SIZE = 1000
 SEARCH_CACHE_SECONDS = 300.0
+
+
+class RecallSearches(RecentReads):
+    """Automatic recall's searches (`app.context.swap_recall`)."""
+
+
+class RecallGroups(RecentReads):
+    """The tool groups around automatic recall's hits."""

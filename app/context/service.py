@@ -2,15 +2,26 @@
 the MCP `get_context` tool."""
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from app.auth.caller import Caller
 from app.context import builder
+from app.context.blocks import BlockProvider
 from app.context.schemas import ContextRequest
 from app.context.swap_recall import SwapRecall, recall_config
-from app.memory.aggregate import load
+from app.memory.aggregate import StandIns, load
 from app.memory.repository import CONTEXT
 from app.state import AppState
+
+
+@dataclass(frozen=True, slots=True)
+class ContextHooks:
+    """What a build calls in other domains (a part of the app's state, joined in
+    `app.wiring`): the block providers, in order, and what ends a build (manifests)."""
+
+    blocks: tuple[BlockProvider, ...]
+    built: builder.FinishBuild
 
 
 async def build_and_record(
@@ -29,18 +40,19 @@ async def build_and_record(
             session_id,
             window=CONTEXT,
             caller=caller,
-            stand_ins=state.caches.stand_ins,
+            stand_ins=state.caches[StandIns],
         )
     session = loaded.session
+    hooks = state.parts[ContextHooks]
     recall = recall_config(session.config, body.recall if body is not None else None)
     built = await builder.build(
         state.read_sessionmaker,
         session,
         loaded,
-        providers=state.hooks.context_blocks,
+        providers=hooks.blocks,
         recall=SwapRecall(state, caller.tenant_id, session_id, recall) if recall.enabled else None,
         as_of=body.facts_as_of if body is not None else None,
         query=recall.query.strip() or None if recall.query else None,
     )
-    extra, payload = await state.hooks.context_built(built, body, fmt)
+    extra, payload = await hooks.built(built, body, fmt)
     return built, extra, payload

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from app.context.recent_reads import RecallGroups, RecallSearches
 from app.memory.recall_choice import RecallConfig
 from app.search import repository as search_repository
 from app.search import service as search_service
@@ -33,7 +34,7 @@ class SwapRecall:
         self, query: str, exclude: list[int], exclude_from: int | None, limit: int
     ) -> list[tuple[Any, float]]:
         key = (self.tenant_id, self.session_id, query, tuple(exclude), exclude_from, limit)
-        cached = self.state.caches.recall_searches.get(key)
+        cached = self.state.caches[RecallSearches].get(key)
         if cached is not None:
             return cached
         scope = SearchScope(tenant_id=self.tenant_id, session_id=self.session_id)
@@ -49,7 +50,7 @@ class SwapRecall:
                 exclude_from=exclude_from,
             )
         found = [(h.message, h.bm25_score) for h in outcome.hits]
-        self.state.caches.recall_searches.put(key, found)
+        self.state.caches[RecallSearches].put(key, found)
         return found
 
     async def load(self, seqs: list[int]) -> list[Any]:
@@ -58,7 +59,7 @@ class SwapRecall:
         # messages never change once stored; a seq not stored yet stays missing here until
         # the entry expires (a group that needs it is incomplete and skipped, never cut)
         key = (self.tenant_id, self.session_id, tuple(seqs))
-        cached = self.state.caches.recall_groups.get(key)
+        cached = self.state.caches[RecallGroups].get(key)
         if cached is not None:
             return cached
         async with self.state.connection() as conn:
@@ -66,7 +67,7 @@ class SwapRecall:
                 conn, self.tenant_id, [(self.session_id, s) for s in seqs]
             )
         loaded = [rows[k] for k in sorted(rows, key=lambda k: k[1])]
-        self.state.caches.recall_groups.put(key, loaded)
+        self.state.caches[RecallGroups].put(key, loaded)
         return loaded
 
 

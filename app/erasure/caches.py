@@ -20,7 +20,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from app.shared_memory.runtime import CHANNEL
+from app.shared_memory.runtime import CHANNEL, SharedMemoryRuntime
 from app.state import AppState
 
 log = logging.getLogger("loom.erasure")
@@ -49,7 +49,7 @@ async def publish(redis: Redis | None, event: dict[str, Any]) -> None:
 
 def purge(state: AppState, event: dict[str, Any]) -> None:
     """Drop this process's cached copies of what `event` names: the shared-memory tier's
-    entries, and every cache of `state.caches` through its registry (`Caches.forget`)."""
+    entries, and every cache of `state.caches` (`Caches.forget`)."""
     tenant = str(event.get("t"))
     sessions = {str(s) for s in event.get("sessions") or ()}
     agents = {str(a) for a in event.get("agents") or ()}
@@ -65,7 +65,7 @@ def purge(state: AppState, event: dict[str, Any]) -> None:
             )
         )
 
-    state.shared_memory.tier.drop_where(erased_scope)
+    state.parts[SharedMemoryRuntime].tier.drop_where(erased_scope)
     try:
         tenant_id, session_ids = uuid.UUID(tenant), [uuid.UUID(s) for s in sessions]
     except ValueError:
@@ -76,4 +76,4 @@ def purge(state: AppState, event: dict[str, Any]) -> None:
 
 def install(state: AppState) -> None:
     """Make `state`'s process purge its caches on every erase event."""
-    state.shared_memory.on_erase.append(lambda event: purge(state, event))
+    state.parts[SharedMemoryRuntime].on_erase.append(lambda event: purge(state, event))

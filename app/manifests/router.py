@@ -17,6 +17,7 @@ from app.manifests import replay
 from app.manifests import repository as repo
 from app.manifests.hashes import FORMATS
 from app.manifests.schemas import ContextDiffPublic, ContextList, ContextSummaryPublic, ReplayPublic
+from app.manifests.service import BlockReplays
 from app.models import Session
 from app.sessions.deps import SessionDep
 from app.state import app_state
@@ -97,7 +98,7 @@ async def get_context_manifest(
     if all(f in manifest["sha256"] for f in FORMATS):
         return replay.fill_hashes(manifest, None)
     sources = await replay.load_sources(db, session.tenant_id, session.id, manifest)
-    built, _ = replay.rebuild(manifest, sources, app_state(request.app).hooks.block_replays)
+    built, _ = replay.rebuild(manifest, sources, app_state(request.app).parts[BlockReplays].by_name)
     return replay.fill_hashes(manifest, built)
 
 
@@ -120,7 +121,7 @@ async def replay_context(
     fmt = format or row.format
     sources = await replay.load_sources(db, session.tenant_id, session.id, row.manifest)
     built, changes = replay.rebuild(
-        row.manifest, sources, app_state(request.app).hooks.block_replays
+        row.manifest, sources, app_state(request.app).parts[BlockReplays].by_name
     )
     if built is None:
         raise replay.ContextChanged(

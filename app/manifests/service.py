@@ -13,6 +13,7 @@ measured in bench/manifests.py. A build that is not recorded writes nothing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +27,7 @@ from app.core.pg import dumps
 from app.manifests import hashes
 from app.manifests import record as manifests
 from app.manifests import repository as repo
+from app.manifests.replay import BlockReplay
 from app.manifests.writer import GroupWriter
 from app.models.base import time_ordered_id
 
@@ -130,6 +132,14 @@ async def finish(
         "manifest": _expand(built, stored, fmt, context_id, created_at) if wanted else None,
     }
     return extra, payload
+
+
+@dataclass(frozen=True, slots=True)
+class BlockReplays:
+    """The providers' blocks rendered again, by block name, for a replay (a part of the
+    app's state, joined in `app.wiring`)."""
+
+    by_name: Mapping[str, BlockReplay]
 
 
 @dataclass(frozen=True, slots=True)

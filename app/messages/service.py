@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import asyncpg
 from pydantic_core import PydanticSerializationError
@@ -214,9 +214,11 @@ def _never_fails(follow_up: Callable[[], Awaitable[None]]) -> Callable[[], Await
     return run
 
 
-class _Hooked(Protocol):
-    @property
-    def append(self) -> AppendHooks: ...
+_T = TypeVar("_T")
+
+
+class _Parts(Protocol):
+    def __getitem__(self, kind: type[_T], /) -> _T: ...
 
 
 class App(Protocol):
@@ -225,7 +227,7 @@ class App(Protocol):
     @property
     def settings(self) -> Settings: ...
     @property
-    def hooks(self) -> _Hooked: ...
+    def parts(self) -> _Parts: ...
     def connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]: ...
 
 
@@ -247,7 +249,7 @@ async def append_as(
         caller,
         session_id,
         body,
-        hooks=state.hooks.append,
+        hooks=state.parts[AppendHooks],
         idempotency_key=idempotency_key,
         max_messages=settings.max_messages_per_request,
         max_message_bytes=settings.max_message_bytes,

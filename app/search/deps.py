@@ -42,7 +42,7 @@ class SearchEnv:
 def search_env_for(state: AppState) -> SearchEnv:
     """The SearchEnv of an app (also used by the built-in tools)."""
     return SearchEnv(
-        llm=state.llm, rerank_cache=state.caches.rerank, options=options_for(state.settings)
+        llm=state.llm, rerank_cache=state.caches[RerankCache], options=options_for(state.settings)
     )
 
 

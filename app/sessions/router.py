@@ -35,7 +35,9 @@ async def create_session(
 ) -> SessionPublic:
     """Start a session for an agent."""
     state = app_state(request.app)
-    session = await service.create(db, caller, body, on_created=state.hooks.session_created)
+    session = await service.create(
+        db, caller, body, on_created=state.parts[service.SessionHooks].created
+    )
     return service.to_public(session)
 
 
@@ -110,5 +112,5 @@ async def update_session(
     ending = body.status == "ended" and session.status != "ended"
     session = await service.update(db, session, body)
     if ending:
-        after_commit(db, lambda: service.ended(session, state.hooks.session_ended))
+        after_commit(db, lambda: service.ended(session, state.parts[service.SessionHooks].ended))
     return service.to_public(session)

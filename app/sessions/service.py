@@ -2,6 +2,7 @@
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,15 @@ CreateHook = Callable[[AsyncSession, Caller, Session, SessionCreate], Awaitable[
 # ... and the end of a session (`status: ended`), after its commit (facts flush their
 # extraction): each hook gets the ended session.
 EndHook = Callable[[Session], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHooks:
+    """The hooks of a session's creation and end (a part of the app's state, joined in
+    `app.wiring`)."""
+
+    created: tuple[CreateHook, ...]
+    ended: tuple[EndHook, ...]
 
 
 async def ended(session: Session, hooks: Sequence[EndHook]) -> None:

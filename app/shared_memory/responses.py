@@ -24,7 +24,7 @@ def runtime(request: Request) -> SharedMemoryRuntime:
 
 
 def runtime_of(state: AppState) -> SharedMemoryRuntime:
-    rt = state.shared_memory
+    rt = state.parts[SharedMemoryRuntime]
     if rt is None:
         raise ServiceUnavailable("Shared memory is not started.")
     return rt

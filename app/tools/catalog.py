@@ -1,5 +1,5 @@
 """The built-in tools of an app: definitions served to agents and the handlers that run
-them, one catalog per process in its state (`app.state.AppState.tools`).
+them, one catalog per process in its state (`state.parts[ToolCatalog]`).
 
 `ToolCatalog.built_in()` imports each module of `PROVIDER_MODULES` and calls its
 `register(catalog)`, which adds its tools:

@@ -1,6 +1,6 @@
 """Running the built-in tools: the context a handler gets, its errors, and `execute`, which
 runs a call against the catalog of the request's app (`app.tools.catalog.ToolCatalog`,
-`app.state.AppState.tools`).
+a part of the app's state).
 
 Handlers report failures by raising `ToolError(code, message)` (or any `AppError`, which
 is mapped to a code); `execute` turns every failure into a `tool_result` with
@@ -24,6 +24,7 @@ from app.auth.caller import Caller
 from app.core.errors import AppError, envelope
 from app.models import Session
 from app.state import AppState, app_state
+from app.tools.catalog import ToolCatalog
 
 log = logging.getLogger("loom.tools")
 
@@ -91,7 +92,7 @@ def _error(code: str, message: str, details: Any = None) -> ToolOutcome:
 
 async def execute(ctx: ToolContext, name: str, args: Any) -> ToolOutcome:
     """Run tool `name`; every failure becomes an error outcome, never an exception."""
-    catalog = ctx.state.tools
+    catalog = ctx.state.parts[ToolCatalog]
     handler = catalog.handler(name)
     if handler is None and not catalog.defines(name):
         return _error(

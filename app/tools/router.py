@@ -11,6 +11,7 @@ from app.memory.layers import openai_tools
 from app.sessions.deps import SessionDep
 from app.state import app_state
 from app.tools import examples, registry
+from app.tools.catalog import ToolCatalog
 from app.tools.schemas import (
     OpenAIToolPublic,
     ToolCallCreate,
@@ -41,7 +42,7 @@ async def list_session_tools(
 ) -> ToolListPublic:
     """Definitions of the built-in tools (swap recall/search, shared memory), in the
     Anthropic or OpenAI function-calling shape."""
-    definitions = app_state(request.app).tools.definitions()
+    definitions = app_state(request.app).parts[ToolCatalog].definitions()
     if tool_format == "openai":
         return ToolListPublic(
             tools=[OpenAIToolPublic.model_validate(t) for t in openai_tools(definitions)]

@@ -21,6 +21,7 @@ from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
 from app.shared_memory.refs import render
 from app.shared_memory.responses import dump_json
+from app.shared_memory.runtime import SharedMemoryRuntime
 from app.shared_memory.ttl import TtlSeconds
 from app.tools.catalog import ToolCatalog
 from app.tools.registry import ToolContext, parse_args
@@ -55,7 +56,7 @@ async def shared_memory_read(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Target, args)
     caller = _caller(ctx)
     addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
-    loaded = await service.read_at(ctx.db, ctx.state.shared_memory, caller, addr)
+    loaded = await service.read_at(ctx.db, ctx.state.parts[SharedMemoryRuntime], caller, addr)
     out: dict[str, Any] = {
         "namespace": a.namespace.value,
         "key": a.key,
@@ -81,7 +82,7 @@ async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
     if_match = etag.format_etag(a.if_version) if a.if_version is not None else None
     loaded, created = await service.write(
         ctx.db,
-        ctx.state.shared_memory,
+        ctx.state.parts[SharedMemoryRuntime],
         caller,
         addr,
         dump_json(a.value),
@@ -130,7 +131,12 @@ async def shared_memory_delete(ctx: ToolContext, args: dict[str, Any]) -> Any:
     caller = _caller(ctx)
     addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
     await service.delete(
-        ctx.db, ctx.state.shared_memory, caller, addr, if_match=None, require_if_match=False
+        ctx.db,
+        ctx.state.parts[SharedMemoryRuntime],
+        caller,
+        addr,
+        if_match=None,
+        require_if_match=False,
     )
     return {"namespace": a.namespace.value, "key": a.key, "deleted": True}
 

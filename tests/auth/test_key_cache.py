@@ -5,6 +5,8 @@ import time
 import httpx
 import pytest
 
+from app.auth.cache import KeyCache
+from app.state import app_state
 from tests.support.live import live_api
 
 pytestmark = pytest.mark.slow
@@ -29,7 +31,7 @@ async def test_revocation_reaches_another_process(settings, tenant):
 
 
 async def test_no_cache_without_subscription(app, tenant):
-    cache = app.state.loom.key_cache
+    cache = app_state(app).parts[KeyCache]
     assert cache.active
     created = await tenant.create_key("service")
     c = tenant.client_for(created["secret"], {"X-Agent-Id": "a"})

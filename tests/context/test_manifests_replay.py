@@ -219,7 +219,9 @@ async def test_a_thousand_recorded_builds_replay_to_the_same_bytes(app, tenant, 
                 db, uuid.UUID(tenant.id), row.session_id, row.manifest
             )
         sources = loaded[key]
-        again, changes = replay.rebuild(row.manifest, sources, app_state(app).hooks.block_replays)
+        again, changes = replay.rebuild(
+            row.manifest, sources, app_state(app).parts[manifest_service.BlockReplays].by_name
+        )
         assert again is not None and not changes, (row.id, changes)
         # the recorded format's bytes again (render checks every recorded hash: 409 else)
         fmt = row.manifest["format"]

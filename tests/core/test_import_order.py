@@ -54,12 +54,6 @@ ORDER: tuple[str, ...] = (
     "launcher",
 )
 
-_STATE = (
-    "AppState, Hooks and Caches type the process's parts with their owners' classes "
-    "(TYPE_CHECKING imports: nothing runs at import). Every domain reads the state, so it "
-    "sits low; the fix is a part per domain that the domain reads with its own typed "
-    "getter, AppState keeping core's parts only"
-)
 _SESSION_CONFIG = (
     "a session's config composes the per-session settings of memory (MemoryConfig, "
     "RomInput), knowledge and facts (SessionKnowledgeConfig, FactsInput) and recall "
@@ -70,20 +64,6 @@ _SESSION_CONFIG = (
 
 # (lower, higher): why the lower domain still imports the higher one.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    **{
-        ("state", d): _STATE
-        for d in (
-            "auth",
-            "sessions",
-            "messages",
-            "shared_memory",
-            "memory",
-            "search",
-            "context",
-            "tools",
-            "manifests",
-        )
-    },
     ("sessions", "memory"): _SESSION_CONFIG,
     ("sessions", "context"): _SESSION_CONFIG,
     ("sessions", "knowledge"): _SESSION_CONFIG,
@@ -118,24 +98,28 @@ def _module_of(name: str) -> str | None:
     return name or None
 
 
+def imported_names(source: str) -> list[str]:
+    """Every name a module's source imports, wherever the import stands."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
 @cache
 def domain_imports() -> dict[tuple[str, str], frozenset[str]]:
     """(importing domain, imported domain) -> the modules' imports, `a.b -> c.d` each."""
     found: dict[tuple[str, str], set[str]] = defaultdict(set)
     for name, path in modules().items():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names = [f"{node.module}.{a.name}" for a in node.names]
-            else:
+        for imported in imported_names(path.read_text()):
+            if not imported.startswith(("app.", "workers.")):
                 continue
-            for imported in names:
-                if not imported.startswith(("app.", "workers.")):
-                    continue
-                target = _module_of(imported)
-                if target is not None and _domain(target) != _domain(name):
-                    found[(_domain(name), _domain(target))].add(f"{name} -> {target}")
+            target = _module_of(imported)
+            if target is not None and _domain(target) != _domain(name):
+                found[(_domain(name), _domain(target))].add(f"{name} -> {target}")
     return {pair: frozenset(v) for pair, v in found.items()}
 
 
@@ -146,8 +130,24 @@ def _rank(domain: str) -> int:
 def test_every_domain_has_a_place() -> None:
     domains = {d for pair in domain_imports() for d in pair}
     assert domains - {"app"} <= set(ORDER), sorted(domains - set(ORDER))
-    # the reader sees the imports, those under TYPE_CHECKING too (app.state's)
-    assert ("facts", "knowledge") in domain_imports() and ("state", "tools") in domain_imports()
+    assert ("facts", "knowledge") in domain_imports()
+
+
+def test_imports_count_wherever_they_stand() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import app.core.db\n"
+        "if TYPE_CHECKING:\n"
+        "    from app.models import Session\n"
+        "def f():\n"
+        "    from app.facts import block\n"
+    )
+    assert imported_names(source) == [
+        "typing.TYPE_CHECKING",
+        "app.core.db",
+        "app.models.Session",
+        "app.facts.block",
+    ]
 
 
 def test_imports_run_down_the_order() -> None:

@@ -1,12 +1,13 @@
 """The worker builds the same state as the API process: its startup makes the same
 configuration calls (`app.wiring.configure`) and the same caches (`app.wiring.caches`),
-all of them in the registry erasure forgets through; a job reads it with `worker_state`."""
+each read by its class and forgotten through `Caches.forget`; a job reads it with `worker_state`."""
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from typing import Any
+
+import pytest
 
 from app.core import jsonlimits
 from app.core.config import Settings
@@ -15,14 +16,15 @@ from app.state import Caches, app_state, worker_state
 from tests.support.worker import worker_ctx
 
 
-def _caches(caches: Caches) -> dict[str, type]:
-    return {f.name: type(getattr(caches, f.name)) for f in dataclasses.fields(caches)}
+def _caches(caches: Caches) -> list[type]:
+    return sorted((type(c) for c in caches), key=lambda t: t.__qualname__)
 
 
-def test_every_cache_is_in_the_registry(app: Any) -> None:
+def test_every_cache_is_read_by_its_class(app: Any) -> None:
     caches = app_state(app).caches
-    fields = [getattr(caches, f.name) for f in dataclasses.fields(caches) if f.name != "registry"]
-    assert fields and sorted(map(id, fields)) == sorted(map(id, caches.registry))
+    assert len(caches) >= 4 and all(caches[type(c)] is c for c in caches)
+    with pytest.raises(ValueError, match="two parts of class"):
+        Caches(*caches, *caches)
 
 
 async def test_the_worker_builds_the_apps_state(app: Any, settings: Settings) -> None:
@@ -33,7 +35,7 @@ async def test_the_worker_builds_the_apps_state(app: Any, settings: Settings) ->
             api = app_state(app)
             assert _caches(state.caches) == _caches(api.caches)
             assert state.caches is not api.caches  # its own, in its own process
-            assert len(state.caches.registry) == len(api.caches.registry)
+            assert not {id(c) for c in state.caches} & {id(c) for c in api.caches}
             assert (jsonlimits.max_depth(), filters.MAX_LIST_VALUES) == (17, 123)
             assert state.settings is configured and state.cron_state == {}
             # the keys app.facts.tasks still reads are the state's objects

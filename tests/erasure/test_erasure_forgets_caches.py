@@ -1,6 +1,6 @@
 """Erasing a session through the API empties this process's caches of it: the recall
 reads and the heuristic stand-ins a context build left in the app's state
-(`app.state.Caches`), through the one registry erasure calls (`Caches.forget`)."""
+(`app.state.Caches`), through the one call erasure makes (`Caches.forget`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from app.context.recent_reads import RecentReads
+from app.context.recent_reads import RecallGroups, RecallSearches, RecentReads
 from app.memory.aggregate import StandIns
 from app.state import Caches, app_state
 from tests.support.api import new_session
@@ -56,9 +56,9 @@ async def _long_session(client: httpx.AsyncClient) -> uuid.UUID:
 def _holding(caches: Caches, tenant: uuid.UUID, session: uuid.UUID) -> list[str]:
     """The caches holding entries of the session."""
     named: dict[str, StandIns | RecentReads] = {
-        "stand_ins": caches.stand_ins,
-        "recall_searches": caches.recall_searches,
-        "recall_groups": caches.recall_groups,
+        "stand_ins": caches[StandIns],
+        "recall_searches": caches[RecallSearches],
+        "recall_groups": caches[RecallGroups],
     }
     return [name for name, cache in named.items() if (tenant, session) in cache.sessions()]
 

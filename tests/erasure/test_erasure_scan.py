@@ -15,6 +15,7 @@ import httpx
 import sqlalchemy as sa
 from redis.asyncio import Redis
 
+from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import app_state
 from tests.erasure.scan import redis_hits, table_hits
 from tests.facts.support import FactModel, Rule, say
@@ -185,7 +186,9 @@ async def test_erasing_a_user_leaves_nothing_and_counts_what_was_there(
         [await redis.exists(f"arq:job:{j}:{s}") for s in sids for j in ("compress", "facts")]
     )
     assert not [
-        k for k in list(state.shared_memory.tier._map) if isinstance(k, tuple) and k[2] in sids
+        k
+        for k in list(state.parts[SharedMemoryRuntime].tier._map)
+        if isinstance(k, tuple) and k[2] in sids
     ]
     await db.rollback()
     assert await _count(db, "SELECT count(*) FROM sessions WHERE id::text = ANY(:s)", s=sids) == 0

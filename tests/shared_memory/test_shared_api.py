@@ -7,7 +7,9 @@ import uuid
 import sqlalchemy as sa
 
 from app.shared_memory.metrics import INTEGRITY_ERRORS
+from app.shared_memory.runtime import SharedMemoryRuntime
 from app.shared_memory.tasks import cleanup_expired_shared_memory
+from app.state import app_state
 from tests.support.api import make_client, new_session
 from tests.support.worker import worker_ctx
 
@@ -171,7 +173,8 @@ async def test_gzip_over_one_megabyte_round_trips(client, db, app):
         )
     ).one()
     assert row.compressed and row.size_bytes == len(big) and row.stored < len(big) // 3
-    app.state.loom.shared_memory.tier.clear()  # read through PostgreSQL, not the memory tier
+    # read through PostgreSQL, not the memory tier
+    app_state(app).parts[SharedMemoryRuntime].tier.clear()
     got = await client.get(f"{SM}/global/big")
     assert got.content == big and got.headers["x-loom-compressed"] == "true"
     assert got.headers["x-loom-storage-location"] == "postgres"
@@ -199,7 +202,7 @@ async def test_corrupted_row_is_detected(client, db, app):
             {"r": r.json()["ref_id"]},
         )
         await db.commit()
-        app.state.loom.shared_memory.tier.clear()
+        app_state(app).parts[SharedMemoryRuntime].tier.clear()
         before = INTEGRITY_ERRORS._value.get()  # noqa: SLF001
         got = await client.get(f"{SM}/global/{key}")
         assert got.status_code == 500, got.text

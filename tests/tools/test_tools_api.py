@@ -250,8 +250,9 @@ async def test_failing_handlers_become_error_results_not_5xx(client, app):
     import sqlalchemy as sa
 
     from app.state import app_state
+    from app.tools.catalog import ToolCatalog
 
-    catalog = app_state(app).tools
+    catalog = app_state(app).parts[ToolCatalog]
 
     async def boom(ctx, args):
         raise RuntimeError("secret internals")
