@@ -64,6 +64,12 @@ _STRIP_ENV = (
     "LOOM_RERANK_MODEL",
     "LOOM_DATA_DIR",
 )
+# What the goal figures are measured against (bench/floor_app.py; stored in each result's
+# meta, so `bench.goal` can tell results of different floors apart).
+FLOOR = (
+    "issue 39: the app's own statements (context read, append) on a pool set up like the "
+    "app's, bearer key cached per process, orjson; same FastAPI/uvicorn/GC settings"
+)
 WORDS = (
     "database index query latency cache memory agent session summary token budget "
     "context swap search rerank planner tool result schema migration deploy review "
@@ -589,8 +595,17 @@ class Bench:
         quiet = 0
         try:
             while time.monotonic() < deadline and quiet < 3:
+                if self.worker.poll() is not None:
+                    self.note(
+                        f"the worker exited ({self.worker.returncode}) before the queue "
+                        f"drained (its log: {self.logdir}/worker.log); measured anyway"
+                    )
+                    return
                 queued = await r.zcard(self.queue_name)
-                running = len(await r.keys("arq:in-progress:compress:*"))
+                # this run's compression jobs only (other runs share the Redis database, and
+                # one killed mid-job leaves its in-progress key behind for an hour)
+                mine = [*self.sessions, *self.big.values()]
+                running = await r.exists(*[f"arq:in-progress:compress:{s}" for s in mine])
                 quiet = quiet + 1 if queued == 0 and running == 0 else 0
                 await asyncio.sleep(1)
         finally:
@@ -602,14 +617,48 @@ class Bench:
 
     # --- floors ------------------------------------------------------------------------
     def floor_read_reqs(self, sid: str | None) -> list[Req]:
+        """The floor's context read: the same request as the API's (path shape, headers,
+        body), answered by the app's read statement (bench/floor_app.py)."""
         targets = [sid] if sid else self.sessions
-        return [Req("GET", f"/floor/sessions/{s}") for s in targets]
+        body = json.dumps({"format": "anthropic"}).encode()
+        return [Req("POST", f"/floor/sessions/{s}/context", self.headers(), body) for s in targets]
 
     async def floor_read(self, size: int, sid: str | None) -> tuple[Measured, Measured]:
         reqs = self.floor_read_reqs(sid)
+        rows = []
+        for s in ([sid] if sid else self.sessions)[:20]:
+            r = await self.client.post(
+                f"http://127.0.0.1:{self.floor_port}/floor/sessions/{s}/context",
+                headers=self.headers(),
+                content=reqs[0].body,
+            )
+            r.raise_for_status()
+            rows.append(len(r.json()["messages"]))
+        self.results[f"floor_read_{size}_rows"] = {
+            "sessions": len(rows),
+            "min": min(rows),
+            "mean": round(sum(rows) / len(rows), 1),
+            "max": max(rows),
+        }
         f1 = await self.measure(f"floor_read_{size}_1c", self.floor_port, reqs, clients=1)
         f32 = await self.measure(f"floor_read_{size}_32c", self.floor_port, reqs, clients=32)
         return f1, f32
+
+    async def simple_floor(self, key: str, reqs: list[Req], api: Measured, field: str) -> None:
+        """The previous floor (bench/floor_app.py `/floor/simple/...`), reported beside the
+        figure it was the floor of: the API's figure over it, no target."""
+        m = await self.measure(key, self.floor_port, reqs, clients=32 if "32c" in key else 1)
+        a, f = getattr(api, field), getattr(m, field)
+        unit = "req/s" if field == "rps" else "ms"
+        self.fig(
+            key,
+            f"  (previous floor: {key.removeprefix('floor_simple_')}, {field})",
+            a,
+            unit,
+            floor=f,
+            ratio=ratio(a, f),
+            note="reported only: the floor before issue 39",
+        )
 
     # --- groups ------------------------------------------------------------------------
     def context_reqs(self, sid: str | None, recall: str | None = None) -> list[Req]:
@@ -679,6 +728,10 @@ class Bench:
                 f32.p99_ms,
                 3,
             )
+            if size == 50:
+                simple = [Req("GET", f"/floor/simple/sessions/{x}") for x in self.sessions]
+                await self.simple_floor("floor_simple_read_50_1c", simple, c1, "p50_ms")
+                await self.simple_floor("floor_simple_read_50_32c", simple, c32, "rps")
             if size in (50, 10_000):
                 # Automatic recall: one search of the session's swap per build (cold), or
                 # per turn (warm: the builds of one turn share it)
@@ -713,7 +766,7 @@ class Bench:
 
     async def g_append(self) -> None:
         api_h = self.headers()
-        floor_h = {"Content-Type": "application/json"}
+        floor_h = api_h  # the floor resolves the key to its tenant too
         a1 = await self.measure(
             "append_1_32c", self.api_port, self.append_reqs("/v1/sessions", api_h, 1), clients=32
         )
@@ -725,6 +778,12 @@ class Bench:
         )
         self.fig_min_ratio(
             "append_1_32c_rps", "append 1 message, 32c", a1.rps, "req/s", fa1.rps, 0.6
+        )
+        await self.simple_floor(
+            "floor_simple_append_1_32c",
+            self.append_reqs("/floor/simple/sessions", {"Content-Type": "application/json"}, 1),
+            a1,
+            "rps",
         )
         a20 = await self.measure(
             "append_20_32c", self.api_port, self.append_reqs("/v1/sessions", api_h, 20), clients=32
@@ -1201,6 +1260,7 @@ class Bench:
             "million": self.args.million,
             "seconds_per_measurement": self.seconds,
             "load_generator": self.tool,
+            "floor": FLOOR,
             "git_commit": git("rev-parse", "HEAD"),
             "git_dirty_files": len(
                 git("status", "--porcelain", "--", "app", "workers").splitlines()
