@@ -6,6 +6,10 @@ Per file: context build of random 50-message sessions at 1 client (p50 / the rea
 goal <= 1.5x) and at 32 clients (req/s / the floor's, goal >= 0.7x; p99 / the floor's,
 goal <= 3x), and the 1-message append at 32 clients (req/s / the single-insert floor's,
 goal >= 0.6x); then the range of each ratio over the files.
+
+Ratios of files measured against different floors do not compare: the floor of each file
+is printed (`meta.floor`; files without it used the floor before issue 39: two queries,
+stdlib json, a four-round-trip append).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ def main(paths: list[str]) -> None:
             f"\n{Path(path).name}  commit {meta.get('git_commit') or '?'}  "
             f"{meta.get('label', '')}  load {meta.get('loadavg_start', '')}"
         )
+        print(f"  floor: {meta.get('floor', 'before issue 39 (two queries, stdlib json)')}")
         for label, (a, f, r) in ratios(doc).items():
             goal = next(g for g in GOALS if g[0] == label)
             ok = r >= goal[4] if goal[5] else r <= goal[4]
