@@ -286,6 +286,8 @@ async def _server_limits(url: str, connect_seconds: float) -> budget_rules.Serve
 def connection_plan(
     settings: Settings, flag: int | None, *, with_worker: bool
 ) -> budget_rules.Plan:
+    import asyncpg
+
     """How many API processes `serve` runs and the pool of each (`app.launcher.budget`):
     --workers, else LOOM_WEB_WORKERS (0: one per usable CPU), within the connections the
     database allows (read from it) or LOOM_DB_CONNECTIONS."""
@@ -293,9 +295,15 @@ def connection_plan(
     server = None
     if settings.db_connections <= 0:
         assert settings.database_url
-        server = asyncio.run(
-            _server_limits(settings.database_url, settings.db_connect_timeout_seconds)
-        )
+        try:
+            server = asyncio.run(
+                _server_limits(settings.database_url, settings.db_connect_timeout_seconds)
+            )
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise budget_rules.PlanError(
+                f"could not ask the database for its connection limit "
+                f"({type(exc).__name__}: {exc}); set LOOM_DB_CONNECTIONS to plan without asking"
+            ) from exc
     return budget_rules.plan(
         server=server,
         processes=requested if requested > 0 else None,
