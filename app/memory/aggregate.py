@@ -4,14 +4,14 @@ of it (`app.memory.repository.read`): `load`."""
 from __future__ import annotations
 
 import uuid
-from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import asyncpg
 
 from app.auth.caller import Caller
+from app.core.session_lru import SessionLRU
 from app.memory import repository
 from app.memory.heuristic_summariser import SummaryDraft, count_tokens, heuristic_summary
 from app.memory.policy import Layers, MemoryConfig, MessageRecord, SummaryRecord
@@ -103,41 +103,13 @@ def trim_window(
 STAND_IN_CACHE_ENTRIES = 4096
 
 
-class StandIns:
+class StandIns(SessionLRU[SummaryDraft]):
     """Stand-ins (heuristic summaries of L1 overflow) by (tenant, session, seqs), least
     recently used dropped first: one per process, owned by its lifespan state
     (`app.state.Caches`), forgotten for erased sessions (`forget`)."""
 
     def __init__(self, size: int = STAND_IN_CACHE_ENTRIES) -> None:
-        self.size = size
-        self._items: OrderedDict[tuple[uuid.UUID, uuid.UUID, tuple[int, ...]], SummaryDraft] = (
-            OrderedDict()
-        )
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: tuple[uuid.UUID, uuid.UUID, tuple[int, ...]]) -> SummaryDraft | None:
-        draft = self._items.get(key)
-        if draft is not None:
-            self._items.move_to_end(key)
-        return draft
-
-    def put(self, key: tuple[uuid.UUID, uuid.UUID, tuple[int, ...]], draft: SummaryDraft) -> None:
-        self._items[key] = draft
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-
-    def sessions(self) -> set[tuple[uuid.UUID, uuid.UUID]]:
-        """The (tenant, session) pairs with entries."""
-        return {(k[0], k[1]) for k in self._items}
-
-    def forget(self, tenant: uuid.UUID, sessions: Collection[uuid.UUID]) -> None:
-        """Drop the stand-ins of `sessions` (of `tenant`)."""
-        gone = set(sessions)
-        for key in [k for k in self._items if k[0] == tenant and k[1] in gone]:
-            del self._items[key]
+        super().__init__(size)
 
 
 @dataclass

@@ -238,10 +238,11 @@ async def test_promotion_and_a_moved_l1_change_what_is_recalled(client):
 
 def test_search_cache_is_an_lru_with_a_lifetime(monkeypatch):
     from app.context import recent_reads as recall
+    from app.core import session_lru
 
     cache = recall.RecentReads(size=2, seconds=10)
     now = [100.0]
-    monkeypatch.setattr(recall.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(session_lru.time, "monotonic", lambda: now[0])
     cache.put(("a",), [("x", 1.0)])
     cache.put(("b",), [])
     assert cache.get(("a",)) == [("x", 1.0)]  # a is now the most recent
