@@ -5,39 +5,9 @@ counts, those under `TYPE_CHECKING` and inside functions too."""
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
 from functools import cache
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "app"
-
-
-@cache
-def modules() -> dict[str, Path]:
-    out = {}
-    for path in APP.rglob("*.py"):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-def _module_of(name: str) -> str | None:
-    """The module of `modules()` an imported name lives in (`app.x.y.func` -> `app.x.y`)."""
-    while name and name not in modules():
-        name = name.rpartition(".")[0]
-    return name or None
-
-
-def _imported(path: Path) -> Iterator[str]:
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            yield from (f"{node.module}.{a.name}" for a in node.names)
+from tests.support.imports import imported_names, module_of, modules
 
 
 @cache
@@ -45,7 +15,10 @@ def imports() -> dict[str, frozenset[str]]:
     """Each module of the app and the app modules it imports."""
     out = {}
     for name, path in modules().items():
-        found = {_module_of(i) for i in _imported(path) if i == "app" or i.startswith("app.")}
+        if not name.startswith("app"):
+            continue
+        names = imported_names(path.read_text())
+        found = {module_of(i) for i in names if i == "app" or i.startswith("app.")}
         out[name] = frozenset(m for m in found if m is not None and m != name)
     return out
 

@@ -11,12 +11,10 @@ longer holds fails too, so the list only shrinks.
 
 from __future__ import annotations
 
-import ast
 from collections import defaultdict
 from functools import cache
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.imports import imported_names, module_of, modules
 
 # Lowest first. A domain may import any domain before it, none after it.
 ORDER: tuple[str, ...] = (
@@ -81,35 +79,6 @@ def _domain(module: str) -> str:
 
 
 @cache
-def modules() -> dict[str, Path]:
-    out = {}
-    for top in ("app", "workers"):
-        for path in (ROOT / top).rglob("*.py"):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            out[".".join(parts)] = path
-    return out
-
-
-def _module_of(name: str) -> str | None:
-    while name and name not in modules():
-        name = name.rpartition(".")[0]
-    return name or None
-
-
-def imported_names(source: str) -> list[str]:
-    """Every name a module's source imports, wherever the import stands."""
-    names: list[str] = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names += [f"{node.module}.{a.name}" for a in node.names]
-    return names
-
-
-@cache
 def domain_imports() -> dict[tuple[str, str], frozenset[str]]:
     """(importing domain, imported domain) -> the modules' imports, `a.b -> c.d` each."""
     found: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -117,7 +86,7 @@ def domain_imports() -> dict[tuple[str, str], frozenset[str]]:
         for imported in imported_names(path.read_text()):
             if not imported.startswith(("app.", "workers.")):
                 continue
-            target = _module_of(imported)
+            target = module_of(imported)
             if target is not None and _domain(target) != _domain(name):
                 found[(_domain(name), _domain(target))].add(f"{name} -> {target}")
     return {pair: frozenset(v) for pair, v in found.items()}
