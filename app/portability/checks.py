@@ -30,6 +30,7 @@ import math
 import uuid
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -244,13 +245,8 @@ def _memory_state(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
     if kernel is not None:
         _validate(KernelDocument, kernel, "kernel")
         obj["kernel_tokens"] = kernel_tokens(kernel)
-    if obj.get("l1_start_seq", 1) < 1:
-        raise Refused("l1_start_seq", "must be at least 1")
-    promoted = obj.get("promoted_seqs", [])
-    if not isinstance(promoted, list) or any(
-        isinstance(s, bool) or not isinstance(s, int) or not 1 <= s < 2**63 for s in promoted
-    ):
-        raise Refused("promoted_seqs", "must be a list of seqs (integers of at least 1)")
+    _at_least_one(obj, "l1_start_seq")
+    _seqs(obj, "promoted_seqs")
 
 
 class _CachedSchema(BaseModel):
@@ -279,13 +275,8 @@ def _span(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
         raise Refused("token_count", "is required with text")
 
 
-def _summary(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
-    _span(obj, now, limits)
-
-
 def _reference(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
-    if obj.get("seq", 0) < 1:
-        raise Refused("seq", "must be at least 1")
+    _at_least_one(obj, "seq", default=0)
 
 
 def _entry(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
@@ -332,48 +323,51 @@ def _item(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
     assert isinstance(item, MemoryItemCreate)
     if item.text is None and item.payload is None:
         raise Refused("text", "an item needs text or a payload")
-    for name in ("source_seqs",):
-        seqs = obj.get(name, [])
-        if not isinstance(seqs, list) or any(
-            isinstance(s, bool) or not isinstance(s, int) or not 1 <= s < 2**63 for s in seqs
-        ):
-            raise Refused(name, "must be a list of seqs (integers of at least 1)")
-    sources = obj.get("sources", [])
-    if not isinstance(sources, list) or any(not isinstance(s, dict) for s in sources):
-        raise Refused("sources", "must be a list of objects")
-    if obj.get("version", 1) < 1:
-        raise Refused("version", "must be at least 1")
+    _provenance(obj)
     obj["token_cost"] = token_cost(item.kind, item.text, item.payload)
 
 
 def _item_version(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
-    if obj.get("version", 1) < 1:
-        raise Refused("version", "must be at least 1")
-    seqs = obj.get("source_seqs", [])
-    if not isinstance(seqs, list) or any(
-        isinstance(s, bool) or not isinstance(s, int) or not 1 <= s < 2**63 for s in seqs
-    ):
-        raise Refused("source_seqs", "must be a list of seqs (integers of at least 1)")
-    sources = obj.get("sources", [])
-    if not isinstance(sources, list) or any(not isinstance(s, dict) for s in sources):
-        raise Refused("sources", "must be a list of objects")
+    _provenance(obj)
     tags = obj.get("tags", [])
     if not isinstance(tags, list) or any(not isinstance(t, str) for t in tags):
         raise Refused("tags", "must be a list of strings")
 
 
+def _at_least_one(obj: dict[str, Any], name: str, default: int = 1) -> None:
+    if obj.get(name, default) < 1:  # the column's type is checked already (`_typed`)
+        raise Refused(name, "must be at least 1")
+
+
+def _seqs(obj: dict[str, Any], name: str) -> None:
+    seqs = obj.get(name, [])
+    if not isinstance(seqs, list) or any(
+        isinstance(s, bool) or not isinstance(s, int) or not 1 <= s < 2**63 for s in seqs
+    ):
+        raise Refused(name, "must be a list of seqs (integers of at least 1)")
+
+
+def _provenance(obj: dict[str, Any]) -> None:
+    """A fact's (an item's or a version's) version number, source seqs and sources."""
+    _at_least_one(obj, "version")
+    _seqs(obj, "source_seqs")
+    sources = obj.get("sources", [])
+    if not isinstance(sources, list) or any(not isinstance(s, dict) for s in sources):
+        raise Refused("sources", "must be a list of objects")
+
+
+@dataclass(frozen=True)
 class Limits:
     """The request limits an import shares with the routes (from the settings)."""
 
-    def __init__(self, max_message_bytes: int) -> None:
-        self.max_message_bytes = max_message_bytes
+    max_message_bytes: int
 
 
 _RULES: dict[str, Callable[[dict[str, Any], datetime, Limits], None]] = {
     "session": _session,
     "memory_state": _memory_state,
     "snapshot": _span,
-    "summary": _summary,
+    "summary": _span,
     "message": _message,
     "shared_memory_entry": _entry,
     "reference": _reference,
