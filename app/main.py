@@ -13,7 +13,7 @@ from app import api, docs, wiring
 from app.auth.cache import KeyCache
 from app.console import router as console
 from app.core import heap, metrics, pg
-from app.core.config import Settings, get_settings
+from app.core.config import Settings, api_pool_sizes, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.error_handlers import install_error_handlers
 from app.core.limits import RequestLimits
@@ -57,7 +57,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         # the hot paths hold the asyncpg pool (LOOM_DB_POOL_SIZE); the SQLAlchemy engine
         # serves the other routes with half as many (and half again at peaks)
-        engine = create_engine(settings.database_url, max(1, settings.db_pool_size // 2), settings)
+        size, overflow = api_pool_sizes(settings.db_pool_size)
+        engine = create_engine(settings.database_url, size, settings, max_overflow=overflow)
         pool = await pg.create_pool(settings.database_url, settings)
         redis = create_redis(settings.redis_url)
         try:

@@ -8,6 +8,14 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+def api_pool_sizes(pool: int) -> tuple[int, int]:
+    """An API process's SQLAlchemy pool for an asyncpg pool of `pool` (LOOM_DB_POOL_SIZE):
+    (pool_size, max_overflow). The process opens at most `pool` + both; `serve`'s
+    connection budget (app/launcher/budget.py) plans with the same numbers."""
+    size = max(1, pool // 2)
+    return size, max(1, size // 2)
+
+
 class Settings(BaseSettings):
     """Every setting the service reads. Each is documented in `.env.example`."""
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from app.core.config import api_pool_sizes
+
 WORKER_CONNECTIONS = 12  # workers/settings.py: create_engine(pool_size=4, max_overflow=8)
 DEFAULT_RESERVE = 10
 MIN_POOL = 2
@@ -38,8 +40,8 @@ class PlanError(ValueError):
 def per_process(pool: int) -> int:
     """Connections one API process may open with an asyncpg pool of `pool` (app.main):
     the pool, the SQLAlchemy engine's `pool // 2` and its overflow, half that again."""
-    engine = max(1, pool // 2)
-    return pool + engine + max(1, engine // 2)
+    size, overflow = api_pool_sizes(pool)
+    return pool + size + overflow
 
 
 def cpus(affinity: int, cpu_max: str | None) -> int:
