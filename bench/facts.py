@@ -24,15 +24,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 from pydantic import SecretStr
 
 from app.core.config import Settings
 from app.core.tokens import count_text
-from app.launcher.migrate import upgrade
 from app.main import create_app
-from bench.tenants import fresh_tenant
+from bench.tenants import fresh_tenant, scratch_database
 from tests.facts.support import FactModel, Rule
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -193,22 +191,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1000)
     args = parser.parse_args()
-    name = f"loom_bench_facts_{secrets.token_hex(3)}"
-    conn = await asyncpg.connect(f"{PG}/postgres")
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    db_url = f"{PG}/{name}".replace("postgresql://", "postgresql+asyncpg://")
-    fake = FakeLLMServer().start()
     rows = []
-    try:
-        await asyncio.to_thread(upgrade, db_url)
+    async with scratch_database(PG, "loom_bench_facts") as (db_url, fake):
         for cap in (8000, 2000):
             rows.append(await run(args.messages, cap, fake, db_url))
-    finally:
-        fake.stop()
-        conn = await asyncpg.connect(f"{PG}/postgres")
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.close()
     print(f"\nfact extraction, {args.messages} messages (fake model, cl100k token counts)")
     print(
         f"{'input cap':>9} {'batches':>7} {'calls':>6} {'in tok':>8} {'out tok':>8} "

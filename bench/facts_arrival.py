@@ -36,7 +36,6 @@ import secrets
 import uuid
 from typing import Any
 
-import asyncpg
 import httpx
 from pydantic import SecretStr
 
@@ -45,11 +44,10 @@ from app.facts import extract as facts_extract
 from app.facts import repository as facts_repo
 from app.facts.extract import Deps, run_extraction, tail_due
 from app.facts.trigger import extraction_due
-from app.launcher.migrate import upgrade
 from app.main import create_app
 from app.state import app_state
 from bench.facts import PG, RESULTS, conversation, request_tokens, rules
-from bench.tenants import fresh_tenant
+from bench.tenants import fresh_tenant, scratch_database
 from tests.fakes.fact_model import FactModel
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -202,24 +200,12 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1000)
     args = parser.parse_args()
-    name = f"loom_bench_facts_arrival_{secrets.token_hex(3)}"
-    conn = await asyncpg.connect(f"{PG}/postgres")
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    db_url = f"{PG}/{name}".replace("postgresql://", "postgresql+asyncpg://")
-    fake = FakeLLMServer().start()
     rows = []
-    try:
-        await asyncio.to_thread(upgrade, db_url)
+    async with scratch_database(PG, "loom_bench_facts_arrival") as (db_url, fake):
         for label, gap in PATTERNS.items():
             for policy in ("before", "after"):
                 row = await run(policy, gap, args.messages, fake, db_url)
                 rows.append({"pattern": label, **row})
-    finally:
-        fake.stop()
-        conn = await asyncpg.connect(f"{PG}/postgres")
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.close()
     print(
         "| arrival | trigger | runs | messages read | LLM calls / 1,000 msgs | input tokens / "
         "1,000 | calls vs issue 19's 166 |"
