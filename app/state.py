@@ -26,9 +26,7 @@ import uuid
 from collections.abc import Collection, Iterator, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, cast
-
-from fastapi import Depends, Request
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from app.core import pg
 from app.core.started import started_state
@@ -138,12 +136,3 @@ def worker_state(ctx: MutableMapping[str, Any]) -> WorkerState:
 def app_state(app: Any) -> AppState:
     """The state of a started app (its lifespan is running)."""
     return cast(AppState, started_state(app))
-
-
-async def _state_of(request: Request) -> AppState:
-    return app_state(request.app)
-
-
-# Only app.facts.router still takes the state as a dependency (issue 37's module, edited
-# concurrently): remove this alias once it reads `app_state(request.app)` too.
-StateDep = Annotated[AppState, Depends(_state_of)]

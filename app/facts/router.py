@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, Query, Response
+from fastapi import APIRouter, Body, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.core.db import DbDep
@@ -19,7 +19,7 @@ from app.knowledge import examples
 from app.knowledge.schemas import MemoryItemHistory, MemoryItemPublic, MemoryItemUpdate
 from app.knowledge.service import to_public
 from app.sessions.deps import SessionDep
-from app.state import StateDep
+from app.state import app_state
 
 router = APIRouter(tags=["knowledge"], responses=ERROR_RESPONSES)
 
@@ -34,7 +34,7 @@ router = APIRouter(tags=["knowledge"], responses=ERROR_RESPONSES)
 async def extract_facts(
     session: SessionDep,
     db: DbDep,
-    state: StateDep,
+    request: Request,
     response: Response,
     wait: bool = False,
     retry_failed: bool = False,
@@ -46,6 +46,7 @@ async def extract_facts(
     retries with backoff (status on GET). 409 `facts_disabled` unless the session's
     `config.facts.enabled`."""
     facts_service.require_enabled(session)
+    state = app_state(request.app)
     deps = Deps(state.sessionmaker, state.llm, state.settings)
     if wait:
         try:
