@@ -61,10 +61,6 @@ async def startup(ctx: dict[str, Any]) -> None:
         await engine.dispose()
         raise
     ctx[WORKER_STATE] = state
-    # The fact extraction jobs (app.facts.tasks, issue 37's) still read these keys of ctx,
-    # and `app.core.queue.queue_of` the queue: the same objects as the state's.
-    ctx["settings"], ctx["sessionmaker"], ctx["llm"] = settings, state.sessionmaker, state.llm
-    ctx["queue"] = state.queue
     say_why_facts_wait(settings, state.llm)
     _start_metrics_server(settings.worker_metrics_port)
 

@@ -103,25 +103,6 @@ async def queue_health(redis: Redis, queue_name: str) -> QueueHealth | None:
     return QueueHealth(int(depth), text)
 
 
-def queue_of(holder: Any) -> Queue | None:
-    """The Queue itself, the queue of an arq ctx, or of a started app."""
-    if isinstance(holder, Queue):
-        return holder
-    if isinstance(holder, dict):
-        return holder.get("queue")
-    loom = getattr(getattr(holder, "state", None), "loom", None)
-    return getattr(loom, "queue", None)
-
-
-async def schedule(holder: Any, job_name: str, *args: Any, _job_id: str, _defer_by: float) -> bool:
-    """`Queue.schedule` through a Queue, the queue of an arq ctx, or of a started app."""
-    queue = queue_of(holder)
-    if queue is None:
-        log.warning("no queue configured; %s not scheduled", job_name)
-        return False
-    return await queue.schedule(job_name, *args, _job_id=_job_id, _defer_by=_defer_by)
-
-
 async def enqueue(
     holder: Any,
     job_name: str,
@@ -129,12 +110,10 @@ async def enqueue(
     _job_id: str | None = None,
     _defer_by: float | None = None,
 ) -> bool:
-    """Enqueue through a Queue, the queue of an arq ctx, or of a started app."""
-    queue: Queue | None = None
+    """Enqueue through a Queue or the queue of a started app (a job passes its
+    `worker_state(ctx).queue`)."""
     if isinstance(holder, Queue):
-        queue = holder
-    elif isinstance(holder, dict):
-        queue = holder.get("queue")
+        queue: Queue | None = holder
     else:
         loom = getattr(getattr(holder, "state", None), "loom", None)
         queue = getattr(loom, "queue", None)

@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.config import Settings
 from app.core.tokens import count_text
 from app.facts import metrics, prompts
 from app.facts import repository as repo
@@ -105,7 +106,7 @@ class Outcome:
 class Deps:
     sessionmaker: async_sessionmaker[AsyncSession]
     llm: LLMClient | None
-    settings: Any
+    settings: Settings
 
 
 def fact_scope(cfg: FactsConfig, agent_id: str, user_id: str | None = None) -> Scope:

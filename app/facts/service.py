@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
+from app.core.queue import Queue
 from app.facts import repository as repo
 from app.facts.extract import Deps, Outcome
 from app.facts.policy import FACT_KIND, FactsConfig
@@ -83,13 +84,12 @@ async def extract_now(
     return outcome
 
 
-async def enqueue(holder: Any, deps: Deps, session: Session, *, retry_failed: bool = False) -> bool:
+async def enqueue(
+    queue: Queue, deps: Deps, session: Session, *, retry_failed: bool = False
+) -> bool:
     """Extract now in the background (a flush)."""
     if retry_failed:
-        from app.core.queue import enqueue as enqueue_job
-
-        return await enqueue_job(
-            holder,
+        return await queue.enqueue(
             EXTRACT_JOB,
             str(session.tenant_id),
             str(session.id),
@@ -97,7 +97,7 @@ async def enqueue(holder: Any, deps: Deps, session: Session, *, retry_failed: bo
             True,
             _job_id=extract_job_id(session.id),
         )
-    return await flush(holder, deps.sessionmaker, session.tenant_id, session.id)
+    return await flush(queue, deps.sessionmaker, session.tenant_id, session.id)
 
 
 def version_public(v: Any) -> MemoryItemVersionPublic:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.core.config import Settings
+    from app.llm.client import LLMClient
 
 log = logging.getLogger("loom.facts")
 
@@ -19,7 +23,7 @@ NO_LLM_LINE = (
 SAID_ENV = "_LOOM_NO_LLM_SAID"
 
 
-def say_why_facts_wait(settings: Any, llm: Any) -> bool:
+def say_why_facts_wait(settings: Settings, llm: LLMClient | None) -> bool:
     """One line when no LLM is configured (True when said), unless `serve` said it for
     every process it started."""
     if llm is not None or os.environ.get(SAID_ENV) == "1":
@@ -28,7 +32,7 @@ def say_why_facts_wait(settings: Any, llm: Any) -> bool:
     return True
 
 
-def say_once_for_all(settings: Any, env: dict[str, str]) -> bool:
+def say_once_for_all(settings: Settings, env: dict[str, str]) -> bool:
     """`serve`: say the line once, in its own process, and keep the API processes and the
     worker it starts (`env`, and this process's own environment for an in-process API)
     from saying it again."""

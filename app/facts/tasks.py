@@ -29,6 +29,8 @@ import sqlalchemy as sa
 from arq import Retry
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.config import Settings
+from app.core.queue import Queue
 from app.facts import metrics
 from app.facts import repository as repo
 from app.facts.extract import Deps, LeaseLost, Outcome, run_extraction, run_range, stated_range
@@ -37,6 +39,7 @@ from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.models.base import table_of
 from app.models.fact import FactExtraction
+from app.state import worker_state
 
 log = logging.getLogger("loom.facts.jobs")
 
@@ -53,7 +56,7 @@ def backoff_seconds(base: float, job_try: int) -> float:
     return min(MAX_BACKOFF_SECONDS, base * (2 ** max(0, job_try - 1)))
 
 
-def set_aside_within(settings: Any) -> float:
+def set_aside_within(settings: Settings) -> float:
     """Seconds of backoff before a batch failing every try is set aside (the waits between
     its `LOOM_FACTS_MAX_TRIES` tries; the calls themselves come on top)."""
     tries = int(settings.facts_max_tries)
@@ -183,10 +186,11 @@ async def extract_facts(
 ) -> dict[str, Any]:
     """arq job: extract durable facts from a session's new messages (module doc). `force`
     is kept for jobs queued before issue 27 (every run now reads every new message)."""
-    settings = ctx["settings"]
+    state = worker_state(ctx)
+    settings = state.settings
     tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
     job_try = int(ctx.get("job_try") or 1)
-    deps = Deps(ctx["sessionmaker"], ctx.get("llm"), settings)
+    deps = Deps(state.sessionmaker, state.llm, settings)
     await record(
         deps.sessionmaker,
         tid,
@@ -244,7 +248,7 @@ async def extract_facts(
                 runs=_runs_plus_one(),
             )
             metrics.JOBS_RUN.labels(outcome="failed").inc()
-            _follow_up(ctx, deps, tid, sid)
+            _follow_up(ctx, tid, sid)
             return {"failed": error}
         # no follow-up here: it would move the retry to the quiet time (issue 37)
         await record(deps.sessionmaker, tid, sid, status="pending", last_error=error)
@@ -254,48 +258,46 @@ async def extract_facts(
     metrics.JOBS_RUN.labels(
         outcome="skipped" if outcome.skipped and not outcome.batches else "succeeded"
     ).inc()
-    _follow_up(ctx, deps, tid, sid)
+    _follow_up(ctx, tid, sid)
     return outcome.as_dict()
 
 
-def _follow_up(ctx: dict[str, Any], deps: Deps, tid: uuid.UUID, sid: uuid.UUID) -> None:
+def _follow_up(ctx: dict[str, Any], tid: uuid.UUID, sid: uuid.UUID) -> None:
     """Once the job has ended (not when it waits for a retry), schedule it again for the
     messages that arrived meanwhile."""
-    after_job(ctx, lambda: follow(ctx, deps.sessionmaker, ctx["settings"], tid, sid))
+    state = worker_state(ctx)
+    after_job(ctx, lambda: follow(state.queue, state.sessionmaker, state.settings, tid, sid))
 
 
 async def enqueue_extraction(
-    holder: Any,
+    queue: Queue,
     sessionmaker: async_sessionmaker[AsyncSession],
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
 ) -> bool:
     """Record the job as pending, then run it as soon as a worker takes it. Never raises."""
-    return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=0.0)
+    return await schedule_extraction(queue, sessionmaker, tenant_id, session_id, delay=0.0)
 
 
 async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
     """arq cron (with the compression pass's period): enqueue extractions left `pending`
     (their enqueue was lost while Redis was down) or `running` far past their timeout
     (worker and job lost)."""
-    settings = ctx["settings"]
+    state = worker_state(ctx)
+    settings = state.settings
     now = datetime.now(UTC)
     interval = timedelta(seconds=settings.compress_cron_seconds)
-    async with ctx["sessionmaker"]() as db:
+    async with state.sessionmaker() as db:
         lost = await repo.stale_extractions(
             db,
             pending_before=now
             - 2 * interval
-            - timedelta(
-                seconds=max(
-                    settings.facts_quiet_seconds, getattr(settings, "facts_idle_seconds", 0.0)
-                )
-            ),
+            - timedelta(seconds=max(settings.facts_quiet_seconds, settings.facts_idle_seconds)),
             running_before=now - timedelta(seconds=2 * settings.facts_job_timeout_seconds + 60),
             limit=settings.compress_cron_batch,
         )
     enqueued = 0
     for tid, sid in lost:
-        if await enqueue_extraction(ctx, ctx["sessionmaker"], tid, sid):
+        if await enqueue_extraction(state.queue, state.sessionmaker, tid, sid):
             enqueued += 1
     return {"lost": len(lost), "enqueued": enqueued}

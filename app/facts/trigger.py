@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.core.queue import schedule
 from app.facts import repository as repo
 from app.facts.policy import FactsConfig
 
@@ -65,7 +64,7 @@ def extraction_due(
 
 
 async def schedule_extraction(
-    holder: Any,
+    queue: Queue,
     sessionmaker: async_sessionmaker[AsyncSession],
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
@@ -80,15 +79,15 @@ async def schedule_extraction(
             await db.commit()
     except Exception as exc:
         log.warning("could not record pending extraction of %s: %s", session_id, type(exc).__name__)
-    return await schedule(
-        holder, EXTRACT_JOB, str(tenant_id), str(session_id), _job_id=job_id, _defer_by=delay
+    return await queue.schedule(
+        EXTRACT_JOB, str(tenant_id), str(session_id), _job_id=job_id, _defer_by=delay
     )
 
 
 async def follow(
-    holder: Any,
+    queue: Queue,
     sessionmaker: async_sessionmaker[AsyncSession],
-    settings: Any,
+    settings: Settings,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
@@ -113,14 +112,14 @@ async def follow(
         cfg.every(settings.facts_every_messages),
         settings.facts_quiet_seconds,
         users_waiting=users,
-        quiet_min_user=int(getattr(settings, "facts_quiet_min_user", 1)),
-        idle_seconds=getattr(settings, "facts_idle_seconds", None),
+        quiet_min_user=settings.facts_quiet_min_user,
+        idle_seconds=settings.facts_idle_seconds,
     )
     if delay is None or (retrying and delay > 0):
         # a retry waiting for its backoff reads these messages too: moving it to the quiet
         # time would postpone it (issue 37: each retry came ~60 s later)
         return False
-    return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=delay)
+    return await schedule_extraction(queue, sessionmaker, tenant_id, session_id, delay=delay)
 
 
 def extraction_trigger(
@@ -166,19 +165,19 @@ def flush_on_end(
 
 
 async def flush_if_on(
-    holder: Any, sessionmaker: async_sessionmaker[AsyncSession], session: Any
+    queue: Queue, sessionmaker: async_sessionmaker[AsyncSession], session: Any
 ) -> bool:
     """A session that ends (issue 37): extract now when its facts are on."""
     if not FactsConfig.from_stored((session.config or {}).get("facts")).enabled:
         return False
-    return await flush(holder, sessionmaker, session.tenant_id, session.id)
+    return await flush(queue, sessionmaker, session.tenant_id, session.id)
 
 
 async def flush(
-    holder: Any,
+    queue: Queue,
     sessionmaker: async_sessionmaker[AsyncSession],
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
 ) -> bool:
     """Extract now (an explicit call, or a session that ends)."""
-    return await schedule_extraction(holder, sessionmaker, tenant_id, session_id, delay=0.0)
+    return await schedule_extraction(queue, sessionmaker, tenant_id, session_id, delay=0.0)

@@ -86,7 +86,7 @@ async def enqueue_compression(
 
     Returns True when the queue accepted it (or already holds it). With Redis down the
     row stays `pending` with the reason, and the worker's cron pass enqueues it again.
-    `holder` is a Queue, an arq ctx or a started app (see `app.core.queue.enqueue`); the
+    `holder` is a Queue or a started app (see `app.core.queue.enqueue`); the
     row is written by `record`, else through `sessionmaker`.
     """
     if record is None:

@@ -22,6 +22,7 @@ from app.core.config import Settings
 from app.core.redis import arq_settings
 from app.facts.startup import NO_LLM_LINE, say_why_facts_wait
 from app.jobs.followup import run_after_job
+from app.llm.client import get_llm_client
 from app.main import create_app
 from tests.facts.helpers import SCENARIO, extract, scope_facts, talk
 from tests.facts.support import FactModel, facts_session, facts_settings, run_burst_worker
@@ -259,10 +260,19 @@ async def test_the_cron_pass_enqueues_lost_extractions(
 
 
 async def test_without_an_llm_the_reason_is_said(
-    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    client: httpx.AsyncClient,
+    caplog: pytest.LogCaptureFixture,
+    settings: Settings,
+    llm_settings_for_facts: Settings,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="loom.facts"):
-        assert say_why_facts_wait(None, None) and not say_why_facts_wait(None, object())
+    llm = get_llm_client(llm_settings_for_facts)
+    assert llm is not None
+    try:
+        with caplog.at_level(logging.WARNING, logger="loom.facts"):
+            assert say_why_facts_wait(settings, None)
+            assert not say_why_facts_wait(llm_settings_for_facts, llm)
+    finally:
+        await llm.aclose()
     assert [r.getMessage() for r in caplog.records] == [NO_LLM_LINE]
     sid = await facts_session(client)
     await talk(client, sid, ("2026-01-03T09:00:00Z", "I live in Paris."))
