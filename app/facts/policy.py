@@ -229,10 +229,6 @@ class Plan:
         return out
 
 
-def new_ref(j: int) -> str:
-    return f"{NEW_PREFIX}{j}"
-
-
 def earlier_candidate(target: str, i: int) -> int | None:
     """j of a `new-<j>` target when j < i, else None."""
     if not target.startswith(NEW_PREFIX):

@@ -119,15 +119,6 @@ def parse_event_time(raw: str | None, stated: datetime) -> datetime | None:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class VersionView:
-    """What `version_at` needs of a version row."""
-
-    version: int
-    change: str
-    valid_from: datetime | None
-
-
 def version_at(
     versions: Sequence[Any], at: datetime, *, created_at: datetime | None = None
 ) -> Any | None:
