@@ -59,6 +59,7 @@ from app.memory import pressure as triggers
 from app.memory.errors import StaleMemoryState
 from app.memory.heuristic_summariser import SummaryDraft
 from app.memory.llm_summariser import summarise
+from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
 from app.memory.service import (
     CompressionPlan,
     CompressionRange,
@@ -66,7 +67,6 @@ from app.memory.service import (
     plan_compression,
 )
 from app.sessions import repository as sessions_repository
-from app.sessions.schemas import SessionConfig
 from app.state import worker_state
 
 log = logging.getLogger("loom.jobs.compress")
@@ -360,7 +360,7 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
         candidates = await repository.busy_candidates(
             db,
             since=since,
-            default_l1_max=SessionConfig().l1_max_messages,
+            default_l1_max=DEFAULT_L1_MAX_MESSAGES,
             limit=settings.compress_cron_batch,
         )
         busy = []
