@@ -24,7 +24,7 @@ from app.messages.router import router as messages_router
 from app.portability.router import router as portability_router
 from app.profiles.router import router as profiles_router
 from app.search.router import router as search_router
-from app.sessions.router import router as sessions_router
+from app.session_resource.router import router as sessions_router
 from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
 from app.users.router import router as users_router

@@ -64,7 +64,7 @@ from app.memory.aggregate import StandIns
 from app.memory.compression_trigger import compression_trigger
 from app.messages.hooks import AfterAppend, AppendHooks, BeforeAppend, all_of
 from app.search.service import RerankCache
-from app.sessions.service import SessionHooks
+from app.session_resource.service import SessionHooks
 from app.shared_memory import offload
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import Caches

@@ -12,41 +12,19 @@ from app.memory.aggregate import memory_config
 from app.memory.errors import RomTooLarge
 from app.memory.kernel_service import set_large_result_ref
 from app.memory.layers import rom_text
+from app.memory.rom import Rom
 from app.messages.hooks import AfterAppend, AppendedBatch, AppendTx
 from app.models import Session
 from app.models.memory import MemoryState
-from app.profiles import repository as profiles
-from app.sessions.schemas import SessionCreate
 from app.shared_memory.offload import holds_reference
 
 
-async def freeze_rom(
-    db: AsyncSession, caller: Caller, session: Session, body: SessionCreate
-) -> None:
-    """Freeze the ROM: the inline one, else the agent's current profile version."""
+async def freeze_rom(db: AsyncSession, session: Session, rom: Rom) -> None:
+    """Freeze the ROM the session's creation resolved (its inline one, else its agent
+    profile's current version): at most half the budget, kept in the memory state."""
 
-    inline = getattr(body, "rom", None)
-    if inline is not None:
-        rom = {"profile_version": None, **inline.model_dump()}
-    else:
-        profile = await profiles.latest(db, caller.tenant_id, session.agent_id)
-        rom = {
-            "profile_version": profile.version if profile else None,
-            "system_prompt": profile.system_prompt if profile else "",
-            "patterns": profile.patterns if profile else [],
-            "backend_schema": profile.backend_schema if profile else None,
-        }
-        if profile is not None and profile.facts and not (session.config or {}).get("facts"):
-            # the profile's facts config is the default of the agent's new sessions
-            session.config = {**(session.config or {}), "facts": profile.facts}
-        if (
-            profile is not None
-            and profile.audit is not None
-            and (session.config or {}).get("audit") is None
-        ):
-            # so is its audit setting (issue 30: record every context build's manifest)
-            session.config = {**(session.config or {}), "audit": profile.audit}
-    text = rom_text(rom)
+    stored = rom.stored()
+    text = rom_text(stored)
     tokens = count_text(text)
     budget = memory_config(session).budget
     if tokens > budget // 2:
@@ -59,7 +37,7 @@ async def freeze_rom(
         MemoryState(
             session_id=session.id,
             tenant_id=session.tenant_id,
-            rom=rom,
+            rom=stored,
             rom_text=text,
             rom_tokens=tokens,
             kernel={"tools": [], "schemas": [], "large_result_ref": None},

@@ -51,7 +51,7 @@ from app.messages.service import check_created_at, check_sizes
 from app.models import metadata
 from app.models.base import utcnow
 from app.portability import format as fmt
-from app.sessions.schemas import SessionCreate
+from app.session_resource.schemas import SessionCreate
 from app.shared_memory import errors as sm_errors
 from app.shared_memory import keys as sm_keys
 

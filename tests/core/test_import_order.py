@@ -35,6 +35,7 @@ ORDER: tuple[str, ...] = (
     "knowledge",
     "facts",
     "profiles",
+    "session_resource",
     "tools",
     "manifests",
     "erasure",
@@ -52,25 +53,10 @@ ORDER: tuple[str, ...] = (
     "launcher",
 )
 
-_SESSION_CONFIG = (
-    "a session's config composes the per-session settings of memory (MemoryConfig, "
-    "RomInput), knowledge and facts (SessionKnowledgeConfig, FactsInput) and recall "
-    "(RecallInput), and its responses show tokens per layer; the lower domains read only the "
-    "session row and its rule (sessions.access, deps, repository). The fix: the session "
-    "resource (schemas, service, router) above context, its row and rule below memory"
-)
-
-# (lower, higher): why the lower domain still imports the higher one.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("sessions", "memory"): _SESSION_CONFIG,
-    ("sessions", "context"): _SESSION_CONFIG,
-    ("sessions", "knowledge"): _SESSION_CONFIG,
-    ("memory", "profiles"): (
-        "memory's session-created hook (freeze_rom, app/memory/hooks.py) reads the agent's "
-        "profile, whose schemas compose memory's RomInput and knowledge's FactsInput; the "
-        "hook should be handed the profile by the sessions' create path"
-    ),
-}
+# (lower, higher): why the lower domain still imports the higher one. Empty since issue 39
+# (the session resource above profiles, its row and rule in `sessions`); a new entry needs
+# its reason and its way out.
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _domain(module: str) -> str:

@@ -1,4 +1,5 @@
-"""Session lifecycle."""
+"""A session's lifecycle: its creation (the agent profile's ROM and defaults, then the
+other domains' create hooks), its changes and its end."""
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -13,13 +14,22 @@ from app.auth.caller import Caller
 from app.core.errors import BadRequest, Unprocessable
 from app.memory.errors import RomFrozen
 from app.memory.policy import MemoryConfig
+from app.memory.rom import Rom
 from app.models import Session
+from app.models.agent_profile import AgentProfile
+from app.profiles import repository as profiles
+from app.session_resource.schemas import (
+    SessionConfig,
+    SessionCreate,
+    SessionPublic,
+    SessionUpdate,
+)
 from app.sessions import repository
-from app.sessions.schemas import SessionConfig, SessionCreate, SessionPublic, SessionUpdate
 
 # Other domains join session creation (e.g. memory freezes the ROM) without this module
-# knowing them (assembled in `app.wiring`): each hook gets (db, caller, session, body).
-CreateHook = Callable[[AsyncSession, Caller, Session, SessionCreate], Awaitable[None]]
+# knowing them (assembled in `app.wiring`): each hook gets (db, the session just added, the
+# ROM its creation resolved).
+CreateHook = Callable[[AsyncSession, Session, Rom], Awaitable[None]]
 # ... and the end of a session (`status: ended`), after its commit (facts flush their
 # extraction): each hook gets the ended session.
 EndHook = Callable[[Session], Awaitable[None]]
@@ -75,21 +85,42 @@ def resolve_agent(caller: Caller, requested: str | None) -> str:
     return agent
 
 
+def with_profile_defaults(config: dict[str, Any], profile: AgentProfile | None) -> dict[str, Any]:
+    """A new session's config with its agent profile's defaults: the profile's `facts`
+    unless the session set its own, and its `audit` unless the session set it."""
+    if profile is not None and profile.facts and not config.get("facts"):
+        config = {**config, "facts": profile.facts}
+    if profile is not None and profile.audit is not None and config.get("audit") is None:
+        # issue 30: record every context build's manifest
+        config = {**config, "audit": profile.audit}
+    return config
+
+
 async def create(
     db: AsyncSession, caller: Caller, body: SessionCreate, *, on_created: Sequence[CreateHook]
 ) -> Session:
+    """Add the session, then run the create hooks. Its ROM is the inline one, else its
+    agent profile's current version, whose `facts` and `audit` are then the defaults of the
+    session's config (an inline ROM reads no profile)."""
     agent_id = resolve_agent(caller, body.agent_id)
+    config = body.config.model_dump()
+    if body.rom is not None:
+        rom = Rom.inline(body.rom)
+    else:
+        profile = await profiles.latest(db, caller.tenant_id, agent_id)
+        rom = Rom.of_profile(profile)
+        config = with_profile_defaults(config, profile)
     session = Session(
         id=uuid.uuid4(),
         tenant_id=caller.tenant_id,
         agent_id=agent_id,
         user_id=body.user_id,
-        config=body.config.model_dump(),
+        config=config,
         meta=body.metadata,
     )
     await repository.add(db, session)
     for hook in on_created:
-        await hook(db, caller, session, body)
+        await hook(db, session, rom)
     return session
 
 

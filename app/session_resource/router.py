@@ -18,9 +18,15 @@ from app.core.pagination import (
     page,
 )
 from app.memory.read_models import layer_tokens, layer_tokens_of_page
-from app.sessions import examples, repository, service
+from app.session_resource import examples, service
+from app.session_resource.schemas import (
+    SessionCreate,
+    SessionList,
+    SessionPublic,
+    SessionUpdate,
+)
+from app.sessions import repository
 from app.sessions.deps import SessionDep
-from app.sessions.schemas import SessionCreate, SessionList, SessionPublic, SessionUpdate
 from app.state import app_state
 
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
