@@ -83,7 +83,7 @@ async def load_sources(
             out.summaries.update({s.id: s for s in found})
     seqs = _ranges(blocks)
     if seqs:
-        rows_ = await memory_repository.messages_by_seqs(db, tenant_id, session_id, seqs)
+        rows_ = await memory_repository.messages_by_seqs(conn, tenant_id, session_id, seqs)
         out.messages = {int(r.seq): r for r in rows_}
     item_ids = [
         uuid.UUID(s["id"])

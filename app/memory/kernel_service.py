@@ -2,7 +2,8 @@
 
 Every change reads the state through the aggregate's locked load (`load(lock=True)`, no
 L1 messages: the Kernel needs none) and stores the new Kernel in one statement
-(`repository.set_kernel`), on the connection of the caller's transaction."""
+(`repository.set_kernel`), on the connection of the caller's transaction (a route's: the one
+under its SQLAlchemy session, `app.core.pg.driver_connection`; the append's)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import uuid
 from typing import Any, Protocol
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core import pg
 from app.core.errors import NotFound
 from app.memory import layers, repository
 from app.memory.aggregate import load, memory_config
@@ -67,26 +66,23 @@ def to_public(state: StateRow) -> KernelPublic:
 
 
 async def put_tools(
-    db: AsyncSession, session_row: _SessionRow, tools: list[dict[str, Any]]
+    conn: asyncpg.Connection, session_row: _SessionRow, tools: list[dict[str, Any]]
 ) -> StateRow:
-    conn = await pg.driver_connection(db)
     state = await _locked(conn, session_row.tenant_id, session_row.id)
     return await _store(conn, state, {**(state.kernel or {}), "tools": tools}, session_row)
 
 
 async def put_schema(
-    db: AsyncSession, session_row: _SessionRow, name: str, schema: Any
+    conn: asyncpg.Connection, session_row: _SessionRow, name: str, schema: Any
 ) -> list[str]:
-    conn = await pg.driver_connection(db)
     state = await _locked(conn, session_row.tenant_id, session_row.id)
     kernel, evicted = layers.put_schema(state.kernel or {}, name, schema)
     await _store(conn, state, kernel, session_row)
     return evicted
 
 
-async def read_schema(db: AsyncSession, session_row: _SessionRow, name: str) -> Any:
+async def read_schema(conn: asyncpg.Connection, session_row: _SessionRow, name: str) -> Any:
     """A cached schema; reading makes it the most recently used."""
-    conn = await pg.driver_connection(db)
     state = await _locked(conn, session_row.tenant_id, session_row.id)
     hit = layers.touch_schema(state.kernel or {}, name)
     if hit is None:
@@ -96,8 +92,7 @@ async def read_schema(db: AsyncSession, session_row: _SessionRow, name: str) -> 
     return schema
 
 
-async def get(db: AsyncSession, session_row: _SessionRow) -> StateRow:
-    conn = await pg.driver_connection(db)
+async def get(conn: asyncpg.Connection, session_row: _SessionRow) -> StateRow:
     return (await load(conn, session_row.tenant_id, session_row.id, window=_NO_L1)).state
 
 

@@ -1,4 +1,8 @@
-"""Read models of a session's memory (for GET /memory and GET /sessions/{id})."""
+"""Read models of a session's memory (for GET /memory and GET /sessions/{id}).
+
+They take the request's SQLAlchemy session: `memory_public` also reads the compression
+job's status (`app.jobs.service`, on that session), and the session routes pass theirs. Their
+memory reads run on the connection under it (`app.core.pg.driver_connection`)."""
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -11,7 +15,8 @@ from app.models import Session
 
 
 async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
-    loaded = await load(await pg.driver_connection(db), session_row.tenant_id, session_row.id)
+    conn = await pg.driver_connection(db)
+    loaded = await load(conn, session_row.tenant_id, session_row.id)
     layers = loaded.layers
     state = loaded.state
     pending = policy.plan(layers, loaded.cfg)
@@ -32,7 +37,7 @@ async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
             for s in loaded.l2
         ],
         promoted_seqs=list(state.promoted_seqs or []),
-        snapshot_count=await repository.snapshot_count(db, session_row.tenant_id, session_row.id),
+        snapshot_count=await repository.snapshot_count(conn, session_row.tenant_id, session_row.id),
         tokens=LayerTokens(
             rom=layers.rom_tokens,
             kernel=layers.kernel_tokens,
@@ -61,7 +66,8 @@ async def layer_tokens_of_page(db: AsyncSession, rows: list[Session]) -> list[La
     message rows are read)."""
     if not rows:
         return []
-    counters = await repository.layer_counters(db, rows[0].tenant_id, [r.id for r in rows])
+    conn = await pg.driver_connection(db)
+    counters = await repository.layer_counters(conn, rows[0].tenant_id, [r.id for r in rows])
     out = []
     for row in rows:
         c = counters.get(row.id)

@@ -1,11 +1,13 @@
-"""Memory SQL. Every query filters by tenant; writers lock the state row.
+"""Memory SQL. Every statement names the tenant; writers lock the state row.
+
+Every function runs SQL on an asyncpg connection: the hot paths' pool (`app.core.pg`) for
+the context build, the connection under a SQLAlchemy session (`app.core.pg.driver_connection`,
+inside its transaction) for the routes and the compression job. Rows come back as the plain
+immutable rows of the table models (`SessionRow`, `StateRow`, `SummaryRow`, `StoredMessage`,
+`SnapshotRow`), whose select lists come from the models; no ORM instance is read or built.
 
 `read` is the one read of a session's memory (the session row, its state, L2, L1 and the
-promoted messages) in one raw-SQL statement: the context build runs it on the hot paths'
-pool (`app.core.pg`), `GET .../memory`, compression and promotion on the connection under
-their SQLAlchemy session. Its rows are the plain immutable rows of the table models
-(`SessionRow`, `StateRow`, `SummaryRow`, `StoredMessage`), whose select lists come from the
-models.
+promoted messages) in one statement.
 """
 
 from __future__ import annotations
@@ -14,27 +16,24 @@ import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 import asyncpg
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
 
 from app.core.pg import dumps
 from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
-from app.models import Message
-from app.models.base import table_of
-from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
+from app.models.base import new_id
+from app.models.memory_snapshot import SNAPSHOT_ROW_COLUMNS, SnapshotRow
 from app.models.memory_state import (
     L1_TOKENS_SQL,
     MEMORY_TOKENS_SQL,
     STATE_ROW_COLUMNS,
+    MemoryState,
     StateRow,
 )
 from app.models.memory_summary import SUMMARY_ROW_COLUMNS, SummaryRow
-from app.models.message import MESSAGE_ROW_COLUMNS, StoredMessage
+from app.models.message import MESSAGE_ROW_COLUMNS, StoredMessage, message_row_sql
 from app.models.session import SESSION_ROW_COLUMNS, SessionRow
 
 # A context build reads the newest L1_WINDOW_PER_MESSAGE * l1_max_messages +
@@ -211,149 +210,267 @@ async def summaries(
     return [SummaryRow._make(r) for r in await conn.fetch(_SUMMARIES, tenant_id, session_id, ids)]
 
 
-async def update_state(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, **values: Any
+_SET_COMPRESSED = """
+UPDATE memory_states SET l2_tokens = $3, l1_start_seq = coalesce($4, l1_start_seq),
+       swapped_tokens = coalesce($5, swapped_tokens), version = version + 1, updated_at = now()
+WHERE tenant_id = $1 AND session_id = $2
+"""
+
+
+async def set_compressed(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    l2_tokens: int,
+    l1_start_seq: int | None = None,
+    swapped_tokens: int | None = None,
 ) -> None:
-    """Change a state row the caller has locked: the given columns, a new `version`, and
-    `updated_at`."""
-    await db.execute(
-        sa.update(MemoryState)
-        .where(col(MemoryState.tenant_id) == tenant_id, col(MemoryState.session_id) == session_id)
-        .values(version=col(MemoryState.version) + 1, updated_at=datetime.now(UTC), **values)
+    """Store a compression round in a state row the caller has locked: L2's tokens and, when
+    L1 moved, its new start and the tokens now swapped out; a new `version`."""
+    await conn.execute(
+        _SET_COMPRESSED, tenant_id, session_id, l2_tokens, l1_start_seq, swapped_tokens
     )
 
 
-# Promotion's reads of single messages take `StoredMessage` rows, like `read`.
-_T = table_of(Message).c
-_MSG_COLS = tuple(_T[c] for c in MESSAGE_ROW_COLUMNS)
+_SET_PROMOTED = """
+UPDATE memory_states SET promoted_seqs = $3, promoted_tokens = $4, version = version + 1,
+       updated_at = now()
+WHERE tenant_id = $1 AND session_id = $2
+"""
 
 
-def _msg_select() -> sa.Select:
-    return sa.select(*_MSG_COLS)
+async def set_promoted(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    promoted_seqs: Sequence[int],
+    promoted_tokens: int,
+) -> None:
+    """Store the promoted messages of a state row the caller has locked; a new `version`."""
+    await conn.execute(
+        _SET_PROMOTED, tenant_id, session_id, dumps(list(promoted_seqs)), promoted_tokens
+    )
 
 
 async def add_state(db: AsyncSession, state: MemoryState) -> None:
+    """The ORM insert `app.memory.hooks.freeze_rom` still calls; `insert_state` replaces it
+    once that caller passes its connection."""
     db.add(state)
     await db.flush()
 
 
+_INSERT_STATE = """
+INSERT INTO memory_states (tenant_id, session_id, rom, rom_text, rom_tokens, kernel,
+                           promoted_seqs)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+"""
+
+
+async def insert_state(
+    conn: asyncpg.Connection,
+    *,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    rom: dict[str, Any],
+    rom_text: str,
+    rom_tokens: int,
+    kernel: dict[str, Any],
+    promoted_seqs: Sequence[int] = (),
+) -> None:
+    """The state of a new session (its frozen ROM and first Kernel); the counters start at
+    0, L1 at seq 1."""
+    await conn.execute(
+        _INSERT_STATE,
+        tenant_id,
+        session_id,
+        dumps(rom),
+        rom_text,
+        rom_tokens,
+        dumps(kernel),
+        dumps(list(promoted_seqs)),
+    )
+
+
+# Promotion reads single messages as `StoredMessage` rows, like `read`.
+_MESSAGES_BY_SEQS = f"""
+SELECT {message_row_sql()} FROM messages
+WHERE tenant_id = $1 AND session_id = $2 AND seq = ANY($3::bigint[])
+ORDER BY seq
+"""
+
+
 async def messages_by_seqs(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, seqs: Sequence[int]
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, seqs: Sequence[int]
 ) -> list[StoredMessage]:
     if not seqs:
         return []
-    q = (
-        _msg_select()
-        .where(
-            col(Message.tenant_id) == tenant_id,
-            col(Message.session_id) == session_id,
-            col(Message.seq).in_(list(seqs)),
-        )
-        .order_by(col(Message.seq))
-    )
-    return [StoredMessage(*r) for r in await db.execute(q)]
+    rows = await conn.fetch(_MESSAGES_BY_SEQS, tenant_id, session_id, list(seqs))
+    return [StoredMessage(*r) for r in rows]
+
+
+# a message issued a call when its `tool_calls` contains `[{"id": <call id>}]`
+_TOOL_PARTNERS = f"""
+SELECT {message_row_sql()} FROM messages
+WHERE tenant_id = $1 AND session_id = $2
+  AND (tool_use_id = ANY($3::text[])
+       OR tool_calls @> ANY(ARRAY(SELECT jsonb_build_array(jsonb_build_object('id', c))
+                                  FROM unnest($3::text[]) AS c)))
+ORDER BY seq
+"""
 
 
 async def tool_partners(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, call_ids: Sequence[str]
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    call_ids: Sequence[str],
 ) -> list[StoredMessage]:
     """Messages that issued or answered any of ``call_ids`` (to promote whole groups)."""
     if not call_ids:
         return []
-    issued = sa.or_(*[col(Message.tool_calls).contains([{"id": cid}]) for cid in call_ids])
-    q = (
-        _msg_select()
-        .where(
-            col(Message.tenant_id) == tenant_id,
-            col(Message.session_id) == session_id,
-            sa.or_(col(Message.tool_use_id).in_(list(call_ids)), issued),
-        )
-        .order_by(col(Message.seq))
+    rows = await conn.fetch(_TOOL_PARTNERS, tenant_id, session_id, list(call_ids))
+    return [StoredMessage(*r) for r in rows]
+
+
+_ADD_SUMMARIES = """
+INSERT INTO memory_summaries
+  (id, tenant_id, session_id, start_seq, end_seq, text, method, token_count)
+SELECT u.id, $1, $2, u.start_seq, u.end_seq, u.text, u.method, u.token_count
+FROM unnest($3::uuid[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::int[])
+  AS u(id, start_seq, end_seq, text, method, token_count)
+"""
+
+
+async def add_summaries(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    rows: Sequence[SummaryRow],
+) -> None:
+    """Write summaries to the session's L2, in one statement."""
+    if not rows:
+        return
+    await conn.execute(
+        _ADD_SUMMARIES,
+        tenant_id,
+        session_id,
+        [uuid.UUID(r.id) for r in rows],
+        [r.start_seq for r in rows],
+        [r.end_seq for r in rows],
+        [r.text for r in rows],
+        [r.method for r in rows],
+        [r.token_count for r in rows],
     )
-    return [StoredMessage(*r) for r in await db.execute(q)]
 
 
-async def add_summaries(db: AsyncSession, rows: Sequence[MemorySummary]) -> None:
-    db.add_all(list(rows))
-    await db.flush()
+_INSERT_SNAPSHOT = """
+INSERT INTO memory_snapshots (id, tenant_id, session_id, snapshot_type, content, token_count,
+                              summary_count, start_seq, end_seq)
+VALUES ($3, $1, $2, 'l2_summary', $4, $5, $6, $7, $8)
+"""
+_ARCHIVE_SUMMARIES = """
+UPDATE memory_summaries SET snapshot_id = $3
+WHERE tenant_id = $1 AND session_id = $2 AND id = ANY($4::uuid[])
+"""
 
 
 async def archive(
-    db: AsyncSession, snapshot: MemorySnapshot, summary_ids: Sequence[uuid.UUID]
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    members: Sequence[SummaryRow],
 ) -> None:
-    """Write an L2 snapshot and move its summaries out of L2."""
-    db.add(snapshot)
-    await db.flush()
-    await db.execute(
-        sa.update(MemorySummary)
-        .where(
-            col(MemorySummary.tenant_id) == snapshot.tenant_id,
-            col(MemorySummary.id).in_(list(summary_ids)),
-        )
-        .values(snapshot_id=snapshot.id)
+    """Write an L2 snapshot of `members` (summaries of L2, oldest first) and move them out
+    of L2."""
+    snapshot_id = new_id()
+    await conn.execute(
+        _INSERT_SNAPSHOT,
+        tenant_id,
+        session_id,
+        snapshot_id,
+        "\n\n".join(m.text for m in members),
+        sum(m.token_count for m in members),
+        len(members),
+        members[0].start_seq,
+        members[-1].end_seq,
+    )
+    await conn.execute(
+        _ARCHIVE_SUMMARIES, tenant_id, session_id, snapshot_id, [uuid.UUID(m.id) for m in members]
     )
 
 
+_SNAPSHOTS_PAGE = f"""
+SELECT {", ".join(SNAPSHOT_ROW_COLUMNS)} FROM memory_snapshots
+WHERE tenant_id = $1 AND session_id = $2 AND ($3::bigint IS NULL OR start_seq < $3)
+ORDER BY start_seq DESC LIMIT $4
+"""
+
+
 async def snapshots_page(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
     before_start: int | None,
     limit: int,
-) -> list[MemorySnapshot]:
+) -> list[SnapshotRow]:
     """Newest first (by covered range), cursor = the last row's ``start_seq``."""
-    q = sa.select(MemorySnapshot).where(
-        col(MemorySnapshot.tenant_id) == tenant_id, col(MemorySnapshot.session_id) == session_id
-    )
-    if before_start is not None:
-        q = q.where(col(MemorySnapshot.start_seq) < before_start)
-    q = q.order_by(col(MemorySnapshot.start_seq).desc()).limit(limit)
-    return list((await db.execute(q)).scalars())
+    rows = await conn.fetch(_SNAPSHOTS_PAGE, tenant_id, session_id, before_start, limit)
+    return [SnapshotRow._make(r) for r in rows]
 
 
-async def snapshot_count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
-    q = (
-        sa.select(sa.func.count())
-        .select_from(MemorySnapshot)
-        .where(
-            col(MemorySnapshot.tenant_id) == tenant_id, col(MemorySnapshot.session_id) == session_id
-        )
-    )
-    return int((await db.execute(q)).scalar_one())
+_SNAPSHOT_COUNT = """
+SELECT count(*) FROM memory_snapshots WHERE tenant_id = $1 AND session_id = $2
+"""
 
 
-_MEMORY_TOKENS = sa.text(f"""
+async def snapshot_count(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> int:
+    return int(await conn.fetchval(_SNAPSHOT_COUNT, tenant_id, session_id))
+
+
+_MEMORY_TOKENS = f"""
 SELECT {MEMORY_TOKENS_SQL}
-FROM sessions s JOIN memory_states m ON m.tenant_id = :t AND m.session_id = :sid
-WHERE s.tenant_id = :t AND s.id = :sid
-""")
+FROM sessions s JOIN memory_states m ON m.tenant_id = $1 AND m.session_id = $2
+WHERE s.tenant_id = $1 AND s.id = $2
+"""
 
 
 async def memory_tokens(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> int | None:
     """The session's stored memory tokens (ROM + Kernel + L2 + promoted + L1) from the
     counters, as the append and the jobs read them; None without a memory state."""
-    value = (await db.execute(_MEMORY_TOKENS, {"t": tenant_id, "sid": session_id})).scalar()
+    value = await conn.fetchval(_MEMORY_TOKENS, tenant_id, session_id)
     return None if value is None else int(value)
 
 
-_LAYER_COUNTERS = sa.text(f"""
+class LayerCounters(NamedTuple):
+    """A session's stored tokens per layer (`layer_counters`)."""
+
+    rom_tokens: int
+    kernel_tokens: int
+    l2_tokens: int
+    promoted_tokens: int
+    l1_tokens: int
+
+
+_LAYER_COUNTERS = f"""
 SELECT m.session_id, m.rom_tokens, m.kernel_tokens, m.l2_tokens, m.promoted_tokens,
        GREATEST(0, {L1_TOKENS_SQL}) AS l1_tokens
-FROM memory_states m JOIN sessions s ON s.tenant_id = :t AND s.id = m.session_id
-WHERE m.tenant_id = :t AND m.session_id IN :ids
-""").bindparams(sa.bindparam("ids", expanding=True))
+FROM memory_states m JOIN sessions s ON s.tenant_id = $1 AND s.id = m.session_id
+WHERE m.tenant_id = $1 AND m.session_id = ANY($2::uuid[])
+"""
 
 
 async def layer_counters(
-    db: AsyncSession, tenant_id: uuid.UUID, session_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, Any]:
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, LayerCounters]:
     """The stored tokens per layer of some sessions of one tenant (a page of the session
-    list), by session id: rom_tokens, kernel_tokens, l2_tokens, promoted_tokens, l1_tokens;
-    sessions without a memory state are left out."""
+    list), by session id; sessions without a memory state are left out."""
     if not session_ids:
         return {}
-    result = await db.execute(_LAYER_COUNTERS, {"t": tenant_id, "ids": list(session_ids)})
-    return {r.session_id: r for r in result}
+    rows = await conn.fetch(_LAYER_COUNTERS, tenant_id, list(session_ids))
+    return {r[0]: LayerCounters(*(int(v) for v in r[1:])) for r in rows}

@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 
+from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
@@ -59,7 +60,11 @@ async def list_memory_snapshots(
     data = decode_cursor(cursor, {"s": int})
     before = data["s"] if data is not None else None
     rows = await repository.snapshots_page(
-        db, session.tenant_id, session.id, before_start=before, limit=fetch_limit(limit)
+        await pg.driver_connection(db),
+        session.tenant_id,
+        session.id,
+        before_start=before,
+        limit=fetch_limit(limit),
     )
     shown, nxt = page(rows, limit, lambda r: {"s": r.start_seq})
     items = [
@@ -131,7 +136,9 @@ async def promote_memory(
     db: DbDep,
 ) -> PromotePublic:
     """Copy older messages into the context (after L2, before L1); 409 over budget."""
-    result = await service.promote_messages(db, session, body.all_seqs())
+    result = await service.promote_messages(
+        await pg.driver_connection(db), session, body.all_seqs()
+    )
     return PromotePublic(
         added=result.added,
         promoted_seqs=result.promoted,
@@ -148,7 +155,9 @@ async def promote_memory(
 )
 async def clear_promoted_memory(session: SessionDep, db: DbDep) -> ClearedPublic:
     """Remove every promoted message from the context; returns the count."""
-    return ClearedPublic(cleared=await service.clear_promoted(db, session))
+    return ClearedPublic(
+        cleared=await service.clear_promoted(await pg.driver_connection(db), session)
+    )
 
 
 @router.get(
@@ -158,7 +167,9 @@ async def clear_promoted_memory(session: SessionDep, db: DbDep) -> ClearedPublic
 )
 async def get_kernel(session: SessionDep, db: DbDep) -> KernelPublic:
     """Tools, cached schemas (most recent first) and the latest large result reference."""
-    return kernel_service.to_public(await kernel_service.get(db, session))
+    return kernel_service.to_public(
+        await kernel_service.get(await pg.driver_connection(db), session)
+    )
 
 
 @router.put(
@@ -173,7 +184,9 @@ async def put_kernel_tools(
 ) -> KernelPublic:
     """Replace the session's tool definitions (409 if ROM + Kernel > half the budget)."""
     tools = [t.model_dump() for t in body.tools]
-    return kernel_service.to_public(await kernel_service.put_tools(db, session, tools))
+    return kernel_service.to_public(
+        await kernel_service.put_tools(await pg.driver_connection(db), session, tools)
+    )
 
 
 @router.put(
@@ -188,7 +201,9 @@ async def put_kernel_schema(
     db: DbDep,
 ) -> KernelSchemaPublic:
     """Cache a schema (LRU of 10: the least recently used one is evicted)."""
-    evicted = await kernel_service.put_schema(db, session, name, body.schema_)
+    evicted = await kernel_service.put_schema(
+        await pg.driver_connection(db), session, name, body.schema_
+    )
     return KernelSchemaPublic(name=name, schema=body.schema_, evicted=evicted)
 
 
@@ -199,5 +214,5 @@ async def put_kernel_schema(
 )
 async def get_kernel_schema(name: SchemaName, session: SessionDep, db: DbDep) -> KernelSchemaPublic:
     """Read a cached schema; the read makes it the most recently used."""
-    schema = await kernel_service.read_schema(db, session, name)
+    schema = await kernel_service.read_schema(await pg.driver_connection(db), session, name)
     return KernelSchemaPublic(name=name, schema=schema)

@@ -1,5 +1,9 @@
 """Segmented memory: the operations other domains call (compress, promote, usage).
 
+Each runs on an asyncpg connection in the caller's transaction: a route or the compression
+job passes the one under its SQLAlchemy session (`app.core.pg.driver_connection`) and
+commits it.
+
 Concurrency: every writer takes the session's ``memory_states`` row lock and bumps
 ``version``; ``apply_compression`` also checks that ``version`` is the one its plan was
 made from, so a plan made by one process is never applied over another's change.
@@ -11,9 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
-from app.core import pg
 from app.core.errors import BadRequest
 from app.memory import policy, repository
 from app.memory.aggregate import Loaded, load, memory_config
@@ -21,7 +24,6 @@ from app.memory.errors import OverBudget, StaleMemoryState
 from app.memory.heuristic_summariser import SummaryDraft, count_tokens
 from app.memory.repository import oldest
 from app.models import Session
-from app.models.memory import MemorySnapshot, MemorySummary
 from app.models.memory_summary import SummaryRow
 
 # A compression round reads at most this many of the oldest L1 messages, so working
@@ -61,10 +63,10 @@ class PromoteResult:
 
 
 async def plan_compression(
-    db: AsyncSession, session_row: Session, *, force: bool = False
+    conn: asyncpg.Connection, session_row: Session, *, force: bool = False
 ) -> CompressionPlan | None:
     """Plan one compression round from the current state; None when nothing is due."""
-    loaded = await _load(db, session_row, window=oldest(PLAN_CHUNK))
+    loaded = await _load(conn, session_row, window=oldest(PLAN_CHUNK))
     p = policy.plan(loaded.layers, loaded.cfg, force=force)
     if p is None:
         return None
@@ -83,18 +85,21 @@ async def plan_compression(
 
 
 async def apply_compression(
-    db: AsyncSession, session_row: Session, plan: CompressionPlan, drafts: list[SummaryDraft]
+    conn: asyncpg.Connection,
+    session_row: Session,
+    plan: CompressionPlan,
+    drafts: list[SummaryDraft],
 ) -> None:
     """Write the plan's summaries to L2, move the L1 boundary, snapshot L2 if due.
 
     Raises ``StaleMemoryState`` when the state moved since the plan (so applying the
     same plan twice writes nothing the second time).
     """
-    loaded = await _load(db, session_row, window=oldest(PLAN_CHUNK), lock=True)
+    loaded = await _load(conn, session_row, window=oldest(PLAN_CHUNK), lock=True)
     if loaded.state.version != plan.state_version:
         raise StaleMemoryState("The session's memory changed since this plan was made.")
     by_range = {(d.start_seq, d.end_seq): d for d in drafts}
-    rows: list[MemorySummary] = []
+    rows: list[SummaryRow] = []
     for r in plan.ranges:
         draft = by_range.get((r.start_seq, r.end_seq))
         if draft is None:
@@ -102,10 +107,8 @@ async def apply_compression(
                 f"No summary for msg:{r.start_seq}-{r.end_seq}.", code="summary_missing"
             )
         rows.append(
-            MemorySummary(
-                id=uuid.uuid4(),
-                tenant_id=session_row.tenant_id,
-                session_id=session_row.id,
+            SummaryRow(
+                id=str(uuid.uuid4()),
                 start_seq=r.start_seq,
                 end_seq=r.end_seq,
                 text=draft.text,
@@ -114,61 +117,44 @@ async def apply_compression(
             )
         )
     new_records = [
-        policy.SummaryRecord(s.start_seq, s.end_seq, s.token_count, key=str(s.id)) for s in rows
+        policy.SummaryRecord(s.start_seq, s.end_seq, s.token_count, key=s.id) for s in rows
     ]
     try:
         applied = policy.apply_plan(loaded.layers, plan.policy_plan, new_records, loaded.cfg)
     except ValueError as exc:
         raise StaleMemoryState(str(exc)) from exc
-    await repository.add_summaries(db, rows)
-    texts = {
-        s.id: s
-        for s in [
-            *loaded.l2,
-            *(
-                SummaryRow(str(r.id), r.start_seq, r.end_seq, r.text, r.method, r.token_count)
-                for r in rows
-            ),
-        ]
-    }
+    tenant_id, session_id = session_row.tenant_id, session_row.id
+    await repository.add_summaries(conn, tenant_id, session_id, rows)
+    texts = {s.id: s for s in [*loaded.l2, *rows]}
     for snap in applied.snapshots:
-        members = [texts[str(r.key)] for r in snap]
-        await repository.archive(
-            db,
-            MemorySnapshot(
-                tenant_id=session_row.tenant_id,
-                session_id=session_row.id,
-                content="\n\n".join(m.text for m in members),
-                token_count=sum(m.token_count for m in members),
-                summary_count=len(members),
-                start_seq=members[0].start_seq,
-                end_seq=members[-1].end_seq,
-            ),
-            [uuid.UUID(str(m.id)) for m in members],
-        )
-    moved: dict[str, int] = {}
+        await repository.archive(conn, tenant_id, session_id, [texts[str(r.key)] for r in snap])
+    start: int | None = None
+    swapped: int | None = None
     if plan.ranges:
         # the chunk read holds every message before `start` (L1 is gap-free from its start)
         start = plan.ranges[-1].end_seq + 1
-        moved = {
-            "l1_start_seq": start,
-            "swapped_tokens": loaded.state.swapped_tokens
-            + sum(m.token_count for m in loaded.l1 if m.seq < start),
-        }
-    await repository.update_state(
-        db, session_row.tenant_id, session_row.id, l2_tokens=applied.layers.l2_tokens, **moved
+        swapped = loaded.state.swapped_tokens + sum(
+            m.token_count for m in loaded.l1 if m.seq < start
+        )
+    await repository.set_compressed(
+        conn,
+        tenant_id,
+        session_id,
+        l2_tokens=applied.layers.l2_tokens,
+        l1_start_seq=start,
+        swapped_tokens=swapped,
     )
 
 
-async def memory_usage(db: AsyncSession, session_row: Session) -> float:
+async def memory_usage(conn: asyncpg.Connection, session_row: Session) -> float:
     """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget, from the stored
     counters as the append's pressure check reads them (`repository.memory_tokens`)."""
-    tokens = await repository.memory_tokens(db, session_row.tenant_id, session_row.id)
+    tokens = await repository.memory_tokens(conn, session_row.tenant_id, session_row.id)
     return 0.0 if tokens is None else tokens / memory_config(session_row).budget
 
 
 async def promote_messages(
-    db: AsyncSession, session_row: Session, seqs: list[int]
+    conn: asyncpg.Connection, session_row: Session, seqs: list[int]
 ) -> PromoteResult:
     """Copy swap messages into the context (after L2, before L1), whole tool groups.
 
@@ -177,7 +163,7 @@ async def promote_messages(
     skipped are named with the reason (`shown_verbatim`, `already_promoted`, `not_found`).
     Refused with 409 (``over_budget``) when the context would exceed the budget.
     """
-    loaded = await _load(db, session_row, lock=True)
+    loaded = await _load(conn, session_row, lock=True)
     state = loaded.state
     projected = _projected_layers(loaded)
     verbatim = {m.seq for m in projected.l1}
@@ -191,11 +177,11 @@ async def promote_messages(
         elif s in already:
             skipped[s] = "already_promoted"
     wanted = sorted(s for s in set(seqs) if s not in skipped)
-    rows = await repository.messages_by_seqs(db, session_row.tenant_id, session_row.id, wanted)
+    rows = await repository.messages_by_seqs(conn, session_row.tenant_id, session_row.id, wanted)
     call_ids = {c["id"] for m in rows for c in (m.tool_calls or [])}
     call_ids |= {m.tool_use_id for m in rows if m.tool_use_id}
     partners = await repository.tool_partners(
-        db, session_row.tenant_id, session_row.id, sorted(call_ids)
+        conn, session_row.tenant_id, session_row.id, sorted(call_ids)
     )
     by_seq = {m.seq: m for m in [*rows, *partners] if m.seq not in verbatim}
     added = sorted(s for s in by_seq if s not in already)
@@ -210,12 +196,8 @@ async def promote_messages(
         )
     promoted, promoted_tokens = sorted(already | set(added)), state.promoted_tokens + extra
     if added:
-        await repository.update_state(
-            db,
-            session_row.tenant_id,
-            session_row.id,
-            promoted_seqs=promoted,
-            promoted_tokens=promoted_tokens,
+        await repository.set_promoted(
+            conn, session_row.tenant_id, session_row.id, promoted, promoted_tokens
         )
     return PromoteResult(
         added=added,
@@ -226,15 +208,13 @@ async def promote_messages(
     )
 
 
-async def clear_promoted(db: AsyncSession, session_row: Session) -> int:
+async def clear_promoted(conn: asyncpg.Connection, session_row: Session) -> int:
     """Drop every promoted message from the context; returns how many there were."""
-    state = (await _load(db, session_row, window=oldest(0), lock=True)).state
+    state = (await _load(conn, session_row, window=oldest(0), lock=True)).state
     if not state.promoted_seqs:
         return 0
     count = len(state.promoted_seqs)
-    await repository.update_state(
-        db, session_row.tenant_id, session_row.id, promoted_seqs=[], promoted_tokens=0
-    )
+    await repository.set_promoted(conn, session_row.tenant_id, session_row.id, [], 0)
     return count
 
 
@@ -256,20 +236,14 @@ def _projected_layers(loaded: Loaded) -> policy.Layers:
 
 
 async def _load(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     session_row: Session,
     *,
     window: repository.Window = repository.ALL_L1,
     lock: bool = False,
 ) -> Loaded:
     """The session's memory, read on the connection of the writer's transaction."""
-    return await load(
-        await pg.driver_connection(db),
-        session_row.tenant_id,
-        session_row.id,
-        window=window,
-        lock=lock,
-    )
+    return await load(conn, session_row.tenant_id, session_row.id, window=window, lock=lock)
 
 
 __all__ = [

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from arq import Retry
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core import pg
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.core.tokens import count_message
@@ -165,7 +166,9 @@ async def run_compression(
             row = await sessions_repository.get(db, tenant_id, session_id)
             if row is None:  # deleted meanwhile: nothing to do
                 return outcome
-            plan = await plan_compression(db, row, force=force and outcome.summaries == 0)
+            plan = await plan_compression(
+                await pg.driver_connection(db), row, force=force and outcome.summaries == 0
+            )
             await db.rollback()
         if plan is None:
             return outcome
@@ -197,7 +200,7 @@ async def run_compression(
             if row is None:
                 return outcome
             try:
-                await apply_compression(db, row, plan, drafts)
+                await apply_compression(await pg.driver_connection(db), row, plan, drafts)
                 await db.commit()
             except StaleMemoryState:
                 await db.rollback()

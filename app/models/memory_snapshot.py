@@ -1,10 +1,19 @@
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, session_fk, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    new_id,
+    row_columns,
+    session_fk,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class MemorySnapshot(SQLModel, table=True):
@@ -29,3 +38,19 @@ class MemorySnapshot(SQLModel, table=True):
     start_seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     end_seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class SnapshotRow(NamedTuple):
+    """An archived L2 as the snapshot list reads it (`app.memory.repository.snapshots_page`):
+    plain and immutable."""
+
+    id: uuid.UUID
+    start_seq: int
+    end_seq: int
+    content: str
+    token_count: int
+    summary_count: int
+    created_at: datetime
+
+
+SNAPSHOT_ROW_COLUMNS = row_columns(SnapshotRow._fields, MemorySnapshot)

@@ -20,7 +20,7 @@ import asyncpg
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core import deadline
+from app.core import deadline, pg
 from app.memory.service import promote_messages
 from app.search import repository
 from app.search.bm25 import BM25Params, WindowParams
@@ -263,7 +263,7 @@ async def promote_seqs(db: AsyncSession, session_row: Any, seqs: list[int]) -> l
 
     if not seqs:
         return []
-    result = await promote_messages(db, session_row, seqs)
+    result = await promote_messages(await pg.driver_connection(db), session_row, seqs)
     promoted = set(getattr(result, "promoted", None) or [])
     added = set(getattr(result, "added", None) or [])
     return sorted({s for s in seqs if s in promoted} | added)

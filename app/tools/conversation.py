@@ -154,7 +154,7 @@ async def clear_recalled_context(ctx: ToolContext, args: dict[str, Any]) -> Any:
     """Drop every promoted message of this session."""
     parse_args(ClearInput, args)
 
-    return {"cleared": int(await clear_promoted(ctx.db, ctx.session))}
+    return {"cleared": int(await clear_promoted(await pg.driver_connection(ctx.db), ctx.session))}
 
 
 __all__ = ["recall_conversation", "search_conversation", "clear_recalled_context"]

@@ -18,7 +18,8 @@ from app.memory import service as memory_service
 from app.memory.aggregate import load
 from app.models import Message, Session
 from app.models.base import row_columns
-from app.models.memory import MemoryState, MemorySummary
+from app.models.memory import MemorySnapshot, MemoryState, MemorySummary
+from app.models.memory_snapshot import SnapshotRow
 from app.models.memory_state import StateRow
 from app.models.memory_summary import SummaryRow
 from app.models.message import MESSAGE_ROW_COLUMNS, StoredMessage
@@ -37,6 +38,7 @@ def test_rows_are_the_models_columns() -> None:
         (StateRow, MemoryState),
         (SummaryRow, MemorySummary),
         (StoredMessage, Message),
+        (SnapshotRow, MemorySnapshot),
     ):
         assert set(row._fields) <= _columns(model), row.__name__
     # a writer reads the whole state: a new column of the table is a new field of the row
@@ -84,7 +86,10 @@ async def _agree(client: httpx.AsyncClient, db: Any, sid: str) -> dict[str, Any]
     assert pressure is not None
     assert int(pressure["fixed_tokens"]) + int(pressure["l1_tokens"]) == memory["tokens"]["total"]
     assert int(pressure["l1_tokens"]) == memory["tokens"]["l1"]
-    assert round(await memory_service.memory_usage(db, row), 6) == memory["usage"]
+    assert (
+        round(await memory_service.memory_usage(await pg.driver_connection(db), row), 6)
+        == memory["usage"]
+    )
     await db.rollback()
     return dict(memory["tokens"])
 
@@ -116,3 +121,56 @@ async def test_counters_agree_with_the_rows(client: httpx.AsyncClient, db: Any) 
     assert promoted.status_code == 200, promoted.text
     assert (await _agree(client, db, sid))["promoted"] > 0
     assert any(t["l2"] for t in seen)  # compression moved tokens out of L1
+
+
+async def test_promotion_reads_and_a_new_state(client: httpx.AsyncClient, db: Any) -> None:
+    """The single-message reads of promotion (by seq, by tool call), and the insert of a
+    new session's state, on the connection under a SQLAlchemy session."""
+    sid = (await create_session(client))["id"]
+    calls = [{"id": "c1", "name": "run_sql", "input": {}}, {"id": "c2", "name": "x", "input": {}}]
+    msgs = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "checking", "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c1", "content": "r1"},
+        {"role": "tool", "tool_call_id": "c2", "content": "r2"},
+        {"role": "assistant", "content": "a"},
+    ]
+    r = await client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs})
+    assert r.status_code == 201, r.text
+    row = (
+        await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
+    ).scalar_one()
+    conn = await pg.driver_connection(db)
+    t, s = row.tenant_id, row.id
+    got = await repository.messages_by_seqs(conn, t, s, [5, 1, 99])
+    assert [(m.seq, m.role) for m in got] == [(1, "user"), (5, "assistant")]
+    assert await repository.messages_by_seqs(conn, t, s, []) == []
+    assert [m.seq for m in await repository.tool_partners(conn, t, s, ["c2"])] == [2, 4]
+    assert [m.seq for m in await repository.tool_partners(conn, t, s, ["c1", "nope"])] == [2, 3]
+    assert await repository.tool_partners(conn, t, s, ["nope"]) == []
+    await conn.execute("DELETE FROM memory_states WHERE tenant_id = $1 AND session_id = $2", t, s)
+    kernel: dict[str, Any] = {"tools": [], "schemas": [], "large_result_ref": None}
+    rom = {"profile_version": None, "system_prompt": "be brief", "big": 2**70}
+    await repository.insert_state(
+        conn,
+        tenant_id=t,
+        session_id=s,
+        rom=rom,
+        rom_text="be brief",
+        rom_tokens=3,
+        kernel=kernel,
+    )
+    state = (await load(conn, t, s, window=repository.oldest(0))).state
+    assert (state.rom, state.rom_text, state.rom_tokens, state.kernel) == (
+        rom,
+        "be brief",
+        3,
+        kernel,
+    )
+    assert (state.version, state.l1_start_seq, state.promoted_seqs, state.l2_tokens) == (
+        0,
+        1,
+        [],
+        0,
+    )
+    await db.rollback()
