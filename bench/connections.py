@@ -224,7 +224,9 @@ def main() -> None:
     floor = _imports_only_rss()
     rows = [run_one(n, args.rounds, args.clients, args.sessions) for n in args.processes]
     print(f"\nPostgreSQL max_connections {MAX_CONNECTIONS}; {args.clients} builds at once")
-    print(f"{'processes':>9} {'answers':<40} {'errors':>6} {'too many':>8} {'peak conn':>9} RSS/process")
+    print(
+        f"{'processes':>9} {'answers':<40} {'errors':>6} {'too many':>8} {'peak conn':>9} RSS/process"
+    )
     for r in rows:
         answers = ", ".join(f"{k}: {v}" for k, v in sorted(r["answers"].items()))
         rss = r["api_rss_mb"]
