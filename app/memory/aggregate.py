@@ -48,17 +48,20 @@ def canonical(m: StoredMessage) -> dict[str, Any]:
 
 
 def record(m: StoredMessage) -> MessageRecord:
-    calls = m.tool_calls or []
-    has_text = bool(m.content) and m.role != "tool"
+    """The policy's record of a message (built positionally: a context build makes one per
+    message). A truncated message keeps a marker, its tool names and empty inputs: its
+    floor is 32 tokens and 6 per call."""
+    calls = m.tool_calls or ()
+    tool = m.role == "tool"
     return MessageRecord(
-        seq=m.seq,
-        role=m.role,
-        token_count=m.token_count,
-        tool_use_ids=tuple(str(c["id"]) for c in calls),
-        tool_result_ids=(m.tool_use_id,) if m.role == "tool" and m.tool_use_id else (),
-        has_text=has_text,
-        # a truncated message keeps a marker, its tool names and empty inputs
-        min_tokens=min(m.token_count, 32 + 6 * len(calls)),
+        m.seq,
+        m.role,
+        m.token_count,
+        tuple(str(c["id"]) for c in calls) if calls else (),
+        (m.tool_use_id,) if tool and m.tool_use_id else (),
+        bool(m.content) and not tool,
+        False,
+        min(m.token_count, 32 + 6 * len(calls)),
     )
 
 
