@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.tokens import count_text
 from app.memory import repository
 from app.memory.aggregate import memory_config
@@ -15,7 +16,6 @@ from app.memory.layers import rom_text
 from app.memory.rom import Rom
 from app.messages.hooks import AfterAppend, AppendedBatch, AppendTx
 from app.models import Session
-from app.models.memory import MemoryState
 from app.shared_memory.offload import holds_reference
 
 
@@ -32,17 +32,14 @@ async def freeze_rom(db: AsyncSession, session: Session, rom: Rom) -> None:
             f"The ROM is {tokens} tokens; at most half the budget "
             f"({budget // 2}) is allowed so the conversation fits."
         )
-    await repository.add_state(
-        db,
-        MemoryState(
-            session_id=session.id,
-            tenant_id=session.tenant_id,
-            rom=stored,
-            rom_text=text,
-            rom_tokens=tokens,
-            kernel={"tools": [], "schemas": [], "large_result_ref": None},
-            promoted_seqs=[],
-        ),
+    await repository.insert_state(
+        await pg.driver_connection(db),
+        tenant_id=session.tenant_id,
+        session_id=session.id,
+        rom=stored,
+        rom_text=text,
+        rom_tokens=tokens,
+        kernel={"tools": [], "schemas": [], "large_result_ref": None},
     )
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.pg import dumps
 from app.memory.policy import DEFAULT_L1_MAX_MESSAGES
@@ -29,7 +28,6 @@ from app.models.memory_state import (
     L1_TOKENS_SQL,
     MEMORY_TOKENS_SQL,
     STATE_ROW_COLUMNS,
-    MemoryState,
     StateRow,
 )
 from app.models.memory_summary import SUMMARY_ROW_COLUMNS, SummaryRow
@@ -251,13 +249,6 @@ async def set_promoted(
     await conn.execute(
         _SET_PROMOTED, tenant_id, session_id, dumps(list(promoted_seqs)), promoted_tokens
     )
-
-
-async def add_state(db: AsyncSession, state: MemoryState) -> None:
-    """The ORM insert `app.memory.hooks.freeze_rom` still calls; `insert_state` replaces it
-    once that caller passes its connection."""
-    db.add(state)
-    await db.flush()
 
 
 _INSERT_STATE = """
