@@ -80,10 +80,17 @@ def positional(sql: str) -> tuple[str, list[str]]:
 
 
 async def driver_connection(db: Any) -> asyncpg.Connection:
-    """The asyncpg connection under a SQLAlchemy `AsyncSession` (in its transaction once
-    the session has run a statement), for statements shared with the pool's paths."""
+    """The asyncpg connection under a SQLAlchemy `AsyncSession`, in the session's
+    transaction, for statements shared with the pool's paths. SQLAlchemy's asyncpg adapter
+    sends BEGIN lazily, before its own first statement; when the session has run none yet
+    (a route whose first read is `app.sessions.repository.get`), the transaction is begun
+    here, so what runs on the connection commits or rolls back with the session. (A
+    session in autocommit, a `read_only` route's, has none: the adapter begins nothing.)"""
     conn = await db.connection()
     raw = await conn.get_raw_connection()
+    adapter: Any = raw.dbapi_connection
+    if adapter._transaction is None:
+        await adapter._start_transaction()
     return raw.driver_connection
 
 
