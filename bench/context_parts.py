@@ -1,0 +1,298 @@
+"""Where a context build's CPU goes, in one process: the app's route next to the floor's.
+
+    .venv/bin/python -m bench.context_parts --requests 3000
+
+No HTTP server and no load generator: requests go straight into the ASGI apps (the app, and
+`bench/floor_app.py` on the same database), one at a time, on uvloop with `serve`'s
+garbage-collector tuning, and each figure is this process's CPU time per request (what the
+other processes of a busy machine barely move; wall time is not reported). The session is
+the bench's kind: 50 messages of ~150 tokens, compressed by a real worker until L1 holds the
+last 10, so the build reads what `bench.run`'s random 50-message sessions read.
+
+Printed, per request:
+
+* `floor route` / `app route`: the whole request through each app (the ratio is what
+  `bench.run`'s context figure compares, minus uvicorn's share, which both pay alike);
+* `app: middleware + routing`: a route that answers at once, placed first in the app's
+  table (our middlewares, FastAPI's routing and request handling), and the same with the
+  context route's parameters (`+ caller, body`: the key, the body, their validation);
+* `app: connection + SELECT 1` inside and outside a request;
+* the context build's own parts, called directly: `load` (the pool connection and the one
+  read), `build` (policy, fit, providers), `finish` (the manifest hook), `render`
+  (the response's JSON), and all four as the route runs them (`build_and_record`).
+
+Measure on a quiet machine when comparing runs; the parts, each against the others in
+one run, hold on a busy one.
+"""
+
+import argparse
+import asyncio
+import dataclasses
+import importlib
+import os
+import secrets
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+import asyncpg
+import httpx
+
+from bench.inprocess import ADMIN_DSN, REDIS, _migrate
+
+Scope = dict[str, Any]
+
+
+async def call(app: Any, path: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> list[Any]:
+    """One POST through an ASGI app; the messages it sent."""
+    scope: Scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("bench", 80),
+    }
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # no disconnect
+        raise AssertionError
+
+    out: list[Any] = []
+
+    async def send(message: Any) -> None:
+        out.append(message)
+
+    await app(scope, receive, send)
+    return out
+
+
+def cpu_ms(n: int) -> Callable[[Callable[[], Awaitable[Any]]], Awaitable[float]]:
+    async def measure(fn: Callable[[], Awaitable[Any]]) -> float:
+        start = time.process_time()
+        for _ in range(n):
+            await fn()
+        return (time.process_time() - start) / n * 1e3
+
+    return measure
+
+
+def add_probes(app: Any) -> None:
+    """Routes that answer at once, first in the app's table (as the context route is).
+    (This module has no `from __future__ import annotations`: FastAPI reads the routes'
+    annotations, some of them imported in this function, as objects.)"""
+    from fastapi import Body, Request, Response
+
+    from app.auth.deps import CallerDep
+    from app.context import examples
+    from app.context.schemas import ContextRequest
+    from app.state import app_state
+
+    @app.post("/v1/probe/{session_id}/bare")
+    async def bare(session_id: uuid.UUID, request: Request) -> Response:
+        return Response(b"{}", media_type="application/json")
+
+    @app.post("/v1/probe/{session_id}/params")
+    async def params(
+        session_id: uuid.UUID,
+        caller: CallerDep,
+        request: Request,
+        body: Annotated[ContextRequest | None, Body(openapi_examples=examples.BUILD)] = None,
+    ) -> Response:
+        return Response(b"{}", media_type="application/json")
+
+    @app.post("/v1/probe/{session_id}/select")
+    async def select(session_id: uuid.UUID, request: Request) -> Response:
+        async with app_state(request.app).connection() as conn:
+            await conn.fetchval("SELECT 1")
+        return Response(b"{}", media_type="application/json")
+
+    probes = app.router.routes[-3:]
+    del app.router.routes[-3:]
+    app.router.routes[0:0] = probes
+
+
+async def compressed_session(c: httpx.AsyncClient, env: dict[str, str]) -> str:
+    """A session of 50 messages of ~150 tokens, compressed by a worker until L1 is 10."""
+    sid = (await c.post("/v1/sessions", json={})).json()["id"]
+    words = " ".join(["lorem ipsum dolor sit amet"] * 30)
+    for i in range(25):
+        turn = [
+            {"role": "user", "content": f"q{i} {words}"},
+            {"role": "assistant", "content": f"a{i} {words}"},
+        ]
+        r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": turn})
+        assert r.status_code == 201, r.text
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "app.launcher.cli", "worker", env=env
+    )
+    try:
+        for _ in range(60):
+            memory = (await c.get(f"/v1/sessions/{sid}/memory")).json()
+            if len(memory["l1_seqs"]) <= 10:
+                return str(sid)
+            await asyncio.sleep(1)
+        raise RuntimeError("the worker did not compress the session within 60 s")
+    finally:
+        worker.terminate()
+        await worker.wait()
+
+
+async def main(n: int, rounds: int) -> None:
+    from app.auth.caller import Caller
+    from app.context import render
+    from app.context.builder import build
+    from app.context.service import ContextHooks, build_and_record
+    from app.core import heap
+    from app.core.config import Settings
+    from app.main import create_app
+    from app.memory.aggregate import StandIns, load
+    from app.memory.repository import CONTEXT
+    from app.state import app_state
+
+    name = f"loom_parts_{uuid.uuid4().hex[:8]}"
+    admin_conn = await asyncpg.connect(ADMIN_DSN)
+    await admin_conn.execute(f'CREATE DATABASE "{name}"')
+    await admin_conn.close()
+    dsn = ADMIN_DSN.rsplit("/", 1)[0] + "/" + name
+    url = dsn.replace("postgresql://", "postgresql+asyncpg://")
+    try:
+        await asyncio.to_thread(_migrate, url)
+        admin = "lm_" + secrets.token_urlsafe(32)
+        queue = f"loom:parts:{name}"
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "REDIS_URL": REDIS,
+            "LOOM_ADMIN_KEY": admin,
+            "LOOM_QUEUE_NAME": queue,
+            "LOOM_LOG_LEVEL": "warning",
+        }
+        app = create_app(
+            Settings(DATABASE_URL=url, REDIS_URL=REDIS, LOOM_ADMIN_KEY=admin, LOOM_QUEUE_NAME=queue)
+        )
+        add_probes(app)
+        os.environ["BENCH_FLOOR_DSN"] = dsn
+        floor = importlib.import_module("bench.floor_app").app
+        async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as c:
+                h = {"Authorization": f"Bearer {admin}"}
+                tenant = (await c.post("/v1/tenants", json={"name": name}, headers=h)).json()
+                key = (
+                    await c.post(
+                        "/v1/api-keys",
+                        headers=h,
+                        json={"tenant_id": tenant["id"], "role": "agent", "agent_id": "a"},
+                    )
+                ).json()
+                c.headers["Authorization"] = f"Bearer {key['secret']}"
+                sid = await compressed_session(c, env)
+            heap.tune()  # as `serve` runs (app.core.heap)
+            headers = [
+                (b"host", b"bench"),
+                (b"authorization", f"Bearer {key['secret']}".encode()),
+                (b"content-type", b"application/json"),
+                (b"content-length", b"2"),
+            ]
+            state = app_state(app)
+            caller = Caller(
+                tenant_id=uuid.UUID(tenant["id"]), role="agent", agent_id="a", key_id=None
+            )
+            session_id = uuid.UUID(sid)
+            hooks = state.parts[ContextHooks]
+
+            async def load_it() -> Any:
+                async with state.connection() as conn:
+                    return await load(
+                        conn,
+                        caller.tenant_id,
+                        session_id,
+                        window=CONTEXT,
+                        caller=caller,
+                        stand_ins=state.caches[StandIns],
+                    )
+
+            loaded = await load_it()
+
+            async def build_it() -> Any:
+                fresh = dataclasses.replace(loaded, _drafts={}, _layers=None)
+                return await build(
+                    state.read_sessionmaker, fresh.session, fresh, providers=hooks.blocks
+                )
+
+            built = await build_it()
+
+            async def select_outside() -> None:
+                async with state.connection() as conn:
+                    await conn.fetchval("SELECT 1")
+
+            async def finish_it() -> Any:
+                return await hooks.built(built, None, "anthropic")
+
+            async def render_it() -> bytes:
+                return render.response_json(built, "anthropic", {"context_id": "x"}, None)
+
+            async def all_of_it() -> Any:
+                return await build_and_record(state, caller, session_id, None, "anthropic")
+
+            def route(target: Any, path: str) -> Callable[[], Awaitable[Any]]:
+                async def go() -> None:
+                    out = await call(target, path, b"{}", headers)
+                    assert out[0]["status"] == 200, out
+
+                return go
+
+            figures: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+                ("floor route", route(floor, f"/floor/sessions/{sid}/context")),
+                ("app route", route(app, f"/v1/sessions/{sid}/context")),
+                ("app: middleware + routing", route(app, f"/v1/probe/{sid}/bare")),
+                ("  + caller, body", route(app, f"/v1/probe/{sid}/params")),
+                ("  + connection, SELECT 1", route(app, f"/v1/probe/{sid}/select")),
+                ("connection, SELECT 1 (no request)", select_outside),
+                ("load", load_it),
+                ("build", build_it),
+                ("finish", finish_it),
+                ("render", render_it),
+                ("build_and_record", all_of_it),
+            ]
+            measure = cpu_ms(n)
+            for fn in (f for _, f in figures):
+                await fn()  # warm
+            seen: dict[str, list[float]] = {label: [] for label, _ in figures}
+            for _ in range(rounds):
+                for label, fn in figures:
+                    seen[label].append(await measure(fn))
+            print(f"CPU ms per request, median of {rounds} rounds of {n}:")
+            for label, values in seen.items():
+                print(f"  {label:<36} {sorted(values)[len(values) // 2]:.3f}")
+            floor_ms = sorted(seen["floor route"])[rounds // 2]
+            app_ms = sorted(seen["app route"])[rounds // 2]
+            print(f"  floor / app                          {floor_ms / app_ms:.2f}")
+    finally:
+        admin_conn = await asyncpg.connect(ADMIN_DSN)
+        await admin_conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin_conn.close()
+
+
+if __name__ == "__main__":
+    import uvloop
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000, help="per figure and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    uvloop.run(main(args.requests, args.rounds))
