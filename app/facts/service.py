@@ -31,17 +31,17 @@ from app.knowledge.scopes import parse_scope
 from app.knowledge.service import get_item, resolve_scope, to_public
 from app.knowledge.timeline import version_at
 from app.knowledge.versions import Actor
-from app.models import Session
+from app.models.session import SessionRow
 
 
-async def status(db: AsyncSession, session: Session) -> FactExtractionPublic:
+async def status(db: AsyncSession, session: SessionRow) -> FactExtractionPublic:
     row = await repo.get_state(db, session.tenant_id, session.id)
     if row is None:
         return FactExtractionPublic(status="idle", watermark_seq=0, skipped=None, last_result=None)
     return FactExtractionPublic.model_validate(row, from_attributes=True)
 
 
-def require_enabled(session: Session) -> FactsConfig:
+def require_enabled(session: SessionRow) -> FactsConfig:
     cfg = FactsConfig.from_stored((session.config or {}).get("facts"))
     if not cfg.enabled:
         raise Conflict(
@@ -51,7 +51,7 @@ def require_enabled(session: Session) -> FactsConfig:
 
 
 async def extract_now(
-    deps: Deps, session: Session, *, within: float, retry_failed: bool = False
+    deps: Deps, session: SessionRow, *, within: float, retry_failed: bool = False
 ) -> Outcome | None:
     """One extraction run in the caller (`?wait=true`); None past `within` seconds (what
     was applied stays). Raises what the run raised, after recording it."""
@@ -85,7 +85,7 @@ async def extract_now(
 
 
 async def enqueue(
-    queue: Queue, deps: Deps, session: Session, *, retry_failed: bool = False
+    queue: Queue, deps: Deps, session: SessionRow, *, retry_failed: bool = False
 ) -> bool:
     """Extract now in the background (a flush)."""
     if retry_failed:

@@ -18,7 +18,7 @@ from app.manifests import repository as repo
 from app.manifests.hashes import FORMATS
 from app.manifests.schemas import ContextDiffPublic, ContextList, ContextSummaryPublic, ReplayPublic
 from app.manifests.service import BlockReplays
-from app.models import Session
+from app.models.session import SessionRow
 from app.sessions.deps import SessionDep
 from app.state import app_state
 
@@ -35,7 +35,7 @@ class ContextNotFound(NotFound):
         )
 
 
-async def _load(db: DbDep, session: Session, context_id: uuid.UUID) -> repo.ManifestRow:
+async def _load(db: DbDep, session: SessionRow, context_id: uuid.UUID) -> repo.ManifestRow:
     row = await repo.get(db, session.tenant_id, session.id, context_id)
     if row is None:
         raise ContextNotFound()

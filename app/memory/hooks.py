@@ -15,11 +15,11 @@ from app.memory.kernel_service import set_large_result_ref
 from app.memory.layers import rom_text
 from app.memory.rom import Rom
 from app.messages.hooks import AfterAppend, AppendedBatch, AppendTx
-from app.models import Session
+from app.models.session import SessionRow
 from app.shared_memory.offload import holds_reference
 
 
-async def freeze_rom(db: AsyncSession, session: Session, rom: Rom) -> None:
+async def freeze_rom(db: AsyncSession, session: SessionRow, rom: Rom) -> None:
     """Freeze the ROM the session's creation resolved (its inline one, else its agent
     profile's current version): at most half the budget, kept in the memory state."""
 

@@ -8,7 +8,7 @@ under its SQLAlchemy session, `app.core.pg.driver_connection`; the append's)."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Protocol
+from typing import Any
 
 import asyncpg
 
@@ -18,18 +18,10 @@ from app.memory.aggregate import load, memory_config
 from app.memory.errors import OverBudget
 from app.memory.schemas import KernelPublic
 from app.models.memory_state import StateRow
+from app.models.session import SessionRow
 
 # the Kernel reads no L1 message
 _NO_L1 = repository.oldest(0)
-
-
-class _SessionRow(Protocol):
-    @property
-    def id(self) -> uuid.UUID: ...
-    @property
-    def tenant_id(self) -> uuid.UUID: ...
-    @property
-    def config(self) -> dict[str, Any]: ...
 
 
 async def _locked(
@@ -42,7 +34,7 @@ async def _store(
     conn: asyncpg.Connection,
     state: StateRow,
     kernel: dict[str, Any],
-    session_row: _SessionRow | None,
+    session_row: SessionRow | None,
 ) -> StateRow:
     tokens = layers.kernel_tokens(kernel)
     if session_row is not None:
@@ -66,14 +58,14 @@ def to_public(state: StateRow) -> KernelPublic:
 
 
 async def put_tools(
-    conn: asyncpg.Connection, session_row: _SessionRow, tools: list[dict[str, Any]]
+    conn: asyncpg.Connection, session_row: SessionRow, tools: list[dict[str, Any]]
 ) -> StateRow:
     state = await _locked(conn, session_row.tenant_id, session_row.id)
     return await _store(conn, state, {**(state.kernel or {}), "tools": tools}, session_row)
 
 
 async def put_schema(
-    conn: asyncpg.Connection, session_row: _SessionRow, name: str, schema: Any
+    conn: asyncpg.Connection, session_row: SessionRow, name: str, schema: Any
 ) -> list[str]:
     state = await _locked(conn, session_row.tenant_id, session_row.id)
     kernel, evicted = layers.put_schema(state.kernel or {}, name, schema)
@@ -81,7 +73,7 @@ async def put_schema(
     return evicted
 
 
-async def read_schema(conn: asyncpg.Connection, session_row: _SessionRow, name: str) -> Any:
+async def read_schema(conn: asyncpg.Connection, session_row: SessionRow, name: str) -> Any:
     """A cached schema; reading makes it the most recently used."""
     state = await _locked(conn, session_row.tenant_id, session_row.id)
     hit = layers.touch_schema(state.kernel or {}, name)
@@ -92,7 +84,7 @@ async def read_schema(conn: asyncpg.Connection, session_row: _SessionRow, name: 
     return schema
 
 
-async def get(conn: asyncpg.Connection, session_row: _SessionRow) -> StateRow:
+async def get(conn: asyncpg.Connection, session_row: SessionRow) -> StateRow:
     return (await load(conn, session_row.tenant_id, session_row.id, window=_NO_L1)).state
 
 

@@ -11,10 +11,10 @@ from app.jobs.service import compression_status
 from app.memory import policy, repository
 from app.memory.aggregate import load
 from app.memory.schemas import LayerTokens, MemoryPublic, SummaryPublic
-from app.models import Session
+from app.models.session import SessionRow
 
 
-async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
+async def memory_public(db: AsyncSession, session_row: SessionRow) -> MemoryPublic:
     conn = await pg.driver_connection(db)
     loaded = await load(conn, session_row.tenant_id, session_row.id)
     layers = loaded.layers
@@ -54,13 +54,13 @@ async def memory_public(db: AsyncSession, session_row: Session) -> MemoryPublic:
     )
 
 
-async def layer_tokens(db: AsyncSession, session_row: Session) -> LayerTokens:
+async def layer_tokens(db: AsyncSession, session_row: SessionRow) -> LayerTokens:
     """Stored tokens per layer (ROM, Kernel, L2, promoted, L1) of one session
     (`layer_tokens_of_page`)."""
     return (await layer_tokens_of_page(db, [session_row]))[0]
 
 
-async def layer_tokens_of_page(db: AsyncSession, rows: list[Session]) -> list[LayerTokens]:
+async def layer_tokens_of_page(db: AsyncSession, rows: list[SessionRow]) -> list[LayerTokens]:
     """Tokens per layer of a page of sessions, in one read of their stored counters
     (`app.models.memory_state.L1_TOKENS_SQL`, as the append and compression keep them; no
     message rows are read)."""

@@ -23,8 +23,8 @@ from app.memory.aggregate import Loaded, load, memory_config
 from app.memory.errors import OverBudget, StaleMemoryState
 from app.memory.heuristic_summariser import SummaryDraft, count_tokens
 from app.memory.repository import oldest
-from app.models import Session
 from app.models.memory_summary import SummaryRow
+from app.models.session import SessionRow
 
 # A compression round reads at most this many of the oldest L1 messages, so working
 # through a long uncompressed backlog costs O(backlog), not O(backlog^2).
@@ -63,7 +63,7 @@ class PromoteResult:
 
 
 async def plan_compression(
-    conn: asyncpg.Connection, session_row: Session, *, force: bool = False
+    conn: asyncpg.Connection, session_row: SessionRow, *, force: bool = False
 ) -> CompressionPlan | None:
     """Plan one compression round from the current state; None when nothing is due."""
     loaded = await _load(conn, session_row, window=oldest(PLAN_CHUNK))
@@ -86,7 +86,7 @@ async def plan_compression(
 
 async def apply_compression(
     conn: asyncpg.Connection,
-    session_row: Session,
+    session_row: SessionRow,
     plan: CompressionPlan,
     drafts: list[SummaryDraft],
 ) -> None:
@@ -146,7 +146,7 @@ async def apply_compression(
     )
 
 
-async def memory_usage(conn: asyncpg.Connection, session_row: Session) -> float:
+async def memory_usage(conn: asyncpg.Connection, session_row: SessionRow) -> float:
     """Stored memory tokens (ROM + Kernel + L2 + promoted + L1) / budget, from the stored
     counters as the append's pressure check reads them (`repository.memory_tokens`)."""
     tokens = await repository.memory_tokens(conn, session_row.tenant_id, session_row.id)
@@ -154,7 +154,7 @@ async def memory_usage(conn: asyncpg.Connection, session_row: Session) -> float:
 
 
 async def promote_messages(
-    conn: asyncpg.Connection, session_row: Session, seqs: list[int]
+    conn: asyncpg.Connection, session_row: SessionRow, seqs: list[int]
 ) -> PromoteResult:
     """Copy swap messages into the context (after L2, before L1), whole tool groups.
 
@@ -208,7 +208,7 @@ async def promote_messages(
     )
 
 
-async def clear_promoted(conn: asyncpg.Connection, session_row: Session) -> int:
+async def clear_promoted(conn: asyncpg.Connection, session_row: SessionRow) -> int:
     """Drop every promoted message from the context; returns how many there were."""
     state = (await _load(conn, session_row, window=oldest(0), lock=True)).state
     if not state.promoted_seqs:
@@ -237,7 +237,7 @@ def _projected_layers(loaded: Loaded) -> policy.Layers:
 
 async def _load(
     conn: asyncpg.Connection,
-    session_row: Session,
+    session_row: SessionRow,
     *,
     window: repository.Window = repository.ALL_L1,
     lock: bool = False,

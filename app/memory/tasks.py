@@ -163,12 +163,11 @@ async def run_compression(
     stale = 0
     for _ in range(MAX_APPLIES):
         async with sessionmaker() as db:
-            row = await sessions_repository.get(db, tenant_id, session_id)
+            conn = await pg.driver_connection(db)
+            row = await sessions_repository.get(conn, tenant_id, session_id)
             if row is None:  # deleted meanwhile: nothing to do
                 return outcome
-            plan = await plan_compression(
-                await pg.driver_connection(db), row, force=force and outcome.summaries == 0
-            )
+            plan = await plan_compression(conn, row, force=force and outcome.summaries == 0)
             await db.rollback()
         if plan is None:
             return outcome
@@ -196,11 +195,12 @@ async def run_compression(
                 return outcome
             plan, drafts = _first_batch(plan, keep), drafts[:keep]
         async with sessionmaker() as db:
-            row = await sessions_repository.get(db, tenant_id, session_id)
+            conn = await pg.driver_connection(db)
+            row = await sessions_repository.get(conn, tenant_id, session_id)
             if row is None:
                 return outcome
             try:
-                await apply_compression(await pg.driver_connection(db), row, plan, drafts)
+                await apply_compression(conn, row, plan, drafts)
                 await db.commit()
             except StaleMemoryState:
                 await db.rollback()

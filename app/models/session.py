@@ -72,20 +72,24 @@ class Session(SQLModel, table=True):
 
 
 class SessionRow(NamedTuple):
-    """A session as raw-SQL reads take it (the memory read of a context build): plain and
-    immutable, `Session`'s attribute names; the select list comes from the model
-    (`SESSION_ROW_COLUMNS`)."""
+    """A session as every reader takes it: plain and immutable, `Session`'s attribute names,
+    every column but the erasure tombstone (reads leave sessions under erasure out). The
+    select list comes from the model (`SESSION_ROW_COLUMNS`); `app.sessions.repository`
+    reads and writes the table with it, and the memory read (`app.memory.repository.read`)
+    selects it beside the state."""
 
     id: uuid.UUID
     tenant_id: uuid.UUID
     agent_id: str
+    user_id: str | None
     config: dict[str, Any]
     meta: dict[str, Any]
+    status: str
+    ended_at: datetime | None
     last_seq: int
     message_tokens: int
     created_at: datetime
     updated_at: datetime
-    user_id: str | None = None
 
 
 SESSION_ROW_COLUMNS = row_columns(SessionRow._fields, Session)

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.db import transaction
 from app.core.errors import BadRequest, Forbidden
 from app.messages.service import to_public
@@ -80,9 +81,10 @@ async def search_session(
     promoted: list[int] = []
     if body.promote:
         async with transaction(state.sessionmaker) as db:
-            session = visible_session(
-                caller, await sessions_repository.get(db, caller.tenant_id, session_id)
+            row = await sessions_repository.get(
+                await pg.driver_connection(db), caller.tenant_id, session_id
             )
+            session = visible_session(caller, row)
             promoted = await service.promote_hits(db, session, outcome.hits)
     return public(outcome, promoted)
 

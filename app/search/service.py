@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import deadline, pg
 from app.memory.service import promote_messages
+from app.models.session import SessionRow
 from app.search import repository
 from app.search.bm25 import BM25Params, WindowParams
 from app.search.dates import DateSpec, named_dates
@@ -252,7 +253,7 @@ async def search(
     return outcome
 
 
-async def promote_seqs(db: AsyncSession, session_row: Any, seqs: list[int]) -> list[int]:
+async def promote_seqs(db: AsyncSession, session_row: SessionRow, seqs: list[int]) -> list[int]:
     """Promote messages of `session_row` into its context; the seqs promoted now.
 
     That is the requested seqs that are promoted after the call (already-promoted ones
@@ -269,7 +270,9 @@ async def promote_seqs(db: AsyncSession, session_row: Any, seqs: list[int]) -> l
     return sorted({s for s in seqs if s in promoted} | added)
 
 
-async def promote_hits(db: AsyncSession, session_row: Any, hits: list[SearchHit]) -> list[int]:
+async def promote_hits(
+    db: AsyncSession, session_row: SessionRow, hits: list[SearchHit]
+) -> list[int]:
     """Promote the hits that belong to `session_row` (see `promote_seqs`).
 
     Hits from other sessions (agent/tenant scope) are not promoted: promotion copies

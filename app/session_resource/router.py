@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Query, Request
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core import pg
 from app.core.db import DbDep, after_commit, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
@@ -73,7 +74,7 @@ async def list_sessions(
         except ValueError as exc:
             raise invalid_cursor() from exc
     rows = await repository.list_page(
-        db,
+        await pg.driver_connection(db),
         caller.tenant_id,
         agent_id=agent_id,
         after=after,

@@ -11,12 +11,13 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.errors import BadRequest, Unprocessable
 from app.memory.errors import RomFrozen
 from app.memory.policy import MemoryConfig
 from app.memory.rom import Rom
-from app.models import Session
 from app.models.agent_profile import AgentProfile
+from app.models.session import SessionRow
 from app.profiles import repository as profiles
 from app.session_resource.schemas import (
     SessionConfig,
@@ -25,14 +26,15 @@ from app.session_resource.schemas import (
     SessionUpdate,
 )
 from app.sessions import repository
+from app.sessions.access import SessionNotFound
 
 # Other domains join session creation (e.g. memory freezes the ROM) without this module
-# knowing them (assembled in `app.wiring`): each hook gets (db, the session just added, the
-# ROM its creation resolved).
-CreateHook = Callable[[AsyncSession, Session, Rom], Awaitable[None]]
+# knowing them (assembled in `app.wiring`): each hook gets (db, the session just inserted,
+# the ROM its creation resolved).
+CreateHook = Callable[[AsyncSession, SessionRow, Rom], Awaitable[None]]
 # ... and the end of a session (`status: ended`), after its commit (facts flush their
 # extraction): each hook gets the ended session.
-EndHook = Callable[[Session], Awaitable[None]]
+EndHook = Callable[[SessionRow], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,17 +46,17 @@ class SessionHooks:
     ended: tuple[EndHook, ...]
 
 
-async def ended(session: Session, hooks: Sequence[EndHook]) -> None:
+async def ended(session: SessionRow, hooks: Sequence[EndHook]) -> None:
     """Run the session-ended hooks (after the commit that ended `session`)."""
     for hook in hooks:
         await hook(session)
 
 
-def session_config(session: Session) -> SessionConfig:
+def session_config(session: SessionRow) -> SessionConfig:
     return SessionConfig.model_validate(session.config or {})
 
 
-def to_public(session: Session) -> SessionPublic:
+def to_public(session: SessionRow) -> SessionPublic:
     cfg = session_config(session)
     return SessionPublic(
         id=session.id,
@@ -98,10 +100,11 @@ def with_profile_defaults(config: dict[str, Any], profile: AgentProfile | None) 
 
 async def create(
     db: AsyncSession, caller: Caller, body: SessionCreate, *, on_created: Sequence[CreateHook]
-) -> Session:
-    """Add the session, then run the create hooks. Its ROM is the inline one, else its
-    agent profile's current version, whose `facts` and `audit` are then the defaults of the
-    session's config (an inline ROM reads no profile)."""
+) -> SessionRow:
+    """Insert the session, then run the create hooks (memory's state references the row).
+    Its ROM is the inline one, else its agent profile's current version, whose `facts` and
+    `audit` are then the defaults of the session's config (an inline ROM reads no
+    profile)."""
     agent_id = resolve_agent(caller, body.agent_id)
     config = body.config.model_dump()
     if body.rom is not None:
@@ -110,29 +113,37 @@ async def create(
         profile = await profiles.latest(db, caller.tenant_id, agent_id)
         rom = Rom.of_profile(profile)
         config = with_profile_defaults(config, profile)
-    session = Session(
-        id=uuid.uuid4(),
+    session = await repository.insert(
+        await pg.driver_connection(db),
         tenant_id=caller.tenant_id,
+        session_id=uuid.uuid4(),
         agent_id=agent_id,
         user_id=body.user_id,
         config=config,
         meta=body.metadata,
+        now=datetime.now(UTC),
     )
-    await repository.add(db, session)
     for hook in on_created:
         await hook(db, session, rom)
     return session
 
 
-async def update(db: AsyncSession, session: Session, body: SessionUpdate) -> Session:
+async def update(db: AsyncSession, session: SessionRow, body: SessionUpdate) -> SessionRow:
+    """Apply the change to the session as it is now (its row locked, so a concurrent change
+    is not lost); the row as stored, its counters as the appends left them."""
     if "rom" in body.model_fields_set:
         raise RomFrozen(
             "A session's ROM is frozen at creation; start a new session to use another ROM."
         )
+    conn = await pg.driver_connection(db)
+    current = await repository.get(conn, session.tenant_id, session.id, lock=True)
+    if current is None:  # erased since it was read
+        raise SessionNotFound()
+    config = current.config
     if body.config is not None:
-        merged: dict[str, Any] = {**(session.config or {}), **body.config}
+        merged: dict[str, Any] = {**(current.config or {}), **body.config}
         try:
-            session.config = SessionConfig.model_validate(merged).model_dump()
+            config = SessionConfig.model_validate(merged).model_dump()
         except ValidationError as exc:
             raise Unprocessable(
                 "The config is not valid.",
@@ -141,12 +152,22 @@ async def update(db: AsyncSession, session: Session, body: SessionUpdate) -> Ses
                     for e in exc.errors()
                 ],
             ) from exc
-    if body.metadata is not None:
-        session.meta = body.metadata
-    if body.status is not None and body.status != session.status:
+    meta = current.meta if body.metadata is None else body.metadata
+    status, ended_at = current.status, current.ended_at
+    if body.status is not None and body.status != current.status:
         # issue 37: ending flushes the fact extraction (the router, after commit)
-        session.status = body.status
-        session.ended_at = datetime.now(UTC) if body.status == "ended" else None
-    session.updated_at = datetime.now(UTC)
-    await db.flush()
-    return session
+        status = body.status
+        ended_at = datetime.now(UTC) if body.status == "ended" else None
+    updated = await repository.update(
+        conn,
+        session.tenant_id,
+        session.id,
+        config=config,
+        meta=meta,
+        status=status,
+        ended_at=ended_at,
+        updated_at=datetime.now(UTC),
+    )
+    if updated is None:
+        raise SessionNotFound()
+    return updated

@@ -20,7 +20,6 @@ The pure part is `Caller.can_see_agent`; `visible_agent` below is the only query
 """
 
 import uuid
-from typing import Protocol, TypeVar
 
 import asyncpg
 import sqlalchemy as sa
@@ -30,6 +29,7 @@ from app.auth.caller import Caller
 from app.core.errors import NotFound
 from app.models import Session
 from app.models.base import table_of
+from app.models.session import SessionRow
 
 _S = table_of(Session)
 
@@ -85,19 +85,7 @@ async def require_visible(db: AsyncSession, caller: Caller, session_id: uuid.UUI
     return agent_id
 
 
-class _Owned(Protocol):
-    """A session row of any read path (a `Session`, or a `SessionRow`)."""
-
-    @property
-    def tenant_id(self) -> uuid.UUID: ...
-    @property
-    def agent_id(self) -> str: ...
-
-
-S = TypeVar("S", bound=_Owned)
-
-
-def visible_session(caller: Caller, session: S | None) -> S:
+def visible_session(caller: Caller, session: SessionRow | None) -> SessionRow:
     """`session` if it is the caller's to see (already filtered by tenant), else 404."""
     if (
         session is None

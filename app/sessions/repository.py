@@ -1,55 +1,142 @@
-"""Session queries. Every one filters by tenant, and leaves out sessions under erasure
-(their tombstone, `erasure_id`, makes them read as deleted: app.erasure)."""
+"""Session SQL. Every statement names the tenant, and leaves out sessions under erasure
+(their tombstone, `erasure_id`, makes them read as deleted: app.erasure).
 
+Every function runs SQL on an asyncpg connection: a route's or a job's is the one under its
+SQLAlchemy session (`app.core.pg.driver_connection`, inside its transaction). Rows come
+back as `SessionRow`, whose select list comes from the table model
+(`SESSION_ROW_COLUMNS`); no ORM instance is read or built.
+"""
+
+from __future__ import annotations
+
+import functools
 import uuid
 from datetime import datetime
+from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
+import asyncpg
 
-from app.models import Session
+from app.core.pg import dumps
+from app.models.session import SESSION_ROW_COLUMNS, SessionRow
+
+_COLUMNS = ", ".join(SESSION_ROW_COLUMNS)
+
+_GET = f"""
+SELECT {_COLUMNS} FROM sessions
+WHERE tenant_id = $1 AND id = $2 AND erasure_id IS NULL
+"""
+_GET_FOR_UPDATE = _GET + "FOR UPDATE\n"
 
 
-async def get(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> Session | None:
-    result = await db.execute(
-        sa.select(Session).where(
-            col(Session.tenant_id) == tenant_id,
-            col(Session.id) == session_id,
-            col(Session.erasure_id).is_(None),
-        )
+async def get(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, *, lock: bool = False
+) -> SessionRow | None:
+    """The session, or None when the tenant has none by that id (or it is under erasure);
+    with `lock`, its row is locked for the transaction."""
+    row = await conn.fetchrow(_GET_FOR_UPDATE if lock else _GET, tenant_id, session_id)
+    return None if row is None else SessionRow._make(row)
+
+
+_INSERT = f"""
+INSERT INTO sessions (id, tenant_id, agent_id, user_id, config, metadata, created_at,
+                      updated_at)
+VALUES ($2, $1, $3, $4, $5, $6, $7, $7)
+RETURNING {_COLUMNS}
+"""
+
+
+async def insert(
+    conn: asyncpg.Connection,
+    *,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    agent_id: str,
+    user_id: str | None,
+    config: dict[str, Any],
+    meta: dict[str, Any],
+    now: datetime,
+) -> SessionRow:
+    """Add an active session with no messages yet, created and updated `now`."""
+    row = await conn.fetchrow(
+        _INSERT, tenant_id, session_id, agent_id, user_id, dumps(config), dumps(meta), now
     )
-    return result.scalar_one_or_none()
+    assert row is not None  # RETURNING the inserted row
+    return SessionRow._make(row)
 
 
-async def add(db: AsyncSession, session: Session) -> Session:
-    db.add(session)
-    await db.flush()
-    return session
+_UPDATE = f"""
+UPDATE sessions SET config = $3, metadata = $4, status = $5, ended_at = $6, updated_at = $7
+WHERE tenant_id = $1 AND id = $2 AND erasure_id IS NULL
+RETURNING {_COLUMNS}
+"""
+
+
+async def update(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    *,
+    config: dict[str, Any],
+    meta: dict[str, Any],
+    status: str,
+    ended_at: datetime | None,
+    updated_at: datetime,
+) -> SessionRow | None:
+    """Store a session's config, metadata and status; the row as it now is (its counters
+    as the appends left them), or None when it is gone."""
+    row = await conn.fetchrow(
+        _UPDATE,
+        tenant_id,
+        session_id,
+        dumps(config),
+        dumps(meta),
+        status,
+        ended_at,
+        updated_at,
+    )
+    return None if row is None else SessionRow._make(row)
+
+
+@functools.cache
+def _page_sql(by_agent: bool, by_user: bool, after: bool) -> str:
+    # one statement per filter combination, each numbering only the parameters it takes
+    # and keeping its own plan (index) among the connection's prepared statements
+    where = ["tenant_id = $1", "erasure_id IS NULL"]
+    n = 2
+    if by_agent:
+        where.append(f"agent_id = ${n}")
+        n += 1
+    if by_user:
+        where.append(f"user_id = ${n}")
+        n += 1
+    if after:
+        where.append(f"(created_at, id) > (${n}, ${n + 1})")
+        n += 2
+    return f"""
+SELECT {_COLUMNS} FROM sessions
+WHERE {" AND ".join(where)}
+ORDER BY created_at, id LIMIT ${n}
+"""
 
 
 async def list_page(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     *,
     agent_id: str | None,
     after: tuple[datetime, uuid.UUID] | None,
     limit: int,
     user_id: str | None = None,
-) -> list[Session]:
-    q = sa.select(Session).where(
-        col(Session.tenant_id) == tenant_id, col(Session.erasure_id).is_(None)
-    )
+) -> list[SessionRow]:
+    """The tenant's sessions oldest first (of one agent, of one user), after the cursor
+    `(created_at, id)`."""
+    sql = _page_sql(agent_id is not None, user_id is not None, after is not None)
+    args: list[Any] = [tenant_id]
     if agent_id is not None:
-        q = q.where(col(Session.agent_id) == agent_id)
+        args.append(agent_id)
     if user_id is not None:
-        q = q.where(col(Session.user_id) == user_id)
+        args.append(user_id)
     if after is not None:
-        q = q.where(sa.tuple_(col(Session.created_at), col(Session.id)) > sa.tuple_(*after))
-    result = await db.execute(q.order_by(col(Session.created_at), col(Session.id)).limit(limit))
-    return list(result.scalars())
-
-
-async def delete(db: AsyncSession, session: Session) -> None:
-    await db.delete(session)
-    await db.flush()
+        args.extend(after)
+    rows = await conn.fetch(sql, *args, limit)
+    return [SessionRow._make(r) for r in rows]

@@ -37,7 +37,7 @@ def _as_session_agent(ctx: ToolContext) -> Caller:
 async def search_facts(ctx: ToolContext, args: dict[str, Any]) -> Any:
     default = FactsConfig.from_stored((ctx.session.config or {}).get("facts")).scope
     if default == "user":  # the session's user (its agent's tier without one: fact_scope)
-        user_id = getattr(ctx.session, "user_id", None)
+        user_id = ctx.session.user_id
         default = f"user/{user_id}" if user_id else "agent"
     body = parse_args(FactSearch, {"scope": default, **args})
     found = await facts_service.search_facts(ctx.db, _as_session_agent(ctx), body)

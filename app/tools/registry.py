@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core.errors import AppError, envelope
-from app.models import Session
+from app.models.session import SessionRow
 from app.state import AppState, app_state
 from app.tools.catalog import ToolCatalog
 
@@ -34,7 +34,7 @@ class ToolContext:
     """Everything a handler may need: the request's DB session, the session, the caller."""
 
     db: AsyncSession
-    session: Session
+    session: SessionRow
     caller: Caller
     request: Request
 

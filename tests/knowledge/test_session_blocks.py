@@ -10,6 +10,7 @@ from contextlib import nullcontext
 import pytest
 
 from app.context import blocks as registry
+from app.core import pg
 from app.core.tokens import count_text
 from app.knowledge import blocks as knowledge_blocks
 from app.sessions import repository as sessions_repo
@@ -54,7 +55,9 @@ async def _items(client) -> None:
 
 
 async def _blocks(db, tenant, session: dict, budget: int) -> dict[str, registry.ContextBlock]:
-    row = await sessions_repo.get(db, uuid.UUID(tenant.id), uuid.UUID(session["id"]))
+    row = await sessions_repo.get(
+        await pg.driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(session["id"])
+    )
     providers = (knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider)
     return {
         b.name: b for b in await registry.collect(lambda: nullcontext(db), row, budget, providers)
