@@ -49,6 +49,67 @@ REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 ADMIN_KEY = "lm_test_admin_" + secrets.token_urlsafe(24)
 
 
+# Run order: the longest modules first, so that with `-n 2 --dist loadgroup` (xdist hands out
+# work in collection order) they start while the other worker is busy with short tests, and
+# both workers run out of work together instead of one waiting for a long test it picked up
+# last. Seconds each module's tests took (setup included) on the 2-core machine when it was
+# otherwise quiet (`scripts/test tests --durations=0`); on a busy machine the same tests take
+# two to three times as long, which is when the order matters most. The other `slow` modules
+# (subprocesses, servers) come next, then the rest; a module's tests stay together, in order.
+LONGEST_FIRST: dict[str, float] = {
+    "tests/test_fuzz_openapi.py": 65,  # one test
+    "tests/faults/test_worker_faults.py": 67,
+    "tests/test_packaging.py": 48,  # one xdist_group: one worker builds its virtualenv
+    "tests/test_examples.py": 47,
+    "tests/faults/test_facts_worker_faults.py": 41,  # one test
+    "tests/portability/test_import_invariant.py": 36,  # one test
+    "tests/test_embedded.py": 33,
+    "tests/faults/test_database_faults.py": 33,
+    "tests/console/test_console_browser.py": 32,
+    "tests/client_ts/test_typescript_client.py": 30,  # one test
+    "tests/test_readme_walkthrough.py": 25,  # one test
+    "tests/facts/test_facts_issue37_long_run.py": 20,  # one test
+    "tests/core/test_metrics.py": 18,
+    "tests/faults/test_erasure_faults.py": 14,
+    "tests/test_first_ten_minutes.py": 13,
+    "tests/mcp/test_mcp_endpoint.py": 12,
+    "tests/adapters/test_claude_memory_tool.py": 12,
+    "tests/scaling/test_partitioned_schema.py": 11,
+    "tests/context/test_manifests_replay.py": 11,
+    "tests/test_serve_workers.py": 10,
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--db-tests-only",
+        action="store_true",
+        default=False,
+        help="run only the tests that reach the run's database (the test_database fixture, "
+        "through settings, app, client, db...): scripts/test's partitioned pass, where the "
+        "others would run exactly as in the first pass",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--db-tests-only"):
+        keep = [i for i in items if "test_database" in getattr(i, "fixturenames", ())]
+        dropped = [i for i in items if "test_database" not in getattr(i, "fixturenames", ())]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    weight: dict[str, float] = {}
+    for item in items:
+        w = LONGEST_FIRST.get(module(item), 1.0 if item.get_closest_marker("slow") else 0.0)
+        weight[module(item)] = max(weight.get(module(item), 0.0), w)
+    first = {m: n for n, m in enumerate(dict.fromkeys(module(i) for i in items))}
+    items.sort(key=lambda i: (-weight[module(i)], first[module(i)]))
+
+
 @pytest.fixture(scope="session")
 def test_database(worker_id: str = "master") -> Iterator[str]:
     """Create and migrate a database for this test run; drop it afterwards."""
