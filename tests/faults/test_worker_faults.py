@@ -23,6 +23,7 @@ import httpx
 import psutil
 import pytest
 import sqlalchemy as sa
+from redis.asyncio import Redis
 
 from app.core.config import Settings
 from app.main import create_app
@@ -167,11 +168,18 @@ async def test_worker_rides_out_a_redis_outage(
     redis_running: PrivateRedis,
     fake_llm: FakeLLMServer,
 ) -> None:
+    health = settings.queue_name + ":health-check"  # arq writes it on its first poll
+    store = Redis.from_url(redis_running.url)
+    await store.delete(health)
     worker = start_worker(worker_env(settings, redis_running, fake_llm))
     try:
         sid = await new_session(redis_api)
-        await asyncio.sleep(3)  # the worker is up and polling
-        assert worker.poll() is None
+
+        async def polling() -> bool:
+            return bool(await store.exists(health)) or worker.poll() is not None
+
+        await wait_for(polling, 30, "the worker to poll the queue")  # up and polling
+        assert worker.poll() is None, log_tail(worker)
         redis_running.stop()
         stopped = time.monotonic()
         await _make_busy(redis_api, sid)  # enqueues fail: the jobs stay pending
@@ -197,6 +205,7 @@ async def test_worker_rides_out_a_redis_outage(
             f"session {took:.1f}s after Redis was back"
         )
     finally:
+        await store.aclose()
         stop(worker)
 
 
