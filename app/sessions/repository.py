@@ -9,7 +9,6 @@ back as `SessionRow`, whose select list comes from the table model
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime
 from typing import Any
@@ -97,7 +96,6 @@ async def update(
     return None if row is None else SessionRow._make(row)
 
 
-@functools.cache
 def _page_sql(by_agent: bool, by_user: bool, after: bool) -> str:
     # one statement per filter combination, each numbering only the parameters it takes
     # and keeping its own plan (index) among the connection's prepared statements
@@ -119,6 +117,15 @@ ORDER BY created_at, id LIMIT ${n}
 """
 
 
+# every filter combination's statement, written once at import
+_PAGE_SQL = {
+    (a, u, f): _page_sql(a, u, f)
+    for a in (False, True)
+    for u in (False, True)
+    for f in (False, True)
+}
+
+
 async def list_page(
     conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
@@ -130,7 +137,7 @@ async def list_page(
 ) -> list[SessionRow]:
     """The tenant's sessions oldest first (of one agent, of one user), after the cursor
     `(created_at, id)`."""
-    sql = _page_sql(agent_id is not None, user_id is not None, after is not None)
+    sql = _PAGE_SQL[agent_id is not None, user_id is not None, after is not None]
     args: list[Any] = [tenant_id]
     if agent_id is not None:
         args.append(agent_id)
