@@ -37,10 +37,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-import asyncpg
 import httpx
 
-from bench.inprocess import ADMIN_DSN, REDIS, _migrate
+from bench.inprocess import REDIS
+from bench.tenants import fresh_tenant, scratch_database
+
+PG = os.environ.get("BENCH_PG_SERVER", "postgresql://postgres@127.0.0.1:5432")
 
 Scope = dict[str, Any]
 
@@ -127,7 +129,7 @@ def add_probes(app: Any) -> None:
 
 async def compressed_session(c: httpx.AsyncClient, env: dict[str, str]) -> str:
     """A session of 50 messages of ~150 tokens, compressed by a worker until L1 is 10."""
-    sid = (await c.post("/v1/sessions", json={})).json()["id"]
+    sid = (await c.post("/v1/sessions", json={"agent_id": "a"})).json()["id"]
     words = " ".join(["lorem ipsum dolor sit amet"] * 30)
     for i in range(25):
         turn = [
@@ -163,16 +165,9 @@ async def main(n: int, rounds: int) -> None:
     from app.memory.repository import CONTEXT
     from app.state import app_state
 
-    name = f"loom_parts_{uuid.uuid4().hex[:8]}"
-    admin_conn = await asyncpg.connect(ADMIN_DSN)
-    await admin_conn.execute(f'CREATE DATABASE "{name}"')
-    await admin_conn.close()
-    dsn = ADMIN_DSN.rsplit("/", 1)[0] + "/" + name
-    url = dsn.replace("postgresql://", "postgresql+asyncpg://")
-    try:
-        await asyncio.to_thread(_migrate, url)
+    async with scratch_database(PG, "loom_parts") as (url, _fake):
         admin = "lm_" + secrets.token_urlsafe(32)
-        queue = f"loom:parts:{name}"
+        queue = f"loom:parts:{uuid.uuid4().hex[:8]}"
         env = {
             **os.environ,
             "DATABASE_URL": url,
@@ -185,32 +180,26 @@ async def main(n: int, rounds: int) -> None:
             Settings(DATABASE_URL=url, REDIS_URL=REDIS, LOOM_ADMIN_KEY=admin, LOOM_QUEUE_NAME=queue)
         )
         add_probes(app)
-        os.environ["BENCH_FLOOR_DSN"] = dsn
+        os.environ["BENCH_FLOOR_DSN"] = url.replace("postgresql+asyncpg://", "postgresql://")
         floor = importlib.import_module("bench.floor_app").app
         async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as c:
-                h = {"Authorization": f"Bearer {admin}"}
-                tenant = (await c.post("/v1/tenants", json={"name": name}, headers=h)).json()
-                key = (
-                    await c.post(
-                        "/v1/api-keys",
-                        headers=h,
-                        json={"tenant_id": tenant["id"], "role": "agent", "agent_id": "a"},
-                    )
-                ).json()
-                c.headers["Authorization"] = f"Bearer {key['secret']}"
+            tenant_id, secret = await fresh_tenant(transport, admin, "parts")
+            auth = {"Authorization": f"Bearer {secret}"}
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://bench", headers=auth
+            ) as c:
                 sid = await compressed_session(c, env)
             heap.tune()  # as `serve` runs (app.core.heap)
             headers = [
                 (b"host", b"bench"),
-                (b"authorization", f"Bearer {key['secret']}".encode()),
+                (b"authorization", f"Bearer {secret}".encode()),
                 (b"content-type", b"application/json"),
                 (b"content-length", b"2"),
             ]
             state = app_state(app)
             caller = Caller(
-                tenant_id=uuid.UUID(tenant["id"]), role="agent", agent_id="a", key_id=None
+                tenant_id=uuid.UUID(tenant_id), role="service", agent_id=None, key_id=None
             )
             session_id = uuid.UUID(sid)
             hooks = state.parts[ContextHooks]
@@ -282,10 +271,6 @@ async def main(n: int, rounds: int) -> None:
             floor_ms = sorted(seen["floor route"])[rounds // 2]
             app_ms = sorted(seen["app route"])[rounds // 2]
             print(f"  floor / app                          {floor_ms / app_ms:.2f}")
-    finally:
-        admin_conn = await asyncpg.connect(ADMIN_DSN)
-        await admin_conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin_conn.close()
 
 
 if __name__ == "__main__":
