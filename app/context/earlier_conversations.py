@@ -72,7 +72,7 @@ def provider(
         query: str | None = None,
     ) -> ContextBlock | None:
         cfg = (session_row.config or {}).get("user_recall")
-        user_id = getattr(session_row, "user_id", None)
+        user_id = session_row.user_id
         if not cfg or not cfg.get("enabled", True) or not user_id:
             return None
         budget = MemoryConfig.from_stored(session_row.config).budget

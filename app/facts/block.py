@@ -117,7 +117,7 @@ async def facts_provider(
     tokens = cfg.tokens(MemoryConfig.from_stored(session_row.config).budget, budget_tokens)
     if tokens < MIN_FACTS_TOKENS:
         return None
-    scope = fact_scope(cfg, session_row.agent_id, getattr(session_row, "user_id", None))
+    scope = fact_scope(cfg, session_row.agent_id, session_row.user_id)
     tid, agent = session_row.tenant_id, session_row.agent_id
     async with open_db() as db:
         query = query or await newest_user_text(db, session_row, newest_user)
