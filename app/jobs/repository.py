@@ -1,24 +1,27 @@
-"""Queries on `compression_jobs` (one row per session). Callers commit."""
+"""Queries on `compression_jobs` (one row per session). Callers commit.
+
+Every statement is SQL on an asyncpg connection: a route's or a job's is the one under its
+SQLAlchemy session (`app.core.pg.driver_connection`, inside its transaction; the functions
+take the session, as the worker's bookkeeping hands it over), the append's compression
+trigger a connection of the hot paths' pool (`mark_pending_pg`). A job row comes back as
+`CompressionJobRow`, whose select list comes from the table model; no ORM instance is read
+or built.
+"""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import asyncpg
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
 
+from app.core import pg
 from app.core.partitions import FAN_OUT
 from app.core.pg import positional
-from app.models.base import table_of
-from app.models.compression_job import CompressionJob
+from app.models.compression_job import COMPRESSION_JOB_ROW_COLUMNS, CompressionJobRow
 from app.models.memory_state import L1_COUNT_SQL, PRESSURE_SQL
-
-_T = table_of(CompressionJob)
 
 # Error texts are shown to API callers; keep them short.
 MAX_ERROR_CHARS = 500
@@ -28,26 +31,29 @@ def _clip(error: str | None) -> str | None:
     return None if error is None else error[:MAX_ERROR_CHARS]
 
 
+_GET = f"""
+SELECT {", ".join(COMPRESSION_JOB_ROW_COLUMNS)} FROM compression_jobs
+WHERE tenant_id = $1 AND session_id = $2
+"""
+
+
 async def get(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
-) -> CompressionJob | None:
+) -> CompressionJobRow | None:
     """The session's job row, or None if it never had a job."""
-    result = await db.execute(
-        sa.select(CompressionJob).where(
-            col(CompressionJob.tenant_id) == tenant_id, col(CompressionJob.session_id) == session_id
-        )
-    )
-    return result.scalar_one_or_none()
+    conn = await pg.driver_connection(db)
+    row = await conn.fetchrow(_GET, tenant_id, session_id)
+    return None if row is None else CompressionJobRow._make(row)
 
 
 # Queued (or waiting for the queue). A running job keeps its `running` status: the queue
 # deduplicates per session and the running job re-plans before it ends. The error is kept
-# unless a new one is given. One statement for the ORM (`mark_pending`) and the hot paths'
-# pool (`mark_pending_pg`: the append's compression trigger, no ORM transaction).
+# unless a new one is given. One statement for a session's connection (`mark_pending`) and
+# the hot paths' pool (`mark_pending_pg`: the append's compression trigger, no transaction).
 _MARK_PENDING = """
 INSERT INTO compression_jobs AS j (session_id, tenant_id, status, job_id, attempts,
                                    enqueued_at, updated_at, last_error)
-VALUES (:session_id, :tenant_id, 'pending', :job_id, 0, now(), now(), :error)
+VALUES ($2, $1, 'pending', $3, 0, now(), now(), $4)
 ON CONFLICT (tenant_id, session_id) DO UPDATE
 SET status = CASE WHEN j.status = 'running' THEN j.status ELSE 'pending' END,
     job_id = excluded.job_id, enqueued_at = clock_timestamp(),
@@ -55,7 +61,6 @@ SET status = CASE WHEN j.status = 'running' THEN j.status ELSE 'pending' END,
     last_error = CASE WHEN j.status = 'running' THEN j.last_error
                       ELSE coalesce(excluded.last_error, j.last_error) END
 """
-_MARK_PENDING_PG = positional(_MARK_PENDING)
 
 
 async def mark_pending(
@@ -69,10 +74,7 @@ async def mark_pending(
     `running` status (the queue deduplicates per session) but the ask is kept in
     `enqueued_at`: the job enqueues itself again once it has ended
     (`app.memory.tasks.requeue_if_asked`)."""
-    await db.execute(
-        sa.text(_MARK_PENDING),
-        {"session_id": session_id, "tenant_id": tenant_id, "job_id": job_id, "error": _clip(error)},
-    )
+    await mark_pending_pg(await pg.driver_connection(db), tenant_id, session_id, job_id, error)
 
 
 async def mark_pending_pg(
@@ -82,76 +84,69 @@ async def mark_pending_pg(
     job_id: str,
     error: str | None = None,
 ) -> None:
-    """`mark_pending` in one autocommitted statement on a connection of the pool."""
-    sql, names = _MARK_PENDING_PG
-    values = {
-        "session_id": session_id,
-        "tenant_id": tenant_id,
-        "job_id": job_id,
-        "error": _clip(error),
-    }
-    await conn.execute(sql, *[values[n] for n in names])
+    """`mark_pending` on an asyncpg connection: on one of the pool, one autocommitted
+    statement."""
+    await conn.execute(_MARK_PENDING, tenant_id, session_id, job_id, _clip(error))
+
+
+_ASKED = """
+SELECT status, enqueued_at, started_at FROM compression_jobs
+WHERE tenant_id = $1 AND session_id = $2
+"""
 
 
 async def asked_since_start(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
     """A compression was asked for after the latest try started (and the job is not
     running any more)."""
-    row = (
-        await db.execute(
-            sa.select(_T.c.status, _T.c.enqueued_at, _T.c.started_at).where(
-                _T.c.tenant_id == tenant_id, _T.c.session_id == session_id
-            )
-        )
-    ).first()
-    if row is None or row.status == "running":
+    conn = await pg.driver_connection(db)
+    row = await conn.fetchrow(_ASKED, tenant_id, session_id)
+    if row is None or row["status"] == "running":
         return False
-    if row.status == "pending":
+    if row["status"] == "pending":
         return True
-    return (
-        row.enqueued_at is not None
-        and row.started_at is not None
-        and row.enqueued_at > row.started_at
-    )
+    enqueued_at, started_at = row["enqueued_at"], row["started_at"]
+    return enqueued_at is not None and started_at is not None and enqueued_at > started_at
+
+
+_MARK_RUNNING = """
+INSERT INTO compression_jobs AS j (session_id, tenant_id, status, job_id, attempts,
+                                   started_at, enqueued_at, updated_at)
+VALUES ($2, $1, 'running', $3, $4, now(), now(), now())
+ON CONFLICT (tenant_id, session_id) DO UPDATE
+SET status = 'running', job_id = excluded.job_id, attempts = excluded.attempts,
+    started_at = now(), finished_at = NULL, updated_at = now()
+"""
 
 
 async def mark_running(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, attempt: int
 ) -> None:
     """A worker started try number `attempt`."""
-    now = sa.func.now()
-    stmt = insert(_T).values(
-        session_id=session_id,
-        tenant_id=tenant_id,
-        status="running",
-        job_id=job_id,
-        attempts=attempt,
-        started_at=now,
-        enqueued_at=now,
-        updated_at=now,
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[_T.c.tenant_id, _T.c.session_id],
-        set_={
-            "status": "running",
-            "job_id": job_id,
-            "attempts": attempt,
-            "started_at": now,
-            "finished_at": None,
-            "updated_at": now,
-        },
-    )
-    await db.execute(stmt)
+    conn = await pg.driver_connection(db)
+    await conn.execute(_MARK_RUNNING, tenant_id, session_id, job_id, attempt)
+
+
+_MARK_RETRYING = """
+UPDATE compression_jobs SET status = 'pending', last_error = $3, updated_at = now()
+WHERE tenant_id = $1 AND session_id = $2
+"""
 
 
 async def mark_retrying(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, error: str
 ) -> None:
     """This try failed and the job was rescheduled: back to pending, with the reason."""
-    await db.execute(
-        sa.update(_T)
-        .where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
-        .values(status="pending", last_error=_clip(error), updated_at=sa.func.now())
-    )
+    conn = await pg.driver_connection(db)
+    await conn.execute(_MARK_RETRYING, tenant_id, session_id, _clip(error))
+
+
+_MARK_FINISHED = """
+UPDATE compression_jobs
+SET status = $3, finished_at = now(), updated_at = now(), runs = runs + 1,
+    summaries_written = summaries_written + $4, tokens_saved = tokens_saved + $5,
+    last_error = $6
+WHERE tenant_id = $1 AND session_id = $2
+"""
 
 
 async def mark_finished(
@@ -165,20 +160,24 @@ async def mark_finished(
     tokens_saved: int,
 ) -> None:
     """The job ended: `succeeded` (clears the error) or `failed` (keeps it)."""
-    values: dict[str, object] = {
-        "status": "succeeded" if ok else "failed",
-        "finished_at": sa.func.now(),
-        "updated_at": sa.func.now(),
-        "runs": _T.c.runs + 1,
-        "summaries_written": _T.c.summaries_written + summaries,
-        "tokens_saved": _T.c.tokens_saved + tokens_saved,
-        "last_error": None if ok else _clip(error),
-    }
-    await db.execute(
-        sa.update(_T)
-        .where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
-        .values(**values)
+    conn = await pg.driver_connection(db)
+    await conn.execute(
+        _MARK_FINISHED,
+        tenant_id,
+        session_id,
+        "succeeded" if ok else "failed",
+        summaries,
+        tokens_saved,
+        None if ok else _clip(error),
     )
+
+
+_STALE = f"""
+SELECT {FAN_OUT} tenant_id, session_id FROM compression_jobs
+WHERE (status = 'pending' AND updated_at < $1) OR (status = 'running' AND updated_at < $2)
+ORDER BY updated_at
+LIMIT $3
+"""
 
 
 async def stale_jobs(
@@ -188,25 +187,17 @@ async def stale_jobs(
     enqueue may have been lost while Redis was down) or running since before
     `running_before` (the worker died and Redis lost the job), oldest first.
     Deliberately cross-tenant: only the worker's cron pass calls it."""
-    result = await db.execute(
-        sa.select(_T.c.tenant_id, _T.c.session_id)
-        .prefix_with(FAN_OUT)
-        .where(
-            ((_T.c.status == "pending") & (_T.c.updated_at < pending_before))
-            | ((_T.c.status == "running") & (_T.c.updated_at < running_before))
-        )
-        .order_by(_T.c.updated_at)
-        .limit(limit)
-    )
-    return [(row[0], row[1]) for row in result]
+    conn = await pg.driver_connection(db)
+    rows = await conn.fetch(_STALE, pending_before, running_before, limit)
+    return [(row[0], row[1]) for row in rows]
 
 
-_PRESSURE = sa.text(f"""
+_PRESSURE = f"""
 SELECT {PRESSURE_SQL}
-FROM sessions s JOIN memory_states m ON m.tenant_id = :tid AND m.session_id = :sid
-LEFT JOIN compression_jobs j ON j.tenant_id = :tid AND j.session_id = :sid
-WHERE s.tenant_id = :tid AND s.id = :sid
-""")
+FROM sessions s JOIN memory_states m ON m.tenant_id = $1 AND m.session_id = $2
+LEFT JOIN compression_jobs j ON j.tenant_id = $1 AND j.session_id = $2
+WHERE s.tenant_id = $1 AND s.id = $2
+"""
 
 
 async def pressure(
@@ -216,23 +207,24 @@ async def pressure(
     stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens (from the stored
     counters, see `MemoryState.swapped_tokens`), and the status of its compression job (None
     if it never had one)."""
-    row = (await db.execute(_PRESSURE, {"sid": session_id, "tid": tenant_id})).mappings().first()
+    conn = await pg.driver_connection(db)
+    row = await conn.fetchrow(_PRESSURE, tenant_id, session_id)
     return dict(row) if row is not None else None
 
 
-_CANDIDATES = sa.text(f"""
+_CANDIDATES = f"""
 SELECT {FAN_OUT} s.tenant_id, s.id
 FROM sessions s
 JOIN memory_states m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
 LEFT JOIN compression_jobs j ON j.tenant_id = s.tenant_id AND j.session_id = s.id
-WHERE (s.updated_at >= :since
-       OR {L1_COUNT_SQL} > coalesce((s.config ->> 'l1_max_messages')::int, :default_l1_max))
+WHERE (s.updated_at >= $1
+       OR {L1_COUNT_SQL} > coalesce((s.config ->> 'l1_max_messages')::int, $2))
   AND s.last_seq >= m.l1_start_seq
   AND (j.session_id IS NULL
        OR (j.status IN ('succeeded', 'failed') AND j.finished_at < s.updated_at))
 ORDER BY s.updated_at DESC
-LIMIT :limit
-""")
+LIMIT $3
+"""
 
 
 async def busy_candidates(
@@ -241,10 +233,25 @@ async def busy_candidates(
     """Sessions that may need compression: changed since `since`, or with more L1
     messages than their `l1_max_messages`; skipping sessions whose job is queued or
     running, or whose last job finished after their last change. Cross-tenant (cron)."""
-    result = await db.execute(
-        _CANDIDATES, {"since": since, "default_l1_max": default_l1_max, "limit": limit}
-    )
-    return [(row[0], row[1]) for row in result]
+    conn = await pg.driver_connection(db)
+    rows = await conn.fetch(_CANDIDATES, since, default_l1_max, limit)
+    return [(row[0], row[1]) for row in rows]
+
+
+class JobListRow(NamedTuple):
+    """A session's latest job of one kind as the job list reads it (`list_jobs`): a
+    compression job or a fact extraction, with its session's agent."""
+
+    kind: Literal["compression", "facts"]
+    session_id: uuid.UUID
+    agent_id: str
+    status: str
+    attempts: int
+    last_error: str | None
+    enqueued_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
 
 
 # A tenant's latest jobs of both kinds with their session's agent, most recently changed
@@ -267,6 +274,28 @@ WHERE true {where}
 ORDER BY updated_at DESC, session_id DESC, kind DESC
 LIMIT :limit
 """
+_FILTERS = ("kind", "status", "agent_id")
+
+
+def _list_sql(kind: bool, status: bool, agent: bool, after: bool) -> tuple[str, list[str]]:
+    where = [
+        f"AND {name} = :{name}"
+        for name, on in zip(_FILTERS, (kind, status, agent), strict=True)
+        if on
+    ]
+    if after:
+        where.append("AND (updated_at, session_id, kind) < (:at, :sid, :k)")
+    return positional(_LIST.format(where=" ".join(where)))
+
+
+# every filter combination's statement (and its parameters' names), written once at import
+_LIST_SQL = {
+    (k, s, a, f): _list_sql(k, s, a, f)
+    for k in (False, True)
+    for s in (False, True)
+    for a in (False, True)
+    for f in (False, True)
+}
 
 
 async def list_jobs(
@@ -278,15 +307,19 @@ async def list_jobs(
     agent_id: str | None,
     after: tuple[datetime, uuid.UUID, str] | None,
     limit: int,
-) -> list[Any]:
+) -> list[JobListRow]:
     """One page of `_LIST`: after the cursor (updated_at, session_id, kind)."""
-    where, params = [], {"t": tenant_id, "limit": limit}
-    for name, value in (("kind", kind), ("status", status), ("agent_id", agent_id)):
-        if value is not None:
-            where.append(f"AND {name} = :{name}")
-            params[name] = value
+    filters = (kind is not None, status is not None, agent_id is not None, after is not None)
+    sql, names = _LIST_SQL[filters]
+    values: dict[str, Any] = {
+        "t": tenant_id,
+        "kind": kind,
+        "status": status,
+        "agent_id": agent_id,
+        "limit": limit,
+    }
     if after is not None:
-        where.append("AND (updated_at, session_id, kind) < (:at, :sid, :k)")
-        params.update(at=after[0], sid=after[1], k=after[2])
-    sql = sa.text(_LIST.format(where=" ".join(where)))
-    return list((await db.execute(sql, params)).all())
+        values.update(at=after[0], sid=after[1], k=after[2])
+    conn = await pg.driver_connection(db)
+    rows = await conn.fetch(sql, *[values[n] for n in names])
+    return [JobListRow._make(r) for r in rows]

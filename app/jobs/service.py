@@ -38,15 +38,15 @@ async def compression_status(
     row = await repository.get(db, tenant_id, session_id)
     if row is None:
         return None
-    return CompressionJobPublic.model_validate(row, from_attributes=True)
+    return CompressionJobPublic(**row._asdict())
 
 
 # Records a job as pending: (tenant_id, session_id, job_id, error).
 Recorder = Callable[[uuid.UUID, uuid.UUID, str, str | None], Awaitable[None]]
 
 
-def orm_recorder(sessionmaker: async_sessionmaker[AsyncSession]) -> Recorder:
-    """Record through a SQLAlchemy session (a transaction of its own)."""
+def session_recorder(sessionmaker: async_sessionmaker[AsyncSession]) -> Recorder:
+    """Record in a transaction of its own (a SQLAlchemy session's, on its connection)."""
 
     async def record(
         tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, error: str | None
@@ -91,7 +91,7 @@ async def enqueue_compression(
     """
     if record is None:
         assert sessionmaker is not None
-        record = orm_recorder(sessionmaker)
+        record = session_recorder(sessionmaker)
     job_id = compress_job_id(session_id)
     try:
         await record(tenant_id, session_id, job_id, None)

@@ -1,5 +1,6 @@
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
@@ -7,6 +8,7 @@ from sqlmodel import Field, SQLModel
 from app.models.base import (
     counter_column,
     optional_ts_column,
+    row_columns,
     session_fk,
     tenant_key,
     tenant_pk,
@@ -43,3 +45,22 @@ class CompressionJob(SQLModel, table=True):
     started_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     finished_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class CompressionJobRow(NamedTuple):
+    """A session's compression job as the API shows it (`app.jobs.repository.get`): plain
+    and immutable; the worker changes the row through the repository's updates."""
+
+    status: str
+    job_id: str | None
+    attempts: int
+    last_error: str | None
+    enqueued_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    runs: int
+    summaries_written: int
+    tokens_saved: int
+
+
+COMPRESSION_JOB_ROW_COLUMNS = row_columns(CompressionJobRow._fields, CompressionJob)
