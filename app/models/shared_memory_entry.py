@@ -1,6 +1,6 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
@@ -9,6 +9,7 @@ from sqlmodel import Field, SQLModel
 from app.models.base import (
     new_id,
     optional_ts_column,
+    row_columns,
     session_fk,
     tenant_key,
     tenant_pk,
@@ -68,6 +69,32 @@ class SharedMemoryEntry(SQLModel, table=True):
     expires_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class EntryRow(NamedTuple):
+    """A shared-memory entry as its reads and writes return it (`app.shared_memory.repository`):
+    every column but the id and the stored bytes (read beside it when asked for), plain and
+    immutable."""
+
+    tenant_id: uuid.UUID
+    namespace: str
+    scope_id: str
+    storage_key: str
+    version: int
+    content_type: str
+    size_bytes: int
+    stored_bytes: int
+    compressed: bool
+    sha256: str
+    ref_id: str
+    meta: dict[str, Any]
+    writer_agent_id: str | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+ENTRY_ROW_COLUMNS = row_columns(EntryRow._fields, SharedMemoryEntry)
 
 
 class SharedMemoryRefHolder(SQLModel, table=True):

@@ -2,30 +2,27 @@
 
 "Live" = not expired, or still referenced by a message (a holder row): an expired entry is
 never returned, even before the cleanup job has deleted it.
+
+Every function runs SQL on an asyncpg connection: a route's is the one under its SQLAlchemy
+session (`app.core.pg.driver_connection`, inside its transaction), the message append's its
+own (`app.shared_memory.offload`). Entries come back as `EntryRow`, whose select list comes
+from the table model (`ENTRY_ROW_COLUMNS`), with their stored bytes beside it when a read
+asks for them; no ORM instance is read or built.
 """
 
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
 import asyncpg
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.partitions import FAN_OUT
 from app.core.pg import dumps
-from app.models.base import table_of
-from app.models.session import Session
-from app.models.shared_memory_entry import SharedMemoryEntry, SharedMemoryRefHolder
+from app.models.shared_memory_entry import ENTRY_ROW_COLUMNS, EntryRow
 
-E = table_of(SharedMemoryEntry)
-H = table_of(SharedMemoryRefHolder)
-NEXT_VERSION = sa.func.nextval("shared_memory_version_seq")
-
-HEAD_COLUMNS = [c for c in E.c if c.name != "value"]
+_HEAD = ", ".join(ENTRY_ROW_COLUMNS)
+_NEXT_VERSION = "nextval('shared_memory_version_seq')"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,144 +33,204 @@ class Addr:
     storage_key: str
 
 
-def _held(tenant_id: Any) -> sa.ColumnElement[bool]:
-    """A message holds the entry's reference (`tenant_id`: the tenant, named in the SQL)."""
-    # correlated to the outer entry row by name: in an upsert's DO UPDATE SET, SQLAlchemy
-    # would otherwise add shared_memory_entries to the subquery's FROM (any entry's holder)
-    return sa.exists().where(
-        H.c.tenant_id == tenant_id, H.c.entry_id == sa.literal_column("shared_memory_entries.id")
-    )
+def _args(a: Addr) -> tuple[uuid.UUID, str, str, str]:
+    return (a.tenant_id, a.namespace, a.scope_id, a.storage_key)
 
 
-def _live(now: datetime, tenant_id: Any) -> sa.ColumnElement[bool]:
-    return sa.or_(E.c.expires_at.is_(None), E.c.expires_at > now, _held(tenant_id))
+# A message holds the entry's reference (the tenant is $1). Correlated to the outer entry
+# row by the table's name (in an upsert's DO UPDATE SET: the row already there).
+_HELD = """EXISTS (SELECT FROM shared_memory_ref_holders h
+        WHERE h.tenant_id = $1 AND h.entry_id = shared_memory_entries.id)"""
+# Live at the moment `$now` (a placeholder each statement numbers).
+# (Columns are named with their table: an upsert's DO UPDATE also sees `excluded`'s.)
+_LIVE = f"""(shared_memory_entries.expires_at IS NULL
+       OR shared_memory_entries.expires_at > $now OR {_HELD})"""
+# The entry at an address ($1-$4) that is live at $5.
+_AT_LIVE = f"""tenant_id = $1 AND namespace = $2 AND scope_id = $3 AND storage_key = $4
+  AND {_LIVE.replace("$now", "$5")}"""
+
+# What a write sets, in this order after the address ($1-$4) and `now` ($5).
+_WRITE_FIELDS = (
+    "value",
+    "content_type",
+    "metadata",
+    "sha256",
+    "compressed",
+    "size_bytes",
+    "stored_bytes",
+    "writer_agent_id",
+    "expires_at",
+)
 
 
-def _at(a: Addr) -> sa.ColumnElement[bool]:
-    return sa.and_(
-        E.c.tenant_id == a.tenant_id,
-        E.c.namespace == a.namespace,
-        E.c.scope_id == a.scope_id,
-        E.c.storage_key == a.storage_key,
-    )
+def _write_args(fields: dict[str, Any]) -> list[Any]:
+    return [dumps(fields[f]) if f == "metadata" else fields[f] for f in _WRITE_FIELDS]
 
 
-async def get(db: AsyncSession, a: Addr, now: datetime, *, with_value: bool = True) -> Any:
-    """The live entry at `a` (a Row), or None."""
-    cols = list(E.c) if with_value else HEAD_COLUMNS
-    res = await db.execute(
-        sa.select(*cols, _held(a.tenant_id).label("held")).where(_at(a), _live(now, a.tenant_id))
-    )
-    return res.first()
+_GET = f"SELECT {_HEAD}, value FROM shared_memory_entries WHERE {_AT_LIVE}"
 
 
-async def get_by_ref(db: AsyncSession, tenant_id: uuid.UUID, ref_id: str, now: datetime) -> Any:
-    res = await db.execute(
-        sa.select(*E.c).where(
-            E.c.tenant_id == tenant_id, E.c.ref_id == ref_id, _live(now, tenant_id)
-        )
-    )
-    return res.first()
+async def get(conn: asyncpg.Connection, a: Addr, now: datetime) -> tuple[EntryRow, bytes] | None:
+    """The live entry at `a` and its stored bytes, or None."""
+    row = await conn.fetchrow(_GET, *_args(a), now)
+    return None if row is None else (EntryRow._make(row[:-1]), row[-1])
 
 
-def _values(fields: dict[str, Any]) -> dict[str, Any]:
-    return {**fields, "version": NEXT_VERSION, "updated_at": sa.func.now()}
+_CURRENT = f"SELECT version, {_HELD} FROM shared_memory_entries WHERE {_AT_LIVE}"
 
 
-async def upsert(
-    db: AsyncSession, a: Addr, fields: dict[str, Any], now: datetime, *, only_if_dead: bool = False
-) -> Any:
-    """Insert or replace the entry; returns the row head, or None if `only_if_dead` and a
-    live entry exists (create-only PUT)."""
-    ins = pg_insert(E).values(
-        id=uuid.uuid4(),
-        tenant_id=a.tenant_id,
-        namespace=a.namespace,
-        scope_id=a.scope_id,
-        storage_key=a.storage_key,
-        **_values(fields),
-    )
-    # The reference id is the entry's identity for messages: a replace keeps it.
-    update = {k: ins.excluded[k] for k in fields if k != "ref_id"} | {
-        "version": NEXT_VERSION,
-        "updated_at": sa.func.now(),
-        # A dead (expired) row being overwritten is a new entry: restart created_at.
-        "created_at": sa.case((_live(now, a.tenant_id), E.c.created_at), else_=sa.func.now()),
-    }
-    where = None if not only_if_dead else sa.not_(_live(now, a.tenant_id))
-    stmt = ins.on_conflict_do_update(
-        constraint="uq_shared_memory_entries_address", set_=update, where=where
-    ).returning(*HEAD_COLUMNS)
-    return (await db.execute(stmt)).first()
+async def current(conn: asyncpg.Connection, a: Addr, now: datetime) -> tuple[int, bool] | None:
+    """(version, held by a message?) of the live entry at `a`, or None."""
+    row = await conn.fetchrow(_CURRENT, *_args(a), now)
+    return None if row is None else (row[0], row[1])
 
 
-# A new entry at an address nobody holds (an offloaded tool result's fresh key), on an
-# asyncpg connection: the message append's transaction (`app.shared_memory.offload`).
-_CREATE = """
-INSERT INTO shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key, ref_id,
-    value, content_type, metadata, sha256, compressed, size_bytes, stored_bytes,
-    writer_agent_id, expires_at, version, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-        nextval('shared_memory_version_seq'), now(), now())
-ON CONFLICT ON CONSTRAINT uq_shared_memory_entries_address DO NOTHING
-RETURNING namespace, scope_id, storage_key, version, content_type, size_bytes, stored_bytes,
-          compressed, sha256, ref_id, metadata, writer_agent_id, expires_at, created_at,
-          updated_at
+_GET_BY_REF = f"""
+SELECT {_HEAD}, value FROM shared_memory_entries
+WHERE tenant_id = $1 AND ref_id = $2 AND {_LIVE.replace("$now", "$3")}
 """
 
 
-async def create(conn: asyncpg.Connection, a: Addr, fields: dict[str, Any]) -> Any:
-    """Insert a new entry at `a` (the `fields` of `upsert`); its head (attribute access,
-    as `get` returns it), or None when `a` is taken."""
+async def get_by_ref(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, ref_id: str, now: datetime
+) -> tuple[EntryRow, bytes] | None:
+    """The live entry with the reference id `ref_id` and its stored bytes, or None."""
+    row = await conn.fetchrow(_GET_BY_REF, tenant_id, ref_id, now)
+    return None if row is None else (EntryRow._make(row[:-1]), row[-1])
+
+
+def _insert(first: int) -> str:
+    """INSERT of a new entry: the address $1-$4, the written fields from $`first` on, then
+    the reference id and the row id."""
+    values = ", ".join(f"${i}" for i in range(first, first + len(_WRITE_FIELDS)))
+    ref, row_id = first + len(_WRITE_FIELDS), first + len(_WRITE_FIELDS) + 1
+    return f"""
+INSERT INTO shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key, ref_id,
+    {", ".join(_WRITE_FIELDS)}, version, updated_at)
+VALUES (${row_id}, $1, $2, $3, $4, ${ref}, {values}, {_NEXT_VERSION}, now())"""
+
+
+# The reference id is the entry's identity for messages: a replace keeps it. A dead
+# (expired) row being overwritten is a new entry: its created_at restarts.
+_UPSERT = f"""{_insert(6)}
+ON CONFLICT ON CONSTRAINT uq_shared_memory_entries_address DO UPDATE
+SET {", ".join(f"{f} = excluded.{f}" for f in _WRITE_FIELDS)},
+    version = {_NEXT_VERSION}, updated_at = now(),
+    created_at = CASE WHEN {_LIVE.replace("$now", "$5")} THEN shared_memory_entries.created_at
+                      ELSE now() END
+{{where}}
+RETURNING {_HEAD}
+"""
+_UPSERT_ANY = _UPSERT.format(where="")
+_UPSERT_IF_DEAD = _UPSERT.format(where=f"WHERE NOT {_LIVE.replace('$now', '$5')}")
+
+
+async def upsert(
+    conn: asyncpg.Connection,
+    a: Addr,
+    fields: dict[str, Any],
+    now: datetime,
+    *,
+    only_if_dead: bool = False,
+) -> EntryRow | None:
+    """Insert or replace the entry; returns the row, or None if `only_if_dead` and a live
+    entry exists (create-only PUT)."""
     row = await conn.fetchrow(
-        _CREATE,
-        uuid.uuid4(),
-        a.tenant_id,
-        a.namespace,
-        a.scope_id,
-        a.storage_key,
+        _UPSERT_IF_DEAD if only_if_dead else _UPSERT_ANY,
+        *_args(a),
+        now,
+        *_write_args(fields),
         fields["ref_id"],
-        fields["value"],
-        fields["content_type"],
-        dumps(fields["metadata"]),
-        fields["sha256"],
-        fields["compressed"],
-        fields["size_bytes"],
-        fields["stored_bytes"],
-        fields["writer_agent_id"],
-        fields["expires_at"],
+        uuid.uuid4(),
     )
-    return None if row is None else SimpleNamespace(**dict(row))
+    return None if row is None else EntryRow._make(row)
+
+
+# A new entry at an address nobody holds (an offloaded tool result's fresh key).
+_CREATE = f"""{_insert(5)}
+ON CONFLICT ON CONSTRAINT uq_shared_memory_entries_address DO NOTHING
+RETURNING {_HEAD}
+"""
+
+
+async def create(conn: asyncpg.Connection, a: Addr, fields: dict[str, Any]) -> EntryRow | None:
+    """Insert a new entry at `a` (the `fields` of `upsert`); the row, or None when `a` is
+    taken."""
+    row = await conn.fetchrow(
+        _CREATE, *_args(a), *_write_args(fields), fields["ref_id"], uuid.uuid4()
+    )
+    return None if row is None else EntryRow._make(row)
+
+
+_UPDATE_IF_VERSION = f"""
+UPDATE shared_memory_entries
+SET {", ".join(f"{f} = ${i}" for i, f in enumerate(_WRITE_FIELDS, start=6))},
+    version = {_NEXT_VERSION}, updated_at = now()
+WHERE {_AT_LIVE} AND version = ${6 + len(_WRITE_FIELDS)}
+RETURNING {_HEAD}
+"""
 
 
 async def update_if_version(
-    db: AsyncSession, a: Addr, expected: int, fields: dict[str, Any], now: datetime
-) -> Any:
+    conn: asyncpg.Connection, a: Addr, expected: int, fields: dict[str, Any], now: datetime
+) -> EntryRow | None:
     """Compare-and-set: replace only if the live entry is still at `expected`."""
-    stmt = (
-        sa.update(E)
-        .where(_at(a), E.c.version == expected, _live(now, a.tenant_id))
-        .values(**_values(fields))
-        .returning(*HEAD_COLUMNS)
-    )
-    return (await db.execute(stmt)).first()
+    row = await conn.fetchrow(_UPDATE_IF_VERSION, *_args(a), now, *_write_args(fields), expected)
+    return None if row is None else EntryRow._make(row)
 
 
-async def delete(db: AsyncSession, a: Addr, now: datetime, expected: int | None) -> Any:
-    """Delete the live, unreferenced entry (at `expected` if given); returns its head."""
-    conds = [_at(a), _live(now, a.tenant_id), sa.not_(_held(a.tenant_id))]
-    if expected is not None:
-        conds.append(E.c.version == expected)
-    stmt = sa.delete(E).where(*conds).returning(E.c.id, E.c.version)
-    return (await db.execute(stmt)).first()
+_DELETE = f"""
+DELETE FROM shared_memory_entries WHERE {_AT_LIVE} AND NOT {_HELD}
+RETURNING version
+"""
+_DELETE_AT_VERSION = f"""
+DELETE FROM shared_memory_entries WHERE {_AT_LIVE} AND NOT {_HELD} AND version = $6
+RETURNING version
+"""
 
 
-async def next_version(db: AsyncSession) -> int:
-    return int((await db.execute(sa.select(NEXT_VERSION))).scalar_one())
+async def delete(
+    conn: asyncpg.Connection, a: Addr, now: datetime, expected: int | None
+) -> int | None:
+    """Delete the live, unreferenced entry (at `expected` if given); returns the version it
+    had, or None."""
+    if expected is None:
+        version = await conn.fetchval(_DELETE, *_args(a), now)
+    else:
+        version = await conn.fetchval(_DELETE_AT_VERSION, *_args(a), now, expected)
+    return None if version is None else int(version)
+
+
+async def next_version(conn: asyncpg.Connection) -> int:
+    return int(await conn.fetchval(f"SELECT {_NEXT_VERSION}"))
+
+
+def _list_sql(prefix: bool, after: bool) -> str:
+    # one statement per filter combination, each numbering only the parameters it takes
+    where = [
+        "tenant_id = $1 AND namespace = $2 AND scope_id = $3",
+        _LIVE.replace("$now", "$4"),
+    ]
+    n = 5
+    if prefix:
+        where.append(f"starts_with(storage_key, ${n})")
+        n += 1
+    if after:
+        where.append(f'storage_key COLLATE "C" > ${n}')
+        n += 1
+    return f"""
+SELECT {_HEAD} FROM shared_memory_entries
+WHERE {" AND ".join(where)}
+ORDER BY storage_key COLLATE "C" LIMIT ${n}
+"""
+
+
+# every filter combination's statement, written once at import
+_LIST_SQL = {(p, f): _list_sql(p, f) for p in (False, True) for f in (False, True)}
 
 
 async def list_keys(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     namespace: str,
     scope_id: str,
@@ -181,69 +238,48 @@ async def list_keys(
     after: str | None,
     limit: int,
     now: datetime,
-) -> list[Any]:
+) -> list[EntryRow]:
     """Live entries whose storage key starts with `prefix`, in storage-key order."""
-    conds = [
-        E.c.tenant_id == tenant_id,
-        E.c.namespace == namespace,
-        E.c.scope_id == scope_id,
-        _live(now, tenant_id),
-    ]
+    args: list[Any] = [tenant_id, namespace, scope_id, now]
     if prefix:
-        conds.append(sa.func.starts_with(E.c.storage_key, prefix))
-    key_c = E.c.storage_key.collate("C")
+        args.append(prefix)
     if after is not None:
-        conds.append(key_c > after)
-    stmt = (
-        sa.select(
-            E.c.storage_key,
-            E.c.version,
-            E.c.size_bytes,
-            E.c.content_type,
-            E.c.expires_at,
-            E.c.updated_at,
-            E.c.sha256,
-            E.c.writer_agent_id,
-        )
-        .where(*conds)
-        .order_by(key_c)
-        .limit(limit)
-    )
-    return list((await db.execute(stmt)).all())
+        args.append(after)
+    rows = await conn.fetch(_LIST_SQL[bool(prefix), after is not None], *args, limit)
+    return [EntryRow._make(r) for r in rows]
+
+
+# Live entries the caller may see, per namespace ($1 tenant, $2 now, $3 the caller's agent
+# or ''): the agent namespace counts only the caller's own scope (none without an agent).
+_TOTALS = f"""
+SELECT namespace, count(*), coalesce(sum(size_bytes), 0), coalesce(sum(stored_bytes), 0)
+FROM shared_memory_entries
+WHERE tenant_id = $1 AND {_LIVE.replace("$now", "$2")}
+  AND (namespace <> 'agent' OR scope_id = $3) {{own}}
+GROUP BY namespace
+"""
+_TOTALS_ALL = _TOTALS.format(own="")
+_TOTALS_OWN = _TOTALS.format(
+    own="""AND (namespace <> 'session' OR scope_id IN (
+      SELECT CAST(s.id AS TEXT) FROM sessions s WHERE s.tenant_id = $1 AND s.agent_id = $3))"""
+)
 
 
 async def namespace_totals(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     agent_id: str | None,
     now: datetime,
     *,
     own_sessions_only: bool,
-) -> list[Any]:
+) -> list[tuple[str, int, int, int]]:
     """(namespace, keys, bytes, stored_bytes) of live entries the caller may see.
 
     `own_sessions_only` (agent keys): the session namespace counts only the scopes of the
     agent's own sessions (the visibility rule of `app.sessions.access`)."""
-    conds = [E.c.tenant_id == tenant_id, _live(now, tenant_id)]
-    # The agent namespace counts only the caller's own scope (none without an agent).
-    conds.append(sa.or_(E.c.namespace != "agent", E.c.scope_id == (agent_id or "")))
-    if own_sessions_only:
-        S = table_of(Session)
-        own = sa.select(sa.cast(S.c.id, sa.Text)).where(
-            S.c.tenant_id == tenant_id, S.c.agent_id == (agent_id or "")
-        )
-        conds.append(sa.or_(E.c.namespace != "session", E.c.scope_id.in_(own)))
-    stmt = (
-        sa.select(
-            E.c.namespace,
-            sa.func.count(),
-            sa.func.coalesce(sa.func.sum(E.c.size_bytes), 0),
-            sa.func.coalesce(sa.func.sum(E.c.stored_bytes), 0),
-        )
-        .where(*conds)
-        .group_by(E.c.namespace)
-    )
-    return list((await db.execute(stmt)).all())
+    sql = _TOTALS_OWN if own_sessions_only else _TOTALS_ALL
+    rows = await conn.fetch(sql, tenant_id, now, agent_id or "")
+    return [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
 
 _ENTRY_IDS = """
@@ -277,20 +313,22 @@ async def hold(
         )
 
 
-async def delete_expired(db: AsyncSession, now: datetime, limit: int) -> list[Any]:
+# Expired, unreferenced entries of any tenant, claimed with SKIP LOCKED, oldest first.
+_DELETE_EXPIRED = f"""
+DELETE {FAN_OUT} FROM shared_memory_entries
+WHERE (tenant_id, id) IN (
+  SELECT v.tenant_id, v.id FROM (
+    SELECT e.tenant_id, e.id FROM shared_memory_entries e
+    WHERE e.expires_at <= $1 AND NOT EXISTS (
+      SELECT FROM shared_memory_ref_holders h
+      WHERE h.tenant_id = e.tenant_id AND h.entry_id = e.id)
+    ORDER BY e.expires_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED) v)
+RETURNING {_HEAD}
+"""
+
+
+async def delete_expired(conn: asyncpg.Connection, now: datetime, limit: int) -> list[EntryRow]:
     """Delete up to `limit` expired, unreferenced entries of any tenant (maintenance sweep)."""
-    victims = (
-        sa.select(E.c.tenant_id, E.c.id)
-        .where(E.c.expires_at <= now, sa.not_(_held(E.c.tenant_id)))
-        .order_by(E.c.expires_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-        .subquery()
-    )
-    stmt = (
-        sa.delete(E)
-        .prefix_with(FAN_OUT)
-        .where(sa.tuple_(E.c.tenant_id, E.c.id).in_(sa.select(victims.c.tenant_id, victims.c.id)))
-        .returning(E.c.tenant_id, E.c.namespace, E.c.scope_id, E.c.storage_key, E.c.version)
-    )
-    return list((await db.execute(stmt)).all())
+    return [EntryRow._make(r) for r in await conn.fetch(_DELETE_EXPIRED, now, limit)]

@@ -8,6 +8,7 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.errors import ServiceUnavailable
 from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.shared_memory import etag, keys, repository, service
@@ -104,7 +105,7 @@ async def list_keys(
         if not after.startswith(sprefix):
             raise invalid_cursor()
     rows = await repository.list_keys(
-        db,
+        await pg.driver_connection(db),
         caller.tenant_id,
         namespace.value,
         addr.scope_id,
@@ -137,7 +138,7 @@ async def stats(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller) -> di
     totals = {
         r[0]: r
         for r in await repository.namespace_totals(
-            db,
+            await pg.driver_connection(db),
             caller.tenant_id,
             caller.agent_id,
             service._now(),
@@ -151,9 +152,9 @@ async def stats(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller) -> di
         out.append(
             {
                 "namespace": ns,
-                "keys": int(t[1]) if t else 0,
-                "bytes": int(t[2]) if t else 0,
-                "stored_bytes": int(t[3]) if t else 0,
+                "keys": t[1] if t else 0,
+                "bytes": t[2] if t else 0,
+                "stored_bytes": t[3] if t else 0,
                 **{
                     name: counts[(ns.value, name)] for name in ("reads", "writes", "hits", "misses")
                 },
@@ -236,9 +237,10 @@ async def _initial(
 ) -> list[bytes]:
     frames: list[bytes] = []
     after: str | None = None
+    conn = await pg.driver_connection(db)
     while True:
         rows = await repository.list_keys(
-            db, caller.tenant_id, namespace.value, scope, sprefix, after, 500, service._now()
+            conn, caller.tenant_id, namespace.value, scope, sprefix, after, 500, service._now()
         )
         for r in rows:
             event = {

@@ -16,7 +16,9 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.db import after_commit
+from app.models.shared_memory_entry import EntryRow
 from app.sessions import access
 from app.shared_memory import codec, etag, keys, repository
 from app.shared_memory.errors import (
@@ -99,7 +101,7 @@ class Loaded:
         )
 
 
-def _from_row(row: Any, data: bytes = b"") -> Loaded:
+def _from_row(row: EntryRow, data: bytes = b"") -> Loaded:
     return Loaded(
         row.namespace,
         row.scope_id,
@@ -111,7 +113,7 @@ def _from_row(row: Any, data: bytes = b"") -> Loaded:
         row.compressed,
         row.sha256,
         row.ref_id,
-        row.metadata or {},
+        row.meta or {},
         row.writer_agent_id,
         row.expires_at,
         row.created_at,
@@ -188,12 +190,13 @@ async def _load_stored(
     db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr, now: datetime
 ) -> Loaded | None:
     rt.count(str(ra.tenant_id), ra.namespace, "misses")
-    row = await repository.get(db, ra, now)
-    if row is None:
+    found = await repository.get(await pg.driver_connection(db), ra, now)
+    if found is None:
         return None
+    row, stored = found
     try:
         data = codec.decode(
-            row.value, compressed=row.compressed, sha256=row.sha256, size=row.size_bytes
+            stored, compressed=row.compressed, sha256=row.sha256, size=row.size_bytes
         )
     except IntegrityError:
         INTEGRITY_ERRORS.inc()
@@ -294,29 +297,30 @@ async def write(
         )
     ra = _addr(caller, a)
     now = _now()
-    current = await repository.get(db, ra, now, with_value=False)
-    cur_version = current.version if current is not None else None
+    conn = await pg.driver_connection(db)
+    current = await repository.current(conn, ra, now)
+    cur_version = current[0] if current is not None else None
     etag.check_write(
         if_match=if_match,
         if_none_match=if_none_match,
         current_version=cur_version,
         require_if_match=require_if_match,
     )
-    if current is not None and current.held:
+    if current is not None and current[1]:  # held by a message
         raise _referenced()
     enc, fields = _fields(
         caller, data, content_type, metadata, ttl_seconds, compress_threshold, now
     )
     if if_match is not None:
         fields.pop("ref_id")  # an update keeps the entry's reference id
-        row = await repository.update_if_version(db, ra, cur_version or 0, fields, now)
+        row = await repository.update_if_version(conn, ra, cur_version or 0, fields, now)
         if row is None:  # a concurrent writer won the compare-and-set
-            latest = await repository.get(db, ra, _now(), with_value=False)
+            latest = await repository.current(conn, ra, _now())
             if latest is None:
                 raise EntryPreconditionFailed("If-Match given but the entry does not exist")
-            raise etag.stale(latest.version)
+            raise etag.stale(latest[0])
     else:
-        row = await repository.upsert(db, ra, fields, now, only_if_dead=if_none_match is not None)
+        row = await repository.upsert(conn, ra, fields, now, only_if_dead=if_none_match is not None)
         if row is None:
             raise EntryPreconditionFailed("entry already exists")
     created = cur_version is None
@@ -428,26 +432,28 @@ async def delete(
     """Delete the entry; referenced entries are refused (409 `entry_referenced`)."""
     ra = _addr(caller, a)
     now = _now()
-    current = await repository.get(db, ra, now, with_value=False)
+    conn = await pg.driver_connection(db)
+    current = await repository.current(conn, ra, now)
     if current is None:
         if if_match is not None:
             raise EntryPreconditionFailed("If-Match given but the entry does not exist")
         raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
+    version, held = current
     etag.check_write(
         if_match=if_match,
         if_none_match=None,
-        current_version=current.version,
+        current_version=version,
         require_if_match=require_if_match,
     )
-    if current.held:
+    if held:
         raise _referenced()
-    gone = await repository.delete(db, ra, now, current.version if if_match else None)
+    gone = await repository.delete(conn, ra, now, version if if_match else None)
     if gone is None:
-        latest = await repository.get(db, ra, _now(), with_value=False)
+        latest = await repository.current(conn, ra, _now())
         if latest is None:
             raise EntryNotFound(f"No entry '{a.key}' in namespace '{a.namespace.value}'.")
-        raise etag.stale(latest.version)
-    tombstone = await repository.next_version(db)
+        raise etag.stale(latest[0])
+    tombstone = await repository.next_version(conn)
     rt.tier.invalidate(_tier_key(ra), tombstone)
     rt.count(str(caller.tenant_id), ra.namespace, "writes")
     event = _event("delete", ra, a.key, tombstone, reason="deleted")
@@ -456,7 +462,7 @@ async def delete(
         await rt.publish(event)
 
     after_commit(db, publish)
-    return int(gone.version)
+    return gone
 
 
 async def _may_see_scope(db: AsyncSession, caller: Caller, namespace: str, scope_id: str) -> bool:
@@ -475,12 +481,15 @@ async def resolve_ref(
     db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, ref_id: str
 ) -> Loaded:
     """The entry behind a data reference, with the visibility of its namespace."""
-    row = await repository.get_by_ref(db, caller.tenant_id, ref_id, _now())
-    if row is None or not await _may_see_scope(db, caller, row.namespace, row.scope_id):
+    found = await repository.get_by_ref(
+        await pg.driver_connection(db), caller.tenant_id, ref_id, _now()
+    )
+    if found is None or not await _may_see_scope(db, caller, found[0].namespace, found[0].scope_id):
         raise RefNotFound("No such data reference.")
+    row, stored = found
     try:
         data = codec.decode(
-            row.value, compressed=row.compressed, sha256=row.sha256, size=row.size_bytes
+            stored, compressed=row.compressed, sha256=row.sha256, size=row.size_bytes
         )
     except IntegrityError:
         INTEGRITY_ERRORS.inc()

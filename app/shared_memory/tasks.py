@@ -7,6 +7,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from app.core import pg
+from app.models.shared_memory_entry import EntryRow
 from app.shared_memory import repository
 from app.shared_memory.metrics import EXPIRED_DELETED
 from app.shared_memory.runtime import CHANNEL
@@ -25,7 +27,9 @@ async def cleanup_expired_shared_memory(ctx: dict[str, Any]) -> int:
     total = 0
     while True:
         async with state.sessionmaker() as db:
-            gone = await repository.delete_expired(db, datetime.now(UTC), BATCH)
+            gone = await repository.delete_expired(
+                await pg.driver_connection(db), datetime.now(UTC), BATCH
+            )
             await db.commit()
         total += len(gone)
         await _announce(state.redis, gone)
@@ -37,7 +41,7 @@ async def cleanup_expired_shared_memory(ctx: dict[str, Any]) -> int:
     return total
 
 
-async def _announce(redis: Redis, rows: list[Any]) -> None:
+async def _announce(redis: Redis, rows: list[EntryRow]) -> None:
     if not rows:
         return
     now = datetime.now(UTC).isoformat()

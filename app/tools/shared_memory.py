@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.pagination import INT64_MAX
 from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
@@ -108,7 +109,7 @@ async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
     addr = await service.resolve(ctx.db, caller, a.namespace, None, a.scope_id)
     sprefix = keys.storage_prefix(a.namespace, addr.scope_id, a.prefix)
     rows = await repository.list_keys(
-        ctx.db,
+        await pg.driver_connection(ctx.db),
         caller.tenant_id,
         a.namespace.value,
         addr.scope_id,
