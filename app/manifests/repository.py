@@ -1,27 +1,28 @@
-"""SQL of the context manifests (`app.models.context_manifest`).
+"""SQL of the context manifests (`app.models.context_manifest`), all of it on asyncpg.
 
 The insert runs on the hot paths' asyncpg pool, in the request that built the context and
 before its response is sent: a build whose answer a client got has its row committed (a
-kill -9 of the API afterwards loses nothing). Reads and the sweep are SQLAlchemy Core.
+kill -9 of the API afterwards loses nothing). Reads and the sweep run on the connection
+under the caller's SQLAlchemy session (`app.core.pg.driver_connection`, in its
+transaction). Rows are read as `ManifestRow` (select list from the table model); writes
+take `NewRow`; no ORM instance is read or built.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import asyncpg
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import pg
 from app.core.partitions import FAN_OUT
 from app.manifests import record as manifests
-from app.models.base import table_of
+from app.models.base import row_columns
 from app.models.context_manifest import ContextManifest
-
-_T = table_of(ContextManifest)
 
 # One statement, its own transaction, committed without waiting for the WAL flush
 # (`synchronous_commit` off for this transaction only, set in the statement itself): the row
@@ -39,6 +40,9 @@ _INSERT = (
 
 @dataclass(frozen=True, slots=True)
 class ManifestRow:
+    """A recorded build as the reads return it: every column but the tenant, the manifest
+    in full (`row_of`)."""
+
     id: uuid.UUID
     session_id: uuid.UUID
     format: str
@@ -46,6 +50,9 @@ class ManifestRow:
     budget: int
     created_at: datetime
     manifest: dict[str, Any]
+
+
+_COLUMNS = ", ".join(row_columns([f.name for f in fields(ManifestRow)], ContextManifest))
 
 
 # Many rows in one statement (the group write of `app.manifests.service`), the same
@@ -105,7 +112,8 @@ async def insert_many(conn: asyncpg.Connection, rows: list[NewRow]) -> None:
 
 
 def row_of(r: Any) -> ManifestRow:
-    """A row with its manifest in full (stored compact: `app.manifests.record.record`)."""
+    """A row with its manifest in full (stored compact: `app.manifests.record.record`);
+    `r`: the stored row, its columns as attributes."""
     manifest = manifests.expand(
         r.manifest,
         context_id=str(r.id),
@@ -120,17 +128,32 @@ def row_of(r: Any) -> ManifestRow:
     )
 
 
+def _read(r: asyncpg.Record) -> ManifestRow:
+    return row_of(ManifestRow(*r))  # as stored (`_COLUMNS`), then in full
+
+
+_GET = f"""
+SELECT {_COLUMNS} FROM context_manifests
+WHERE tenant_id = $1 AND session_id = $2 AND id = $3
+"""
+
+
 async def get(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, context_id: uuid.UUID
 ) -> ManifestRow | None:
-    r = (
-        await db.execute(
-            sa.select(_T).where(
-                _T.c.tenant_id == tenant_id, _T.c.session_id == session_id, _T.c.id == context_id
-            )
-        )
-    ).first()
-    return row_of(r) if r is not None else None
+    conn = await pg.driver_connection(db)
+    r = await conn.fetchrow(_GET, tenant_id, session_id, context_id)
+    return _read(r) if r is not None else None
+
+
+_PAGE = f"""
+SELECT {_COLUMNS} FROM context_manifests
+WHERE tenant_id = $1 AND session_id = $2{{before}}
+ORDER BY created_at DESC, id DESC
+LIMIT {{limit}}
+"""
+_PAGE_FIRST = _PAGE.format(before="", limit="$3")
+_PAGE_BEFORE = _PAGE.format(before=" AND (created_at, id) < ($3, $4)", limit="$5")
 
 
 async def page(
@@ -142,59 +165,46 @@ async def page(
     limit: int,
 ) -> list[ManifestRow]:
     """A session's recorded builds, newest first, older than `before` (created_at, id)."""
-    q = sa.select(_T).where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
-    if before is not None:
-        q = q.where(
-            sa.tuple_(_T.c.created_at, _T.c.id)
-            < sa.tuple_(
-                sa.literal(before[0], sa.DateTime(timezone=True)), sa.literal(before[1], sa.Uuid)
-            )
-        )
-    q = q.order_by(_T.c.created_at.desc(), _T.c.id.desc()).limit(limit)
-    return [row_of(r) for r in (await db.execute(q)).all()]
-
-
-async def count(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
-    return int(
-        await db.scalar(
-            sa.select(sa.func.count())
-            .select_from(_T)
-            .where(_T.c.tenant_id == tenant_id, _T.c.session_id == session_id)
-        )
-        or 0
-    )
+    conn = await pg.driver_connection(db)
+    if before is None:
+        rows = await conn.fetch(_PAGE_FIRST, tenant_id, session_id, limit)
+    else:
+        rows = await conn.fetch(_PAGE_BEFORE, tenant_id, session_id, *before, limit)
+    return [_read(r) for r in rows]
 
 
 # The sweep: across tenants on purpose (FAN_OUT), bounded per pass.
-_SWEEP_OLD = sa.text(f"""
+_SWEEP_OLD = f"""
 WITH gone AS (
   DELETE {FAN_OUT} FROM context_manifests m
-  USING (SELECT tenant_id, id FROM context_manifests WHERE created_at < :cutoff
-         ORDER BY created_at LIMIT :batch) d
+  USING (SELECT tenant_id, id FROM context_manifests WHERE created_at < $1
+         ORDER BY created_at LIMIT $2) d
   WHERE m.tenant_id = d.tenant_id AND m.id = d.id RETURNING 1)
 SELECT count(*) FROM gone
-""")
-_SWEEP_EXTRA = sa.text(f"""
+"""
+_SWEEP_EXTRA = f"""
 WITH gone AS (
   DELETE {FAN_OUT} FROM context_manifests m
   USING (SELECT tenant_id, id FROM (
            SELECT tenant_id, id, row_number() OVER (
              PARTITION BY tenant_id, session_id ORDER BY created_at DESC, id DESC) AS n
            FROM context_manifests) x
-         WHERE x.n > :keep LIMIT :batch) d
+         WHERE x.n > $1 LIMIT $2) d
   WHERE m.tenant_id = d.tenant_id AND m.id = d.id RETURNING 1)
 SELECT count(*) FROM gone
-""")
+"""
 
 
 async def sweep(
     db: AsyncSession, *, keep: int, older_than: datetime | None, batch: int
 ) -> dict[str, int]:
     """Delete rows past the age limit and past the newest `keep` of their session (0: no
-    count limit); at most `batch` of each kind. Counts per kind."""
+    count limit); at most `batch` of each kind, in the session's transaction. Counts per
+    kind."""
+    conn = await pg.driver_connection(db)
     aged = extra = 0
     if older_than is not None:
-        aged = await db.scalar(_SWEEP_OLD, {"cutoff": older_than, "batch": batch})
+        aged = await conn.fetchval(_SWEEP_OLD, older_than, batch)
     if keep > 0:
-        extra = await db.scalar(_SWEEP_EXTRA, {"keep": keep, "batch": batch})
+        extra = await conn.fetchval(_SWEEP_EXTRA, keep, batch)
     return {"expired": int(aged or 0), "over_keep": int(extra or 0)}
