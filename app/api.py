@@ -11,7 +11,9 @@ the API docs is `TAGS`, not this one.
 from fastapi import APIRouter, FastAPI
 
 from app.auth.router import router as auth_router
+from app.context import lane as context_lane
 from app.context.router import router as context_router
+from app.core.edge import Lane
 from app.erasure.router import router as erasure_router
 from app.erasure.router import sessions_router as session_erasure_router
 from app.erasure.router import users_router as user_erasure_router
@@ -49,6 +51,11 @@ ROUTERS: tuple[APIRouter, ...] = (
     erasure_router,
     portability_router,
     manifests_router,
+)
+
+# the hot routes' shortcuts past FastAPI's routing to their endpoints (`app.core.edge`)
+LANES: tuple[Lane, ...] = (
+    Lane("POST", PREFIX + "/sessions/{session_id}/context", context_lane.handle),
 )
 
 # the API docs' sections, in reading order

@@ -12,14 +12,13 @@ from fastapi.routing import APIRoute
 from app import api, docs, wiring
 from app.auth.cache import KeyCache
 from app.console import router as console
-from app.core import heap, metrics, pg
+from app.core import heap, pg
 from app.core.config import Settings, api_pool_sizes, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
+from app.core.edge import Edge
 from app.core.error_handlers import install_error_handlers
-from app.core.limits import RequestLimits
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
-from app.core.request_context import RequestContext
 from app.erasure import caches as erasure_caches
 from app.facts.startup import say_why_facts_wait
 from app.health.metrics import PoolGauges
@@ -149,12 +148,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.routes.append(mcp_endpoint.route())  # /mcp (not in the OpenAPI document)
     docs.install(app)  # after the API routes: a request to them never tries the docs routes
     console.install(app)  # /console: static files; the page calls the API above
-    app.add_middleware(RequestLimits, max_bytes=settings.max_request_bytes)
-    # outside the limits, so a refused request is counted (and logged) too
+    # every request's id, deadline, body limits, lane or route, metrics (app.core.edge);
     # access lines: JSON logs, and a log file (text mode writes them there only)
-    metrics.instrument(
-        app, access_log=settings.log_format == "json" or settings.log_file is not None
+    app.add_middleware(
+        Edge,
+        max_bytes=settings.max_request_bytes,
+        db_seconds=settings.db_request_seconds,
+        access_log=settings.log_format == "json" or settings.log_file is not None,
+        lanes=api.LANES,
     )
-    # outermost of ours: every answer has the id; the database deadline starts here
-    app.add_middleware(RequestContext, db_seconds=settings.db_request_seconds)
     return app

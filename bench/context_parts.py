@@ -153,7 +153,7 @@ async def compressed_session(c: httpx.AsyncClient, env: dict[str, str]) -> str:
         await worker.wait()
 
 
-async def main(n: int, rounds: int) -> None:
+async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0) -> None:
     from app.auth.caller import Caller
     from app.context import render
     from app.context.builder import build
@@ -258,6 +258,12 @@ async def main(n: int, rounds: int) -> None:
                 ("render", render_it),
                 ("build_and_record", all_of_it),
             ]
+            if spin:
+                chosen = dict(figures)[spin]
+                end = time.monotonic() + seconds
+                while time.monotonic() < end:
+                    await chosen()
+                return
             measure = cpu_ms(n)
             for fn in (f for _, f in figures):
                 await fn()  # warm
@@ -279,5 +285,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000, help="per figure and round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--spin", help="run only this figure (a label above) for --seconds, for a profiler"
+    )
+    parser.add_argument("--seconds", type=float, default=20)
     args = parser.parse_args()
-    uvloop.run(main(args.requests, args.rounds))
+    uvloop.run(main(args.requests, args.rounds, args.spin, args.seconds))

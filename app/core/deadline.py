@@ -2,11 +2,11 @@
 connection, to connect, for statements) ends by it, so the answer, a 503 included, comes
 within `LOOM_DB_REQUEST_SECONDS` and a little overhead.
 
-`RequestContext` arms it when a request starts; `app.core.pg.connection` waits for a pooled
-connection at most until then and runs its body under an `asyncio.timeout` at that moment
-(the statement is cut and the connection discarded, and the request answers 503
-`database_unavailable`). Time spent on something else while a connection is held (an LLM
-rerank) is not database time: `elsewhere()` moves the deadline on by as long as it took.
+The app's middleware (`app.core.edge`) arms it when a request starts; `app.core.pg.connection`
+waits for a pooled connection at most until then and runs its body under an `asyncio.timeout`
+at that moment (the statement is cut and the connection discarded, and the request answers
+503 `database_unavailable`). Time spent on something else while a connection is held (an
+LLM rerank) is not database time: `elsewhere()` moves the deadline on by as long as it took.
 Work outside a request (the worker, startup) has no deadline; so does a request that opts
 out (`unbounded`: a streamed export, an import, which take as long as their size needs and
 are bounded per statement instead).
@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar, Token
+from typing import Any
 
 # the deadline on the event loop's clock (`loop.time()`), None when there is none
 _AT: ContextVar[float | None] = ContextVar("loom_db_deadline", default=None)
@@ -58,15 +59,22 @@ async def unbounded() -> AsyncIterator[None]:
         _AT.reset(token)
 
 
-@asynccontextmanager
-async def holding() -> AsyncIterator[None]:
-    """The body of a held connection: cut at the deadline (`TimeoutError`)."""
-    async with asyncio.timeout_at(_AT.get()) as timeout:
-        token = _HELD.set((*_HELD.get(), timeout))
-        try:
-            yield
-        finally:
-            _HELD.reset(token)
+class holding:  # noqa: N801 (used as a function: `async with holding():`)
+    """The body of a held connection: cut at the deadline (`TimeoutError`). A class, not
+    a generator: every pooled connection of a request enters one."""
+
+    __slots__ = ("_timeout", "_token")
+
+    async def __aenter__(self) -> None:
+        self._timeout = timeout = asyncio.timeout_at(_AT.get())
+        await timeout.__aenter__()
+        self._token = _HELD.set((*_HELD.get(), timeout))
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        _HELD.reset(self._token)
+        await self._timeout.__aexit__(exc_type, exc, tb)
 
 
 @asynccontextmanager

@@ -1,4 +1,4 @@
-"""Request limits applied before any route runs (ASGI middleware).
+"""Request limits applied before any route runs (by `app.core.edge`).
 
 * Body size: the bytes actually received are counted, whatever the framing (Content-Length
   or `Transfer-Encoding: chunked`); over `LOOM_MAX_REQUEST_BYTES` is 413 and the app never
@@ -15,7 +15,7 @@ as one message; later `receive` calls (disconnects, for streaming responses) pas
 import asyncio
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app.core import jsonlimits
 from app.core.errors import error_response
@@ -38,65 +38,65 @@ def is_json_type(content_type: str | None) -> bool:
     )
 
 
-class RequestLimits:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
+def _too_large(max_bytes: int) -> JSONResponse:
+    return error_response(413, "payload_too_large", f"The body is over {max_bytes} bytes.")
 
-    def _too_large(self) -> JSONResponse:
-        return error_response(413, "payload_too_large", f"The body is over {self.max_bytes} bytes.")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        content_type = None
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = 0
-                if declared > self.max_bytes:
-                    await self._too_large()(scope, receive, send)
-                    return
-            elif name == b"content-type":
-                content_type = value.decode("latin-1")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its body
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._too_large()(scope, receive, send)
-                return
-            if chunk:
-                chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        del chunks
-        scope[BODY_BYTES_SCOPE_KEY] = len(body)
-        if body and is_json_type(content_type):
+async def read_body(scope: Scope, receive: Receive, send: Send, max_bytes: int) -> bytes | None:
+    """The request's whole body, within the limits; None when it was refused (the answer
+    is sent) or the client went away before sending it all."""
+    content_type = None
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
             try:
-                if len(body) >= _THREAD_BYTES:
-                    await asyncio.to_thread(jsonlimits.check_text, body)
-                else:
-                    jsonlimits.check_text(body)
-            except jsonlimits.JsonTooDeep as exc:
-                resp = error_response(422, "json_too_deep", str(exc), [exc.detail(["body"])])
-                await resp(scope, receive, send)
-                return
-        replayed = False
+                declared = int(value)
+            except ValueError:
+                declared = 0
+            if declared > max_bytes:
+                await _too_large(max_bytes)(scope, receive, send)
+                return None
+        elif name == b"content-type":
+            content_type = value.decode("latin-1")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None  # the client went away before sending its body
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > max_bytes:
+            await _too_large(max_bytes)(scope, receive, send)
+            return None
+        if chunk:
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    del chunks
+    scope[BODY_BYTES_SCOPE_KEY] = len(body)
+    if body and is_json_type(content_type):
+        try:
+            if len(body) >= _THREAD_BYTES:
+                await asyncio.to_thread(jsonlimits.check_text, body)
+            else:
+                jsonlimits.check_text(body)
+        except jsonlimits.JsonTooDeep as exc:
+            resp = error_response(422, "json_too_deep", str(exc), [exc.detail(["body"])])
+            await resp(scope, receive, send)
+            return None
+    return body
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
 
-        await self.app(scope, replay, send)
+def replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the app: the body as one message, then the client's (disconnects)."""
+    replayed = False
+
+    async def again() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again

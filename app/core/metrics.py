@@ -1,11 +1,11 @@
 """Prometheus metrics of every process of a deployment, served by any API process.
 
-HTTP requests are counted and timed by `RequestMetrics`, an ASGI middleware:
+HTTP requests are counted and timed by the app's middleware (`app.core.edge`, `Series`):
 `http_requests_total` and the histogram `http_request_duration_seconds`, labelled with
 the route template (`handler`; `none` when no route matched), `method` and `status`
 (the names, help texts and labels prometheus-fastapi-instrumentator gave them, which this
-middleware replaced: it matched the whole route table again on every request, 0.2-0.4 ms;
-the middleware reads the route the router matched from the ASGI scope instead).
+replaced: it matched the whole route table again on every request, 0.2-0.4 ms; the route
+the router matched is read from the ASGI scope instead).
 
 With `PROMETHEUS_MULTIPROC_DIR` set, prometheus_client keeps every process's values in
 files there, and `/metrics` (and a worker's `LOOM_WORKER_METRICS_PORT`) serves them all
@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import os
 import re
-from time import perf_counter
 from typing import Any
 
-from fastapi import FastAPI
 from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
@@ -34,7 +32,7 @@ from prometheus_client import (
 )
 from prometheus_fastapi_instrumentator.routing import get_route_name
 from starlette.requests import HTTPConnection
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from app.core.metrics_dir import ENV, alive
 from app.core.request_context import log_access
@@ -91,44 +89,36 @@ def route_template(scope: Scope) -> str:
     return get_route_name(HTTPConnection(scope), should_include_root_path=False) or "none"
 
 
-class RequestMetrics:
-    """Count and time every HTTP request by route template, method and status; with
-    `access_log`, write each one's access line (`app.core.request_context.log_access`)."""
+class Series:
+    """Counts and times HTTP requests by route template, method and status (scrapes of
+    /metrics left out); with `access_log`, writes each one's access line
+    (`app.core.request_context.log_access`). Keeps the labelled series it has recorded
+    into, so a request does not look its labels up in the metric's locked table again (a
+    series per route, method and status: as many as Prometheus holds anyway)."""
 
-    def __init__(self, app: ASGIApp, access_log: bool = False) -> None:
-        self.app = app
+    def __init__(self, access_log: bool = False) -> None:
         self.access_log = access_log
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+    def record(self, scope: Scope, route: str | None, status: int, duration: float) -> None:
+        """One request: `route` is its template when known, else read from the scope."""
+        handler = route or route_template(scope)
+        if handler in EXCLUDED:
             return
-        start = perf_counter()
-        status = 500  # when the app raises before it answers
-
-        async def send_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            duration = max(perf_counter() - start, 0.0)
-            handler = route_template(scope)
-            if handler not in EXCLUDED:
-                labels = (handler, scope["method"], str(int(status)))
-                REQUESTS.labels(*labels).inc()
-                LATENCY.labels(*labels).observe(duration)
-                if self.access_log:
-                    log_access(scope["method"], handler, int(status), duration)
-
-
-def instrument(app: FastAPI, access_log: bool = False) -> None:
-    """Count and time every request (a middleware; scrapes of /metrics are left out), and
-    with `access_log` write each one's access line (`app.core.request_context`)."""
-    app.add_middleware(RequestMetrics, access_log=access_log)
+        method, status = scope["method"], int(status)
+        key = (handler, method, status)
+        children = self._children.get(key)
+        if children is None:
+            labels = (handler, method, str(status))
+            children = self._children[key] = (
+                REQUESTS.labels(*labels),
+                LATENCY.labels(*labels),
+            )
+        duration = max(duration, 0.0)
+        children[0].inc()
+        children[1].observe(duration)
+        if self.access_log:
+            log_access(method, handler, status, duration)
 
 
 def registry() -> Any:

@@ -29,8 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -174,23 +172,55 @@ async def _keep(conn: asyncpg.Connection) -> None:
     """The pool's reset on release: nothing to undo (see the module's docstring)."""
 
 
-@asynccontextmanager
-async def connection(pool: asyncpg.Pool, wait: float) -> AsyncIterator[asyncpg.Connection]:
+class connection:  # noqa: N801 (used as a function: `async with connection(...) as conn:`)
     """A pooled connection, waiting at most `wait` seconds for one (then 503), and never
     past the request's database deadline (`app.core.deadline`): the body runs under it.
 
     After a connection-level failure (`is_connection_error`, client-side timeouts of a
     frozen server included) or a cancellation mid-statement the connection is cut before it
     goes back: the pool would otherwise roll back its transaction, waiting on a server that
-    may not answer, and the pool opens a fresh one when it is next needed."""
-    async with pool.acquire(timeout=deadline.remaining(wait)) as conn:
+    may not answer, and the pool opens a fresh one when it is next needed.
+
+    A class rather than a generator, and the wait bounded by `asyncio.timeout` rather than
+    asyncpg's `acquire(timeout=)` (which runs the acquisition as a task of its own): every
+    request of the hot paths enters one."""
+
+    __slots__ = ("_conn", "_held", "_pool", "_wait")
+
+    def __init__(self, pool: asyncpg.Pool, wait: float) -> None:
+        self._pool, self._wait = pool, wait
+
+    async def __aenter__(self) -> asyncpg.Connection:
+        async with asyncio.timeout(deadline.remaining(self._wait)):
+            conn = await self._pool.acquire()
+        self._conn, self._held = conn, deadline.holding()
         try:
-            async with deadline.holding():
-                yield conn
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError | TimeoutError) or is_connection_error(exc):
-                conn.terminate()
+            await self._held.__aenter__()
+        except BaseException:
+            await self._pool.release(conn)
             raise
+        return conn
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        conn = self._conn
+        try:
+            try:
+                await self._held.__aexit__(exc_type, exc, tb)  # TimeoutError when it cut
+            except BaseException as raised:
+                if _cut(raised):
+                    conn.terminate()
+                raise
+            if exc is not None and _cut(exc):
+                conn.terminate()
+        finally:
+            await self._pool.release(conn)
+
+
+def _cut(exc: BaseException) -> bool:
+    """Whether a connection that raised `exc` must be cut rather than go back as it is."""
+    return isinstance(exc, asyncio.CancelledError | TimeoutError) or is_connection_error(exc)
 
 
 async def close(pool: asyncpg.Pool, grace: float = 2.0) -> None:

@@ -1,0 +1,31 @@
+"""The context build's lane (`app.core.edge`): POST /v1/sessions/{session_id}/context
+answered by the route's own endpoint, without FastAPI's routing and parameter solving."""
+
+import uuid
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.auth.deps import get_caller
+from app.context.router import build_context
+from app.context.schemas import ContextRequest
+from app.core.edge import json_object
+
+
+async def handle(request: Request, session_id: str, body: bytes) -> Response | None:
+    """The build, or None (the router answers) for a query string or a body that is not a
+    valid `ContextRequest` as plain JSON: every such request is an error the router words."""
+    if request.scope["query_string"]:
+        return None
+    parsed = None
+    if body:
+        data = json_object(request.scope, body)
+        if data is None:
+            return None
+        try:
+            parsed = ContextRequest.model_validate(data)
+        except ValidationError:
+            return None
+    caller = await get_caller(request)
+    return await build_context(uuid.UUID(session_id), caller, request, parsed)

@@ -1,0 +1,198 @@
+"""The app's one ASGI middleware: what every HTTP request goes through before a route, in
+this order.
+
+1. Its id (`app.core.request_context`): echoed in `X-Request-Id`, kept for its log lines.
+2. Its database deadline (`app.core.deadline`), armed for as long as it runs.
+3. Its body (`app.core.limits`): read whole, refused when too large (413) or nested too
+   deep (422), then replayed to the app as one message.
+4. Its route: a lane (below) when one takes it, else FastAPI's router.
+5. Its metrics and access line (`app.core.metrics`), when it is over, whatever happened.
+
+One middleware rather than one per concern: each layer of ASGI wrapping costs every request
+a coroutine and a `send` closure, and the three that were here were a tenth of a context
+build's CPU.
+
+## Lanes
+
+A lane answers one hot route (the context build, the append) without FastAPI's routing and
+parameter solving, which cost those requests more than their own work. It is a shortcut to
+the same endpoint, not a second implementation: `Lane.handle` parses what the route's
+parameters would (the path's id, the JSON body, into the route's own models), resolves the
+caller with the route's own dependency function, and calls the route's endpoint function.
+
+What it may not take it declines (returns None) before doing anything, and the request goes
+to the router as if no lane existed: a query string, a body that is not plain JSON of the
+expected shape, anything that would be an error. So every error a lane answers comes from
+the endpoint or the caller's resolution, and is rendered by the app's exception handlers
+(the ones the router's requests get, `starlette.exception_handlers` in the scope); an
+exception no handler takes goes on to the handler of unexpected errors outside, as from a
+route. `tests/core/test_lanes.py` sends the same requests through a lane and through the
+router and compares the answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+import orjson
+from starlette._exception_handler import wrap_app_handling_exceptions
+from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core import deadline, limits, metrics
+from app.core.logs import REQUEST_ID
+from app.core.request_context import HEADER, SCOPE_KEY, request_id
+
+# the canonical form of an id in a path (what every client sends; other spellings that the
+# router's UUID parameters also accept go to the router)
+UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_EXCEPTION_HANDLERS = "starlette.exception_handlers"
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """One hot route: `method` and `path`, the route's template (`{session_id}` stands for
+    the one id it has), and `handle(request, id, body)`, which answers or declines (None)."""
+
+    method: str
+    path: str
+    handle: Callable[[Request, str, bytes], Awaitable[Response | None]]
+
+    def pattern(self) -> re.Pattern[str]:
+        before, _, after = self.path.partition("{session_id}")
+        return re.compile(re.escape(before) + f"({UUID_PATTERN})" + re.escape(after))
+
+
+class Edge:
+    """See the module's docstring. `max_bytes`: the body limit; `db_seconds`: the database
+    deadline (0: none); `access_log`: write an access line per request; `lanes`: the hot
+    routes' lanes."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        db_seconds: float = 0.0,
+        access_log: bool = False,
+        lanes: Sequence[Lane] = (),
+    ) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.db_seconds = db_seconds
+        self.series = metrics.Series(access_log)
+        self.lanes = tuple((lane, lane.pattern()) for lane in lanes)
+        self._handlers: tuple[dict[Any, Any], dict[int, Any]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = perf_counter()
+        rid = request_id(scope)
+        scope[SCOPE_KEY] = rid
+        header = (HEADER, rid.encode("ascii"))
+        status = 500  # when the app raises before it answers
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        token = REQUEST_ID.set(rid)
+        armed = deadline.arm(self.db_seconds)
+        route = None
+        try:
+            route = await self._route(scope, receive, send_with_id)
+        finally:
+            deadline.disarm(armed)
+            self.series.record(scope, route, status, perf_counter() - start)
+        # not reset when the app raised: the handler of unexpected errors logs outside this
+        # middleware, in the same task, and its line keeps the id
+        REQUEST_ID.reset(token)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> str | None:
+        """The request's body, then its lane or the app; the template of the lane's route
+        when a lane answered (the router leaves its own in the scope)."""
+        body = await limits.read_body(scope, receive, send, self.max_bytes)
+        if body is None:
+            return None  # refused, or the client went away
+        if not scope.get("root_path"):
+            for lane, pattern in self.lanes:
+                if lane.method != scope["method"]:
+                    continue
+                match = pattern.fullmatch(scope["path"])
+                if match is None:
+                    continue
+                replay = limits.replay(body, receive)
+                if await self._lane(lane, match[1], body, scope, replay, send):
+                    return lane.path
+                break
+        await self.app(scope, limits.replay(body, receive), send)
+        return None
+
+    async def _lane(
+        self, lane: Lane, id_: str, body: bytes, scope: Scope, receive: Receive, send: Send
+    ) -> bool:
+        """Whether the lane answered (False: it declined, nothing was sent)."""
+        scope[_EXCEPTION_HANDLERS] = self._exception_handlers(scope)
+        request = Request(scope, receive)
+        answered = False
+
+        async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+            nonlocal answered
+            response = await lane.handle(request, id_, body)
+            if response is not None:
+                answered = True
+                await response(scope, receive, send)
+
+        async def sent(message: Message) -> None:
+            nonlocal answered
+            answered = True  # an error the handlers rendered
+            await send(message)
+
+        await wrap_app_handling_exceptions(answer, request)(scope, receive, sent)
+        return answered
+
+    def _exception_handlers(self, scope: Scope) -> tuple[dict[Any, Any], dict[int, Any]]:
+        """The app's handlers that the router's requests get (all but the one of unexpected
+        errors, which answers outside every middleware), as Starlette's exception
+        middleware holds them; read from the app once."""
+        if self._handlers is None:
+            handlers = {
+                key: handler
+                for key, handler in scope["app"].exception_handlers.items()
+                if key not in (500, Exception)
+            }
+            held = ExceptionMiddleware(self.app, handlers=handlers)
+            self._handlers = (held._exception_handlers, held._status_handlers)
+        return self._handlers
+
+
+def json_object(scope: Scope, body: bytes) -> dict[str, Any] | None:
+    """A lane's body as FastAPI would read it, when it is plainly so: a JSON object sent as
+    `application/json` that orjson reads (for such a body the standard library, which the
+    router uses, reads the same). None for anything else (other media types, other JSON
+    values, what orjson refuses: the router then answers as it does)."""
+    content_type = None
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            content_type = value
+            break
+    if content_type is None or content_type.partition(b";")[0].strip().lower() != (
+        b"application/json"
+    ):
+        return None
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return data if type(data) is dict else None
