@@ -1,19 +1,26 @@
-"""Tenants and API keys: who may create, list and revoke what."""
+"""Tenants and API keys: who may create, list and revoke what.
+
+The functions take the route's (or the CLI's) SQLAlchemy session and run the repository's
+SQL on the connection under it (`app.core.pg.driver_connection`), in its transaction."""
 
 import uuid
+from datetime import UTC, datetime
 
-from sqlalchemy.exc import IntegrityError
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import repository
 from app.auth.deps import Principal
 from app.auth.keys import display_prefix, generate_key, hash_key
 from app.auth.schemas import ApiKeyCreate, TenantCreate
+from app.core import pg
 from app.core.errors import Conflict, Forbidden, NotFound
-from app.models import ApiKey, Tenant
+from app.models.api_key import ApiKeyRow
+from app.models.base import new_id, utcnow
+from app.models.tenant import TenantRow
 
 
-def _tenant_exists(existing: Tenant) -> Conflict:
+def _tenant_exists(existing: TenantRow) -> Conflict:
     return Conflict(
         f"A tenant named {existing.name!r} exists; tenant names are unique.",
         code="tenant_exists",
@@ -21,23 +28,23 @@ def _tenant_exists(existing: Tenant) -> Conflict:
     )
 
 
-async def create_tenant(db: AsyncSession, body: TenantCreate) -> Tenant:
+async def create_tenant(db: AsyncSession, body: TenantCreate) -> TenantRow:
     """Create a tenant; its name must be new (409 `tenant_exists` names the existing one)."""
-    existing = await repository.get_tenant_by_name(db, body.name)
+    conn = await pg.driver_connection(db)
+    existing = await repository.get_tenant_by_name(conn, body.name)
     if existing is not None:
         raise _tenant_exists(existing)
-    tenant_id = uuid.uuid4()
-    tenant = Tenant(
-        id=tenant_id,
-        tenant_id=tenant_id,
-        name=body.name,
-        text_search_config=body.text_search_config,
-    )
     try:
-        async with db.begin_nested():
-            return await repository.add_tenant(db, tenant)
-    except IntegrityError as exc:  # created by a concurrent request since the check
-        existing = await repository.get_tenant_by_name(db, body.name)
+        async with conn.transaction():  # a savepoint in the session's transaction
+            return await repository.add_tenant(
+                conn,
+                tenant_id=uuid.uuid4(),
+                name=body.name,
+                text_search_config=body.text_search_config,
+                created_at=utcnow(),
+            )
+    except asyncpg.UniqueViolationError as exc:  # created by a concurrent request since
+        existing = await repository.get_tenant_by_name(conn, body.name)
         if existing is None:
             raise
         raise _tenant_exists(existing) from exc
@@ -50,32 +57,46 @@ async def create_cli_key(
     tenant_id: uuid.UUID | None,
     tenant_name: str,
     agent_id: str | None,
-) -> tuple[Tenant, bool, str]:
+) -> tuple[TenantRow, bool, str]:
     """`loom-memory create-key`: a key for the tenant with this id, else for the tenant with
     this name (created when there is none). Returns (tenant, tenant created now, secret)."""
     created = False
+    conn = await pg.driver_connection(db)
     if tenant_id is not None:
-        tenant = await repository.get_tenant(db, tenant_id)
+        tenant = await repository.get_tenant(conn, tenant_id)
         if tenant is None:
             raise NotFound(f"No tenant has the id {tenant_id}.")
     else:
-        tenant = await repository.get_tenant_by_name(db, tenant_name)
+        tenant = await repository.get_tenant_by_name(conn, tenant_name)
         if tenant is None:
             tenant = await create_tenant(db, TenantCreate(name=tenant_name))
             created = True
     secret = generate_key()
-    await repository.add_key(
-        db,
-        ApiKey(
-            tenant_id=tenant.id,
-            role=role,
-            agent_id=agent_id,
-            name="cli",
-            key_hash=hash_key(secret),
-            prefix=display_prefix(secret),
-        ),
-    )
+    await _add_key(conn, tenant.id, name="cli", role=role, agent_id=agent_id, secret=secret)
     return tenant, created, secret
+
+
+async def _add_key(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    *,
+    name: str,
+    role: str,
+    agent_id: str | None,
+    secret: str,
+) -> ApiKeyRow:
+    """Store a key for `secret` (its hash and display prefix, never the secret)."""
+    return await repository.add_key(
+        conn,
+        key_id=new_id(),
+        tenant_id=tenant_id,
+        name=name,
+        role=role,
+        agent_id=agent_id,
+        key_hash=hash_key(secret),
+        prefix=display_prefix(secret),
+        created_at=utcnow(),
+    )
 
 
 def _target_tenant(principal: Principal, requested: uuid.UUID | None) -> uuid.UUID:
@@ -95,7 +116,7 @@ def _target_tenant(principal: Principal, requested: uuid.UUID | None) -> uuid.UU
 
 async def create_key(
     db: AsyncSession, principal: Principal, body: ApiKeyCreate
-) -> tuple[ApiKey, str]:
+) -> tuple[ApiKeyRow, str]:
     """Create a key and return it with its secret (which is never stored or shown again).
 
     Decision: service keys may mint `agent` keys for their own tenant, so an agent runtime
@@ -104,18 +125,13 @@ async def create_key(
     tenant_id = _target_tenant(principal, body.tenant_id)
     if principal.role == "service" and body.role != "agent":
         raise Forbidden("Service keys may only create agent keys.")
-    if await repository.get_tenant(db, tenant_id) is None:
+    conn = await pg.driver_connection(db)
+    if await repository.get_tenant(conn, tenant_id) is None:
         raise NotFound("No such tenant.")
     secret = generate_key()
-    key = ApiKey(
-        tenant_id=tenant_id,
-        name=body.name,
-        role=body.role,
-        agent_id=body.agent_id,
-        key_hash=hash_key(secret),
-        prefix=display_prefix(secret),
+    key = await _add_key(
+        conn, tenant_id, name=body.name, role=body.role, agent_id=body.agent_id, secret=secret
     )
-    await repository.add_key(db, key)
     return key, secret
 
 
@@ -126,18 +142,24 @@ async def list_keys(
     *,
     after: uuid.UUID | None,
     limit: int,
-) -> list[ApiKey]:
+) -> list[ApiKeyRow]:
     target = _target_tenant(principal, tenant_id)
     role = "agent" if principal.role == "service" else None
-    return await repository.list_keys(db, target, after=after, limit=limit, role=role)
+    conn = await pg.driver_connection(db)
+    return await repository.list_keys(conn, target, after=after, limit=limit, role=role)
 
 
 async def revoke_key(
     db: AsyncSession, principal: Principal, tenant_id: uuid.UUID | None, key_id: uuid.UUID
-) -> ApiKey:
+) -> ApiKeyRow:
+    """Revoke the key (a key revoked already stays as it was); the key as it now is."""
     target = _target_tenant(principal, tenant_id)
-    key = await repository.get_key(db, target, key_id)
+    conn = await pg.driver_connection(db)
+    key = await repository.get_key(conn, target, key_id)
     if key is None or (principal.role == "service" and key.role != "agent"):
         raise NotFound("No such API key.")
-    await repository.revoke_key(db, key)
-    return key
+    if key.revoked_at is not None:
+        return key
+    now = datetime.now(UTC)
+    await repository.revoke_key(conn, target, key.id, now)
+    return key._replace(revoked_at=now)

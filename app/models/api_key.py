@@ -1,10 +1,18 @@
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, optional_ts_column, tenant_fk, ts_column, utcnow
+from app.models.base import (
+    new_id,
+    optional_ts_column,
+    row_columns,
+    tenant_fk,
+    ts_column,
+    utcnow,
+)
 
 
 class ApiKey(SQLModel, table=True):
@@ -26,3 +34,21 @@ class ApiKey(SQLModel, table=True):
     prefix: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     revoked_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
+
+
+class ApiKeyRow(NamedTuple):
+    """An API key as `app.auth.repository` reads it (every column): plain and immutable. The
+    request's own key lookup reads fewer (`key_by_hash`)."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    name: str
+    role: str
+    agent_id: str | None
+    key_hash: str
+    prefix: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+API_KEY_ROW_COLUMNS = row_columns(ApiKeyRow._fields, ApiKey)

@@ -1,10 +1,11 @@
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, ts_column, utcnow
+from app.models.base import new_id, row_columns, ts_column, utcnow
 
 
 class Tenant(SQLModel, table=True):
@@ -24,3 +25,15 @@ class Tenant(SQLModel, table=True):
         sa_column=sa.Column(sa.String(64), nullable=False, server_default="english"),
     )
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class TenantRow(NamedTuple):
+    """A tenant as `app.auth.repository` reads it: plain and immutable."""
+
+    id: uuid.UUID
+    name: str
+    text_search_config: str
+    created_at: datetime
+
+
+TENANT_ROW_COLUMNS = row_columns(TenantRow._fields, Tenant)
