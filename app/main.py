@@ -11,6 +11,7 @@ from fastapi.routing import APIRoute
 
 from app import api, docs, wiring
 from app.auth.cache import KeyCache
+from app.auth.keys import hash_key
 from app.console import router as console
 from app.core import heap, pg
 from app.core.config import Settings, api_pool_sizes, get_settings
@@ -74,7 +75,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             watch_queue=settings.shared_memory_watch_queue,
         )
 
-        key_cache = KeyCache(redis, ttl=settings.key_cache_seconds)
+        admin = settings.admin_key.get_secret_value() if settings.admin_key else None
+        key_cache = KeyCache(
+            redis,
+            ttl=settings.key_cache_seconds,
+            admin_hash=hash_key(admin) if admin else None,
+        )
 
         def connection() -> AbstractAsyncContextManager[asyncpg.Connection]:
             return pg.connection(pool, settings.db_pool_timeout_seconds)

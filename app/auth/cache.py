@@ -25,8 +25,18 @@ CHANNEL = "loom:auth:revoked"
 
 
 class KeyCache:
-    def __init__(self, redis: Redis, ttl: float = 30.0, max_entries: int = 10_000) -> None:
+    """Resolved keys by their hash, and the bootstrap admin key's hash (`admin_hash`, None
+    without one), so a request hashes its key once."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        ttl: float = 30.0,
+        max_entries: int = 10_000,
+        admin_hash: str | None = None,
+    ) -> None:
         self.redis = redis
+        self.admin_hash = admin_hash
         self.ttl = ttl
         self.max_entries = max_entries
         self._entries: dict[str, tuple[Any, float]] = {}

@@ -1,7 +1,6 @@
 """API key secrets: generation and hashing (pure)."""
 
 import hashlib
-import hmac
 import secrets
 
 KEY_PREFIX = "lm_"
@@ -19,7 +18,3 @@ def hash_key(secret: str) -> str:
 def display_prefix(secret: str) -> str:
     """The first characters of a key, safe to show in listings."""
     return secret[:10]
-
-
-def same_secret(a: str, b: str) -> bool:
-    return hmac.compare_digest(hash_key(a), hash_key(b))
