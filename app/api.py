@@ -22,6 +22,7 @@ from app.jobs.router import router as jobs_router
 from app.knowledge.router import router as knowledge_router
 from app.manifests.router import router as manifests_router
 from app.memory.router import router as memory_router
+from app.messages import lane as messages_lane
 from app.messages.router import router as messages_router
 from app.portability.router import router as portability_router
 from app.profiles.router import router as profiles_router
@@ -56,6 +57,7 @@ ROUTERS: tuple[APIRouter, ...] = (
 # the hot routes' shortcuts past FastAPI's routing to their endpoints (`app.core.edge`)
 LANES: tuple[Lane, ...] = (
     Lane("POST", PREFIX + "/sessions/{session_id}/context", context_lane.handle),
+    Lane("POST", PREFIX + "/sessions/{session_id}/messages", messages_lane.handle),
 )
 
 # the API docs' sections, in reading order

@@ -20,7 +20,7 @@ from app.main import create_app
 from tests.support.api import create_session
 
 # what a build draws afresh: its id and its time
-FRESH = frozenset({"context_id", "created_at"})
+FRESH = frozenset({"context_id", "created_at", "id", "session_id"})
 
 
 def _strip(value: Any) -> Any:
@@ -72,15 +72,18 @@ async def pair(settings: Any) -> AsyncIterator[tuple[Any, Any, Seen]]:
 
 
 async def _both(
-    pair: tuple[Any, Any, Seen], method: str, url: str, **kwargs: Any
+    pair: tuple[Any, Any, Seen], method: str, url: str | tuple[str, str], **kwargs: Any
 ) -> tuple[httpx.Response, httpx.Response, str | None]:
+    """The same request to the app with lanes and to the one without (`url`: one for each,
+    when they must not touch the same rows)."""
     laned, routed, seen = pair
+    urls = (url, url) if isinstance(url, str) else url
     seen.log.clear()
     answers = []
-    for app in (laned, routed):
+    for app, target in zip((laned, routed), urls, strict=True):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-            answers.append(await c.request(method, url, **kwargs))
+            answers.append(await c.request(method, target, **kwargs))
     return answers[0], answers[1], seen.last()
 
 
@@ -184,3 +187,90 @@ async def test_the_context_lane_answers_as_the_router(pair, client, tenant) -> N
         via_lane, via_router, did = await _both(pair, method, target, headers=auth)
         assert via_lane.status_code == via_router.status_code, what
         assert did is None, what
+
+
+async def test_the_append_lane_answers_and_stores_as_the_router(pair, client, tenant) -> None:
+    # one session for each app, the same requests to both: the same answers, the same rows
+    sids = [(await create_session(client, "agent-1"))["id"] for _ in range(2)]
+    urls = tuple(f"/v1/sessions/{sid}/messages" for sid in sids)
+    auth = {"Authorization": f"Bearer {tenant.service_key}", "X-Agent-Id": "agent-1"}
+    one = {"messages": [{"role": "user", "content": "I moved to Porto"}]}
+    turn = {"messages": [
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "tu_1", "name": "lookup", "input": {"q": "Porto"}},
+        ]},
+        {"role": "tool", "tool_use_id": "tu_1", "content": "a city in Portugal"},
+    ]}  # fmt: skip
+    long_key = "k" * 256
+
+    cases: list[tuple[str, Any, dict[str, Any], str]] = [
+        ("one message", urls, {"headers": auth, "json": one}, "answered"),
+        ("a tool turn", urls, {"headers": auth, "json": turn}, "answered"),
+        (
+            "idempotent",
+            urls,
+            {"headers": {**auth, "Idempotency-Key": "k-1"}, "json": one},
+            "answered",
+        ),  # fmt: skip
+        (
+            "its replay",
+            urls,
+            {"headers": {**auth, "Idempotency-Key": "k-1"}, "json": one},
+            "answered",
+        ),  # fmt: skip
+        (
+            "the key again, another body",
+            urls,
+            {"headers": {**auth, "Idempotency-Key": "k-1"}, "json": turn},
+            "raised",
+        ),  # fmt: skip
+        (
+            "unknown session",
+            f"/v1/sessions/{uuid.uuid4()}/messages",
+            {"headers": auth, "json": one},
+            "raised",
+        ),  # fmt: skip
+        ("no key", urls, {"json": one}, "raised"),
+        (
+            "a key over 255",
+            urls,
+            {"headers": {**auth, "Idempotency-Key": long_key}, "json": one},
+            "declined",
+        ),  # fmt: skip
+        ("no body", urls, {"headers": auth}, "declined"),
+        ("no messages", urls, {"headers": auth, "json": {"messages": []}}, "declined"),
+        (
+            "bad role",
+            urls,
+            {"headers": auth, "json": {"messages": [{"role": "x", "content": ""}]}},
+            "declined",
+        ),  # fmt: skip
+        (
+            "text body",
+            urls,
+            {"headers": {**auth, "Content-Type": "text/plain"}, "content": b"{}"},
+            "declined",
+        ),  # fmt: skip
+        (
+            "query string",
+            tuple(u + "?x=1" for u in urls),
+            {"headers": auth, "json": one},
+            "declined",
+        ),  # fmt: skip
+    ]
+    for what, target, kwargs, lane_did in cases:
+        via_lane, via_router, did = await _both(pair, "POST", target, **kwargs)
+        _same(via_lane, via_router)
+        assert did == lane_did, (what, did, via_lane.text)
+        if what == "its replay":
+            assert via_lane.status_code == 200 and via_lane.json()["replayed"] is True
+
+    # what each stored: the same history
+    stored = []
+    for sid in sids:
+        r = await client.get(f"/v1/sessions/{sid}/messages", params={"limit": 200})
+        assert r.status_code == 200, r.text
+        stored.append(_strip(r.json()))
+    assert stored[0] == stored[1]
+    assert len(stored[0]["items"]) == 4  # one, the tool turn's two, the idempotent one
