@@ -146,6 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,  # app.docs
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        telemetry=None if settings.otel else {"tracing": False, "metrics": False, "logs": False},
     )
     install_error_handlers(app)
     app.include_router(health_router)

@@ -17,8 +17,8 @@ Printed, per request:
   table (our middlewares, FastAPI's routing and request handling), and the same with the
   context route's parameters (`+ caller, body`: the key, the body, their validation);
 * `app: connection + SELECT 1` inside and outside a request;
-* the context build's own parts, called directly: `load` (the pool connection and the one
-  read), `build` (policy, fit, providers), `finish` (the manifest hook), `render`
+* the floor's connection and read (its pool, the same statement), and the context build's
+  own parts, called directly: `load` (the pool connection, the same read, the rows), `build` (policy, fit, providers), `finish` (the manifest hook), `render`
   (the response's JSON), and all four as the route runs them (`build_and_record`).
 
 Measure on a quiet machine when comparing runs; the parts, each against the others in
@@ -27,9 +27,11 @@ one run, hold on a busy one.
 
 import argparse
 import asyncio
+import cProfile
 import dataclasses
 import importlib
 import os
+import pstats
 import secrets
 import sys
 import time
@@ -229,6 +231,13 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
                 async with state.connection() as conn:
                     await conn.fetchval("SELECT 1")
 
+            floor_module = sys.modules["bench.floor_app"]
+            tenant_uuid = uuid.UUID(tenant_id)
+
+            async def floor_read() -> Any:
+                async with floor.state.pool.acquire() as conn:
+                    return await conn.fetchrow(floor_module.READ_SQL, tenant_uuid, session_id)
+
             async def finish_it() -> Any:
                 return await hooks.built(built, None, "anthropic")
 
@@ -252,6 +261,7 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
                 ("  + caller, body", route(app, f"/v1/probe/{sid}/params")),
                 ("  + connection, SELECT 1", route(app, f"/v1/probe/{sid}/select")),
                 ("connection, SELECT 1 (no request)", select_outside),
+                ("floor: connection + read", floor_read),
                 ("load", load_it),
                 ("build", build_it),
                 ("finish", finish_it),
@@ -260,9 +270,21 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
             ]
             if spin:
                 chosen = dict(figures)[spin]
-                end = time.monotonic() + seconds
+                for _ in range(50):
+                    await chosen()  # warm
+                profiler = cProfile.Profile() if os.environ.get("BENCH_CPROFILE") else None
+                if profiler is not None:
+                    profiler.enable()
+                end, done = time.monotonic() + seconds, 0
                 while time.monotonic() < end:
                     await chosen()
+                    done += 1
+                if profiler is not None:
+                    profiler.disable()
+                    stats = pstats.Stats(profiler)
+                    total = sum(v[1] for v in stats.stats.values())  # type: ignore[attr-defined]
+                    print(f"{done} requests, {total / done:.0f} Python calls per request")
+                    stats.sort_stats("tottime").print_stats(int(os.environ["BENCH_CPROFILE"]))
                 return
             measure = cpu_ms(n)
             for fn in (f for _, f in figures):

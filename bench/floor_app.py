@@ -1,5 +1,5 @@
 """The floor: the same FastAPI on the same uvicorn (one process, httptools and uvloop, the
-same garbage-collector tuning as `serve`) answering from the raw asyncpg statements the
+same garbage-collector tuning as `serve`, FastAPI's OpenTelemetry off as in the app) answering from the raw asyncpg statements the
 app's hot paths run, minus the app. Every ratio in the report is to it, measured in the
 same run on the same data, with the same requests (path shape, headers, bodies).
 
@@ -129,7 +129,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await app.state.simple_pool.close()
 
 
-app = FastAPI(lifespan=lifespan)
+# as the app is configured by default (`LOOM_OTEL=false`): FastAPI's native OpenTelemetry off
+app = FastAPI(lifespan=lifespan, telemetry={"tracing": False, "metrics": False, "logs": False})
 
 
 async def tenant_of(request: Request, conn: asyncpg.Connection) -> uuid.UUID:

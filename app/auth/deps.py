@@ -37,16 +37,16 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 async def get_principal(request: Request, creds: Credentials) -> Principal:
     """Resolve the bearer key; 401 for a missing, unknown or revoked key."""
-    return await _principal(request, creds)
+    return await _principal(request, creds.credentials if creds is not None else None)
 
 
-async def _principal(request: Request, creds: HTTPAuthorizationCredentials | None) -> Principal:
-    if creds is None or not creds.credentials:
+async def _principal(request: Request, secret: str | None) -> Principal:
+    """The key `secret` names (the bearer credentials; None or empty: none was sent)."""
+    if not secret:
         raise Unauthorized(
             "Send an API key as `Authorization: Bearer <key>`.",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    secret = creds.credentials
     state = app_state(request.app)
     settings: Settings = state.settings
     key_hash = hash_key(secret)
@@ -83,9 +83,9 @@ async def _principal(request: Request, creds: HTTPAuthorizationCredentials | Non
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 
-def _bearer(request: Request) -> HTTPAuthorizationCredentials | None:
-    """What `bearer` resolves (FastAPI's `HTTPBearer` without `auto_error`), read from the
-    header directly: the request path's one dependency call fewer."""
+def _bearer(request: Request) -> str | None:
+    """The credentials `bearer` resolves (FastAPI's `HTTPBearer` without `auto_error`),
+    read from the header directly: the request path's one dependency call fewer."""
     authorization = request.headers.get("authorization")
     if not authorization:
         return None
@@ -93,7 +93,7 @@ def _bearer(request: Request) -> HTTPAuthorizationCredentials | None:
     credentials = credentials.strip()
     if not (scheme and credentials) or scheme.lower() != "bearer":
         return None
-    return HTTPAuthorizationCredentials.model_construct(scheme=scheme, credentials=credentials)
+    return credentials
 
 
 async def _tenant_exists(request: Request, tenant_id: uuid.UUID) -> bool:

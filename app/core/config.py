@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     # startup built is frozen out of the collector's way and young collections run less
     # often. 0 = CPython's defaults.
     gc_tune: bool = Field(default=True, alias="LOOM_GC_TUNE")
+    otel: bool = Field(default=False, alias="LOOM_OTEL")
     # Hash-partition the tenant-owned tables by tenant_id into this many partitions when the
     # first `migrate` builds the schema (0 = plain tables); read by migration 0013 only
     # (app/core/partitions.py, docs/scaling.md).

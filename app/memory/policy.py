@@ -36,7 +36,6 @@ Decisions where the spec is silent (also in README):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, ClassVar, NamedTuple
 
 DEFAULT_MAX_CONTEXT_TOKENS = 200_000
@@ -84,21 +83,22 @@ class MemoryConfig:
         given = {k: config[k] for k in cls.STORED_KEYS if config and config.get(k) is not None}
         return cls(**given)
 
-    @cached_property
-    def reserve(self) -> int:
-        if self.reserved_output_tokens is not None:
-            return self.reserved_output_tokens
-        return default_reserve(self.max_context_tokens)
+    # derived once, when made (plain attributes: a context build reads them many times)
+    reserve: int = field(init=False, repr=False, compare=False)
+    budget: int = field(init=False, repr=False, compare=False)
+    l2_cap: int = field(init=False, repr=False, compare=False)
 
-    @cached_property
-    def budget(self) -> int:
-        return self.max_context_tokens - self.reserve
-
-    @cached_property
-    def l2_cap(self) -> int:
-        if self.max_l2_tokens is not None:
-            return self.max_l2_tokens
-        return min(DEFAULT_MAX_L2_TOKENS, self.budget // 4)
+    def __post_init__(self) -> None:
+        reserve = self.reserved_output_tokens
+        if reserve is None:
+            reserve = default_reserve(self.max_context_tokens)
+        budget = self.max_context_tokens - reserve
+        l2_cap = self.max_l2_tokens
+        if l2_cap is None:
+            l2_cap = min(DEFAULT_MAX_L2_TOKENS, budget // 4)
+        object.__setattr__(self, "reserve", reserve)
+        object.__setattr__(self, "budget", budget)
+        object.__setattr__(self, "l2_cap", l2_cap)
 
     def problems(self) -> list[str]:
         """Human-readable reasons this config is unusable (empty when valid)."""
