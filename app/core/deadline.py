@@ -40,15 +40,6 @@ def at() -> float | None:
     return _AT.get()
 
 
-def remaining(cap: float) -> float:
-    """Seconds left, at most `cap` (a stage's own timeout); at least a little, so a wait
-    that starts past the deadline fails at once rather than never."""
-    deadline = _AT.get()
-    if deadline is None:
-        return cap
-    return max(0.001, min(cap, deadline - asyncio.get_running_loop().time()))
-
-
 @asynccontextmanager
 async def unbounded() -> AsyncIterator[None]:
     """Lift the deadline for the block (a streamed export, an import)."""
@@ -59,21 +50,35 @@ async def unbounded() -> AsyncIterator[None]:
         _AT.reset(token)
 
 
-class holding:  # noqa: N801 (used as a function: `async with holding():`)
-    """The body of a held connection: cut at the deadline (`TimeoutError`). A class, not
-    a generator: every pooled connection of a request enters one."""
+class bounded:  # noqa: N801 (used as a function: `async with bounded(wait):`)
+    """The waits of one pooled connection, on one `asyncio.Timeout`: while it is acquired,
+    at most `wait` seconds and never past the deadline; once `hold()` is called, until the
+    deadline (moved on by `elsewhere`). Either cut raises `TimeoutError` at the block's
+    end. A class with one timer, not two nested blocks: every pooled connection of a
+    request enters one."""
 
-    __slots__ = ("_timeout", "_token")
+    __slots__ = ("_at", "_timeout", "_token", "_wait")
+
+    def __init__(self, wait: float) -> None:
+        self._wait = wait
+        self._token: Token[tuple[asyncio.Timeout, ...]] | None = None
 
     async def __aenter__(self) -> None:
-        self._timeout = timeout = asyncio.timeout_at(_AT.get())
+        self._at = at = _AT.get()
+        until = asyncio.get_running_loop().time() + self._wait
+        self._timeout = timeout = asyncio.timeout_at(until if at is None or at > until else at)
         await timeout.__aenter__()
-        self._token = _HELD.set((*_HELD.get(), timeout))
+
+    def hold(self) -> None:
+        """The connection is acquired: its body runs until the deadline."""
+        self._timeout.reschedule(self._at)
+        self._token = _HELD.set((*_HELD.get(), self._timeout))
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
-        _HELD.reset(self._token)
+        if self._token is not None:
+            _HELD.reset(self._token)
         await self._timeout.__aexit__(exc_type, exc, tb)
 
 

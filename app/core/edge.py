@@ -46,6 +46,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core import deadline, limits, metrics
+from app.core.jsonlimits import long_integer_possible
 from app.core.logs import REQUEST_ID
 from app.core.request_context import HEADER, SCOPE_KEY, request_id
 
@@ -179,9 +180,10 @@ class Edge:
 
 def json_object(scope: Scope, body: bytes) -> dict[str, Any] | None:
     """A lane's body as FastAPI would read it, when it is plainly so: a JSON object sent as
-    `application/json` that orjson reads (for such a body the standard library, which the
-    router uses, reads the same). None for anything else (other media types, other JSON
-    values, what orjson refuses: the router then answers as it does)."""
+    `application/json` that orjson reads as the standard library, which the router uses,
+    does. None for anything else (other media types, other JSON values, what orjson
+    refuses, a text that may hold an integer beyond 64 bits, which orjson would read as a
+    float: the router then answers as it does)."""
     content_type = None
     for name, value in scope["headers"]:
         if name == b"content-type":
@@ -190,6 +192,8 @@ def json_object(scope: Scope, body: bytes) -> dict[str, Any] | None:
     if content_type is None or content_type.partition(b";")[0].strip().lower() != (
         b"application/json"
     ):
+        return None
+    if long_integer_possible(body):
         return None
     try:
         data = orjson.loads(body)

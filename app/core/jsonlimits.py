@@ -27,6 +27,17 @@ _BRACKETS = b"[]{}"
 _DELETE = bytes(b for b in range(256) if b not in _BRACKETS)
 _TABLE = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 _LOC_ITEMS = 12  # how much of the path an error shows
+# every byte to "0" for a digit, " " otherwise (`long_integer_possible`)
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_RUN = b"0" * 19
+
+
+def long_integer_possible(raw: bytes) -> bool:
+    """Whether a JSON text may hold an integer beyond 64 bits (which orjson, unlike the
+    standard library, reads as a float): any such integer has a run of 19 digits or more.
+    Mapping bytes and looking for the run costs a third of the stdlib's decoding time,
+    where a regular expression takes several times it."""
+    return _RUN in raw.translate(_DIGITS)
 
 
 class JsonTooDeep(ValueError):

@@ -37,23 +37,20 @@ import orjson
 from app.core import deadline
 from app.core.config import Settings, libpq_dsn
 from app.core.db_errors import is_connection_error
+from app.core.jsonlimits import long_integer_possible
 
 # orjson decodes several times faster than the stdlib, but it reads integers beyond 64 bits
-# as floats; stored content must come back exactly as it was sent, so a text holding a run
-# of 19 digits or more (any such integer has one) is decoded by the stdlib.
-# (The check maps every byte to "0" for a digit, " " otherwise, and looks for 19 zeros: a
-# third of the stdlib's decoding time, where a regular expression takes several times it.)
+# as floats; stored content must come back exactly as it was sent, so a text that may hold
+# one (`jsonlimits.long_integer_possible`) is decoded by the stdlib.
 # The pool reads json and jsonb in PostgreSQL's binary format, so both take the bytes as
 # they come from the server: no UTF-8 decoding into a str for asyncpg, and no encoding
 # back for the check (together they cost more than the check itself on non-ASCII text).
-_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-_RUN = b"0" * 19
 JSONB_VERSION = b"\x01"  # the first byte of jsonb's binary format
 
 
 def loads(raw: str | bytes) -> Any:
     data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
-    if _RUN in data.translate(_DIGITS):
+    if long_integer_possible(data):
         return json.loads(raw)
     return orjson.loads(raw)
 
@@ -181,24 +178,25 @@ class connection:  # noqa: N801 (used as a function: `async with connection(...)
     goes back: the pool would otherwise roll back its transaction, waiting on a server that
     may not answer, and the pool opens a fresh one when it is next needed.
 
-    A class rather than a generator, and the wait bounded by `asyncio.timeout` rather than
-    asyncpg's `acquire(timeout=)` (which runs the acquisition as a task of its own): every
-    request of the hot paths enters one."""
+    A class rather than a generator, and both waits on one `asyncio.Timeout`
+    (`deadline.bounded`) rather than asyncpg's `acquire(timeout=)`, which runs the
+    acquisition as a task of its own: every request of the hot paths enters one."""
 
-    __slots__ = ("_conn", "_held", "_pool", "_wait")
+    __slots__ = ("_bound", "_conn", "_pool", "_wait")
 
     def __init__(self, pool: asyncpg.Pool, wait: float) -> None:
         self._pool, self._wait = pool, wait
 
     async def __aenter__(self) -> asyncpg.Connection:
-        async with asyncio.timeout(deadline.remaining(self._wait)):
-            conn = await self._pool.acquire()
-        self._conn, self._held = conn, deadline.holding()
+        self._bound = bound = deadline.bounded(self._wait)
+        await bound.__aenter__()
         try:
-            await self._held.__aenter__()
-        except BaseException:
-            await self._pool.release(conn)
+            conn = await self._pool.acquire()
+        except BaseException as exc:
+            await bound.__aexit__(type(exc), exc, exc.__traceback__)  # TimeoutError if cut
             raise
+        bound.hold()
+        self._conn = conn
         return conn
 
     async def __aexit__(
@@ -207,7 +205,7 @@ class connection:  # noqa: N801 (used as a function: `async with connection(...)
         conn = self._conn
         try:
             try:
-                await self._held.__aexit__(exc_type, exc, tb)  # TimeoutError when it cut
+                await self._bound.__aexit__(exc_type, exc, tb)  # TimeoutError when it cut
             except BaseException as raised:
                 if _cut(raised):
                     conn.terminate()

@@ -203,6 +203,8 @@ async def test_the_append_lane_answers_and_stores_as_the_router(pair, client, te
         {"role": "tool", "tool_use_id": "tu_1", "content": "a city in Portugal"},
     ]}  # fmt: skip
     long_key = "k" * 256
+    big = {"messages": [{"role": "assistant", "content": "",
+                         "tool_calls": [{"id": "tu_2", "name": "n", "input": {"n": 2**70}}]}]}  # fmt: skip
 
     cases: list[tuple[str, Any, dict[str, Any], str]] = [
         ("one message", urls, {"headers": auth, "json": one}, "answered"),
@@ -239,6 +241,7 @@ async def test_the_append_lane_answers_and_stores_as_the_router(pair, client, te
             "declined",
         ),  # fmt: skip
         ("no body", urls, {"headers": auth}, "declined"),
+        ("an integer beyond 64 bits", urls, {"headers": auth, "json": big}, "declined"),
         ("no messages", urls, {"headers": auth, "json": {"messages": []}}, "declined"),
         (
             "bad role",
@@ -273,4 +276,6 @@ async def test_the_append_lane_answers_and_stores_as_the_router(pair, client, te
         assert r.status_code == 200, r.text
         stored.append(_strip(r.json()))
     assert stored[0] == stored[1]
-    assert len(stored[0]["items"]) == 4  # one, the tool turn's two, the idempotent one
+    # one, the tool turn's two, the idempotent one, the long integer's (kept exactly)
+    assert len(stored[0]["items"]) == 5
+    assert stored[0]["items"][-1]["tool_calls"][0]["input"]["n"] == 2**70
