@@ -203,8 +203,8 @@ async def test_the_append_lane_answers_and_stores_as_the_router(pair, client, te
         {"role": "tool", "tool_use_id": "tu_1", "content": "a city in Portugal"},
     ]}  # fmt: skip
     long_key = "k" * 256
-    big = {"messages": [{"role": "assistant", "content": "",
-                         "tool_calls": [{"id": "tu_2", "name": "n", "input": {"n": 2**70}}]}]}  # fmt: skip
+    call = {"id": "tu_2", "name": "n", "input": {"n": 2**70}}
+    big = {"messages": [{"role": "assistant", "content": "", "tool_calls": [call]}]}
 
     cases: list[tuple[str, Any, dict[str, Any], str]] = [
         ("one message", urls, {"headers": auth, "json": one}, "answered"),
