@@ -13,6 +13,8 @@ Printed, per request:
 
 * `floor route` / `app route`: the whole request through each app (the ratio is what
   `bench.run`'s context figure compares, minus uvicorn's share, which both pay alike);
+* `app: a lane answering at once` (our middleware and a lane, `app.core.edge`), and the
+  same after reading the caller and the body as the context lane does;
 * `app: middleware + routing`: a route that answers at once, placed first in the app's
   table (our middlewares, FastAPI's routing and request handling), and the same with the
   context route's parameters (`+ caller, body`: the key, the body, their validation);
@@ -129,6 +131,40 @@ def add_probes(app: Any) -> None:
     app.router.routes[0:0] = probes
 
 
+def add_probe_lanes(app: Any) -> None:
+    """Lanes (`app.core.edge`) that answer at once, and after the caller and the body, next
+    to the app's own (before the app's first request builds its middleware)."""
+    from pydantic import ValidationError
+    from starlette.responses import Response
+
+    from app.auth.deps import get_caller
+    from app.context.schemas import ContextRequest
+    from app.core.edge import Edge, Lane, json_object
+
+    async def bare(request: Any, id_: str, body: bytes) -> Response:
+        return Response(b"{}", media_type="application/json")
+
+    async def params(request: Any, id_: str, body: bytes) -> Response | None:
+        data = json_object(request.scope, body)
+        if data is None:
+            return None
+        try:
+            ContextRequest.model_validate(data)
+        except ValidationError:
+            return None
+        await get_caller(request)
+        uuid.UUID(id_)
+        return Response(b"{}", media_type="application/json")
+
+    for middleware in app.user_middleware:
+        if middleware.cls is Edge:
+            middleware.kwargs["lanes"] = (
+                *middleware.kwargs["lanes"],
+                Lane("POST", "/v1/probe/{session_id}/lane", bare),
+                Lane("POST", "/v1/probe/{session_id}/lane-params", params),
+            )
+
+
 async def compressed_session(c: httpx.AsyncClient, env: dict[str, str]) -> str:
     """A session of 50 messages of ~150 tokens, compressed by a worker until L1 is 10."""
     sid = (await c.post("/v1/sessions", json={"agent_id": "a"})).json()["id"]
@@ -182,6 +218,7 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
             Settings(DATABASE_URL=url, REDIS_URL=REDIS, LOOM_ADMIN_KEY=admin, LOOM_QUEUE_NAME=queue)
         )
         add_probes(app)
+        add_probe_lanes(app)
         os.environ["BENCH_FLOOR_DSN"] = url.replace("postgresql+asyncpg://", "postgresql://")
         floor = importlib.import_module("bench.floor_app").app
         async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
@@ -238,11 +275,38 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
                 async with floor.state.pool.acquire() as conn:
                     return await conn.fetchrow(floor_module.READ_SQL, tenant_uuid, session_id)
 
+            async def select_plain() -> None:
+                async with state.pg.acquire() as conn:
+                    await conn.fetchval("SELECT 1")
+
             async def finish_it() -> Any:
                 return await hooks.built(built, None, "anthropic")
 
             async def render_it() -> bytes:
                 return render.response_json(built, "anthropic", {"context_id": "x"}, None)
+
+            from starlette.requests import Request
+
+            from app.context import lane as context_lane
+
+            lane_scope = {
+                "type": "http",
+                "method": "POST",
+                "path": f"/v1/sessions/{sid}/context",
+                "query_string": b"",
+                "headers": headers,
+                "app": app,
+            }
+
+            from app.context.schemas import ContextRequest
+
+            empty_body = ContextRequest()
+
+            async def all_of_it_with_body() -> Any:
+                return await build_and_record(state, caller, session_id, empty_body, "anthropic")
+
+            async def the_lane() -> Any:
+                return await context_lane.handle(Request(lane_scope), sid, b"{}")
 
             async def all_of_it() -> Any:
                 return await build_and_record(state, caller, session_id, None, "anthropic")
@@ -260,13 +324,18 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
                 ("app: middleware + routing", route(app, f"/v1/probe/{sid}/bare")),
                 ("  + caller, body", route(app, f"/v1/probe/{sid}/params")),
                 ("  + connection, SELECT 1", route(app, f"/v1/probe/{sid}/select")),
+                ("app: a lane answering at once", route(app, f"/v1/probe/{sid}/lane")),
+                ("  + caller, body (lane)", route(app, f"/v1/probe/{sid}/lane-params")),
                 ("connection, SELECT 1 (no request)", select_outside),
+                ("  the same on the pool directly", select_plain),
                 ("floor: connection + read", floor_read),
                 ("load", load_it),
                 ("build", build_it),
                 ("finish", finish_it),
                 ("render", render_it),
                 ("build_and_record", all_of_it),
+                ("build_and_record, body {}", all_of_it_with_body),
+                ("the context lane, called", the_lane),
             ]
             if spin:
                 chosen = dict(figures)[spin]

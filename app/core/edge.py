@@ -24,8 +24,8 @@ What it may not take it declines (returns None) before doing anything, and the r
 to the router as if no lane existed: a query string, a body that is not plain JSON of the
 expected shape, anything that would be an error. So every error a lane answers comes from
 the endpoint or the caller's resolution, and is rendered by the app's exception handlers
-(the ones the router's requests get, `starlette.exception_handlers` in the scope); an
-exception no handler takes goes on to the handler of unexpected errors outside, as from a
+(the ones the router's requests get, looked up as Starlette's exception middleware does);
+an exception no handler takes goes on to the handler of unexpected errors outside, as from a
 route. `tests/core/test_lanes.py` sends the same requests through a lane and through the
 router and compares the answers.
 """
@@ -36,10 +36,11 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import Any, cast
 
 import orjson
-from starlette._exception_handler import wrap_app_handling_exceptions
+from starlette._exception_handler import _lookup_exception_handler
+from starlette.exceptions import HTTPException
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -53,7 +54,6 @@ from app.core.request_context import HEADER, SCOPE_KEY, request_id
 # the canonical form of an id in a path (what every client sends; other spellings that the
 # router's UUID parameters also accept go to the router)
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_EXCEPTION_HANDLERS = "starlette.exception_handlers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,47 +126,44 @@ class Edge:
         body = await limits.read_body(scope, receive, send, self.max_bytes)
         if body is None:
             return None  # refused, or the client went away
-        if not scope.get("root_path"):
+        if self.lanes and not scope.get("root_path"):
+            method, path = scope["method"], scope["path"]
             for lane, pattern in self.lanes:
-                if lane.method != scope["method"]:
-                    continue
-                match = pattern.fullmatch(scope["path"])
+                match = pattern.fullmatch(path) if lane.method == method else None
                 if match is None:
                     continue
-                replay = limits.replay(body, receive)
-                if await self._lane(lane, match[1], body, scope, replay, send):
-                    return lane.path
-                break
+                request = Request(scope, limits.replay(body, receive))
+                try:
+                    response = await lane.handle(request, match[1], body)
+                except Exception as exc:
+                    response = await self._rendered(request, exc)
+                if response is None:
+                    break  # declined: the router answers
+                await response(scope, receive, send)
+                return lane.path
         await self.app(scope, limits.replay(body, receive), send)
         return None
 
-    async def _lane(
-        self, lane: Lane, id_: str, body: bytes, scope: Scope, receive: Receive, send: Send
-    ) -> bool:
-        """Whether the lane answered (False: it declined, nothing was sent)."""
-        scope[_EXCEPTION_HANDLERS] = self._exception_handlers(scope)
-        request = Request(scope, receive)
-        answered = False
-
-        async def answer(scope: Scope, receive: Receive, send: Send) -> None:
-            nonlocal answered
-            response = await lane.handle(request, id_, body)
-            if response is not None:
-                answered = True
-                await response(scope, receive, send)
-
-        async def sent(message: Message) -> None:
-            nonlocal answered
-            answered = True  # an error the handlers rendered
-            await send(message)
-
-        await wrap_app_handling_exceptions(answer, request)(scope, receive, sent)
-        return answered
+    async def _rendered(self, request: Request, exc: Exception) -> Response:
+        """An error of a lane as the app's handlers render it for the router's requests
+        (Starlette's exception middleware's lookup: by status for an HTTP exception, else
+        by class); one no handler takes is raised on, to the handler of unexpected errors
+        outside every middleware, as from a route."""
+        exception_handlers, status_handlers = self._exception_handlers(request.scope)
+        handler: Any = None
+        if isinstance(exc, HTTPException):
+            handler = status_handlers.get(exc.status_code)
+        if handler is None:
+            handler = _lookup_exception_handler(exception_handlers, exc)
+        if handler is None:
+            raise exc
+        return cast(Response, await handler(request, exc))
 
     def _exception_handlers(self, scope: Scope) -> tuple[dict[Any, Any], dict[int, Any]]:
         """The app's handlers that the router's requests get (all but the one of unexpected
         errors, which answers outside every middleware), as Starlette's exception
-        middleware holds them; read from the app once."""
+        middleware holds them; read from the app once. (Every handler of the app is a
+        coroutine function: `app.core.error_handlers`.)"""
         if self._handlers is None:
             handlers = {
                 key: handler
