@@ -304,14 +304,20 @@ async def build(
             return count_message(m["role"], m.get("content"), m.get("tool_calls"))
         return rows[m["seq"]].token_count
 
+    promoted_tokens = l1_tokens = 0
+    for m in messages:
+        if m["seq"] in promoted_seqs:
+            promoted_tokens += tokens_of(m)
+        else:
+            l1_tokens += tokens_of(m)
     layer_tokens = {
         "rom": loaded.state.rom_tokens,
         "kernel": loaded.state.kernel_tokens,
         "facts": sum(b.token_count for b in kept_blocks if b.name == "facts"),
         "blocks": sum(b.token_count for b in kept_blocks if b.name != "facts"),
         "l2": sum(s["token_count"] for s in summaries),
-        "promoted": sum(tokens_of(m) for m in messages if m["seq"] in promoted_seqs),
-        "l1": sum(tokens_of(m) for m in messages if m["seq"] not in promoted_seqs),
+        "promoted": promoted_tokens,
+        "l1": l1_tokens,
         "overhead": FORMAT_OVERHEAD_TOKENS,
     }
     built = Built(

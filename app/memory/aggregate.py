@@ -140,7 +140,7 @@ class Loaded:
         return self._layers
 
     def _make_layers(self) -> Layers:
-        l2 = tuple(summary_record(s) for s in self.l2)
+        l2 = tuple(map(summary_record, self.l2))
         if self.gap is not None:
             l2 += (
                 SummaryRecord(
@@ -154,8 +154,8 @@ class Loaded:
             rom_tokens=self.state.rom_tokens,
             kernel_tokens=self.state.kernel_tokens,
             l2=l2,
-            promoted=tuple(record(m) for m in self.promoted),
-            l1=tuple(record(m) for m in self.l1),
+            promoted=tuple(map(record, self.promoted)),
+            l1=tuple(map(record, self.l1)),
         )
 
     def messages_for(self, seqs: Sequence[int]) -> list[dict[str, Any]]:

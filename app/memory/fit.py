@@ -34,6 +34,7 @@ from app.memory.policy import (
     group_units,
     plan,
     protected_start,
+    tokens,
 )
 
 StandIn = Callable[[Sequence[MessageRecord]], int]
@@ -65,10 +66,10 @@ class View:
             self.rom_tokens
             + self.kernel_tokens
             + self.overhead_tokens
-            + sum(s.token_count for s in self.l2)
-            + sum(m.token_count for m in self.promoted)
-            + sum(m.token_count for m in self.l1)
-            + sum(b.token_count for b in self.blocks)
+            + tokens(self.l2)
+            + tokens(self.promoted)
+            + tokens(self.l1)
+            + tokens(self.blocks)
         )
 
     @property
@@ -146,7 +147,7 @@ def _summarise_more(view: View, stand_in: StandIn) -> None:
     for k in range(limit):
         prefix.extend(units[k])
         summary = stand_in_for(prefix, stand_in)
-        saved = sum(m.token_count for m in prefix) - summary.token_count
+        saved = tokens(prefix) - summary.token_count
         if view.excess - saved <= 0:
             view.l1 = view.l1[len(prefix) :]
             view.l2.append(summary)

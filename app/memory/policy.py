@@ -35,7 +35,9 @@ Decisions where the spec is silent (also in README):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, ClassVar, NamedTuple
 
 DEFAULT_MAX_CONTEXT_TOKENS = 200_000
@@ -49,6 +51,13 @@ DEFAULT_MAX_RANGE_MESSAGES = 20
 MIN_BUDGET_TOKENS = 256
 # What a truncated message costs at least (marker text + per-message overhead).
 TRUNCATION_FLOOR_TOKENS = 32
+
+_TOKEN_COUNT = attrgetter("token_count")
+
+
+def tokens(records: Iterable[Any]) -> int:
+    """The tokens of records (messages, summaries, blocks: anything with `token_count`)."""
+    return sum(map(_TOKEN_COUNT, records))
 
 
 def default_reserve(max_context_tokens: int) -> int:
@@ -176,19 +185,19 @@ class Layers:
 
     @property
     def l2_tokens(self) -> int:
-        return sum(s.token_count for s in self.l2)
+        return tokens(self.l2)
 
     @property
     def l1_tokens(self) -> int:
-        return sum(m.token_count for m in self.l1)
+        return tokens(self.l1)
 
     @property
     def promoted_tokens(self) -> int:
-        return sum(m.token_count for m in self.promoted)
+        return tokens(self.promoted)
 
     @property
     def block_tokens(self) -> int:
-        return sum(b.token_count for b in self.blocks)
+        return tokens(self.blocks)
 
     @property
     def memory_tokens(self) -> int:
