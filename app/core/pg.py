@@ -102,7 +102,10 @@ def _jsonb_bytes(value: str) -> bytes:
 def _jsonb_loads(data: bytes) -> Any:
     if data[:1] != JSONB_VERSION:
         raise ValueError(f"unknown jsonb binary format version {data[:1]!r}")
-    return loads(data[1:])
+    text = data[1:]
+    if long_integer_possible(text):
+        return json.loads(text)
+    return orjson.loads(text)
 
 
 async def _init(conn: asyncpg.Connection) -> None:
