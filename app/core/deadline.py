@@ -70,8 +70,10 @@ class bounded:  # noqa: N801 (used as a function: `async with bounded(wait):`)
         await timeout.__aenter__()
 
     def hold(self) -> None:
-        """The connection is acquired: its body runs until the deadline."""
-        self._timeout.reschedule(self._at)
+        """The connection is acquired: its body runs until the deadline (the same moment
+        as the wait's, unless the pool's wait was the shorter: then one timer serves both)."""
+        if self._timeout.when() != self._at:
+            self._timeout.reschedule(self._at)
         self._token = _HELD.set((*_HELD.get(), self._timeout))
 
     async def __aexit__(
