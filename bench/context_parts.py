@@ -23,6 +23,10 @@ Printed, per request:
   own parts, called directly: `load` (the pool connection, the same read, the rows), `build` (policy, fit, providers), `finish` (the manifest hook), `render`
   (the response's JSON), and all four as the route runs them (`build_and_record`).
 
+Also printed: the two responses' sizes. With `--spin LABEL --seconds N` only that figure
+runs, for a profiler (py-spy); `BENCH_CPROFILE=N` profiles it in-process and prints the
+Python calls per request and the top N functions, `BENCH_CALLEES=regex` their callees.
+
 Measure on a quiet machine when comparing runs; the parts, each against the others in
 one run, hold on a busy one.
 """
@@ -354,7 +358,16 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
                     total = sum(v[1] for v in stats.stats.values())  # type: ignore[attr-defined]
                     print(f"{done} requests, {total / done:.0f} Python calls per request")
                     stats.sort_stats("tottime").print_stats(int(os.environ["BENCH_CPROFILE"]))
+                    if os.environ.get("BENCH_CALLEES"):
+                        stats.print_callees(os.environ["BENCH_CALLEES"])
                 return
+            for label, target, path in (
+                ("floor", floor, f"/floor/sessions/{sid}/context"),
+                ("app", app, f"/v1/sessions/{sid}/context"),
+            ):
+                sent_messages = await call(target, path, b"{}", headers)
+                size = sum(len(m.get("body", b"")) for m in sent_messages)
+                print(f"{label} response: {size:,} bytes")
             measure = cpu_ms(n)
             for fn in (f for _, f in figures):
                 await fn()  # warm
