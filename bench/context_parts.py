@@ -16,12 +16,14 @@ Printed, per request:
 * `app: a lane answering at once` (our middleware and a lane, `app.core.edge`), and the
   same after reading the caller and the body as the context lane does;
 * `app: middleware + routing`: a route that answers at once, placed first in the app's
-  table (our middlewares, FastAPI's routing and request handling), and the same with the
+  table (our middleware, FastAPI's routing and request handling), and the same with the
   context route's parameters (`+ caller, body`: the key, the body, their validation);
 * `app: connection + SELECT 1` inside and outside a request;
 * the floor's connection and read (its pool, the same statement), and the context build's
-  own parts, called directly: `load` (the pool connection, the same read, the rows), `build` (policy, fit, providers), `finish` (the manifest hook), `render`
-  (the response's JSON), and all four as the route runs them (`build_and_record`).
+  own parts, called directly: `load` (the pool connection, the same read, the rows),
+  `build` (policy, fit, providers), `finish` (the manifest hook), `render` (the response's
+  JSON), and all four as the route runs them (`build_and_record`), and the context lane
+  called directly.
 
 Also printed: the two responses' sizes. With `--spin LABEL --seconds N` only that figure
 runs, for a profiler (py-spy); `BENCH_CPROFILE=N` profiles it in-process and prints the
