@@ -60,11 +60,11 @@ async def _principal(request: Request, secret: str | None) -> Principal:
         else:
             async with state.connection() as conn:
                 key = await repository.key_by_hash(conn, key_hash)
-            if key is None or key["revoked"]:
+            if key is None or key.revoked_at is not None:
                 raise Unauthorized(
                     "The API key is not valid.", headers={"WWW-Authenticate": "Bearer"}
                 )
-            principal = Principal(key["role"], key["tenant_id"], key["agent_id"], key["id"])
+            principal = Principal(key.role, key.tenant_id, key.agent_id, key.id)
             cache.put(key_hash, principal)
     if settings.rate_limit_per_second > 0:
         ident = str(principal.key_id or "bootstrap-admin")

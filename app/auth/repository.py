@@ -21,16 +21,14 @@ _KEY = ", ".join(API_KEY_ROW_COLUMNS)
 
 # Every request resolves its key: on the hot paths' asyncpg pool (`app.core.pg`), as a
 # prepared statement, when the per-process key cache does not have it.
-_KEY_BY_HASH = """
-SELECT id, role, tenant_id, agent_id, revoked_at IS NOT NULL AS revoked
-FROM api_keys WHERE key_hash = $1
-"""
 _TENANT_EXISTS = "SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1)"
 
 
-async def key_by_hash(conn: asyncpg.Connection, key_hash: str) -> asyncpg.Record | None:
-    """(id, role, tenant_id, agent_id, revoked) of the key with this hash."""
-    return await conn.fetchrow(_KEY_BY_HASH, key_hash)
+async def key_by_hash(conn: asyncpg.Connection, key_hash: str) -> ApiKeyRow | None:
+    """The key with this hash (a request's lookup, once per key per process with the key
+    cache on)."""
+    row = await conn.fetchrow(_KEY_BY_HASH, key_hash)
+    return None if row is None else ApiKeyRow._make(row)
 
 
 async def tenant_exists(conn: asyncpg.Connection, tenant_id: uuid.UUID) -> bool:
@@ -135,6 +133,7 @@ async def list_keys(
 
 
 _GET_KEY = f"SELECT {_KEY} FROM api_keys WHERE tenant_id = $1 AND id = $2"
+_KEY_BY_HASH = f"SELECT {_KEY} FROM api_keys WHERE key_hash = $1"
 
 
 async def get_key(

@@ -37,8 +37,7 @@ class ApiKey(SQLModel, table=True):
 
 
 class ApiKeyRow(NamedTuple):
-    """An API key as `app.auth.repository` reads it (every column): plain and immutable. The
-    request's own key lookup reads fewer (`key_by_hash`)."""
+    """An API key as `app.auth.repository` reads it (every column): plain and immutable."""
 
     id: uuid.UUID
     tenant_id: uuid.UUID
