@@ -1,5 +1,8 @@
 """The context build's lane (`app.core.edge`): POST /v1/sessions/{session_id}/context
-answered by the route's own endpoint, without FastAPI's routing and parameter solving."""
+answered by the route's own endpoint, without FastAPI's routing and parameter solving.
+
+A parameter added to the route (a header, a query parameter) must be read here too, or
+declined: `tests/core/test_lanes.py` fails until it is."""
 
 import uuid
 

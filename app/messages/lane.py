@@ -1,5 +1,8 @@
 """The append's lane (`app.core.edge`): POST /v1/sessions/{session_id}/messages answered by
-the route's own endpoint, without FastAPI's routing and parameter solving."""
+the route's own endpoint, without FastAPI's routing and parameter solving.
+
+A parameter added to the route (a header, a query parameter) must be read here too, or
+declined: `tests/core/test_lanes.py` fails until it is."""
 
 import uuid
 

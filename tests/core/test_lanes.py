@@ -7,6 +7,7 @@ and the lane must have taken the requests it is for and declined the ones it is 
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,8 +16,10 @@ import httpx
 import pytest
 
 from app import api
+from app.context.router import build_context
 from app.core.edge import Edge, Lane
 from app.main import create_app
+from app.messages.router import append_messages
 from tests.support.api import create_session
 
 # what a build draws afresh: its id and its time
@@ -279,3 +282,19 @@ async def test_the_append_lane_answers_and_stores_as_the_router(pair, client, te
     # one, the tool turn's two, the idempotent one, the long integer's (kept exactly)
     assert len(stored[0]["items"]) == 5
     assert stored[0]["items"][-1]["tool_calls"][0]["input"]["n"] == 2**70
+
+
+def test_each_lane_knows_every_parameter_of_its_route() -> None:
+    # a lane passes its route's endpoint every parameter itself: one added to the route
+    # (a header, a query parameter) must be added to the lane, or the lane must decline
+    # requests that carry it; this fails until one of the two is done
+    assert list(inspect.signature(build_context).parameters) == [
+        "session_id", "caller", "request", "body",
+    ]  # fmt: skip
+    assert list(inspect.signature(append_messages).parameters) == [
+        "session_id", "body", "caller", "request", "response", "background", "idempotency_key",
+    ]  # fmt: skip
+    assert {lane.path for lane in api.LANES} == {
+        "/v1/sessions/{session_id}/context",
+        "/v1/sessions/{session_id}/messages",
+    }
