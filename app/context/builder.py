@@ -116,13 +116,14 @@ def _pair_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if m["tool_use_id"] in issued:
                 out.append(m)
             continue
-        calls = m.get("tool_calls") or []
-        kept = [c for c in calls if c["id"] in answered]
-        if len(kept) != len(calls):
-            m = {**m, "tool_calls": kept or None}
-            if not kept and not m.get("content"):
-                continue
-        issued |= {c["id"] for c in kept}
+        calls = m.get("tool_calls")
+        if calls:  # most messages make no call: nothing to pair
+            kept = [c for c in calls if c["id"] in answered]
+            if len(kept) != len(calls):
+                m = {**m, "tool_calls": kept or None}
+                if not kept and not m.get("content"):
+                    continue
+            issued.update(c["id"] for c in kept)
         out.append(m)
     return out
 
