@@ -13,6 +13,7 @@ from datetime import datetime
 
 import asyncpg
 
+from app.core.pg import positional
 from app.models.api_key import API_KEY_ROW_COLUMNS, ApiKeyRow
 from app.models.tenant import TENANT_ROW_COLUMNS, TenantRow
 
@@ -99,15 +100,14 @@ async def add_key(
 
 def _list_sql(by_role: bool, after: bool) -> str:
     # one statement per filter combination, each numbering only the parameters it takes
-    where = ["tenant_id = $1"]
-    n = 2
+    # (`pg.positional`)
+    where = ["tenant_id = :tenant"]
     if by_role:
-        where.append(f"role = ${n}")
-        n += 1
+        where.append("role = :role")
     if after:
-        where.append(f"id > ${n}")
-        n += 1
-    return f"SELECT {_KEY} FROM api_keys WHERE {' AND '.join(where)} ORDER BY id LIMIT ${n}"
+        where.append("id > :after")
+    sql = f"SELECT {_KEY} FROM api_keys WHERE {' AND '.join(where)} ORDER BY id LIMIT :limit"
+    return positional(sql)[0]
 
 
 # every filter combination's statement, written once at import

@@ -15,7 +15,7 @@ from typing import Any
 
 import asyncpg
 
-from app.core.pg import dumps
+from app.core.pg import dumps, positional
 from app.models.session import SESSION_ROW_COLUMNS, SessionRow
 
 _COLUMNS = ", ".join(SESSION_ROW_COLUMNS)
@@ -98,23 +98,20 @@ async def update(
 
 def _page_sql(by_agent: bool, by_user: bool, after: bool) -> str:
     # one statement per filter combination, each numbering only the parameters it takes
-    # and keeping its own plan (index) among the connection's prepared statements
-    where = ["tenant_id = $1", "erasure_id IS NULL"]
-    n = 2
+    # (`pg.positional`) and keeping its own plan (index) among the connection's prepared
+    # statements
+    where = ["tenant_id = :tenant", "erasure_id IS NULL"]
     if by_agent:
-        where.append(f"agent_id = ${n}")
-        n += 1
+        where.append("agent_id = :agent")
     if by_user:
-        where.append(f"user_id = ${n}")
-        n += 1
+        where.append("user_id = :user")
     if after:
-        where.append(f"(created_at, id) > (${n}, ${n + 1})")
-        n += 2
-    return f"""
+        where.append("(created_at, id) > (:at, :id)")
+    return positional(f"""
 SELECT {_COLUMNS} FROM sessions
 WHERE {" AND ".join(where)}
-ORDER BY created_at, id LIMIT ${n}
-"""
+ORDER BY created_at, id LIMIT :limit
+""")[0]
 
 
 # every filter combination's statement, written once at import

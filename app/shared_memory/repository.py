@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 
 from app.core.partitions import FAN_OUT
-from app.core.pg import dumps
+from app.core.pg import dumps, positional
 from app.models.shared_memory_entry import ENTRY_ROW_COLUMNS, EntryRow
 
 _HEAD = ", ".join(ENTRY_ROW_COLUMNS)
@@ -207,22 +207,20 @@ async def next_version(conn: asyncpg.Connection) -> int:
 
 def _list_sql(prefix: bool, after: bool) -> str:
     # one statement per filter combination, each numbering only the parameters it takes
+    # (`pg.positional`; `_LIVE`'s tenant, `$1` elsewhere, is named here like the others)
     where = [
-        "tenant_id = $1 AND namespace = $2 AND scope_id = $3",
-        _LIVE.replace("$now", "$4"),
+        "tenant_id = :tenant AND namespace = :namespace AND scope_id = :scope",
+        _LIVE.replace("$now", ":now").replace("$1", ":tenant"),
     ]
-    n = 5
     if prefix:
-        where.append(f"starts_with(storage_key, ${n})")
-        n += 1
+        where.append("starts_with(storage_key, :prefix)")
     if after:
-        where.append(f'storage_key COLLATE "C" > ${n}')
-        n += 1
-    return f"""
+        where.append('storage_key COLLATE "C" > :after')
+    return positional(f"""
 SELECT {_HEAD} FROM shared_memory_entries
 WHERE {" AND ".join(where)}
-ORDER BY storage_key COLLATE "C" LIMIT ${n}
-"""
+ORDER BY storage_key COLLATE "C" LIMIT :limit
+""")[0]
 
 
 # every filter combination's statement, written once at import
