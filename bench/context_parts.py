@@ -140,23 +140,17 @@ def add_probes(app: Any) -> None:
 def add_probe_lanes(app: Any) -> None:
     """Lanes (`app.core.edge`) that answer at once, and after the caller and the body, next
     to the app's own (before the app's first request builds its middleware)."""
-    from pydantic import ValidationError
     from starlette.responses import Response
 
     from app.auth.deps import get_caller
     from app.context.schemas import ContextRequest
-    from app.core.edge import Edge, Lane, json_object
+    from app.core.edge import Edge, Lane, json_model
 
     async def bare(request: Any, id_: str, body: bytes) -> Response:
         return Response(b"{}", media_type="application/json")
 
     async def params(request: Any, id_: str, body: bytes) -> Response | None:
-        data = json_object(request.scope, body)
-        if data is None:
-            return None
-        try:
-            ContextRequest.model_validate(data)
-        except ValidationError:
+        if json_model(request.scope, body, ContextRequest) is None:
             return None
         await get_caller(request)
         uuid.UUID(id_)

@@ -6,14 +6,13 @@ declined: `tests/core/test_lanes.py` fails until it is."""
 
 import uuid
 
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
 from app.auth.deps import get_caller
 from app.context.router import build_context
 from app.context.schemas import ContextRequest
-from app.core.edge import json_object
+from app.core.edge import json_model
 
 
 async def handle(request: Request, session_id: str, body: bytes) -> Response | None:
@@ -23,12 +22,8 @@ async def handle(request: Request, session_id: str, body: bytes) -> Response | N
         return None
     parsed = None
     if body:
-        data = json_object(request.scope, body)
-        if data is None:
-            return None
-        try:
-            parsed = ContextRequest.model_validate(data)
-        except ValidationError:
+        parsed = json_model(request.scope, body, ContextRequest)
+        if parsed is None:
             return None
     caller = await get_caller(request)
     return await build_context(uuid.UUID(session_id), caller, request, parsed)

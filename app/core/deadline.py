@@ -36,10 +36,6 @@ def disarm(token: Token[float | None]) -> None:
     _AT.reset(token)
 
 
-def at() -> float | None:
-    return _AT.get()
-
-
 @asynccontextmanager
 async def unbounded() -> AsyncIterator[None]:
     """Lift the deadline for the block (a streamed export, an import)."""

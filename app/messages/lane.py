@@ -7,12 +7,11 @@ declined: `tests/core/test_lanes.py` fails until it is."""
 import uuid
 
 from fastapi import BackgroundTasks
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
 from app.auth.deps import get_caller
-from app.core.edge import json_object
+from app.core.edge import json_model
 from app.messages.router import append_messages
 from app.messages.schemas import MessagesAppend
 
@@ -30,12 +29,8 @@ async def handle(request: Request, session_id: str, body: bytes) -> Response | N
     idempotency_key = request.headers.get("idempotency-key")
     if idempotency_key is not None and len(idempotency_key) > IDEMPOTENCY_KEY_MAX:
         return None
-    data = json_object(scope, body)
-    if data is None:
-        return None
-    try:
-        parsed = MessagesAppend.model_validate(data)
-    except ValidationError:
+    parsed = json_model(scope, body, MessagesAppend)
+    if parsed is None:
         return None
     caller = await get_caller(request)
     sub = Response()  # what the endpoint sets on its `response` (a replay's 200)
