@@ -4,9 +4,13 @@
   or `Transfer-Encoding: chunked`); over `LOOM_MAX_REQUEST_BYTES` is 413 and the app never
   sees the request, so nothing is stored. A Content-Length over the limit is refused before
   reading anything.
-* JSON nesting: a JSON body (`application/json`, `application/*+json`) nested deeper than
-  `LOOM_MAX_JSON_DEPTH` is 422 `json_too_deep` naming the field, checked on the raw bytes
-  before anything parses them (see `app.core.jsonlimits`).
+* Media type: a request with more than one `Content-Type` header is 400
+  `ambiguous_content_type` (RFC 9110 allows one): with two, the parser and these checks
+  could each read another, and a body checked as text would be parsed as JSON.
+* JSON nesting: a body FastAPI parses as JSON (`application/json`, `application/*+json`:
+  `is_json_type`, its reading) nested deeper than `LOOM_MAX_JSON_DEPTH` is 422
+  `json_too_deep` naming the field, checked on the raw bytes before anything parses them
+  (see `app.core.jsonlimits`).
 
 The body is buffered here (every route reads its whole body anyway) and replayed to the app
 as one message; later `receive` calls (disconnects, for streaming responses) pass through.
@@ -28,13 +32,26 @@ BODY_BYTES_SCOPE_KEY = "loom.body_bytes"
 
 
 def is_json_type(content_type: str | None) -> bool:
-    """`application/json` or `application/*+json`, parameters ignored (every request asks,
-    so a string split rather than a MIME parser)."""
+    """Whether FastAPI parses a body of this media type as JSON: `application/json` or
+    `application/*+json`, parameters ignored, read exactly as FastAPI reads it (the
+    standard library's `email.message`: the type before the first `;`, stripped and
+    lower-cased, is `text/plain` unless it holds one `/`). Every request asks, so a string
+    split rather than a MIME parser; `tests/core/test_media_type.py` holds the two
+    readings equal."""
     if not content_type:
+        return False  # FastAPI's strict content type: no header, no JSON
+    mime = content_type.partition(";")[0].strip().lower()
+    if mime.count("/") != 1:
         return False
-    mime = content_type.split(";", 1)[0].strip().lower()
-    return mime == "application/json" or (
-        mime.startswith("application/") and mime.endswith("+json")
+    main, sub = mime.split("/")
+    return main == "application" and (sub == "json" or sub.endswith("+json"))
+
+
+def _ambiguous(count: int) -> JSONResponse:
+    return error_response(
+        400,
+        "ambiguous_content_type",
+        f"The request has {count} Content-Type headers; send one, which says how its body is read.",
     )
 
 
@@ -46,6 +63,7 @@ async def read_body(scope: Scope, receive: Receive, send: Send, max_bytes: int) 
     """The request's whole body, within the limits; None when it was refused (the answer
     is sent) or the client went away before sending it all."""
     content_type = None
+    types = 0
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
             try:
@@ -57,6 +75,12 @@ async def read_body(scope: Scope, receive: Receive, send: Send, max_bytes: int) 
                 return None
         elif name == b"content-type":
             content_type = value.decode("latin-1")
+            types += 1
+    if types > 1:
+        # one body, one reading: the parser (FastAPI, a lane) reads the first header and
+        # these checks would read another, so neither is chosen
+        await _ambiguous(types)(scope, receive, send)
+        return None
     chunks: list[bytes] = []
     size = 0
     while True:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from app.core import jsonlimits
+from app.core import jsonlimits, storable
 from app.core.tokens import content_text, count_message, text_and_count, tool_calls_text
 
 
@@ -96,7 +96,32 @@ def _tool_call_from_openai(call: Any, loc: list[str | int]) -> dict[str, Any]:
 
 
 def canonicalise(raw: dict[str, Any], index: int) -> list[CanonicalMessage]:
-    """One input message (either shape) to one or more canonical messages."""
+    """One input message (either shape) to one or more canonical messages, each storable
+    as it will be stored (`app.core.storable`: the append and an import check the same)."""
+    out = _shaped(raw, index)
+    for m in out:
+        _check_storable(m, index)
+    return out
+
+
+def _check_storable(m: CanonicalMessage, index: int) -> None:
+    for name, value in (
+        ("content", m.content),
+        ("tool_calls", m.tool_calls),
+        ("metadata", m.metadata),
+        ("name", m.name),
+        ("tool_use_id", m.tool_use_id),
+    ):
+        if value is None:
+            continue
+        found = storable.problem(value)
+        if found is not None:
+            loc: list[str | int] = ["body", "messages", index, name, *found.loc]
+            where = ".".join(str(p) for p in loc[3:])
+            raise MessageShapeError(f"Message {index}, {where}: {found.reason}.", loc, found.code)
+
+
+def _shaped(raw: dict[str, Any], index: int) -> list[CanonicalMessage]:
     loc: list[str | int] = ["body", "messages", index]
     role = raw.get("role")
     meta = raw.get("metadata") or {}

@@ -64,10 +64,14 @@ def check_sizes(body: MessagesAppend, max_message_bytes: int) -> None:
         try:
             size = len(m.__pydantic_serializer__.to_json(m, exclude_none=True))
         except PydanticSerializationError:  # e.g. lone surrogates (refused later, as 422)
+            # the same JSON by the standard library: times as text, surrogates kept as
+            # they are (`canonicalise` refuses them with a 422 naming the field)
             size = len(
-                json.dumps(m.model_dump(exclude_none=True), ensure_ascii=False).encode(
-                    "utf-8", "surrogatepass"
-                )
+                json.dumps(
+                    m.model_dump(mode="python", exclude_none=True),
+                    ensure_ascii=False,
+                    default=str,
+                ).encode("utf-8", "surrogatepass")
             )
         if size > max_message_bytes:
             raise PayloadTooLarge(

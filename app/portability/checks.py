@@ -38,6 +38,7 @@ from typing import Any
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from app.core import storable
 from app.core.errors import AppError
 from app.core.strict import JsonAwareDatetime
 from app.core.tokens import count_text
@@ -54,6 +55,7 @@ from app.portability import format as fmt
 from app.session_resource.schemas import SessionCreate
 from app.shared_memory import errors as sm_errors
 from app.shared_memory import keys as sm_keys
+from app.shared_memory import refs as sm_refs
 
 _INT_MAX = {sa.Integer: 2**31 - 1, sa.BigInteger: 2**63 - 1, sa.SmallInteger: 2**15 - 1}
 _TIME = TypeAdapter(JsonAwareDatetime)
@@ -90,10 +92,10 @@ def _column_check(column: sa.Column) -> Callable[[Any], Any]:
             raise ValueError("must not be null")
         if isinstance(column.type, sa.DateTime):
             try:
-                _TIME.validate_python(value)
+                parsed = _TIME.validate_python(value)
             except ValidationError as exc:
                 raise ValueError(str(exc.errors()[0]["msg"])) from exc
-            return value
+            return parsed.isoformat()  # in UTC, as the API stores it (`app.core.storable`)
         if kind in _INT_MAX:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError("must be an integer")
@@ -143,10 +145,29 @@ def _columns(table: str) -> dict[str, Callable[[Any], Any]]:
 def _typed(kind: str, obj: dict[str, Any]) -> None:
     checks = _columns(fmt.TABLE_OF[kind])
     for name, value in obj.items():
+        found = storable.problem(value)
+        if found is not None:
+            where = ".".join(str(p) for p in (name, *found.loc))
+            raise Refused(where, found.reason)
         try:
             obj[name] = checks[name](value)
         except (ValueError, TypeError) as exc:
             raise Refused(name, str(exc) or "is not valid here") from exc
+    for name in _SEQ_COLUMNS.get(kind, ()):
+        if name in obj and obj[name] is not None:
+            reason = storable.seq_problem(obj[name])
+            if reason is not None:
+                raise Refused(name, reason)
+
+
+# the columns holding a message's position (`storable.MAX_SEQ` bounds each)
+_SEQ_COLUMNS: dict[str, tuple[str, ...]] = {
+    "message": ("seq",),
+    "memory_state": ("l1_start_seq",),
+    "snapshot": ("start_seq", "end_seq"),
+    "summary": ("start_seq", "end_seq"),
+    "reference": ("seq",),
+}
 
 
 # --- each kind by the rules of the route that creates it --------------------------------
@@ -173,9 +194,6 @@ def _session(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
 
 
 def _message(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
-    seq = obj.get("seq")
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-        raise Refused("seq", "must be an integer of at least 1")
     given = {
         "role": obj.get("role"),
         "content": obj.get("content"),
@@ -292,6 +310,8 @@ def _entry(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
         sm_keys.validate_key(key)
     except (ValueError, sm_errors.InvalidKey, sm_errors.InvalidScope) as exc:
         raise Refused("storage_key", str(exc)) from exc
+    if not sm_refs.is_ref_id(str(obj["ref_id"])):
+        raise Refused("ref_id", "must be a reference id (ref_ and 16 hex digits)")
     meta = obj.get("metadata")
     if meta is not None and not isinstance(meta, dict):
         raise Refused("metadata", "must be an object")
@@ -341,10 +361,8 @@ def _at_least_one(obj: dict[str, Any], name: str, default: int = 1) -> None:
 
 def _seqs(obj: dict[str, Any], name: str) -> None:
     seqs = obj.get(name, [])
-    if not isinstance(seqs, list) or any(
-        isinstance(s, bool) or not isinstance(s, int) or not 1 <= s < 2**63 for s in seqs
-    ):
-        raise Refused(name, "must be a list of seqs (integers of at least 1)")
+    if not isinstance(seqs, list) or any(storable.seq_problem(s) is not None for s in seqs):
+        raise Refused(name, f"must be a list of seqs (integers from 1 to {storable.MAX_SEQ})")
 
 
 def _provenance(obj: dict[str, Any]) -> None:

@@ -88,6 +88,7 @@ class Importer:
     limits: checks.Limits
     pending: dict[str, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
     size: int = 0
+    next_flush: int = BATCH
     inserted: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     # parents (sessions, memory items) this import wrote: only their children are written
@@ -106,18 +107,32 @@ class Importer:
         self.pending.setdefault(kind, []).append((line, obj))
         self.size += 1
 
-    async def flush(self) -> None:
+    async def flush(self, final: bool = False) -> None:
+        """Write what is pending, parents first. Before the end (`final` false), a row whose
+        parent is neither written yet nor already in the tenant waits for a later flush:
+        the file may give it before its parent (an export of ours never does, an edited or
+        generated one may), and the import reads it whole before it judges."""
+        waiting: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         for kind in fmt.KINDS:
             rows = self.pending.pop(kind, [])
             if rows:
-                await self._insert(kind, rows)
-        self.size = 0
+                held = await self._insert(kind, rows, final)
+                if held:
+                    waiting[kind] = held
+        self.pending = waiting
+        self.size = sum(len(rows) for rows in waiting.values())
+        # what waits is read again on every flush: flush less often as it grows
+        self.next_flush = self.size + BATCH
 
-    async def _insert(self, kind: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
+    async def _insert(
+        self, kind: str, rows: list[tuple[int, dict[str, Any]]], final: bool
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """Insert `rows`; returns the rows that wait for their parent."""
+        held: list[tuple[int, dict[str, Any]]] = []
         if kind in PARENT:
-            rows = await self._under_new_parents(kind, rows)
+            rows, held = await self._under_new_parents(kind, rows, final)
             if not rows:
-                return
+                return held
         columns = sorted({k for _, obj in rows for k in obj})
         sql = _insert_sql(kind, columns)
         try:
@@ -131,13 +146,15 @@ class Importer:
             self.created.setdefault(kind, set()).update(r[0] for r in done)
         self.inserted[kind] = self.inserted.get(kind, 0) + n
         self.skipped[kind] = self.skipped.get(kind, 0) + len(rows) - n
+        return held
 
     async def _under_new_parents(
-        self, kind: str, rows: list[tuple[int, dict[str, Any]]]
-    ) -> list[tuple[int, dict[str, Any]]]:
-        """The rows whose parent this import wrote; a row under a parent that was already
-        there is counted as present and left out. A row naming a parent that is nowhere
-        stays in, for the database to refuse (the error names its line)."""
+        self, kind: str, rows: list[tuple[int, dict[str, Any]]], final: bool
+    ) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, dict[str, Any]]]]:
+        """(the rows to write, the rows that wait). A row under a parent this import wrote
+        is written; one under a parent that was already there is counted as present and
+        left out. One naming a parent that is nowhere yet waits, until the last flush,
+        where it stays in for the database to refuse (the error names its line)."""
         parent, key = PARENT[kind]
         new = self.created.get(parent, set())
         owner = {line: _parent_id(kind, obj, key) for line, obj in rows}
@@ -149,7 +166,13 @@ class Importer:
         kept = [(line, obj) for line, obj in rows if owner[line] not in present]
         if len(kept) < len(rows):
             self.skipped[kind] = self.skipped.get(kind, 0) + len(rows) - len(kept)
-        return kept
+        if final:
+            return kept, []
+        ready: list[tuple[int, dict[str, Any]]] = []
+        held: list[tuple[int, dict[str, Any]]] = []
+        for line, obj in kept:
+            (ready if owner[line] is None or owner[line] in new else held).append((line, obj))
+        return ready, held
 
     async def finish(self) -> None:
         """A new session's counters, from the messages this import wrote."""
@@ -221,9 +244,9 @@ async def run(
             raise fmt.FormatError(reader.line, "not UTF-8") from exc
         if got is not None:
             importer.add(reader.line, *got)
-            if importer.size >= BATCH:
+            if importer.size >= importer.next_flush:
                 await importer.flush()
     reader.finish()
-    await importer.flush()
+    await importer.flush(final=True)
     await importer.finish()
     return importer.inserted, importer.skipped

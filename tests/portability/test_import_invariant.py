@@ -92,13 +92,29 @@ def _deep(n: int) -> Any:
     return value
 
 
-NASTY += [_deep(70), _deep(900), [_deep(62)]]
+NASTY += [
+    _deep(70),
+    _deep(900),
+    [_deep(62)],
+    _deep(62),
+    _deep(63),
+    # what one rule of storable values (app.core.storable) covers
+    "a\ud800b",
+    "nul \x00 inside",
+    {"k\udfff": 1},
+    2**63 - 1,
+    2**53 - 1,
+    2**53,
+    "2025-03-01T10:00:00+23:59",
+    "2025-03-01T10:00:00-23:59",
+    "2025-03-01T10:00:00+15:59",
+]
 
 
 @st.composite
 def mutations(draw: st.DrawFn, n_lines: int, fields: list[list[str]]) -> dict[str, Any]:
     i = draw(st.integers(1, n_lines - 2))  # a data line (not the header, not the end)
-    op = draw(st.sampled_from(["set", "set", "set", "del", "dup", "drop", "extra"]))
+    op = draw(st.sampled_from(["set", "set", "set", "del", "dup", "drop", "extra", "late"]))
     field = draw(st.sampled_from(fields[i])) if fields[i] else "t"
     value = draw(
         st.one_of(
@@ -122,6 +138,8 @@ def apply(lines: list[str], m: dict[str, Any]) -> list[str]:
         objs.insert(i, dict(objs[i]))
     elif m["op"] == "drop":
         del objs[i]
+    elif m["op"] == "late":  # the line moved to just before the end: after its rows
+        objs.insert(len(objs) - 1, objs.pop(i))
     elif m["op"] == "extra":  # one more message, in a session of the export
         sid = next(o["session_id"] for o in objs if o["t"] == "message")
         seq = max(o["seq"] for o in objs if o["t"] == "message" and o["session_id"] == sid)
@@ -341,3 +359,123 @@ def test_after_any_import_that_answers_2xx_every_read_answers_2xx(server: Any) -
     # the mutations reached both outcomes
     print("import outcomes", outcomes)
     assert outcomes.get(200, 0) > 20 and outcomes.get(422, 0) > 20, outcomes
+
+
+# --- what the API accepts imports again (issue 44, finding 2) ----------------------------
+
+API_EXAMPLES = int(os.environ.get("LOOM_API_STORABLE_EXAMPLES", "60"))
+# any code point: surrogates and NUL included (a JSON text carries them as \\u escapes)
+_TEXT = st.text(alphabet=st.characters(codec=None), max_size=12)
+_TIMES = [
+    None,
+    "2025-03-01T10:00:00Z",
+    "2025-03-01T10:00:00+23:59",
+    "2025-03-01T10:00:00-23:59",
+    "0002-01-01T00:30:00+01:00",
+    "9998-12-31T23:30:00-01:00",
+    "2025-03-01T10:00:00.1234567+05:30",
+]
+_TYPES = [
+    ("application/json",),
+    ("application/loom+json",),  # not the lane's: the router reads it
+    ("application/json; charset=utf-8",),
+    ("application/json", "text/plain"),
+    ("text/plain", "application/json"),
+    ("application/json", "application/json"),
+]
+
+
+@st.composite
+def appends(draw: st.DrawFn) -> dict[str, Any]:
+    text = draw(_TEXT)
+    content: Any = draw(
+        st.sampled_from(["plain", "blocks", "call"]).map(
+            lambda k: (
+                text
+                if k == "plain"
+                else [{"type": "text", "text": text or "x"}]
+                if k == "blocks"
+                else None
+            )
+        )
+    )
+    depth = draw(st.sampled_from([0, 1, 59, 60, 61, 62, 63, 200, 256, 300]))
+    meta: Any = draw(_TEXT)
+    for _ in range(depth):
+        meta = {draw(st.sampled_from(["a", "\ud800", "k"])): meta}
+    message: dict[str, Any] = {"role": "user", "content": content}
+    if content is None:
+        args: Any = draw(_TEXT)
+        for _ in range(draw(st.sampled_from([0, 30, 60, 61, 62, 64]))):
+            args = {"x": args}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": json.dumps({"v": args})},
+                }
+            ],
+        }
+    if depth:
+        message["metadata"] = meta if isinstance(meta, dict) else {"v": meta}
+    created = draw(st.sampled_from(_TIMES))
+    if created is not None:
+        message["created_at"] = created
+    return {
+        "message": message,
+        "types": draw(st.sampled_from(_TYPES)),
+    }
+
+
+def test_whatever_the_api_accepts_reads_appends_and_imports_again(
+    server: Any, settings: Any
+) -> None:
+    c, _, _, _ = server
+    admin = {"Authorization": f"Bearer {settings.admin_key.get_secret_value()}"}
+    source, target = _tenant(c, admin), _tenant(c, admin)
+    outcomes: dict[int, int] = {}
+
+    @hsettings(
+        max_examples=API_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(appends())
+    def check(a: dict[str, Any]) -> None:
+        sid = _ok(c.post("/v1/sessions", headers=source, json={}), "create")["id"]
+        body = json.dumps({"messages": [a["message"]]}).encode()
+        headers = [(k, v) for k, v in source.items()] + [("Content-Type", t) for t in a["types"]]
+        r = c.post(f"/v1/sessions/{sid}/messages", content=body, headers=headers)
+        outcomes[r.status_code] = outcomes.get(r.status_code, 0) + 1
+        assert r.status_code in (201, 400, 413, 422), (a, r.status_code, r.text[:300])
+        stored = _ok(c.get(f"/v1/sessions/{sid}/messages", headers=source), "messages")
+        if r.status_code != 201:
+            assert "error" in r.json() and stored["items"] == [], (a, r.text[:300])
+            return
+        assert len(stored["items"]) == 1, stored
+        export = _ok(c.get(f"/v1/sessions/{sid}/export", headers=source), "export")
+        imported = c.post(
+            "/v1/import",
+            content=str(export),
+            headers={**target, "Content-Type": "application/x-ndjson"},
+        )
+        assert imported.status_code == 200, (a, imported.text[:500])
+        here = _ok(c.post(f"/v1/sessions/{sid}/context", headers=source, json={}), "context")
+        there = _ok(c.post(f"/v1/sessions/{sid}/context", headers=target, json={}), "context")
+        assert here["messages"] == there["messages"], a
+        for h in (source, target):
+            r = c.post(
+                f"/v1/sessions/{sid}/messages",
+                headers=h,
+                json={"messages": [{"role": "user", "content": "next"}]},
+            )
+            assert r.status_code == 201, (a, r.text[:300])
+
+    check()
+    print("append outcomes", outcomes)
+    assert outcomes.get(201, 0) > 5 and outcomes.get(422, 0) > 5, outcomes
