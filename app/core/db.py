@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.util import await_
 
+from app.core import deadline
 from app.core.config import Settings
 from app.core.db_errors import is_connection_error
 from app.core.pg import connection_bounds
@@ -190,8 +191,10 @@ def read_only(fn: Any) -> Any:
 @asynccontextmanager
 async def transaction(maker: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
     """A session that commits on success and rolls back on error (discarding a broken
-    connection first); its `after_commit` callbacks run once it has committed."""
-    async with maker() as session:
+    connection first); its `after_commit` callbacks run once it has committed. In a
+    request, the whole of it ends by the request's database deadline (`deadline.guarded`:
+    the pool wait, the connect and every statement together)."""
+    async with deadline.guarded(), maker() as session:
         try:
             yield session
             await session.commit()

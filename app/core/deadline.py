@@ -99,3 +99,30 @@ async def elsewhere() -> AsyncIterator[None]:
         _AT.set(moved)
         for t in held:
             t.reschedule(moved)
+
+
+class guarded:  # noqa: N801 (used as a function: `async with guarded():`)
+    """A block of database work on a session of its own (SQLAlchemy's, whose pool wait,
+    connect and statements are each bounded but not together) ends by the request's
+    deadline, moved on by `elsewhere` like a pooled connection's; with no deadline (the
+    worker, startup, an `unbounded` request) it changes nothing. Cut, it raises
+    `TimeoutError` at the block's end, which the app answers 503."""
+
+    __slots__ = ("_timeout", "_token")
+
+    async def __aenter__(self) -> None:
+        at = _AT.get()
+        self._timeout: asyncio.Timeout | None = None
+        if at is None:
+            return
+        self._timeout = timeout = asyncio.timeout_at(at)
+        await timeout.__aenter__()
+        self._token = _HELD.set((*_HELD.get(), timeout))
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if self._timeout is None:
+            return
+        _HELD.reset(self._token)
+        await self._timeout.__aexit__(exc_type, exc, tb)

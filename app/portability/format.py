@@ -11,6 +11,8 @@ One JSON object per line, `"t"` naming its kind:
     {"t": "reference", ...}           which message holds which of those entries
     {"t": "memory_item", ...} {"t": "memory_item_version", ...}   facts and other items
     {"t": "end", "counts": {kind: lines}}
+    {"t": "error", "code": ..., "message": ...}   instead of the end: the export was cut
+                                                  short (the database failed mid-stream)
 
 Columns are the table's own (`ROWS`: kind -> table; the column lists come from the table
 models, so a column a later migration adds travels without a change here), minus the
@@ -87,6 +89,22 @@ def header_line(scope: dict[str, Any], exported_at: str) -> str:
             "version": VERSION,
             "scope": scope,
             "exported_at": exported_at,
+        },
+        separators=(",", ":"),
+    )
+
+
+def error_line(unavailable: bool) -> str:
+    """The last line of an export cut short (`unavailable`: the database failed
+    mid-stream): not an end line, so an import refuses the file as truncated; a reader
+    sees why."""
+    return json.dumps(
+        {
+            "t": "error",
+            "code": "database_unavailable" if unavailable else "internal_error",
+            "message": "The export was cut short"
+            + (" (the database is unavailable)" if unavailable else "")
+            + "; this file is incomplete: export again.",
         },
         separators=(",", ":"),
     )

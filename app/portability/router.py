@@ -1,5 +1,6 @@
 """Export (NDJSON, streamed) and import: a user, a session, a whole tenant (issue 28)."""
 
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -12,8 +13,10 @@ from app.auth.caller import Caller
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core import deadline
+from app.core.db_errors import is_connection_error
 from app.core.errors import ERROR_RESPONSES, Unprocessable
 from app.portability import export, importer
+from app.portability import format as format_
 from app.portability.checks import Limits
 from app.portability.format import FormatError
 from app.sessions.deps import SessionDep
@@ -21,6 +24,7 @@ from app.state import AppState, app_state
 from app.users import access as users_access
 from app.users import repository as users_repository
 
+log = logging.getLogger("loom.portability")
 router = APIRouter(tags=["portability"], responses=ERROR_RESPONSES)
 NDJSON = "application/x-ndjson"
 _STREAM: dict[int | str, dict[str, Any]] = {
@@ -41,15 +45,23 @@ def _streamed(
     name: str,
 ) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
-        async with (
-            deadline.unbounded(),  # as long as the export's size needs (per statement bound)
-            state.connection() as conn,
-            conn.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            async for chunk in export.stream(
-                conn, caller.tenant_id, scope, sessions=sessions, user_id=user_id
+        try:
+            async with (
+                deadline.unbounded(),  # as long as the export's size needs (per statement)
+                state.connection() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
             ):
-                yield chunk
+                async for chunk in export.stream(
+                    conn, caller.tenant_id, scope, sessions=sessions, user_id=user_id
+                ):
+                    yield chunk
+        except Exception as exc:  # noqa: BLE001 (the status is sent: the stream says it)
+            # the answer's status went out with its first line; a stream cut short by the
+            # database says so in its last line instead of just stopping (an import
+            # refuses it either way: it has no end line)
+            log.warning("export cut short: %s", type(exc).__name__)
+            unavailable = is_connection_error(exc) or isinstance(exc, TimeoutError)
+            yield (format_.error_line(unavailable) + "\n").encode()
 
     return StreamingResponse(
         body(),
@@ -72,7 +84,7 @@ async def export_user(
     shared-memory scope, then the `user/<id>` tier and the facts drawn from those sessions,
     with every version. Streamed from one snapshot, in constant memory."""
     state = app_state(request.app)
-    async with state.read_sessionmaker() as db:
+    async with deadline.guarded(), state.read_sessionmaker() as db:
         await users_access.require_visible(db, caller, user_id)
         agent = caller.agent_id if caller.role == "agent" else None
         sessions = await users_repository.session_ids(db, caller.tenant_id, user_id, agent_id=agent)
