@@ -235,11 +235,11 @@ async def test_a_burst_of_150_on_a_frozen_database_answers_within_5_s_on_every_r
     """Every route class under a burst of 150 (issue 44, finding 4: the SQLAlchemy
     session's routes took up to 9.1 s, their pool wait and connect each bounded, not the
     request)."""
-    r = await api.client.post("/v1/sessions", json={"user_id": "u-faults"})
-    assert r.status_code == 201, r.text
+    created = await api.client.post("/v1/sessions", json={"user_id": "u-faults"})
+    assert created.status_code == 201, created.text
     classes = route_classes(api.session_id)
-    for r in await asyncio.gather(*(call(api.client, *c) for c in classes)):
-        assert 200 <= r.status < 300, (r.name, r.status, r.body[:300])
+    for first in await asyncio.gather(*(call(api.client, *c) for c in classes)):
+        assert 200 <= first.status < 300, (first.name, first.status, first.body[:300])
     burst = (classes * (150 // len(classes) + 1))[:150]
     private_pg.freeze()
     try:
