@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-import anthropic
-import openai
 from pydantic import SecretStr
 
 from app.core.config import Settings
@@ -130,6 +128,9 @@ class AnthropicLLM:
         self.model = model
         self.rerank_model = rerank_model or model
         self._deadline = _deadline(timeout, max_retries)
+        import anthropic  # on first use: the SDK costs an API process seconds to import
+
+        self._module: Any = anthropic
         self._sdk = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
@@ -141,7 +142,7 @@ class AnthropicLLM:
         self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
     ) -> str:
         """Ask the Messages API; see `LLMClient.complete`."""
-        async with _calling(self.provider, anthropic, self._deadline):
+        async with _calling(self.provider, self._module, self._deadline):
             msg = await self._sdk.messages.create(
                 model=model or self.model,
                 max_tokens=max_tokens,
@@ -171,7 +172,7 @@ class AnthropicLLM:
         model: str | None = None,
     ) -> ToolAnswer:
         """Messages API with one tool and `tool_choice` forcing it; see `LLMClient`."""
-        async with _calling(self.provider, anthropic, self._deadline):
+        async with _calling(self.provider, self._module, self._deadline):
             msg = await self._sdk.messages.create(
                 model=model or self.model,
                 max_tokens=max_tokens,
@@ -229,6 +230,9 @@ class OpenAICompatLLM:
         }
         if base_url:
             kwargs["base_url"] = base_url
+        import openai  # on first use, like the Anthropic SDK
+
+        self._module = openai
         self._sdk = openai.AsyncOpenAI(**kwargs)
 
     def __repr__(self) -> str:
@@ -238,7 +242,7 @@ class OpenAICompatLLM:
         self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
     ) -> str:
         """Ask the chat completions endpoint; see `LLMClient.complete`."""
-        async with _calling(self.provider, openai, self._deadline):
+        async with _calling(self.provider, self._module, self._deadline):
             # max_tokens (not max_completion_tokens): what local servers understand.
             resp = await self._sdk.chat.completions.create(
                 model=model or self.model,
@@ -266,7 +270,7 @@ class OpenAICompatLLM:
         model: str | None = None,
     ) -> ToolAnswer:
         """Chat completions with one function and `tool_choice` forcing it."""
-        async with _calling(self.provider, openai, self._deadline):
+        async with _calling(self.provider, self._module, self._deadline):
             resp = await self._sdk.chat.completions.create(
                 model=model or self.model,
                 max_tokens=max_tokens,

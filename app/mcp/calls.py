@@ -18,10 +18,9 @@ from starlette.requests import Request
 from app.auth.caller import Caller
 from app.core.error_handlers import store_error
 from app.core.errors import AppError, clean_validation_errors, envelope
+from app.mcp.scope_keys import CALLER_SCOPE_KEY
 from app.state import AppState, app_state
 from app.tools.registry import ToolError as BuiltinToolError
-
-CALLER_SCOPE_KEY = "loom.caller"
 
 
 @dataclass(frozen=True, slots=True)
