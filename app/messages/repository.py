@@ -9,7 +9,7 @@ import asyncpg
 
 from app.core.pg import dumps
 from app.models.memory_state import PRESSURE_SQL
-from app.models.message import StoredMessage, message_row_sql
+from app.models.message import INDEXED_TEXT_SQL, StoredMessage, message_row_sql
 
 # One statement appends a batch (SPEC: append p50 in one round trip): bump the session's
 # last_seq and message_tokens under its row lock (seqs stay gap-free and unique; an agent
@@ -30,7 +30,7 @@ ins AS (
                         is_error, name, text, token_count, metadata, created_at, search_vector)
   SELECT $2, s.last_seq - $3 + r.i, $1, r.role, r.content, r.tool_calls, r.tool_use_id,
          r.is_error, r.name, r.text, r.token_count, r.metadata, r.created_at,
-         to_tsvector(t.text_search_config::regconfig, r.text)
+         to_tsvector(t.text_search_config::regconfig, {INDEXED_TEXT_SQL.format(text="r.text")})
   FROM s, tenants t,
        unnest($6::text[], $7::jsonb[], $8::jsonb[], $9::text[], $10::bool[], $11::text[],
               $12::text[], $13::int[], $14::jsonb[], $15::timestamptz[])

@@ -8,6 +8,14 @@ from sqlmodel import Field, SQLModel
 
 from app.models.base import row_columns, session_fk, tenant_key, tenant_pk, ts_column, utcnow
 
+# A message's search index covers its text's first this many characters (about 25,000
+# tokens): the rest is stored and returned, not indexed. It bounds what an append asks of
+# PostgreSQL whatever the message's size (a 5 MB text took longer to index than a request
+# may wait on a loaded machine), and keeps a vector within `tsvector`'s 1 MiB.
+SEARCH_INDEX_CHARS = 100_000
+# the indexed part of a row's text, in SQL (`text` names the text)
+INDEXED_TEXT_SQL = f"left({{text}}, {SEARCH_INDEX_CHARS})"
+
 
 class Message(SQLModel, table=True):
     """One message of a session, append-only; (tenant_id, session_id, seq) is its identity."""

@@ -25,6 +25,7 @@ from typing import Any
 import asyncpg
 
 from app.models import metadata
+from app.models.message import INDEXED_TEXT_SQL
 from app.portability import checks
 from app.portability import format as fmt
 
@@ -39,7 +40,9 @@ def _insert_sql(kind: str, columns: list[str]) -> str:
         names.append("search_vector")
         values.append(
             "to_tsvector((SELECT t.text_search_config FROM tenants t "
-            "WHERE t.id = $2::uuid)::regconfig, coalesce(r.text, ''))"
+            "WHERE t.id = $2::uuid)::regconfig, "
+            + INDEXED_TEXT_SQL.format(text="coalesce(r.text, '')")
+            + ")"
         )
     if kind == "shared_memory_entry":
         values = [
