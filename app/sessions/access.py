@@ -15,23 +15,19 @@ Everything that carries a session id asks this module, never its own query:
 A session under erasure (its tombstone `erasure_id` set, app.erasure) is deleted for every
 reader from the moment the erasure is asked for.
 
-The pure part is `Caller.can_see_agent`; `visible_agent` below is the only query (and
-`require_visible_pg`, the same on an asyncpg connection).
+The pure part is `Caller.can_see_agent`; `_AGENT_SQL` below is the only query, run on an
+asyncpg connection (`*_pg`, or the one under a route's session).
 """
 
 import uuid
 
 import asyncpg
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.errors import NotFound
-from app.models import Session
-from app.models.base import table_of
 from app.models.session import SessionRow
-
-_S = table_of(Session)
 
 
 class SessionNotFound(NotFound):
@@ -51,13 +47,18 @@ def parse_session_id(value: str | uuid.UUID) -> uuid.UUID | None:
         return None
 
 
-async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str | None:
+# the one query of the rule, on the asyncpg connection every caller has (the pool's, or
+# the one under a route's SQLAlchemy session: `app.core.pg.driver_connection`)
+_AGENT_SQL = (
+    "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2 AND erasure_id IS NULL"
+)
+
+
+async def visible_agent_pg(
+    conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID
+) -> str | None:
     """The agent id of `session_id` if `caller` may see that session, else None."""
-    agent_id = await db.scalar(
-        sa.select(_S.c.agent_id).where(
-            _S.c.tenant_id == caller.tenant_id, _S.c.id == session_id, _S.c.erasure_id.is_(None)
-        )
-    )
+    agent_id = await conn.fetchval(_AGENT_SQL, caller.tenant_id, session_id)
     if agent_id is None or not caller.can_see_agent(agent_id):
         return None
     return str(agent_id)
@@ -66,23 +67,21 @@ async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID)
 async def require_visible_pg(
     conn: asyncpg.Connection, caller: Caller, session_id: uuid.UUID
 ) -> str:
-    """`require_visible` on an asyncpg connection (the hot paths' pool)."""
-    agent_id = await conn.fetchval(
-        "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2 AND erasure_id IS NULL",
-        caller.tenant_id,
-        session_id,
-    )
-    if agent_id is None or not caller.can_see_agent(agent_id):
-        raise SessionNotFound()
-    return str(agent_id)
-
-
-async def require_visible(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str:
     """The session's agent id; 404 `session_not_found` if the caller may not see it."""
-    agent_id = await visible_agent(db, caller, session_id)
+    agent_id = await visible_agent_pg(conn, caller, session_id)
     if agent_id is None:
         raise SessionNotFound()
     return agent_id
+
+
+async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str | None:
+    """`visible_agent_pg` on the connection under a route's session."""
+    return await visible_agent_pg(await pg.driver_connection(db), caller, session_id)
+
+
+async def require_visible(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str:
+    """`require_visible_pg` on the connection under a route's session."""
+    return await require_visible_pg(await pg.driver_connection(db), caller, session_id)
 
 
 def visible_session(caller: Caller, session: SessionRow | None) -> SessionRow:
