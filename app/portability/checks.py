@@ -180,9 +180,16 @@ def _validate(model: type[BaseModel], data: dict[str, Any], prefix: str = "") ->
         raise _first_error(exc, prefix) from exc
 
 
+_SESSION_FIELDS = tuple(
+    name for name in SessionCreate.model_fields if name in metadata.tables["sessions"].c
+)
+
+
 def _session(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
+    # every field of the create body that a session line carries (its columns: the ROM
+    # lives in the memory state's line), so a field added to both is checked here too
     body: dict[str, Any] = {
-        k: obj[k] for k in ("agent_id", "user_id", "config", "metadata") if obj.get(k) is not None
+        k: obj[k] for k in _SESSION_FIELDS if obj.get(k) is not None
     }
     created = _validate(SessionCreate, body)
     assert isinstance(created, SessionCreate)
