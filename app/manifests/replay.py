@@ -113,8 +113,8 @@ class BlockReplay(Protocol):
     (`ContextBlock.replay`: header, limit...), the block's sources and their rows as they
     are now (in the sources' order, each at the version the build used), the same text, or
     None when it no longer renders. The providers' domains implement it beside their
-    `BlockProvider`; `app.wiring` joins them by block name (`manifest_service.BlockReplays`), so replay
-    knows no provider's rendering."""
+    `BlockProvider`; `app.wiring` joins them by block name (`manifest_service.BlockReplays`),
+    so replay knows no provider's rendering."""
 
     def __call__(
         self, replay: Mapping[str, Any], sources: Sequence[Mapping[str, Any]], rows: Sequence[Any]
@@ -198,7 +198,8 @@ def rebuild(
     manifest: Mapping[str, Any], sources: Sources, replays: Mapping[str, BlockReplay]
 ) -> tuple[builder.Built | None, list[str]]:
     """The build again from `sources`, and what no longer matches (then no build).
-    `replays`: each provider block's renderer by block name (`BlockReplays`, made by `app.wiring`)."""
+    `replays`: each provider block's renderer by block name (`BlockReplays`, made by
+    `app.wiring`)."""
     changes: list[str] = []
     state = sources.memory.state
     versions = manifest["versions"]

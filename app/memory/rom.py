@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.memory.schemas import RomInput
-from app.models.agent_profile import AgentProfile
+from app.models.agent_profile import ProfileRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class Rom:
         return cls(None, rom.system_prompt, rom.patterns, rom.backend_schema)
 
     @classmethod
-    def of_profile(cls, profile: AgentProfile | None) -> Rom:
+    def of_profile(cls, profile: ProfileRow | None) -> Rom:
         if profile is None:
             return cls()
         return cls(profile.version, profile.system_prompt, profile.patterns, profile.backend_schema)

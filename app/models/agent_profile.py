@@ -1,12 +1,12 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import new_id, row_columns, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class AgentProfile(SQLModel, table=True):
@@ -32,3 +32,21 @@ class AgentProfile(SQLModel, table=True):
     # default `config.audit` of the agent's new sessions (issue 30; null = off)
     audit: bool | None = Field(default=None, sa_column=sa.Column(sa.Boolean))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class ProfileRow(NamedTuple):
+    """A published profile version as `app.profiles.repository` reads it."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    agent_id: str
+    version: int
+    system_prompt: str
+    patterns: list[Any]
+    backend_schema: Any
+    facts: dict[str, Any] | None
+    audit: bool | None
+    created_at: datetime
+
+
+PROFILE_ROW_COLUMNS = row_columns(ProfileRow._fields, AgentProfile)

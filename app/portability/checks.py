@@ -188,9 +188,7 @@ _SESSION_FIELDS = tuple(
 def _session(obj: dict[str, Any], now: datetime, limits: Limits) -> None:
     # every field of the create body that a session line carries (its columns: the ROM
     # lives in the memory state's line), so a field added to both is checked here too
-    body: dict[str, Any] = {
-        k: obj[k] for k in _SESSION_FIELDS if obj.get(k) is not None
-    }
+    body: dict[str, Any] = {k: obj[k] for k in _SESSION_FIELDS if obj.get(k) is not None}
     created = _validate(SessionCreate, body)
     assert isinstance(created, SessionCreate)
     if "config" in obj:

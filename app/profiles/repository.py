@@ -1,35 +1,73 @@
-"""Agent profile queries (tenant-filtered)."""
+"""Agent profile SQL (tenant-filtered), on an asyncpg connection (a route's is the one
+under its SQLAlchemy session: `app.core.pg.driver_connection`). Rows come back as
+`ProfileRow`, whose select list comes from the table model."""
+
+from __future__ import annotations
 
 import uuid
+from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
+import asyncpg
 
-from app.models.agent_profile import AgentProfile
+from app.core.pg import dumps
+from app.models.agent_profile import PROFILE_ROW_COLUMNS, ProfileRow
+
+_COLUMNS = ", ".join(PROFILE_ROW_COLUMNS)
+_LATEST = f"""
+SELECT {_COLUMNS} FROM agent_profiles WHERE tenant_id = $1 AND agent_id = $2
+ORDER BY version DESC LIMIT 1
+"""
+_BY_VERSION = f"""
+SELECT {_COLUMNS} FROM agent_profiles WHERE tenant_id = $1 AND agent_id = $2 AND version = $3
+"""
+# the next version, or nothing when a concurrent publish took it (the unique key)
+_PUBLISH = f"""
+INSERT INTO agent_profiles (id, tenant_id, agent_id, version, system_prompt, patterns,
+                            backend_schema, facts, audit, created_at)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::jsonb, $9, now())
+ON CONFLICT (tenant_id, agent_id, version) DO NOTHING
+RETURNING {_COLUMNS}
+"""
 
 
-async def latest(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str) -> AgentProfile | None:
-    q = (
-        sa.select(AgentProfile)
-        .where(col(AgentProfile.tenant_id) == tenant_id, col(AgentProfile.agent_id) == agent_id)
-        .order_by(col(AgentProfile.version).desc())
-        .limit(1)
-    )
-    return (await db.execute(q)).scalar_one_or_none()
+async def latest(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, agent_id: str
+) -> ProfileRow | None:
+    row = await conn.fetchrow(_LATEST, tenant_id, agent_id)
+    return None if row is None else ProfileRow._make(row)
 
 
 async def by_version(
-    db: AsyncSession, tenant_id: uuid.UUID, agent_id: str, version: int
-) -> AgentProfile | None:
-    q = sa.select(AgentProfile).where(
-        col(AgentProfile.tenant_id) == tenant_id,
-        col(AgentProfile.agent_id) == agent_id,
-        col(AgentProfile.version) == version,
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, agent_id: str, version: int
+) -> ProfileRow | None:
+    row = await conn.fetchrow(_BY_VERSION, tenant_id, agent_id, version)
+    return None if row is None else ProfileRow._make(row)
+
+
+async def publish(
+    conn: asyncpg.Connection,
+    *,
+    profile_id: uuid.UUID,
+    tenant_id: uuid.UUID,
+    agent_id: str,
+    version: int,
+    system_prompt: str,
+    patterns: list[Any],
+    backend_schema: Any,
+    facts: dict[str, Any] | None,
+    audit: bool | None,
+) -> ProfileRow | None:
+    """Store `version`; None when another publish stored that version first."""
+    row = await conn.fetchrow(
+        _PUBLISH,
+        profile_id,
+        tenant_id,
+        agent_id,
+        version,
+        system_prompt,
+        dumps(patterns),
+        None if backend_schema is None else dumps(backend_schema),
+        None if facts is None else dumps(facts),
+        audit,
     )
-    return (await db.execute(q)).scalar_one_or_none()
-
-
-async def add(db: AsyncSession, profile: AgentProfile) -> None:
-    db.add(profile)
-    await db.flush()
+    return None if row is None else ProfileRow._make(row)

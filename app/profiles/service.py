@@ -1,13 +1,14 @@
 """Agent profiles: versioned ROM sources. Publishing a version is the hot-reload: new
 sessions freeze it, existing sessions keep the ROM they started with."""
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.errors import Conflict, NotFound
 from app.knowledge.schemas import FactsInput
-from app.models.agent_profile import AgentProfile
+from app.models.agent_profile import ProfileRow
+from app.models.base import new_id
 from app.profiles import repository
 from app.profiles.schemas import ProfilePublic, ProfileUpdate
 
@@ -16,7 +17,7 @@ def check_agent(caller: Caller, agent_id: str) -> None:
     caller.require_agent_access(agent_id)
 
 
-def to_public(p: AgentProfile) -> ProfilePublic:
+def to_public(p: ProfileRow) -> ProfilePublic:
     return ProfilePublic(
         agent_id=p.agent_id,
         version=p.version,
@@ -31,11 +32,14 @@ def to_public(p: AgentProfile) -> ProfilePublic:
 
 async def publish(
     db: AsyncSession, caller: Caller, agent_id: str, body: ProfileUpdate
-) -> AgentProfile:
+) -> ProfileRow:
     """Store the next version (a concurrent publish of the same version is a 409)."""
     check_agent(caller, agent_id)
-    current = await repository.latest(db, caller.tenant_id, agent_id)
-    profile = AgentProfile(
+    conn = await pg.driver_connection(db)
+    current = await repository.latest(conn, caller.tenant_id, agent_id)
+    profile = await repository.publish(
+        conn,
+        profile_id=new_id(),
         tenant_id=caller.tenant_id,
         agent_id=agent_id,
         version=(current.version if current else 0) + 1,
@@ -45,23 +49,21 @@ async def publish(
         facts=body.facts.model_dump() if body.facts else None,
         audit=body.audit,
     )
-    try:
-        async with db.begin_nested():
-            await repository.add(db, profile)
-    except IntegrityError as exc:
+    if profile is None:
         raise Conflict(
             "Another version was published at the same time; retry.",
             code="profile_version_conflict",
-        ) from exc
+        )
     return profile
 
 
-async def get(db: AsyncSession, caller: Caller, agent_id: str, version: int | None) -> AgentProfile:
+async def get(db: AsyncSession, caller: Caller, agent_id: str, version: int | None) -> ProfileRow:
     check_agent(caller, agent_id)
+    conn = await pg.driver_connection(db)
     if version is None:
-        found = await repository.latest(db, caller.tenant_id, agent_id)
+        found = await repository.latest(conn, caller.tenant_id, agent_id)
     else:
-        found = await repository.by_version(db, caller.tenant_id, agent_id, version)
+        found = await repository.by_version(conn, caller.tenant_id, agent_id, version)
     if found is None:
         raise NotFound("This agent has no such profile.", code="profile_not_found")
     return found

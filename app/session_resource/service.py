@@ -16,7 +16,7 @@ from app.core.errors import BadRequest, Unprocessable
 from app.memory.errors import RomFrozen
 from app.memory.policy import MemoryConfig
 from app.memory.rom import Rom
-from app.models.agent_profile import AgentProfile
+from app.models.agent_profile import ProfileRow
 from app.models.session import SessionRow
 from app.profiles import repository as profiles
 from app.session_resource.schemas import (
@@ -87,7 +87,7 @@ def resolve_agent(caller: Caller, requested: str | None) -> str:
     return agent
 
 
-def with_profile_defaults(config: dict[str, Any], profile: AgentProfile | None) -> dict[str, Any]:
+def with_profile_defaults(config: dict[str, Any], profile: ProfileRow | None) -> dict[str, Any]:
     """A new session's config with its agent profile's defaults: the profile's `facts`
     unless the session set its own, and its `audit` unless the session set it."""
     if profile is not None and profile.facts and not config.get("facts"):
@@ -110,7 +110,7 @@ async def create(
     if body.rom is not None:
         rom = Rom.inline(body.rom)
     else:
-        profile = await profiles.latest(db, caller.tenant_id, agent_id)
+        profile = await profiles.latest(await pg.driver_connection(db), caller.tenant_id, agent_id)
         rom = Rom.of_profile(profile)
         config = with_profile_defaults(config, profile)
     session = await repository.insert(
