@@ -36,3 +36,28 @@ async def test_rom_is_frozen_and_profiles_hot_reload(client: httpx.AsyncClient) 
     ctx = (await client.post(f"/v1/sessions/{inline}/context", json={})).json()
     assert ctx["system"][0]["text"] == "Inline ROM."
     assert (await client.get("/v1/agents/agent-1/profile?version=1")).json()["version"] == 1
+
+
+async def test_concurrent_publishes_never_share_a_version(client: httpx.AsyncClient) -> None:
+    """Publishes racing for one agent: each stored version is one publish's, and a publish
+    that lost the race is 409 `profile_version_conflict` (nothing half-stored)."""
+    import asyncio
+
+    agent = "agent-race"
+    answers = await asyncio.gather(
+        *(
+            client.put(f"/v1/agents/{agent}/profile", json={"system_prompt": f"v{i}"})
+            for i in range(8)
+        )
+    )
+    won = [r.json() for r in answers if r.status_code == 200]
+    lost = [r for r in answers if r.status_code != 200]
+    assert won, [r.text for r in answers]
+    for r in lost:
+        assert r.status_code == 409, r.text
+        assert r.json()["error"]["code"] == "profile_version_conflict"
+    versions = [w["version"] for w in won]
+    assert len(set(versions)) == len(versions)
+    for w in won:
+        got = await client.get(f"/v1/agents/{agent}/profile?version={w['version']}")
+        assert got.status_code == 200 and got.json()["system_prompt"] == w["system_prompt"]
