@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from app.auth.caller import Caller
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import deadline
+from app.core import deadline, pg
 from app.core.db_errors import is_connection_error
 from app.core.errors import ERROR_RESPONSES, Unprocessable
 from app.portability import export, importer
@@ -87,8 +87,11 @@ async def export_user(
     async with deadline.guarded(), state.read_sessionmaker() as db:
         await users_access.require_visible(db, caller, user_id)
         agent = caller.agent_id if caller.role == "agent" else None
-        sessions = await users_repository.session_ids(db, caller.tenant_id, user_id, agent_id=agent)
-        if not sessions and not await users_repository.fact_count(db, caller.tenant_id, user_id):
+        conn = await pg.driver_connection(db)
+        sessions = await users_repository.session_ids(
+            conn, caller.tenant_id, user_id, agent_id=agent
+        )
+        if not sessions and not await users_repository.fact_count(conn, caller.tenant_id, user_id):
             raise users_access.UserNotFound()
     return _streamed(
         state, caller, {"kind": "user", "id": user_id}, sessions, user_id, f"user-{user_id}"

@@ -9,10 +9,11 @@ to anyone else the user does not exist: 404 `user_not_found`, exactly as for an 
 id. An agent key that sees a user still sees only its own agent's sessions of that user
 (the session rule, `app.sessions.access`).
 
-`sees_every_user` is the pure part; `agent_knows_user` is the one SQL form of the agent-key
-side (a condition over a value or a column holding user ids), used by the knowledge
-repository's `readable` (the `user/<id>` tier) and `may_see` below; the users list keeps an
-agent key to its own agent's sessions, which is the same rule.
+`sees_every_user` is the pure part; the agent-key side is one condition, written as a
+SQLAlchemy expression (`agent_knows_user`, over a value or a column holding user ids) for
+the knowledge repository's `readable` (the `user/<id>` tier), which still builds Core
+statements, and as SQL for `may_see` below; the users list keeps an agent key to its own
+agent's sessions, which is the same rule.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
+from app.core import pg
 from app.core.errors import NotFound
 from app.models import Session
 from app.models.base import table_of
@@ -54,14 +56,22 @@ def agent_knows_user(tenant_id: Any, agent_id: str | None, user_id: Any) -> sa.C
     )
 
 
+# `agent_knows_user` for one user, on the asyncpg connection under the route's session
+_KNOWS_SQL = """
+SELECT EXISTS (SELECT 1 FROM sessions WHERE tenant_id = $1 AND agent_id = $2
+               AND user_id = $3 AND erasure_id IS NULL)
+"""
+
+
 async def may_see(db: AsyncSession, caller: Caller, user_id: str) -> bool:
     """Whether `caller` may see user `user_id` (the user need not have sessions: a service
     key may, e.g., write facts about a user before their first session)."""
     if sees_every_user(caller.role):
         return True
-    return bool(
-        await db.scalar(sa.select(agent_knows_user(caller.tenant_id, caller.agent_id, user_id)))
-    )
+    if caller.agent_id is None:
+        return False
+    conn = await pg.driver_connection(db)
+    return bool(await conn.fetchval(_KNOWS_SQL, caller.tenant_id, caller.agent_id, user_id))
 
 
 async def require_visible(db: AsyncSession, caller: Caller, user_id: str) -> None:

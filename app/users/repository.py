@@ -1,74 +1,80 @@
-"""User queries: a user is the set of (live) sessions with one `user_id`, plus their tier
-of facts. Every query names its tenant."""
+"""User SQL: a user is the set of (live) sessions with one `user_id`, plus their tier of
+facts. Every statement names its tenant; each runs on an asyncpg connection (a route's is
+the one under its SQLAlchemy session: `app.core.pg.driver_connection`) and reads plain
+rows (`UserRow`)."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from datetime import datetime
+from typing import NamedTuple
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.models import Session
-from app.models.base import table_of
-from app.models.memory_item import MemoryItem
-
-_S = table_of(Session).c
-_M = table_of(MemoryItem).c
+import asyncpg
 
 
-def _summary(tenant_id: uuid.UUID, agent_id: str | None) -> sa.Select[Any]:
-    q = (
-        sa.select(
-            _S.user_id,
-            sa.func.count().label("session_count"),
-            sa.func.coalesce(sa.func.sum(_S.last_seq), 0).label("message_count"),
-            sa.func.min(_S.created_at).label("first_seen"),
-            sa.func.max(_S.updated_at).label("last_activity"),
-        )
-        .where(_S.tenant_id == tenant_id, _S.user_id.is_not(None), _S.erasure_id.is_(None))
-        .group_by(_S.user_id)
-    )
-    if agent_id is not None:
-        q = q.where(_S.agent_id == agent_id)
-    return q
+class UserRow(NamedTuple):
+    """One user's sessions, summed."""
+
+    user_id: str
+    session_count: int
+    message_count: int
+    first_seen: datetime
+    last_activity: datetime
+
+
+# $1 tenant, $2 agent (None: every agent's sessions); then the statement's own
+_SUMMARY = """
+SELECT user_id, count(*) AS session_count, coalesce(sum(last_seq), 0) AS message_count,
+       min(created_at) AS first_seen, max(updated_at) AS last_activity
+FROM sessions
+WHERE tenant_id = $1 AND user_id IS NOT NULL AND erasure_id IS NULL
+  AND ($2::text IS NULL OR agent_id = $2)
+"""
+_PAGE = (
+    _SUMMARY
+    + """  AND ($3::text IS NULL OR user_id > $3)
+GROUP BY user_id ORDER BY user_id LIMIT $4
+"""
+)
+_ONE = _SUMMARY + "  AND user_id = $3\nGROUP BY user_id\n"
+_FACT_COUNT = """
+SELECT count(*) FROM memory_items
+WHERE tenant_id = $1 AND scope_kind = 'user' AND scope_id = $2
+"""
+_SESSION_IDS = """
+SELECT id FROM sessions
+WHERE tenant_id = $1 AND user_id = $2 AND erasure_id IS NULL
+  AND ($3::text IS NULL OR agent_id = $3)
+ORDER BY created_at, id
+"""
 
 
 async def list_page(
-    db: AsyncSession, tenant_id: uuid.UUID, *, agent_id: str | None, after: str | None, limit: int
-) -> list[Any]:
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    *,
+    agent_id: str | None,
+    after: str | None,
+    limit: int,
+) -> list[UserRow]:
     """Users by id; `agent_id`: only that agent's sessions (and so only its users)."""
-    q = _summary(tenant_id, agent_id)
-    if after is not None:
-        q = q.where(_S.user_id > after)
-    return list((await db.execute(q.order_by(_S.user_id).limit(limit))).all())
+    rows = await conn.fetch(_PAGE, tenant_id, agent_id, after, limit)
+    return [UserRow._make(r) for r in rows]
 
 
 async def summary(
-    db: AsyncSession, tenant_id: uuid.UUID, user_id: str, *, agent_id: str | None
-) -> Any:
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, user_id: str, *, agent_id: str | None
+) -> UserRow | None:
     """One user's row (None when they have no live session the filter keeps)."""
-    q = _summary(tenant_id, agent_id).where(_S.user_id == user_id)
-    return (await db.execute(q)).first()
+    row = await conn.fetchrow(_ONE, tenant_id, agent_id, user_id)
+    return None if row is None else UserRow._make(row)
 
 
-async def fact_count(db: AsyncSession, tenant_id: uuid.UUID, user_id: str) -> int:
-    return int(
-        await db.scalar(
-            sa.select(sa.func.count())
-            .select_from(table_of(MemoryItem))
-            .where(_M.tenant_id == tenant_id, _M.scope_kind == "user", _M.scope_id == user_id)
-        )
-        or 0
-    )
+async def fact_count(conn: asyncpg.Connection, tenant_id: uuid.UUID, user_id: str) -> int:
+    return int(await conn.fetchval(_FACT_COUNT, tenant_id, user_id) or 0)
 
 
 async def session_ids(
-    db: AsyncSession, tenant_id: uuid.UUID, user_id: str, *, agent_id: str | None = None
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, user_id: str, *, agent_id: str | None = None
 ) -> list[uuid.UUID]:
-    q = sa.select(_S.id).where(
-        _S.tenant_id == tenant_id, _S.user_id == user_id, _S.erasure_id.is_(None)
-    )
-    if agent_id is not None:
-        q = q.where(_S.agent_id == agent_id)
-    return list((await db.execute(q.order_by(_S.created_at, _S.id))).scalars())
+    return [r[0] for r in await conn.fetch(_SESSION_IDS, tenant_id, user_id, agent_id)]

@@ -4,33 +4,36 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from app.auth.caller import Caller
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core import pg
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, page
 from app.users import access, repository
+from app.users.repository import UserRow
 from app.users.schemas import UserList, UserPublic
 
 router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
 UserPath = Annotated[str, Path(pattern=AGENT_ID_PATTERN)]
 
 
-def _public(row: object, fact_count: int | None = None) -> UserPublic:
+def _public(row: UserRow, fact_count: int | None = None) -> UserPublic:
     return UserPublic(
-        id=row.user_id,  # type: ignore[attr-defined]
-        session_count=row.session_count,  # type: ignore[attr-defined]
-        message_count=row.message_count,  # type: ignore[attr-defined]
-        first_seen=row.first_seen,  # type: ignore[attr-defined]
-        last_activity=row.last_activity,  # type: ignore[attr-defined]
+        id=row.user_id,
+        session_count=row.session_count,
+        message_count=row.message_count,
+        first_seen=row.first_seen,
+        last_activity=row.last_activity,
         fact_count=fact_count,
     )
 
 
-def _own_agent(caller: object) -> str | None:
+def _own_agent(caller: Caller) -> str | None:
     """Agent keys: the user rule and the session rule at once — only their own agent's
     sessions, hence only users that agent has a session with."""
-    return caller.agent_id if caller.role == "agent" else None  # type: ignore[attr-defined]
+    return caller.agent_id if caller.role == "agent" else None
 
 
 @router.get("/users", response_model=UserList, summary="List users")
@@ -46,7 +49,7 @@ async def list_users(
     with, counting those sessions only."""
     data = decode_cursor(cursor, {"u": str})
     rows = await repository.list_page(
-        db,
+        await pg.driver_connection(db),
         caller.tenant_id,
         agent_id=_own_agent(caller),
         after=data["u"] if data else None,
@@ -62,8 +65,9 @@ async def get_user(user_id: UserPath, db: DbDep, caller: CallerDep) -> UserPubli
     """One user: sessions, messages, last activity and the size of their facts tier.
     404 `user_not_found` for a user the caller may not see, or with nothing stored."""
     await access.require_visible(db, caller, user_id)
-    row = await repository.summary(db, caller.tenant_id, user_id, agent_id=_own_agent(caller))
-    facts = await repository.fact_count(db, caller.tenant_id, user_id)
+    conn = await pg.driver_connection(db)
+    row = await repository.summary(conn, caller.tenant_id, user_id, agent_id=_own_agent(caller))
+    facts = await repository.fact_count(conn, caller.tenant_id, user_id)
     if row is None:
         if not facts:
             raise access.UserNotFound()
