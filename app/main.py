@@ -28,7 +28,7 @@ from app.llm import get_llm_client
 from app.mcp.endpoint import McpEndpoint
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import AppState, Parts
-from app.tools.catalog import ToolCatalog
+from app.tools import built_in as built_in_tools
 from app.version import VERSION
 
 log = logging.getLogger("loom")
@@ -98,7 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             parts=Parts(
                 key_cache,
                 shared_memory,
-                ToolCatalog.built_in(),
+                built_in_tools.catalog(),
                 *wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
             ),
         )

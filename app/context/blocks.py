@@ -25,6 +25,8 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
+from app.models.session import SessionRow
+
 log = logging.getLogger("loom.context")
 
 
@@ -51,7 +53,7 @@ class BlockProvider(Protocol):
     async def __call__(
         self,
         open_db: OpenDb,
-        session_row: Any,
+        session_row: SessionRow,
         budget_tokens: int,
         newest_user: str | None,
         *,
@@ -66,7 +68,7 @@ _NEWEST_USER = sa.text(
 )
 
 
-async def newest_user_text(db: Any, session_row: Any, known: str | None) -> str:
+async def newest_user_text(db: Any, session_row: SessionRow, known: str | None) -> str:
     """The text of the session's newest user message with text: `known` (what the build
     found in L1) when given, else read (L1 held no such message)."""
     if known is not None:
@@ -79,7 +81,7 @@ async def newest_user_text(db: Any, session_row: Any, known: str | None) -> str:
 
 async def collect(
     open_db: OpenDb,
-    session_row: Any,
+    session_row: SessionRow,
     budget_tokens: int,
     providers: Sequence[BlockProvider],
     newest_user: str | None = None,

@@ -4,7 +4,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy import event
@@ -181,10 +181,13 @@ def create_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSes
     )
 
 
-def read_only(fn: Any) -> Any:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def read_only(fn: F) -> F:
     """Mark a route whose every statement is a read (or a single self-contained write):
     its DbDep session runs in autocommit, saving a BEGIN and a COMMIT round trip."""
-    fn.__loom_read_only__ = True
+    setattr(fn, "__loom_read_only__", True)  # noqa: B010 (a mark on any callable)
     return fn
 
 

@@ -1,8 +1,8 @@
 """The built-in tools of an app: definitions served to agents and the handlers that run
 them, one catalog per process in its state (`state.parts[ToolCatalog]`).
 
-`ToolCatalog.built_in()` imports each module of `PROVIDER_MODULES` and calls its
-`register(catalog)`, which adds its tools:
+`app.tools.built_in.catalog()` calls each provider module's `register(catalog)`, which
+adds its tools:
 
     catalog.register_tool(name, definition)    # Anthropic tool definition (name, description,
                                                # input_schema); served by GET .../tools
@@ -15,45 +15,41 @@ defined in app/tools/shared_memory_defs.py, executed by app/tools/shared_memory.
 
 from __future__ import annotations
 
-import importlib
-import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-log = logging.getLogger("loom.tools")
+from fastapi import Request
+from sqlalchemy.ext.asyncio import AsyncSession
 
-PROVIDER_MODULES = (
-    "app.tools.conversation",
-    "app.tools.shared_memory_defs",
-    "app.tools.shared_memory",
-    "app.tools.facts",
-)
+from app.auth.caller import Caller
+from app.models.session import SessionRow
+from app.state import AppState, app_state
 
-# async (ctx: app.tools.registry.ToolContext, args) -> JSON-able
-Handler = Callable[[Any, dict[str, Any]], Awaitable[Any]]
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything a handler may need: the request's DB session, the session, the caller."""
+
+    db: AsyncSession
+    session: SessionRow
+    caller: Caller
+    request: Request
+
+    @property
+    def state(self) -> AppState:
+        """The app's state (settings, redis, shared memory, LLM)."""
+        return app_state(self.request.app)
+
+
+# async (ctx, args) -> JSON-able
+Handler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
 
 
 class ToolCatalog:
     def __init__(self) -> None:
         self._definitions: dict[str, dict[str, Any]] = {}
         self._handlers: dict[str, Handler] = {}
-
-    @classmethod
-    def built_in(cls) -> ToolCatalog:
-        """The catalog of every provider module that is installed."""
-        catalog = cls()
-        for module in PROVIDER_MODULES:
-            try:
-                provider = importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                # Only a missing provider module is expected (not yet built); anything else
-                # is a real bug and must surface.
-                if exc.name != module:
-                    raise
-                log.info("tool provider %s not installed", module)
-                continue
-            provider.register(catalog)
-        return catalog
 
     def register_tool(self, name: str, definition: dict[str, Any]) -> None:
         """Serve `definition` (Anthropic shape; its `name` is forced to `name`)."""

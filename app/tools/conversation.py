@@ -161,7 +161,7 @@ __all__ = ["recall_conversation", "search_conversation", "clear_recalled_context
 
 
 def register(catalog: ToolCatalog) -> None:
-    """This module's tools (`app.tools.catalog.ToolCatalog.built_in`)."""
+    """This module's tools (`app.tools.built_in.catalog`)."""
     catalog.register_tool(
         "recall_conversation",
         {

@@ -71,7 +71,7 @@ async def forget_fact(ctx: ToolContext, args: dict[str, Any]) -> Any:
 
 
 def register(catalog: ToolCatalog) -> None:
-    """This module's tools (`app.tools.catalog.ToolCatalog.built_in`)."""
+    """This module's tools (`app.tools.built_in.catalog`)."""
     catalog.register_tool(
         "search_facts",
         {

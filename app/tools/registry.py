@@ -12,36 +12,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import Request
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth.caller import Caller
 from app.core.errors import AppError, envelope
-from app.models.session import SessionRow
-from app.state import AppState, app_state
-from app.tools.catalog import ToolCatalog
+from app.tools.catalog import Handler, ToolCatalog, ToolContext
 
 log = logging.getLogger("loom.tools")
-
-
-@dataclass(slots=True)
-class ToolContext:
-    """Everything a handler may need: the request's DB session, the session, the caller."""
-
-    db: AsyncSession
-    session: SessionRow
-    caller: Caller
-    request: Request
-
-    @property
-    def state(self) -> AppState:
-        """The app's state (settings, redis, shared memory, LLM)."""
-        return app_state(self.request.app)
 
 
 class ToolError(Exception):
@@ -54,7 +33,7 @@ class ToolError(Exception):
         self.details = details
 
 
-ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
+ToolHandler = Handler
 
 
 def parse_args(model: type[BaseModel], args: dict[str, Any]) -> Any:

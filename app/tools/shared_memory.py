@@ -143,7 +143,7 @@ async def shared_memory_delete(ctx: ToolContext, args: dict[str, Any]) -> Any:
 
 
 def register(catalog: ToolCatalog) -> None:
-    """The shared-memory tools' handlers (`app.tools.catalog.ToolCatalog.built_in`)."""
+    """The shared-memory tools' handlers (`app.tools.built_in.catalog`)."""
     catalog.register_handler("shared_memory_read", shared_memory_read)
     catalog.register_handler("shared_memory_write", shared_memory_write)
     catalog.register_handler("shared_memory_list", shared_memory_list)

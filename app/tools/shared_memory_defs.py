@@ -23,7 +23,7 @@ _KEY = {"type": "string", "minLength": 1, "maxLength": 256}
 
 
 def register(catalog: ToolCatalog) -> None:
-    """The shared-memory tools' definitions (`app.tools.catalog.ToolCatalog.built_in`)."""
+    """The shared-memory tools' definitions (`app.tools.built_in.catalog`)."""
     catalog.register_tool(
         "shared_memory_read",
         {

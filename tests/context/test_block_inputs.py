@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import uuid
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, cast
 
 from app.context import blocks as registry
 from app.context.builder import newest_user_with_text
 from app.core import pg
 from app.models.message import StoredMessage
+from app.models.session import SessionRow
 from app.sessions import repository as sessions_repo
 from tests.support.api import create_session
 
@@ -40,7 +41,8 @@ def test_newest_user_with_text_skips_other_roles_and_empty_messages() -> None:
 
 async def test_a_known_text_is_used_without_the_database() -> None:
     # no database at all: reading would raise
-    assert await registry.newest_user_text(None, object(), "from L1") == "from L1"
+    row = cast(SessionRow, object())  # never read: the known text is the answer
+    assert await registry.newest_user_text(None, row, "from L1") == "from L1"
 
 
 async def test_without_a_known_text_it_is_read(client, db, tenant) -> None:
@@ -59,6 +61,7 @@ async def test_without_a_known_text_it_is_read(client, db, tenant) -> None:
     row = await sessions_repo.get(
         await pg.driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(sid)
     )
+    assert row is not None
     assert await registry.newest_user_text(db, row, None) == "the newest question"
 
 
@@ -70,7 +73,11 @@ async def test_collect_hands_every_provider_the_newest_user_text(db) -> None:
         return registry.ContextBlock(name=f"b{len(seen)}", text="x", token_count=1)
 
     blocks = await registry.collect(
-        lambda: nullcontext(db), object(), 100, (provider, provider), "the question"
+        lambda: nullcontext(db),
+        cast(SessionRow, object()),
+        100,
+        (provider, provider),
+        "the question",
     )
     assert [b.name for b in blocks] == ["b1", "b2"]
     assert seen == ["the question", "the question"]

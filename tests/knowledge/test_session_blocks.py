@@ -58,6 +58,7 @@ async def _blocks(db, tenant, session: dict, budget: int) -> dict[str, registry.
     row = await sessions_repo.get(
         await pg.driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(session["id"])
     )
+    assert row is not None
     providers = (knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider)
     return {
         b.name: b for b in await registry.collect(lambda: nullcontext(db), row, budget, providers)
