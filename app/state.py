@@ -12,10 +12,11 @@ hooks each request path runs) are `Parts`, each under its class: a domain reads 
 read the state without the state depending on any (`docs/architecture.md`).
 
 The arq worker builds a `WorkerState` in its startup (`workers.settings`) with the same
-settings, configuration (`app.wiring.configure`) and caches (`app.wiring.caches`); a job
-reads it with `worker_state(ctx)`.
+settings and configuration (`app.wiring.configure`); a job reads it with
+`worker_state(ctx)`. It keeps no caches: none of its jobs reads one (the caches serve
+requests: recall, stand-ins, rerank, shared memory's tier).
 
-Every cache of a process is one of its `Caches`, which live in one of these states; no
+Every cache of a process is one of its `Caches`, which live in the API's state; no
 module keeps one (`tests/core/test_module_caches.py`). Erasure forgets an erased
 session's entries through `Caches.forget`, over every cache `app.wiring.caches` assembles.
 """
@@ -119,7 +120,6 @@ class WorkerState:
     redis: Redis
     queue: Queue
     llm: LLMClient | None  # None = heuristic summaries
-    caches: Caches
     # what the busy-session pass remembers between its runs, per worker start
     # (app.memory.tasks.compress_busy_sessions)
     cron_state: dict[str, Any] = field(default_factory=dict)

@@ -37,8 +37,8 @@ log = logging.getLogger("loom.worker")
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    """Build the worker's state (`app.state.WorkerState`) once: the same settings,
-    configuration and caches as an API process's lifespan (`app.wiring`). Tests
+    """Build the worker's state (`app.state.WorkerState`) once: the same settings and
+    configuration as an API process's lifespan (`app.wiring`). Tests
     (in-process burst workers) pass their own settings in ctx."""
     settings = ctx.get("settings") or get_settings()
     if not settings.database_url or not settings.redis_url:
@@ -54,7 +54,6 @@ async def startup(ctx: dict[str, Any]) -> None:
             redis=redis,
             queue=Queue(arq_settings(settings.redis_url), settings.queue_name),
             llm=get_llm_client(settings),  # None = heuristic summaries
-            caches=wiring.caches(redis),
         )
     except BaseException:
         await redis.aclose()
@@ -154,47 +153,57 @@ def compression_cron(settings: Settings) -> Any:
     )
 
 
-def _redis_settings() -> Any:
-    url = get_settings().redis_url
-    return arq_settings(url) if url else None
+def worker_settings(settings: Settings) -> type[Any]:
+    """The arq worker settings of `settings` (a class, as arq takes one): its jobs, crons,
+    hooks, queue and limits. Made when asked for, not at import: importing this module
+    reads no environment."""
+
+    class WorkerSettings:
+        functions: list[Any] = [
+            ping,
+            *compression_functions(settings),
+            *facts_functions(settings),
+            *erasure_functions(settings),
+        ]
+        cron_jobs: list[Any] = [
+            cron(cleanup_expired_shared_memory, second={0, 30}, run_at_startup=True, unique=True),
+            compression_cron(settings),
+            cron(
+                recover_fact_extractions,
+                second=set(range(0, 60, settings.compress_cron_seconds)),
+                unique=True,
+            ),
+            erasure_cron(settings),
+            cron(
+                sweep_context_manifests,
+                unique=True,
+                run_at_startup=True,
+                second=set(range(0, 60, settings.context_manifests_sweep_seconds)),
+            ),
+        ]
+        on_startup = startup
+        on_shutdown = shutdown
+        on_job_start = start_lease
+        on_job_end = end_lease
+        after_job_end = run_after_job  # work asked for while a job ran (app/jobs/followup.py)
+        redis_settings = arq_settings(settings.redis_url) if settings.redis_url else None
+        queue_name = settings.queue_name
+        max_jobs = 10
+        job_timeout = settings.worker_job_timeout_seconds
+        max_tries = 5
+        keep_result = 60
+        # the report GET /v1/jobs shows as worker liveness (its key lives one interval + 1 s)
+        health_check_interval = 10
+
+    return WorkerSettings
 
 
-class WorkerSettings:
-    functions: list[Any] = [
-        ping,
-        *compression_functions(get_settings()),
-        *facts_functions(get_settings()),
-        *erasure_functions(get_settings()),
-    ]
-    cron_jobs: list[Any] = [
-        cron(cleanup_expired_shared_memory, second={0, 30}, run_at_startup=True, unique=True),
-        compression_cron(get_settings()),
-        cron(
-            recover_fact_extractions,
-            second=set(range(0, 60, get_settings().compress_cron_seconds)),
-            unique=True,
-        ),
-        erasure_cron(get_settings()),
-        cron(
-            sweep_context_manifests,
-            unique=True,
-            run_at_startup=True,
-            second=set(range(0, 60, get_settings().context_manifests_sweep_seconds)),
-        ),
-    ]
-    on_startup = startup
-    on_shutdown = shutdown
-    on_job_start = start_lease
-    on_job_end = end_lease
-    after_job_end = run_after_job  # work asked for while a job ran (app/jobs/followup.py)
-    redis_settings = _redis_settings()
-    queue_name = get_settings().queue_name
-    max_jobs = 10
-    job_timeout = get_settings().worker_job_timeout_seconds
-    max_tries = 5
-    keep_result = 60
-    # the report GET /v1/jobs shows as worker liveness (its key lives one interval + 1 s)
-    health_check_interval = 10
+def __getattr__(name: str) -> Any:
+    """`workers.settings.WorkerSettings` (what `arq workers.settings.WorkerSettings` asks
+    for): the settings of this process's environment, read when asked for."""
+    if name == "WorkerSettings":
+        return worker_settings(get_settings())
+    raise AttributeError(name)
 
 
 # --- running: ride out Redis outages ----------------------------------------------------
@@ -217,12 +226,12 @@ async def _close(worker: Worker) -> None:
             await worker.on_shutdown(worker.ctx)
         except Exception:
             log.exception("worker shutdown hook failed")
-    if worker._pool is not None:
+    pool = worker.pool  # None when it never connected
+    if pool is not None:
         try:
-            await worker._pool.aclose(close_connection_pool=True)
+            await pool.aclose(close_connection_pool=True)
         except Exception:
             pass
-        worker._pool = None
 
 
 async def run_forever(settings_cls: Any = None, *, max_backoff: float | None = None) -> None:
@@ -230,7 +239,7 @@ async def run_forever(settings_cls: Any = None, *, max_backoff: float | None = N
     unreachable, a failed start), it is closed and a new one starts after a backoff that
     doubles from 0.5 s up to `LOOM_WORKER_RECONNECT_MAX_SECONDS`; each start runs the
     cron jobs marked run-at-startup again (the busy-session pass catches up at once)."""
-    settings_cls = settings_cls or WorkerSettings
+    settings_cls = settings_cls or worker_settings(get_settings())
     if max_backoff is None:
         max_backoff = get_settings().worker_reconnect_max_seconds
     loop = asyncio.get_running_loop()

@@ -1,10 +1,10 @@
-"""The worker builds the same state as the API process: its startup makes the same
-configuration calls (`app.wiring.configure`) and the same caches (`app.wiring.caches`),
-each read by its class and forgotten through `Caches.forget`; a job reads it with `worker_state`."""
+"""The worker builds the state its jobs read: its startup makes the same configuration
+calls as the API process (`app.wiring.configure`), and no caches (none of its jobs reads
+one); a job reads it with `worker_state`. Importing the worker's settings reads no
+environment: they are made when asked for."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -32,16 +32,12 @@ async def test_the_worker_builds_the_apps_state(app: Any, settings: Settings) ->
     try:
         async with worker_ctx(configured) as ctx:
             state = worker_state(ctx)
-            api = app_state(app)
-            assert _caches(state.caches) == _caches(api.caches)
-            assert state.caches is not api.caches  # its own, in its own process
-            assert not {id(c) for c in state.caches} & {id(c) for c in api.caches}
+            assert not hasattr(state, "caches")
             assert (jsonlimits.max_depth(), filters.MAX_LIST_VALUES) == (17, 123)
             assert state.settings is configured and state.cron_state == {}
             # the jobs read the state, not loose keys of ctx
             assert not {"sessionmaker", "llm", "queue"} & ctx.keys()
-            # the state is usable: its caches forget, its stores answer
-            state.caches.forget(uuid.uuid4(), [uuid.uuid4()])
+            # the state is usable: its stores answer
             assert await state.redis.ping()
             async with state.sessionmaker() as db:
                 assert (await db.connection()).closed is False
@@ -50,3 +46,16 @@ async def test_the_worker_builds_the_apps_state(app: Any, settings: Settings) ->
         async with worker_ctx(settings):
             pass
     assert jsonlimits.max_depth() == settings.max_json_depth
+
+
+def test_the_worker_settings_are_made_from_the_settings_given(settings: Settings) -> None:
+    import workers.settings as worker_module
+
+    made = worker_module.worker_settings(
+        settings.model_copy(update={"queue_name": "loom:q:given", "worker_job_timeout_seconds": 77})
+    )
+    assert made.queue_name == "loom:q:given" and made.job_timeout == 77
+    names = {getattr(f, "name", getattr(f, "__name__", "")) for f in made.functions}
+    assert names >= {"ping", "compress_session"}
+    # what `arq workers.settings.WorkerSettings` reads: this process's settings, when asked
+    assert worker_module.WorkerSettings.queue_name == worker_module.get_settings().queue_name
