@@ -267,3 +267,89 @@ def test_the_readme_lists_every_mcp_tool():
         listed |= {first, *(f"{prefix}_{other}" for other in others)}
     served = {spec.fn.__name__ for spec in TOOLS}
     assert listed == served and len(served) == 14
+
+
+@pytest.mark.parametrize(
+    ("variable", "service"),
+    [("LOOM_TEST_PG", "PostgreSQL"), ("LOOM_TEST_REDIS", "Redis")],
+)
+def test_the_tests_stop_in_one_line_when_a_store_does_not_answer(variable, service):
+    """Without the PostgreSQL or the Redis the tests use, pytest stops before any test
+    with one line naming the service and the variable that points at another (not a
+    traceback per test); the README says how to set both."""
+    closed = free_port()
+    url = {
+        "LOOM_TEST_PG": f"postgresql://postgres:hush@127.0.0.1:{closed}/postgres",
+        "LOOM_TEST_REDIS": f"redis://127.0.0.1:{closed}/0",
+    }[variable]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2"]
+        + ["tests/core/test_import_order.py"],
+        env={**os.environ, variable: url},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 4, run.stdout + run.stderr
+    (line,) = [x for x in run.stderr.splitlines() if x.strip()]
+    assert line.startswith(f"ERROR: the tests need {service}, and "), line
+    assert f"set {variable} to " in line and "hush" not in line  # no password shown
+    assert "Traceback" not in run.stdout + run.stderr and "passed" not in run.stdout
+    readme = (ROOT / "README.md").read_text()
+    quick_start = readme[readme.index("## Quick start") : readme.index("## Tenants and keys")]
+    assert variable in quick_start
+
+
+def _fake_clone(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of scripts/test (with what it runs) beside two package definitions, whose
+    .venv/bin/python only logs how it is called: (the clone, the log)."""
+    clone, calls = tmp_path / "clone", tmp_path / "python-calls"
+    for name in ("scripts/test", "scripts/lib/install-stamp.sh", "scripts/install-chromium"):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, clone / name)
+    for name in ("pyproject.toml", "clients/python/pyproject.toml"):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        (clone / name).write_text("[project]\nname = 'x'\n")
+    python = clone / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(
+        f'#!{BASH}\necho "$*" >> {calls}\n[ "$1" != -VV ] || echo "Python 3.11.2"\n'
+        '[ "$3" != install ] || [ -z "${FAIL_PIP:-}" ] || exit 1\n'
+    )
+    python.chmod(0o755)
+    return clone, calls
+
+
+def test_scripts_test_installs_only_when_the_package_definitions_changed(tmp_path):
+    """`./scripts/test ARGS` installs on the first run (a fresh clone in CI gets
+    everything), then goes straight to pytest until a pyproject.toml changes, the install
+    fails (it is tried again) or LOOM_REINSTALL=1 asks for it."""
+    clone, calls = _fake_clone(tmp_path)
+
+    def run(**env: str) -> list[str]:
+        calls.unlink(missing_ok=True)
+        r = subprocess.run(
+            [BASH, str(clone / "scripts" / "test"), "-q", "tests/x"],
+            env={"PATH": os.environ["PATH"], "LOOM_SKIP_BROWSER": "1", **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        said = calls.read_text().splitlines() if calls.exists() else []
+        assert r.returncode == (1 if env.get("FAIL_PIP") else 0), r.stderr
+        return [c.split()[1] if c.startswith("-m ") else c for c in said]
+
+    pytest_only = ["-VV", "pytest"]
+    installs = ["-VV", "pip", "pip", "pytest"]
+    assert run() == installs
+    assert run() == pytest_only
+    assert run() == pytest_only
+    (clone / "clients/python/pyproject.toml").write_text("[project]\nname = 'y'\n")
+    assert run() == installs
+    assert run() == pytest_only
+    assert run(LOOM_REINSTALL="1") == installs
+    (clone / "pyproject.toml").write_text("[project]\nname = 'z'\n")
+    assert run(FAIL_PIP="1") == ["-VV", "pip"]
+    assert run() == installs  # a failed install is not recorded as done
+    assert run() == pytest_only
