@@ -3,6 +3,7 @@ Dockerfile run CLI subcommands and flags that exist, set only settings the serve
 give every long-running service a healthcheck (that works), run as non-root users, and
 let the api scale (no fixed host port: the proxy publishes one and balances over it)."""
 
+import asyncio
 import json
 import re
 import subprocess
@@ -240,6 +241,14 @@ def test_the_compose_connection_budget_fits_postgres_at_the_readme_scale() -> No
 
 
 def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> None:
+    """More API processes than the server has connections (each needs at least
+    `MIN_POOL`'s share): refused before anything starts, whatever max_connections the
+    test's server allows (asked here, as serve asks it)."""
+    from app.launcher.budget import MIN_POOL, per_process
+
+    server = asyncio.run(cli._server_limits(settings.database_url, 10))
+    processes = server.max_connections  # each needs per_process(MIN_POOL) > 1 of them
+    assert processes * per_process(MIN_POOL) > server.max_connections
     env = {
         "DATABASE_URL": settings.database_url,
         "REDIS_URL": settings.redis_url,
@@ -254,7 +263,7 @@ def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> N
             "app.launcher.cli",
             "serve",
             "--workers",
-            "60",
+            str(processes),
             "--port",
             str(free_port()),
         ],
@@ -265,5 +274,9 @@ def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> N
         timeout=60,
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "60 API processes need at least 4 database connections each" in run.stderr
+    assert (
+        f"{processes} API processes need at least {per_process(MIN_POOL)} database "
+        "connections each" in run.stderr
+    )
+    assert f"max_connections {server.max_connections} - {server.reserved} reserved" in run.stderr
     assert "Traceback" not in run.stderr

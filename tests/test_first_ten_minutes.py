@@ -316,6 +316,8 @@ def _fake_clone(tmp_path: Path) -> tuple[Path, Path]:
     python.write_text(
         f'#!{BASH}\necho "$*" >> {calls}\n[ "$1" != -VV ] || echo "Python 3.11.2"\n'
         '[ "$3" != install ] || [ -z "${FAIL_PIP:-}" ] || exit 1\n'
+        # FAIL_PASS=0: the first pass fails, FAIL_PASS=8: the partitioned one
+        '[ "$2" != pytest ] || [ "${FAIL_PASS:-}" != "${LOOM_PARTITIONS:-0}" ] || exit 1\n'
     )
     python.chmod(0o755)
     return clone, calls
@@ -353,3 +355,26 @@ def test_scripts_test_installs_only_when_the_package_definitions_changed(tmp_pat
     assert run(FAIL_PIP="1") == ["-VV", "pip"]
     assert run() == installs  # a failed install is not recorded as done
     assert run() == pytest_only
+
+
+@pytest.mark.parametrize("failing", ["", "0", "8"])
+def test_scripts_test_runs_the_partitioned_pass_when_the_first_fails(tmp_path, failing):
+    """`./scripts/test` runs the whole suite, then the 8-partition pass, even when the
+    first failed (FAIL_PASS=0; 8: the partitioned pass fails); it says which failed, and
+    exits non-zero when one did."""
+    clone, calls = _fake_clone(tmp_path)
+    r = subprocess.run(
+        [BASH, str(clone / "scripts" / "test")],
+        env={"PATH": os.environ["PATH"], "LOOM_SKIP_BROWSER": "1", "FAIL_PASS": failing},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    passes = [c for c in calls.read_text().splitlines() if c.startswith("-m pytest")]
+    assert len(passes) == 2 and "--db-tests-only" in passes[1], (passes, r.stderr)
+    assert "8 hash partitions" in r.stdout
+    if failing:
+        which = {"0": "the suite", "8": "the 8-partition pass"}[failing]
+        assert r.returncode == 1 and f"--- failed: {which}" in r.stderr, r.stderr
+    else:
+        assert r.returncode == 0 and "failed" not in r.stderr, r.stderr
