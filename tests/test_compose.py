@@ -280,3 +280,29 @@ def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> N
     )
     assert f"max_connections {server.max_connections} - {server.reserved} reserved" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (`90s`, `2m`, `1m30s`, `500ms`) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001, "us": 1e-6}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|us|h|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def test_the_api_and_worker_restart_and_their_checks_fit_a_slow_cold_start():
+    """A crashed api replica or worker comes back (compose's `restart:`), and a cold start
+    on a loaded host (about 60 s was seen) is not declared unhealthy: the checks' grace
+    period holds twice that, probing often meanwhile, so a replica joins the proxy as soon
+    as it answers. The image's own HEALTHCHECK gives the same grace."""
+    for name in ("api", "worker"):
+        service = SERVICES[name]
+        assert service.get("restart") in ("unless-stopped", "always", "on-failure"), name
+        check = service["healthcheck"]
+        assert _seconds(check["start_period"]) >= 120, name
+        assert _seconds(check["start_interval"]) <= 2 < _seconds(check["interval"]), name
+        # once started, a hung process is noticed within a minute
+        assert _seconds(check["interval"]) * check["retries"] <= 60, name
+    (check,) = [args for word, args in _dockerfile() if word == "HEALTHCHECK"]
+    period = re.search(r"--start-period=(\S+)", check)
+    assert period and _seconds(period.group(1)) >= 120
