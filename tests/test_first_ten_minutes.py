@@ -378,3 +378,53 @@ def test_scripts_test_runs_the_partitioned_pass_when_the_first_fails(tmp_path, f
         assert r.returncode == 1 and f"--- failed: {which}" in r.stderr, r.stderr
     else:
         assert r.returncode == 0 and "failed" not in r.stderr, r.stderr
+
+
+def test_migrate_says_what_it_did_in_one_line(tmp_path):
+    """`loom-memory migrate` on an empty database, on one a few revisions behind, and on
+    one at the latest schema: one line each saying what it did, without Alembic's lines
+    (about 30 at INFO, plugins and steps); LOOM_LOG_LEVEL=debug shows them."""
+    from alembic import command
+
+    from app.launcher.migrate import alembic_config, heads, steps_between
+
+    (head,) = heads()
+    with databases.fresh_database("loom_migrate") as name:
+        url = databases.url_of(name)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+        env["DATABASE_URL"] = url
+
+        def migrate(**extra: str) -> subprocess.CompletedProcess[str]:
+            r = subprocess.run(
+                [sys.executable, "-m", "app.launcher.cli", "migrate"],
+                env={**env, **extra},
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert r.returncode == 0, r.stderr
+            return r
+
+        everything = steps_between((), (head,))
+        assert everything >= 18  # 0001 .. 0019, two merged branches
+        first = migrate()
+        assert first.stdout == (
+            f"database migrated from an empty database to {head}, the latest schema "
+            f"({everything} migrations)\n"
+        )
+        assert first.stderr == ""
+        again = migrate()
+        assert again.stdout == f"database already at {head}, the latest schema\n"
+        assert again.stderr == ""
+        assert "alembic" in migrate(LOOM_LOG_LEVEL="debug").stderr
+    with databases.fresh_database("loom_migrate") as name:
+        url = databases.url_of(name)
+        env["DATABASE_URL"] = url
+        command.upgrade(alembic_config(url), "0017_context_manifests")
+        behind = migrate()
+        assert behind.stdout == (
+            f"database migrated from 0017_context_manifests to {head}, the latest schema "
+            f"({steps_between(('0017_context_manifests',), (head,))} migrations)\n"
+        )
+        assert behind.stderr == ""

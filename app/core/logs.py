@@ -116,6 +116,13 @@ def dict_config(log_format: str, level: str, log_file: Path | str | None = None)
     loggers["mcp"] = {
         "level": root_level if root_level <= logging.DEBUG else max(root_level, logging.WARNING)
     }
+    # Alembic says at INFO each plugin it loads (on import, in every process) and each
+    # migration it runs, about 30 lines: `migrate` says what it did in one line instead;
+    # debug keeps them, and `serve` on the embedded stores sends them to its log file
+    # (launcher.startup.quiet_store_logs)
+    loggers["alembic"] = {
+        "level": root_level if root_level <= logging.DEBUG else max(root_level, logging.WARNING)
+    }
     quiet = ["quiet_cron"] + (["quiet_health"] if log_format == "text" else [])
     handlers: dict[str, Any] = {
         "stderr": {

@@ -29,12 +29,11 @@ from app.version import VERSION
 log = logging.getLogger("loom")
 
 
-def _migrate(url: str) -> None:
-    from app.launcher.migrate import upgrade
+def _migrate(url: str) -> str:
+    """Migrate to the latest schema; returns the line that says what was done."""
+    from app.launcher.migrate import migrate
 
-    # alembic >= 1.16 logs each plugin it loads at INFO, on every run
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
-    upgrade(url)
+    return migrate(url).line()
 
 
 class _NoDatabase(Exception):
@@ -82,14 +81,14 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 
             wait_for_database(settings.database_url, settings.migrate_wait_seconds)
         with _database_url(settings, existing=False) as url:
-            _migrate(url)
+            done = _migrate(url)
     except _NoDatabase as exc:
         print(exc, file=sys.stderr)
         return 2
     if settings.database_url:
-        print("database is at the latest schema")
+        print(f"database {done}")
     else:
-        print(f"embedded database in {settings.data_dir.resolve()} is at the latest schema")
+        print(f"embedded database in {settings.data_dir.resolve()} {done}")
     return 0
 
 
