@@ -428,3 +428,36 @@ def test_migrate_says_what_it_did_in_one_line(tmp_path):
             f"({steps_between(('0017_context_manifests',), (head,))} migrations)\n"
         )
         assert behind.stderr == ""
+
+
+def test_the_help_speaks_to_a_user(monkeypatch):
+    """`loom-memory --help` says what the server is, how to start it and where to look,
+    with examples that are valid commands; no names of the code's internals."""
+    out = subprocess.run(
+        [sys.executable, "-m", "app.launcher.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert out.index("memory server for LLM agents") < out.index("positional arguments")
+    for said in ("loom-memory serve", "http://127.0.0.1:8420", "/docs", "/console", "examples:"):
+        assert said in out, said
+    for internal in ("Supervised", "run_forever", "workers.settings", "arq", "`Supervised`"):
+        assert internal not in out, internal
+    # every example is a command the parser takes (nothing runs: the commands are replaced)
+    examples = out[out.index("examples:") :].split("\n\n")[0].splitlines()[1:]
+    assert len(examples) >= 3
+    ran: list[str] = []
+    for name in dir(cli):
+        if name.startswith("cmd_"):
+            monkeypatch.setattr(cli, name, lambda args: ran.append(args.command) or 0)
+    for line in examples:
+        argv = shlex.split(line.split("  ")[1] if line.startswith("  ") else line)
+        argv = [a for a in argv if "=" not in a or a.startswith("-")]  # VAR=value prefixes
+        assert argv[0] == "loom-memory", line
+        assert cli.main(argv[1:]) == 0, line
+    assert len(ran) == len(examples)
+    # and each command's one-line help is there
+    for command in ("serve", "worker", "migrate", "openapi", "create-key", "eval"):
+        assert re.search(rf"^    {command}\s+\S", out, re.M), command
