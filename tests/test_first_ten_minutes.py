@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -449,9 +450,14 @@ def test_the_help_speaks_to_a_user(monkeypatch):
     examples = out[out.index("examples:") :].split("\n\n")[0].splitlines()[1:]
     assert len(examples) >= 3
     ran: list[str] = []
+
+    def record(args: Any) -> int:
+        ran.append(args.command)
+        return 0
+
     for name in dir(cli):
         if name.startswith("cmd_"):
-            monkeypatch.setattr(cli, name, lambda args: ran.append(args.command) or 0)
+            monkeypatch.setattr(cli, name, record)
     for line in examples:
         argv = shlex.split(line.split("  ")[1] if line.startswith("  ") else line)
         argv = [a for a in argv if "=" not in a or a.startswith("-")]  # VAR=value prefixes
