@@ -467,3 +467,17 @@ def test_the_help_speaks_to_a_user(monkeypatch):
     # and each command's one-line help is there
     for command in ("serve", "worker", "migrate", "openapi", "create-key", "eval"):
         assert re.search(rf"^    {command}\s+\S", out, re.M), command
+
+
+def test_every_console_screenshot_is_made_by_the_script_and_linked():
+    """docs/console/ holds exactly the screenshots scripts/console_screenshots.py makes
+    (so `--update-docs` retakes them all, the Users tab included), and the README links
+    each."""
+    script = (ROOT / "scripts" / "console_screenshots.py").read_text()
+    made = set(re.findall(r'^\s+\("([a-z-]+)", (?:f?")#/', script, re.M))
+    assert {"users", "user"} <= made
+    committed = {p.stem for p in (ROOT / "docs" / "console").glob("*.png")}
+    assert committed == made
+    readme = (ROOT / "README.md").read_text()
+    for name in made:
+        assert f"(docs/console/{name}.png)" in readme, name
