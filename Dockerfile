@@ -23,6 +23,6 @@ USER 10001:10001
 WORKDIR /srv
 EXPOSE 8420
 # slim has no curl: the process answers on its port (the worker and migrate override this)
-HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('LOOM_PORT', '8420'), timeout=4)"]
 CMD ["loom-memory", "serve", "--no-worker"]

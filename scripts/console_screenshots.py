@@ -85,6 +85,17 @@ def sample(tenant: Tenant, long_messages: int = 10_000) -> dict[str, str]:
                 "tags": ["migration"], "importance": 0.9 - n * 0.2}).raise_for_status()
     with tenant.client("reviewer") as c:
         layered_session(c, turns=6, metadata={"project": "apollo"})
+    # end users: sessions of theirs and a fact about one (the Users tab and a user's page)
+    with tenant.client("support") as c:
+        for user, text in (("ada", "Ada's invoices go to the Berlin office."),
+                           ("grace", "Grace asked to move the cutover to Sunday.")):
+            for _ in range(2):
+                s = c.post("/v1/sessions", json={"user_id": user}).json()["id"]
+                c.post(f"/v1/sessions/{s}/messages", json={"messages": [
+                    {"role": "user", "content": text}]}).raise_for_status()
+        c.post("/v1/memory-items", json={
+            "scope": "user/ada", "kind": "fact",
+            "text": "Prefers invoices as PDF, in German."}).raise_for_status()
     with tenant.client("auditor") as c:
         audited, builds = audited_session(c)
     return {"layered": sid, "long": long, "audited": audited, "first_build": builds[0],
@@ -152,6 +163,8 @@ def shoot(browser: Any, base: str, key: str, ids: dict[str, str], out: Path,
         ("shared-memory", "#/shared?ns=global", "#sm-live.ok", None),
         ("knowledge", "#/knowledge?scope=project/apollo&run=1", "#k-table tbody tr", None),
         ("jobs", "#/jobs", "#jobs-table tbody tr", None),
+        ("users", "#/users", '#users-table tr[data-user="ada"]', None),
+        ("user", "#/user/ada", "#user-facts", None),
         ("long-session", f"#/session/{ids['long']}", "#l2-table", "#messages"),
         ("context-history", f"#/contexts/{ids['audited']}", "#blocks-table tr.block-row",
          None),

@@ -27,7 +27,7 @@ from app.launcher.migrate import upgrade
 from app.main import create_app
 from tests.support import tenant_audit
 from tests.support.api import make_client
-from tests.support.databases import dsn_of, fresh_database, url_of
+from tests.support.databases import dsn_of, fresh_database, unreachable_services, url_of
 
 # The one Hypothesis profile of the suite: reproducible (derandomized), no deadline (the
 # machine is shared), the failing example printed. A test that needs more examples says so
@@ -89,6 +89,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "through settings, app, client, db...): scripts/test's partitioned pass, where the "
         "others would run exactly as in the first pass",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stop at once, in one line, when the PostgreSQL or Redis the tests use cannot be
+    reached (instead of a traceback per test). On the controller only (xdist's workers
+    would each say it), and not for --collect-only, which reaches neither."""
+    if hasattr(config, "workerinput") or config.option.collectonly or config.option.help:
+        return
+    problem = unreachable_services(REDIS_TEST_URL)
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

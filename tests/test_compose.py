@@ -3,6 +3,7 @@ Dockerfile run CLI subcommands and flags that exist, set only settings the serve
 give every long-running service a healthcheck (that works), run as non-root users, and
 let the api scale (no fixed host port: the proxy publishes one and balances over it)."""
 
+import asyncio
 import json
 import re
 import subprocess
@@ -240,6 +241,14 @@ def test_the_compose_connection_budget_fits_postgres_at_the_readme_scale() -> No
 
 
 def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> None:
+    """More API processes than the server has connections (each needs at least
+    `MIN_POOL`'s share): refused before anything starts, whatever max_connections the
+    test's server allows (asked here, as serve asks it)."""
+    from app.launcher.budget import MIN_POOL, per_process
+
+    server = asyncio.run(cli._server_limits(settings.database_url, 10))
+    processes = server.max_connections  # each needs per_process(MIN_POOL) > 1 of them
+    assert processes * per_process(MIN_POOL) > server.max_connections
     env = {
         "DATABASE_URL": settings.database_url,
         "REDIS_URL": settings.redis_url,
@@ -254,7 +263,7 @@ def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> N
             "app.launcher.cli",
             "serve",
             "--workers",
-            "60",
+            str(processes),
             "--port",
             str(free_port()),
         ],
@@ -265,5 +274,35 @@ def test_serve_says_its_plan_and_refuses_one_that_cannot_fit(settings: Any) -> N
         timeout=60,
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "60 API processes need at least 4 database connections each" in run.stderr
+    assert (
+        f"{processes} API processes need at least {per_process(MIN_POOL)} database "
+        "connections each" in run.stderr
+    )
+    assert f"max_connections {server.max_connections} - {server.reserved} reserved" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (`90s`, `2m`, `1m30s`, `500ms`) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001, "us": 1e-6}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|us|h|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def test_the_api_and_worker_restart_and_their_checks_fit_a_slow_cold_start():
+    """A crashed api replica or worker comes back (compose's `restart:`), and a cold start
+    on a loaded host (about 60 s was seen) is not declared unhealthy: the checks' grace
+    period holds twice that, probing often meanwhile, so a replica joins the proxy as soon
+    as it answers. The image's own HEALTHCHECK gives the same grace."""
+    for name in ("api", "worker"):
+        service = SERVICES[name]
+        assert service.get("restart") in ("unless-stopped", "always", "on-failure"), name
+        check = service["healthcheck"]
+        assert _seconds(check["start_period"]) >= 120, name
+        assert _seconds(check["start_interval"]) <= 2 < _seconds(check["interval"]), name
+        # once started, a hung process is noticed within a minute
+        assert _seconds(check["interval"]) * check["retries"] <= 60, name
+    (check,) = [args for word, args in _dockerfile() if word == "HEALTHCHECK"]
+    period = re.search(r"--start-period=(\S+)", check)
+    assert period and _seconds(period.group(1)) >= 120

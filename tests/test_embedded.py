@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from app.launcher.embedded_redis import SOCKET_PATH_MAX, EmbeddedRedis
+from app.launcher.migrate import heads as migrate_heads
 from tests.support.live import free_port
 
 pytestmark = pytest.mark.slow
@@ -242,7 +243,10 @@ def test_first_and_second_start_create_key_and_what_a_stop_leaves(tmp_path):
         timeout=120,
     )
     assert migrated.returncode == 0, migrated.stderr
-    assert migrated.stdout.strip() == f"embedded database in {data_dir} is at the latest schema"
+    (head,) = migrate_heads()
+    assert migrated.stdout.strip() == (
+        f"embedded database in {data_dir} already at {head}, the latest schema"
+    )
     assert _processes_using(data_dir) == []
 
     # the second start keeps the data and points at the admin key instead of printing it

@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -267,3 +268,216 @@ def test_the_readme_lists_every_mcp_tool():
         listed |= {first, *(f"{prefix}_{other}" for other in others)}
     served = {spec.fn.__name__ for spec in TOOLS}
     assert listed == served and len(served) == 14
+
+
+@pytest.mark.parametrize(
+    ("variable", "service"),
+    [("LOOM_TEST_PG", "PostgreSQL"), ("LOOM_TEST_REDIS", "Redis")],
+)
+def test_the_tests_stop_in_one_line_when_a_store_does_not_answer(variable, service):
+    """Without the PostgreSQL or the Redis the tests use, pytest stops before any test
+    with one line naming the service and the variable that points at another (not a
+    traceback per test); the README says how to set both."""
+    closed = free_port()
+    url = {
+        "LOOM_TEST_PG": f"postgresql://postgres:hush@127.0.0.1:{closed}/postgres",
+        "LOOM_TEST_REDIS": f"redis://127.0.0.1:{closed}/0",
+    }[variable]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2"]
+        + ["tests/core/test_import_order.py"],
+        env={**os.environ, variable: url},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 4, run.stdout + run.stderr
+    (line,) = [x for x in run.stderr.splitlines() if x.strip()]
+    assert line.startswith(f"ERROR: the tests need {service}, and "), line
+    assert f"set {variable} to " in line and "hush" not in line  # no password shown
+    assert "Traceback" not in run.stdout + run.stderr and "passed" not in run.stdout
+    readme = (ROOT / "README.md").read_text()
+    quick_start = readme[readme.index("## Quick start") : readme.index("## Tenants and keys")]
+    assert variable in quick_start
+
+
+def _fake_clone(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of scripts/test (with what it runs) beside two package definitions, whose
+    .venv/bin/python only logs how it is called: (the clone, the log)."""
+    clone, calls = tmp_path / "clone", tmp_path / "python-calls"
+    for name in ("scripts/test", "scripts/lib/install-stamp.sh", "scripts/install-chromium"):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, clone / name)
+    for name in ("pyproject.toml", "clients/python/pyproject.toml"):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        (clone / name).write_text("[project]\nname = 'x'\n")
+    python = clone / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(
+        f'#!{BASH}\necho "$*" >> {calls}\n[ "$1" != -VV ] || echo "Python 3.11.2"\n'
+        '[ "$3" != install ] || [ -z "${FAIL_PIP:-}" ] || exit 1\n'
+        # FAIL_PASS=0: the first pass fails, FAIL_PASS=8: the partitioned one
+        '[ "$2" != pytest ] || [ "${FAIL_PASS:-}" != "${LOOM_PARTITIONS:-0}" ] || exit 1\n'
+    )
+    python.chmod(0o755)
+    return clone, calls
+
+
+def test_scripts_test_installs_only_when_the_package_definitions_changed(tmp_path):
+    """`./scripts/test ARGS` installs on the first run (a fresh clone in CI gets
+    everything), then goes straight to pytest until a pyproject.toml changes, the install
+    fails (it is tried again) or LOOM_REINSTALL=1 asks for it."""
+    clone, calls = _fake_clone(tmp_path)
+
+    def run(**env: str) -> list[str]:
+        calls.unlink(missing_ok=True)
+        r = subprocess.run(
+            [BASH, str(clone / "scripts" / "test"), "-q", "tests/x"],
+            env={"PATH": os.environ["PATH"], "LOOM_SKIP_BROWSER": "1", **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        said = calls.read_text().splitlines() if calls.exists() else []
+        assert r.returncode == (1 if env.get("FAIL_PIP") else 0), r.stderr
+        return [c.split()[1] if c.startswith("-m ") else c for c in said]
+
+    pytest_only = ["-VV", "pytest"]
+    installs = ["-VV", "pip", "pip", "pytest"]
+    assert run() == installs
+    assert run() == pytest_only
+    assert run() == pytest_only
+    (clone / "clients/python/pyproject.toml").write_text("[project]\nname = 'y'\n")
+    assert run() == installs
+    assert run() == pytest_only
+    assert run(LOOM_REINSTALL="1") == installs
+    (clone / "pyproject.toml").write_text("[project]\nname = 'z'\n")
+    assert run(FAIL_PIP="1") == ["-VV", "pip"]
+    assert run() == installs  # a failed install is not recorded as done
+    assert run() == pytest_only
+
+
+@pytest.mark.parametrize("failing", ["", "0", "8"])
+def test_scripts_test_runs_the_partitioned_pass_when_the_first_fails(tmp_path, failing):
+    """`./scripts/test` runs the whole suite, then the 8-partition pass, even when the
+    first failed (FAIL_PASS=0; 8: the partitioned pass fails); it says which failed, and
+    exits non-zero when one did."""
+    clone, calls = _fake_clone(tmp_path)
+    r = subprocess.run(
+        [BASH, str(clone / "scripts" / "test")],
+        env={"PATH": os.environ["PATH"], "LOOM_SKIP_BROWSER": "1", "FAIL_PASS": failing},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    passes = [c for c in calls.read_text().splitlines() if c.startswith("-m pytest")]
+    assert len(passes) == 2 and "--db-tests-only" in passes[1], (passes, r.stderr)
+    assert "8 hash partitions" in r.stdout
+    if failing:
+        which = {"0": "the suite", "8": "the 8-partition pass"}[failing]
+        assert r.returncode == 1 and f"--- failed: {which}" in r.stderr, r.stderr
+    else:
+        assert r.returncode == 0 and "failed" not in r.stderr, r.stderr
+
+
+def test_migrate_says_what_it_did_in_one_line(tmp_path):
+    """`loom-memory migrate` on an empty database, on one a few revisions behind, and on
+    one at the latest schema: one line each saying what it did, without Alembic's lines
+    (about 30 at INFO, plugins and steps); LOOM_LOG_LEVEL=debug shows them."""
+    from alembic import command
+
+    from app.launcher.migrate import alembic_config, heads, steps_between
+
+    (head,) = heads()
+    with databases.fresh_database("loom_migrate") as name:
+        url = databases.url_of(name)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+        env["DATABASE_URL"] = url
+
+        def migrate(**extra: str) -> subprocess.CompletedProcess[str]:
+            r = subprocess.run(
+                [sys.executable, "-m", "app.launcher.cli", "migrate"],
+                env={**env, **extra},
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert r.returncode == 0, r.stderr
+            return r
+
+        everything = steps_between((), (head,))
+        assert everything >= 18  # 0001 .. 0019, two merged branches
+        first = migrate()
+        assert first.stdout == (
+            f"database migrated from an empty database to {head}, the latest schema "
+            f"({everything} migrations)\n"
+        )
+        assert first.stderr == ""
+        again = migrate()
+        assert again.stdout == f"database already at {head}, the latest schema\n"
+        assert again.stderr == ""
+        assert "alembic" in migrate(LOOM_LOG_LEVEL="debug").stderr
+    with databases.fresh_database("loom_migrate") as name:
+        url = databases.url_of(name)
+        env["DATABASE_URL"] = url
+        command.upgrade(alembic_config(url), "0017_context_manifests")
+        behind = migrate()
+        assert behind.stdout == (
+            f"database migrated from 0017_context_manifests to {head}, the latest schema "
+            f"({steps_between(('0017_context_manifests',), (head,))} migrations)\n"
+        )
+        assert behind.stderr == ""
+
+
+def test_the_help_speaks_to_a_user(monkeypatch):
+    """`loom-memory --help` says what the server is, how to start it and where to look,
+    with examples that are valid commands; no names of the code's internals."""
+    out = subprocess.run(
+        [sys.executable, "-m", "app.launcher.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert out.index("memory server for LLM agents") < out.index("positional arguments")
+    for said in ("loom-memory serve", "http://127.0.0.1:8420", "/docs", "/console", "examples:"):
+        assert said in out, said
+    for internal in ("Supervised", "run_forever", "workers.settings", "arq", "`Supervised`"):
+        assert internal not in out, internal
+    # every example is a command the parser takes (nothing runs: the commands are replaced)
+    examples = out[out.index("examples:") :].split("\n\n")[0].splitlines()[1:]
+    assert len(examples) >= 3
+    ran: list[str] = []
+
+    def record(args: Any) -> int:
+        ran.append(args.command)
+        return 0
+
+    for name in dir(cli):
+        if name.startswith("cmd_"):
+            monkeypatch.setattr(cli, name, record)
+    for line in examples:
+        argv = shlex.split(line.split("  ")[1] if line.startswith("  ") else line)
+        argv = [a for a in argv if "=" not in a or a.startswith("-")]  # VAR=value prefixes
+        assert argv[0] == "loom-memory", line
+        assert cli.main(argv[1:]) == 0, line
+    assert len(ran) == len(examples)
+    # and each command's one-line help is there
+    for command in ("serve", "worker", "migrate", "openapi", "create-key", "eval"):
+        assert re.search(rf"^    {command}\s+\S", out, re.M), command
+
+
+def test_every_console_screenshot_is_made_by_the_script_and_linked():
+    """docs/console/ holds exactly the screenshots scripts/console_screenshots.py makes
+    (so `--update-docs` retakes them all, the Users tab included), and the README links
+    each."""
+    script = (ROOT / "scripts" / "console_screenshots.py").read_text()
+    made = set(re.findall(r'^\s+\("([a-z-]+)", (?:f?")#/', script, re.M))
+    assert {"users", "user"} <= made
+    committed = {p.stem for p in (ROOT / "docs" / "console").glob("*.png")}
+    assert committed == made
+    readme = (ROOT / "README.md").read_text()
+    for name in made:
+        assert f"(docs/console/{name}.png)" in readme, name

@@ -12,6 +12,7 @@ one xdist group (scripts/test: `--dist loadgroup`), so the virtualenv is built o
 import asyncio
 import email
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -38,7 +39,42 @@ from tests.support.live import ROOT, free_port
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
 REDIS_TEST_URL = os.environ.get("LOOM_TEST_REDIS", "redis://127.0.0.1:6379/0")
-SOURCES = ("pyproject.toml", "README.md", "alembic.ini", "app", "workers", "alembic")
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "hatch_build.py",
+    "alembic.ini",
+    "app",
+    "workers",
+    "alembic",
+)
+
+
+# a Markdown link or image whose target is neither absolute (scheme:) nor in code
+RELATIVE_LINK = re.compile(r"!?\[[^\]]*\]\((?![a-z][a-z0-9+.-]*:)[^)\s]+\)", re.IGNORECASE)
+
+
+def test_the_index_page_has_no_repository_links() -> None:
+    """hatch_build.index_readme: relative links and images become text naming the path,
+    #anchors their text; absolute links and fenced code stay as they are."""
+    from hatch_build import index_readme
+
+    readme = (ROOT / "README.md").read_text()
+    assert RELATIVE_LINK.findall(readme)  # the README has them, for GitHub
+    outside_code = re.sub(r"^```.*?^```", "", index_readme(readme), flags=re.M | re.S)
+    assert not RELATIVE_LINK.findall(outside_code), RELATIVE_LINK.findall(outside_code)[:5]
+    sample = (
+        "See [scaling](docs/scaling.md), [keys](#tenants-and-keys) and "
+        "[LoCoMo](https://github.com/snap-research/LoCoMo).\n"
+        "![The sessions](docs/console/sessions.png)\n"
+        "```md\n[kept](docs/x.md)\n```\n"
+    )
+    assert index_readme(sample) == (
+        "See scaling (`docs/scaling.md` in the repository), keys and "
+        "[LoCoMo](https://github.com/snap-research/LoCoMo).\n"
+        "*(The sessions: `docs/console/sessions.png` in the repository)*\n"
+        "```md\n[kept](docs/x.md)\n```\n"
+    )
 
 
 def _run(
@@ -115,6 +151,12 @@ def test_the_packages_pass_twine_check_under_our_own_name(dist):
         meta = email.message_from_bytes(zf.read(info))
         points = zf.read(info.replace("METADATA", "entry_points.txt")).decode()
     assert meta["Name"] == DISTRIBUTION == "loom-memory-server"
+    # the index shows the README alone: no link into the repository is left to break
+    page = str(meta.get_payload())
+    assert page.startswith("# Loom Memory")
+    assert meta["Description-Content-Type"].startswith("text/markdown")
+    assert not RELATIVE_LINK.findall(page), RELATIVE_LINK.findall(page)[:5]
+    assert "(`docs/scaling.md` in the repository)" in page
     assert {"embedded", "eval", "dev"} <= set(meta.get_all("Provides-Extra") or [])
     # the command keeps its name
     assert "loom-memory = app.launcher.cli:main" in points

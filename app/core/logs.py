@@ -76,6 +76,20 @@ class QuietHealth(logging.Filter):
         return not record.getMessage().startswith("recording health")
 
 
+class QuietJobs(logging.Filter):
+    """Text logs on a terminal: drops arq's INFO lines per job run (`  0.02s → id:fn()`,
+    `  0.05s ← id:fn ● None`, a retry `↻`, an abort `⊘`): two or more per job would fill
+    `serve`'s terminal. The log file (`LOOM_LOG_FILE`) and JSON logs keep them; failures
+    (warnings, errors) and LOOM_LOG_LEVEL=debug show everywhere."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != "arq.worker" or record.levelno != logging.INFO:
+            return True
+        if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+            return True
+        return not str(record.msg).startswith("%6.2fs ")
+
+
 class NoAccess(logging.Filter):
     """Text logs on a terminal: drops the access lines (logger `loom.access`), which go to
     the log file (`LOOM_LOG_FILE`) only."""
@@ -102,13 +116,20 @@ def dict_config(log_format: str, level: str, log_file: Path | str | None = None)
     loggers["mcp"] = {
         "level": root_level if root_level <= logging.DEBUG else max(root_level, logging.WARNING)
     }
+    # Alembic says at INFO each plugin it loads (on import, in every process) and each
+    # migration it runs, about 30 lines: `migrate` says what it did in one line instead;
+    # debug keeps them, and `serve` on the embedded stores sends them to its log file
+    # (launcher.startup.quiet_store_logs)
+    loggers["alembic"] = {
+        "level": root_level if root_level <= logging.DEBUG else max(root_level, logging.WARNING)
+    }
     quiet = ["quiet_cron"] + (["quiet_health"] if log_format == "text" else [])
     handlers: dict[str, Any] = {
         "stderr": {
             "class": "logging.StreamHandler",
             "formatter": "loom",
             "stream": "ext://sys.stderr",
-            "filters": quiet + (["no_access"] if log_format == "text" else []),
+            "filters": quiet + (["no_access", "quiet_jobs"] if log_format == "text" else []),
         }
     }
     if log_file is not None:
@@ -127,6 +148,7 @@ def dict_config(log_format: str, level: str, log_file: Path | str | None = None)
             "quiet_cron": {"()": f"{__name__}.QuietCron"},
             "quiet_health": {"()": f"{__name__}.QuietHealth"},
             "no_access": {"()": f"{__name__}.NoAccess"},
+            "quiet_jobs": {"()": f"{__name__}.QuietJobs"},
         },
         "handlers": handlers,
         # uvicorn's `trace` (below DEBUG) is no level of the logging module's

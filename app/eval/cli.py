@@ -39,7 +39,9 @@ START_TIMEOUT = 180.0
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """`eval locomo` on the CLI's subcommands (the `locomo` parser returned)."""
-    ev = sub.add_parser("eval", help="measure a server: eval locomo")
+    ev = sub.add_parser(
+        "eval", help="measure how well a server remembers (eval locomo: the LoCoMo benchmark)"
+    )
     kinds = ev.add_subparsers(dest="eval_kind", required=True)
     p = kinds.add_parser(
         "locomo",

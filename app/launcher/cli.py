@@ -28,13 +28,33 @@ from app.version import VERSION
 
 log = logging.getLogger("loom")
 
+# what `loom-memory --help` says: for someone running the server, not for its developers
+DESCRIPTION = """\
+Loom Memory: a memory server for LLM agents (sessions and their context, search, shared
+memory, knowledge and facts) over a REST API and MCP.
 
-def _migrate(url: str) -> None:
-    from app.launcher.migrate import upgrade
+Start with `loom-memory serve`: it runs the API on http://127.0.0.1:8420 and a background
+worker. Without DATABASE_URL and REDIS_URL it starts its own PostgreSQL and Redis in
+./.loom and prints an admin key. The API's documentation is at /docs, the console at
+/console."""
 
-    # alembic >= 1.16 logs each plugin it loads at INFO, on every run
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
-    upgrade(url)
+EPILOG = """\
+examples:
+  loom-memory serve                         everything on this machine, data in ./.loom
+  loom-memory serve --port 9000 --workers 2
+  loom-memory create-key --role service --tenant-name acme
+  DATABASE_URL=postgresql://user:pass@db/loom loom-memory migrate
+
+Settings come from the environment (DATABASE_URL, REDIS_URL, LOOM_ADMIN_KEY,
+LOOM_LLM_PROVIDER...; the repository's .env.example lists them all).
+`loom-memory COMMAND --help` says more about a command."""
+
+
+def _migrate(url: str) -> str:
+    """Migrate to the latest schema; returns the line that says what was done."""
+    from app.launcher.migrate import migrate
+
+    return migrate(url).line()
 
 
 class _NoDatabase(Exception):
@@ -82,14 +102,14 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 
             wait_for_database(settings.database_url, settings.migrate_wait_seconds)
         with _database_url(settings, existing=False) as url:
-            _migrate(url)
+            done = _migrate(url)
     except _NoDatabase as exc:
         print(exc, file=sys.stderr)
         return 2
     if settings.database_url:
-        print("database is at the latest schema")
+        print(f"database {done}")
     else:
-        print(f"embedded database in {settings.data_dir.resolve()} is at the latest schema")
+        print(f"embedded database in {settings.data_dir.resolve()} {done}")
     return 0
 
 
@@ -461,15 +481,22 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     logs.configure(settings.log_format, settings.log_level, settings.log_file)
     metrics_dir.export(settings.metrics_dir)  # for prometheus_client, not yet imported
-    parser = argparse.ArgumentParser(prog="loom-memory", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="loom-memory",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser(
         "serve",
-        help="run the API (and a worker); embedded stores if no URLs",
-        description="Run the API processes and a supervised worker. With DATABASE_URL / "
-        "REDIS_URL unset, start an embedded PostgreSQL / Redis under LOOM_DATA_DIR "
-        "(default ./.loom), migrate, and print where it listens once it answers.",
+        help="run the API and a background worker (its own PostgreSQL and Redis when "
+        "DATABASE_URL / REDIS_URL are unset)",
+        description="Run the API and a background worker (started again if it stops). With "
+        "DATABASE_URL / REDIS_URL unset, start a PostgreSQL / Redis of its own in "
+        "LOOM_DATA_DIR (default ./.loom); bring the database to the latest schema; print "
+        "the address and the admin key once the API answers.",
     )
     serve.add_argument(
         "--host",
@@ -492,14 +519,22 @@ def main(argv: list[str] | None = None) -> int:
         help="API processes (default LOOM_WEB_WORKERS; 0 = one per core)",
     )
     serve.set_defaults(fn=cmd_serve)
-    sub.add_parser("worker", help="run an arq worker").set_defaults(fn=cmd_worker)
-    sub.add_parser("migrate", help="migrate the database to the latest schema").set_defaults(
-        fn=cmd_migrate
-    )
-    oa = sub.add_parser("openapi", help="write the OpenAPI document")
+    sub.add_parser(
+        "worker",
+        help="run only a background worker (summaries, fact extraction, erasure), for "
+        "deployments whose API runs with `serve --no-worker`",
+    ).set_defaults(fn=cmd_worker)
+    sub.add_parser(
+        "migrate",
+        help="bring the database to the latest schema (serve does it when it starts)",
+    ).set_defaults(fn=cmd_migrate)
+    oa = sub.add_parser("openapi", help="write the API's OpenAPI document (a JSON file)")
     oa.add_argument("--output", default="openapi/openapi.json")
     oa.set_defaults(fn=cmd_openapi)
-    ck = sub.add_parser("create-key", help="create an API key directly in the database")
+    ck = sub.add_parser(
+        "create-key",
+        help="create an API key (admin, service or agent) in the database and print it once",
+    )
     ck.add_argument("--role", choices=["admin", "service", "agent"], default="service")
     ck.add_argument("--tenant-id", type=uuid.UUID, help="an existing tenant")
     ck.add_argument(

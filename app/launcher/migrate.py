@@ -10,6 +10,7 @@ developers' `alembic revision`.
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -80,6 +81,69 @@ def upgrade(database_url: str, *, partitions: int | None = None) -> None:
     if partitions is not None:
         cfg.attributes["partitions"] = partitions
     command.upgrade(cfg, "heads")
+
+
+def heads() -> tuple[str, ...]:
+    """The latest revision of each branch of the scripts (the schema `upgrade` reaches)."""
+    from alembic.script import ScriptDirectory
+
+    return tuple(sorted(ScriptDirectory.from_config(alembic_config("")).get_heads()))
+
+
+def current(database_url: str) -> tuple[str, ...]:
+    """The revisions the database is at (empty: never migrated)."""
+    from app.core.config import libpq_dsn
+
+    async def read() -> tuple[str, ...]:
+        conn = await asyncpg.connect(libpq_dsn(database_url), timeout=30)
+        try:
+            if await conn.fetchval("SELECT to_regclass('alembic_version')") is None:
+                return ()
+            rows = await conn.fetch("SELECT version_num FROM alembic_version")
+            return tuple(sorted(r[0] for r in rows))
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+@dataclass(frozen=True)
+class Migrated:
+    """What `migrate` did: the revisions before and after, and how many ran."""
+
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    steps: int
+
+    def line(self) -> str:
+        """One line for the terminal: `migrated from X to Y (n migrations)` or `already at
+        Y` (each the latest schema)."""
+        after = ", ".join(self.after)
+        if self.before == self.after:
+            return f"already at {after}, the latest schema"
+        plural = "s" if self.steps != 1 else ""
+        before = ", ".join(self.before) if self.before else "an empty database"
+        return (
+            f"migrated from {before} to {after}, the latest schema ({self.steps} migration{plural})"
+        )
+
+
+def steps_between(before: tuple[str, ...], after: tuple[str, ...]) -> int:
+    """The revisions an upgrade from `before` to `after` runs."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config(""))
+    reached = {r.revision for r in script.iterate_revisions(after, "base")}
+    had = {r.revision for r in script.iterate_revisions(before, "base")} if before else set()
+    return len(reached - had)
+
+
+def migrate(database_url: str) -> Migrated:
+    """`upgrade`, saying what it did (`Migrated.line`)."""
+    before = current(database_url)
+    upgrade(database_url)
+    after = current(database_url)
+    return Migrated(before, after, steps_between(before, after))
 
 
 def downgrade(database_url: str, revision: str) -> None:

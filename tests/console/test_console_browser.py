@@ -325,3 +325,58 @@ def test_jobs_page_lists_the_tenants_jobs_and_the_queue(
     page.select_option("#jobs-status", "failed")
     page.locator("#jobs-empty, #jobs-table tbody tr.job-failed").first.wait_for()
     assert page.locator("#jobs-table tbody tr.job-succeeded").count() == 0
+
+
+def test_the_sign_in_page_shows_no_navigation(page: Any, server: str, console_tenant: Tenant):
+    """The tabs need a key: hidden on the sign-in page (a `display: flex` rule must not beat
+    `hidden`), shown once signed in, hidden again after signing out."""
+    page.goto(f"{server}/console#/sessions")
+    page.locator("#key").wait_for()
+    assert page.locator("#nav").is_hidden()
+    assert page.locator("#nav a").first.is_hidden()
+    page.fill("#key", console_tenant.service_key)
+    page.click("#signin-button")
+    page.wait_for_selector("#role")
+    assert page.locator("#nav").is_visible()
+    assert page.locator('#nav a[data-page="users"]').is_visible()
+    page.click("#signout")
+    page.locator("#key").wait_for()
+    assert page.locator("#nav").is_hidden()
+
+
+def test_a_session_header_names_its_user_and_no_metadata_shows_nothing(
+    page: Any, server: str, console_tenant: Tenant
+):
+    """The header of a session: its agent and its user (a link to the user's page); no
+    metadata prints nothing (it printed `null`), some prints it as JSON."""
+    with console_tenant.client(AGENT) as c:
+        bare = c.post("/v1/sessions", json={"user_id": "user-7"}).json()
+        tagged = c.post("/v1/sessions", json={"metadata": {"ticket": "OPS-9"}}).json()
+    assert bare["metadata"] in ({}, None) and bare["user_id"] == "user-7"
+    sign_in(page, server, console_tenant.service_key, f"#/session/{bare['id']}")
+    page.locator("#session-agent").wait_for()
+    head = page.locator("#page-session > div").first
+    assert "null" not in head.text_content()
+    assert page.locator("#session-metadata").count() == 0
+    assert page.text_content("#session-user") == "user-7"
+    page.click("#session-user")
+    page.wait_for_url(re.compile(r"#/user/user-7$"))
+    page.locator("#user-title").wait_for()
+
+    page.goto(f"{server}/console#/session/{tagged['id']}")
+    page.locator("#session-metadata").wait_for()
+    assert '"ticket": "OPS-9"' in page.text_content("#session-metadata")
+    assert page.locator("#session-user").count() == 0
+    assert "null" not in page.locator("#page-session > div").first.text_content()
+
+
+def test_an_unknown_address_says_not_found(page: Any, server: str, console_tenant: Tenant):
+    """An address the console has no page for shows a not-found view naming it (not the
+    sessions list in its place), with a way back."""
+    sign_in(page, server, console_tenant.service_key, "#/sesions/typo")
+    page.locator("#page-not-found").wait_for()
+    assert page.text_content("#not-found-path") == "#/sesions/typo"
+    assert page.locator("#sessions-table").count() == 0
+    assert page.locator("#nav a.active").count() == 0
+    page.click("#page-not-found a[href='#/sessions']")
+    page.locator("#page-sessions").wait_for()

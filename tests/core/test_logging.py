@@ -201,3 +201,36 @@ def test_the_workers_health_lines_are_quiet_in_text_logs():
         root.setLevel(before)
     assert "quiet_health" in dict_config("text", "info")["handlers"]["stderr"]["filters"]
     assert "quiet_health" not in dict_config("json", "info")["handlers"]["stderr"]["filters"]
+
+
+def test_the_workers_lines_per_job_are_quiet_on_a_text_terminal(tmp_path):
+    """arq's INFO lines per job run (start, finish, retry, abort, with arq's own format
+    strings) stay off a text terminal and go to the log file; a failure shows; JSON
+    logs keep them all; LOOM_LOG_LEVEL=debug shows them."""
+    from app.core.logs import QuietJobs, dict_config
+
+    def record(msg: str, args: tuple[Any, ...], level: int = logging.INFO):
+        return logging.LogRecord("arq.worker", level, __file__, 1, msg, args, None)
+
+    per_job = [
+        record("%6.2fs → %s(%s)%s", (0.02, "compress:s1:compress_session", "", "")),
+        record("%6.2fs ← %s ● %s", (0.05, "compress:s1:compress_session", None)),
+        record("%6.2fs ↻ %s retrying job in %0.2fs", (0.05, "x:f", 1.0)),
+        record("%6.2fs ⊘ %s aborted", (0.05, "x:f")),
+    ]
+    failed = record("%6.2fs ! %s failed, %s: %s", (0.05, "x:f", "E", "e"), logging.ERROR)
+    started = record("Starting worker for %d functions: %s", (3, "a, b, c"))
+    root = logging.getLogger()
+    before = root.level
+    try:
+        root.setLevel(logging.INFO)
+        assert not any(QuietJobs().filter(r) for r in per_job)
+        assert QuietJobs().filter(failed) and QuietJobs().filter(started)
+        root.setLevel(logging.DEBUG)
+        assert all(QuietJobs().filter(r) for r in per_job)
+    finally:
+        root.setLevel(before)
+    text = dict_config("text", "info", tmp_path / "serve.log")["handlers"]
+    assert "quiet_jobs" in text["stderr"]["filters"] and "quiet_jobs" not in text["file"]["filters"]
+    json_handlers = dict_config("json", "info")["handlers"]
+    assert "quiet_jobs" not in json_handlers["stderr"]["filters"]

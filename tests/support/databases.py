@@ -1,6 +1,7 @@
 """Databases of the tests' own on the machine's PostgreSQL: created empty, dropped after.
 
-`LOOM_TEST_PG` is the admin DSN (default: the machine's `postgres` database, trust auth)."""
+`LOOM_TEST_PG` is the admin DSN (default: the machine's `postgres` database, trust auth);
+`LOOM_TEST_REDIS` the Redis URL (default: database 0 of the machine's Redis)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,52 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import asyncpg
 
 PG_ADMIN_DSN = os.environ.get("LOOM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _shown(url: str) -> str:
+    """`url` without its password (to be printed)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def unreachable_services(redis_url: str, timeout: float = 5.0) -> str | None:
+    """One line naming the service the tests cannot reach and the variable that points
+    them at another (None when both answer): PostgreSQL at `LOOM_TEST_PG` (a connection as
+    its admin), then Redis at `redis_url` (LOOM_TEST_REDIS, a PING)."""
+    import redis
+
+    async def pg() -> None:
+        conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=timeout)
+        await conn.close()
+
+    try:
+        asyncio.run(pg())
+    except Exception as exc:  # refused, timed out, no such role...: all the same answer
+        return (
+            f"the tests need PostgreSQL, and {_shown(PG_ADMIN_DSN)} does not answer "
+            f"({type(exc).__name__}: {exc}): start it, or set LOOM_TEST_PG to the admin DSN "
+            "of one that does"
+        )
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    try:
+        client.ping()
+    except Exception as exc:
+        return (
+            f"the tests need Redis, and {_shown(redis_url)} does not answer "
+            f"({type(exc).__name__}: {exc}): start it, or set LOOM_TEST_REDIS to the URL "
+            "of one that does"
+        )
+    finally:
+        client.close()
+    return None
 
 
 async def admin(sql: str) -> None:

@@ -15,6 +15,7 @@ import {
   newIdempotencyKey,
   segment,
 } from "./transport.js";
+import { LoomError } from "./errors.js";
 import { WatchStream } from "./watch.js";
 import type * as T from "./types.js";
 
@@ -615,6 +616,25 @@ export class LoomClient {
     return this.http.exchange("GET", entry(namespace, key), { query: q(params), options }, entryOrBlob);
   }
 
+  /** A JSON entry, typed as one (its `value` needs no `isBlob` check): the common case of
+   * `getSharedMemory`. A raw entry throws `LoomError` with code `not_json` (read it with
+   * `getSharedMemory`); 404 `NotFound`. */
+  async getSharedMemoryJson(
+    namespace: T.Namespace,
+    key: string,
+    params: { scope_id?: string | null } = {},
+    options?: CallOptions,
+  ): Promise<T.SharedMemoryEntry> {
+    const read = await this.getSharedMemory(namespace, key, params, options);
+    if (isBlob(read)) {
+      throw new LoomError(
+        `the entry ${namespace}/${key} holds ${read.contentType}, not JSON: read it with getSharedMemory`,
+        { status: 200, code: "not_json" },
+      );
+    }
+    return read;
+  }
+
   /** Like `getSharedMemory`, but null while the entry is still at `etagOrVersion` (a
    * conditional GET answered 304). */
   getSharedMemoryIfChanged(
@@ -862,7 +882,12 @@ export const OPERATIONS = {
   get_memory_item: ["getMemoryItem"],
   get_memory_item_history: ["getMemoryItemHistory"],
   get_session: ["getSession"],
-  get_shared_memory_entry: ["getSharedMemory", "getSharedMemoryIfChanged", "getSharedMemoryRef"],
+  get_shared_memory_entry: [
+    "getSharedMemory",
+    "getSharedMemoryJson",
+    "getSharedMemoryIfChanged",
+    "getSharedMemoryRef",
+  ],
   get_user: ["getUser"],
   healthz: ["healthz"],
   import_export: ["importExport"],

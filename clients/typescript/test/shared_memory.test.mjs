@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Conflict, NotFound, PreconditionFailed, isBlob } from "../dist/index.js";
+import { Conflict, LoomError, NotFound, PreconditionFailed, isBlob } from "../dist/index.js";
 import { client, collect, recording, uid } from "./helpers.mjs";
 
 test("a JSON entry is written, read back, compared-and-set and deleted", async () => {
@@ -18,6 +18,10 @@ test("a JSON entry is written, read back, compared-and-set and deleted", async (
   assert.deepEqual(read.metadata, { by: "ts" });
   assert.equal(read.version, created.version);
   assert.equal(read.writer_agent_id, "ts-agent");
+  // the common case in one call, typed as a JSON entry
+  const json = await loom.getSharedMemoryJson("global", key);
+  assert.deepEqual(json.value, { step: 1 });
+  assert.equal(json.version, created.version);
 
   const next = await loom.putSharedMemory("global", key, { step: 2 }, {}, { ifMatch: created.version });
   assert.equal(next.created, false);
@@ -61,6 +65,12 @@ test("raw bytes and text are stored as they are", async () => {
   assert.equal(blob.contentType, "application/octet-stream");
   assert.ok(blob.version >= 1);
   assert.ok(blob.etag);
+  // getSharedMemoryJson refuses a raw entry, naming it and what reads it
+  const notJson = await loom.getSharedMemoryJson("global", key).catch((e) => e);
+  assert.ok(notJson instanceof LoomError, String(notJson));
+  assert.equal(notJson.code, "not_json");
+  assert.match(notJson.message, /holds application\/octet-stream, not JSON: read it with getSharedMemory/);
+  await assert.rejects(loom.getSharedMemoryJson("global", `${key}-none`), NotFound);
   const written = await loom.putSharedMemoryBytes("global", `${key}-t`, "héllo otters");
   const text = await loom.getSharedMemory("global", `${key}-t`);
   assert.equal(new TextDecoder().decode(text.content), "héllo otters");

@@ -79,6 +79,16 @@ function signInPage() {
   key.focus();
 }
 
+/** An address the console has no page for: say so (not the sessions list in its place). */
+function notFoundPage(view) {
+  view.id = "page-not-found";
+  view.append(h("div", {class: "card"},
+    h("h1", {}, "Not found"),
+    h("p", {}, "The console has no page at ", h("code", {id: "not-found-path"}, location.hash),
+      "."),
+    h("p", {}, h("a", {href: "#/sessions"}, "Go to the sessions"))));
+}
+
 function header() {
   const ctx = auth.ctx;
   nav.hidden = false;
@@ -120,7 +130,11 @@ async function route() {
   }
   header();
   const {page, args, query} = parseHash();
-  const render = PAGES[page] || sessionsPage;
+  if (page === "signin") {  // signed in already (e.g. the back button after signing in)
+    location.hash = "#/sessions";
+    return;
+  }
+  const render = Object.hasOwn(PAGES, page) ? PAGES[page] : notFoundPage;
   for (const a of nav.querySelectorAll("a")) {
     a.classList.toggle("active", a.dataset.page === page);
   }

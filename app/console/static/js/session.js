@@ -2,7 +2,7 @@
 // message timeline (paged by seq), L2 summaries and snapshots, the rendered context.
 
 import {api} from "./api.js";
-import {h, clear, fmt, when, json, copyable, errorBox, table} from "./dom.js";
+import {h, append, clear, fmt, when, json, copyable, errorBox, table} from "./dom.js";
 
 const PAGE = 100;
 const MARGIN = 20;  // read around a page so tool_use/tool_result pairs stay together
@@ -329,14 +329,18 @@ export async function sessionPage(view, {args, query, signal}) {
                                                   signal}),
       allSnapshots(sid, signal),
     ]);
-    clear(head).append(
+    // dom's append skips what is absent (the DOM's own would print "null")
+    append(clear(head), [
       h("h1", {}, "Session ", h("span", {class: "mono", id: "session-id"}, session.id)),
       h("p", {}, `agent `, h("b", {id: "session-agent"}, session.agent_id),
+        session.user_id ? [` · user `, h("a", {href: `#/user/${encodeURIComponent(
+          session.user_id)}`, class: "mono", id: "session-user"}, session.user_id)] : null,
         ` · ${fmt(session.message_count)} messages · ${fmt(session.message_tokens)} tokens · `
         + `last activity ${when(session.updated_at)} · `,
         h("a", {href: `#/contexts/${sid}`, id: "context-history"}, "Context history")),
-      Object.keys(session.metadata).length
-        ? h("pre", {class: "code small"}, json(session.metadata)) : null);
+      session.metadata && Object.keys(session.metadata).length
+        ? h("pre", {class: "code small", id: "session-metadata"}, json(session.metadata))
+        : null]);
     clear(layers).append(h("h2", {}, "Context layers"), layerBar(ctx));
     await timeline(timelineBox, sid, session.message_count, placer(ctx, snapshots), focus,
                    signal);

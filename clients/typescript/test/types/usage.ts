@@ -29,6 +29,11 @@ async function main() {
   try { await loom.getSession("x"); } catch (e) { if (e instanceof NotFound) { const code: string = e.code; } }
   const m = await loom.appendMessages(s.id, [{ role: "user", content: "hi" }], { idempotencyKey: "k" });
   const r: boolean | undefined = m.replayed;
-  void [c, sys, r];
+  // a JSON entry's value in one call; the union getSharedMemory returns needs isBlob first
+  const plan: unknown = (await loom.getSharedMemoryJson("global", "plan")).value;
+  const either = await loom.getSharedMemory("global", "plan");
+  // @ts-expect-error a SharedMemoryBlob has no value
+  either.value;
+  void [c, sys, r, plan];
 }
 void main;
