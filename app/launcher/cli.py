@@ -50,11 +50,12 @@ LOOM_LLM_PROVIDER...; the repository's .env.example lists them all).
 `loom-memory COMMAND --help` says more about a command."""
 
 
-def _migrate(url: str) -> str:
-    """Migrate to the latest schema; returns the line that says what was done."""
+def _migrate(url: str, *, quick: bool = False) -> str:
+    """Migrate to the latest schema; returns the line that says what was done (`quick`:
+    no Alembic when the database is at the latest schema already, `migrate.migrate`)."""
     from app.launcher.migrate import migrate
 
-    return migrate(url).line()
+    return migrate(url, quick=quick).line()
 
 
 class _NoDatabase(Exception):
@@ -392,7 +393,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         assert settings.database_url
         if settings.migrate_on_start:
             say("migrating the database to the latest schema")
-            _migrate(settings.database_url)
+            _migrate(settings.database_url, quick=True)
         try:
             budget = connection_plan(settings, args.workers, with_worker=not args.no_worker)
         except budget_rules.PlanError as exc:

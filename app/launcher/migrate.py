@@ -7,15 +7,20 @@ from any directory. The repository's `alembic.ini` points at the same scripts fo
 developers' `alembic revision`.
 """
 
+from __future__ import annotations
+
+import ast
 import asyncio
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
-from alembic import command
-from alembic.config import Config
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 
 def _scripts() -> Path:
@@ -66,6 +71,8 @@ def wait_for_database(database_url: str, seconds: float, *, interval: float = 1.
 
 
 def alembic_config(database_url: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
@@ -80,6 +87,8 @@ def upgrade(database_url: str, *, partitions: int | None = None) -> None:
     cfg = alembic_config(database_url)
     if partitions is not None:
         cfg.attributes["partitions"] = partitions
+    from alembic import command
+
     command.upgrade(cfg, "heads")
 
 
@@ -138,13 +147,57 @@ def steps_between(before: tuple[str, ...], after: tuple[str, ...]) -> int:
     return len(reached - had)
 
 
-def migrate(database_url: str) -> Migrated:
-    """`upgrade`, saying what it did (`Migrated.line`)."""
+def _assigned(tree: ast.Module) -> dict[str, object]:
+    """The module-level constants a script assigns (`revision`, `down_revision`...)."""
+    out: dict[str, object] = {}
+    for node in tree.body:
+        target, value = None, None
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            target, value = node.target.id, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if isinstance(node.targets[0], ast.Name):
+                target, value = node.targets[0].id, node.value
+        if target in ("revision", "down_revision") and value is not None:
+            try:
+                out[target] = ast.literal_eval(value)
+            except ValueError:
+                continue
+    return out
+
+
+def script_heads() -> tuple[str, ...]:
+    """`heads()` read from the scripts' text, without importing Alembic (a second or
+    more of an API start on a loaded machine): the revisions no script follows.
+    `tests/core/test_migrate_fast_path.py` holds the two equal."""
+    revisions: set[str] = set()
+    followed: set[str] = set()
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        found = _assigned(ast.parse(path.read_text(encoding="utf-8")))
+        revision, down = found.get("revision"), found.get("down_revision")
+        if not isinstance(revision, str):
+            continue
+        revisions.add(revision)
+        if isinstance(down, str):
+            followed.add(down)
+        elif isinstance(down, tuple | list):
+            followed.update(d for d in down if isinstance(d, str))
+    return tuple(sorted(revisions - followed))
+
+
+def migrate(database_url: str, *, quick: bool = False) -> Migrated:
+    """`upgrade`, saying what it did (`Migrated.line`). `quick` (a start of `serve`): a
+    database already at the scripts' heads is left as it is without running Alembic at
+    all; `loom-memory migrate` always runs it (on a Citus coordinator its environment also
+    distributes what is not distributed yet)."""
     before = current(database_url)
+    if quick and before and before == script_heads():
+        return Migrated(before, before, 0)
     upgrade(database_url)
     after = current(database_url)
     return Migrated(before, after, steps_between(before, after))
 
 
 def downgrade(database_url: str, revision: str) -> None:
+    from alembic import command
+
     command.downgrade(alembic_config(database_url), revision)
