@@ -13,18 +13,21 @@ features of its text and of the message before it in its session:
 * `question`: the message itself ends with a question mark (negative);
 * `names`: log(1 + capitalised words that do not start a sentence: names, places, titles);
 * `numbers`: log(1 + numbers, digits or number words);
-* `length`: log(1 + the number of words). The search multiplies scores, so a constant
-  shift of the logit changes no order: log(length / the scope's average length) ranks
-  exactly as log(length) does, and the stored figure needs no average.
+* the length: `LENGTH_WEIGHT` * log(1 + |d|), |d| the message's BM25 length
+  (`messages.search_length`, its lexeme positions). It is not stored: the search adds it
+  from the column it already reads, and the context's automatic recall leaves it out (a
+  recall pays for a long message in tokens; favouring length there recalled fewer
+  turns). The search multiplies scores, so a constant shift of the logit changes no
+  order: log(|d| / the scope's average |d|) ranks exactly as log(|d|) does.
 
 The append stores it (`app.messages.repository.append_rows`), and so do the import
 (`app.portability.importer`) and the migration's backfill (0020_message_prior); the
 search (`app.search.bm25`, `app.search.repository._BM25_SQL`) multiplies a message's
-score by exp(`LAMBDA` * logit), so the context's automatic recall, which runs that
-search, ranks with it too. It lives with the messages because they store it (the
-messages domain is below the search's). The weights were fitted on the LoCoMo development half
-(docs/search-prior.md says how, and how to refit them); nothing here knows that format
-(no speaker prefixes, no image captions).
+score by exp(`LAMBDA` * (prior + length term)), and the context's automatic recall,
+which runs that search, ranks with it too (without the length term). It lives with the
+messages because they store it (the messages domain is below the search's). The weights
+were fitted on the LoCoMo development half (docs/search-prior.md says how, and how to
+refit them); nothing here knows that format (no speaker prefixes, no image captions).
 
 The time flag (`messages.timed`): the message carries a time expression (yesterday, last
 week, three years, ago, a weekday, a month's name, a year). A query that asks for a time
@@ -51,15 +54,16 @@ WHEN_BOOST = 1.5
 # The model: logit = INTERCEPT + sum(WEIGHTS[f] * feature f). Fitted on the LoCoMo
 # development half (docs/search-prior.md); change them there and here together, and
 # backfill the stored priors after a change (docs/search-prior.md).
-INTERCEPT = -5.657
+INTERCEPT = -5.297
 WEIGHTS: dict[str, float] = {
-    "first_person": 0.399,
-    "answer": 1.282,
-    "question": -0.607,
-    "names": 0.738,
-    "numbers": 0.839,
-    "length": 1.084,
+    "first_person": 0.442,
+    "answer": 1.279,
+    "question": -0.563,
+    "names": 0.673,
+    "numbers": 0.851,
 }
+# on log(1 + |d|), added by the search (not stored)
+LENGTH_WEIGHT = 1.165
 # The stored logit is rounded (a real column; the order it gives does not need more).
 DIGITS = 4
 # Only the head of a very long message is read (the features saturate long before).
@@ -75,28 +79,32 @@ _NUMBER_WORDS = frozenset(
     "eighty ninety hundred thousand million billion dozen half first second third fourth "
     "fifth".split()
 )
-_WORD = re.compile(r"[^\W\d_](?:[^\W_]|['\u2019-](?=[^\W_]))*|\d+(?:[.,:/]\d+)*")
-# a sentence ends before this position: the previous non-space character ends a sentence
-_SENTENCE_END = frozenset(".!?:;\"'(\u201c\u2018[-\u2014\n")
+# One pass over the text: words, numbers, and the marks after which a capital starts a
+# sentence (a capital after any other token is a name's).
+_TOKEN = re.compile(
+    r"[^\W\d_](?:[^\W_]|['\u2019-](?=[^\W_]))*|\d+(?:[.,:/]\d+)*|[.!?:;\"'(\u201c\u2018\[\u2014\n-]"
+)
 _QUESTION_END = re.compile(r"\?[\s\"'\u201d\u2019)\]]*$")
 
-_UNITS = r"(?:years?|months?|weeks?|days?|hours?|decades?|minutes?)"
-_COUNTS = (
-    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|few|"
-    r"several|couple\s+of|a\s+couple\s+of)"
+# Time expressions: a word alone, a word after a determiner, a unit after a count.
+_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_TIME_WORDS = frozenset(
+    "yesterday today tonight tomorrow ago".split() + list(_DAYS) + [d + "s" for d in _DAYS]
 )
-_DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_PERIODS = rf"(?:week|month|year|night|weekend|summer|winter|spring|fall|autumn|{_DAYS})"
-_TIME = re.compile(
-    rf"\b(?:yesterday|today|tonight|tomorrow|ago|"
-    rf"(?:last|next|this|past|coming)\s+{_PERIODS}|"
-    rf"{_COUNTS}\s+{_UNITS}|{_DAYS}s?|(?:19|20)\d\d)\b",
-    re.IGNORECASE,
+_DETERMINERS = frozenset("last next this past coming".split())
+_PERIODS = (
+    frozenset("week month year night weekend summer winter spring fall autumn".split()) | _DAYS
+)
+_COUNTS = frozenset(
+    "a an one two three four five six seven eight nine ten eleven twelve few several".split()
+)
+_UNITS = frozenset(
+    "year years month months week weeks day days hour hours decade decades minute minutes".split()
 )
 # Month names only capitalised ("in May", not "you may"); abbreviations need the capital.
-_MONTH = re.compile(
-    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
-    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\b"
+_MONTHS = frozenset(
+    "January February March April May June July August September October November December "
+    "Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split()
 )
 _WHEN = re.compile(
     r"(?:^|[.!?]\s+)when\b|\bwhen\s+(?:did|was|is|does|do|will|has|had|were|are|would)\b|"
@@ -104,6 +112,47 @@ _WHEN = re.compile(
     r"\bhow\s+long\b|\bsince\s+when\b",
     re.IGNORECASE,
 )
+
+
+def _is_year(token: str) -> bool:
+    return len(token) == 4 and token.isdigit() and token[:2] in ("19", "20")
+
+
+def _scan(text: str) -> tuple[int, int, int, bool]:
+    """First-person words, names, numbers and whether a time expression occurs."""
+    first = names = numbers = 0
+    timed_ = False
+    prev = prev2 = ""
+    starts = True  # the next capital starts a sentence
+    for token in _TOKEN.findall(text[:MAX_CHARS]):
+        head = token[0]
+        if not head.isalnum():
+            starts = True
+            prev2, prev = prev, ""
+            continue
+        lower = token.lower()
+        if "\u2019" in lower:
+            lower = lower.replace("\u2019", "'")
+        if lower in _FIRST_PERSON:
+            first += 1
+        elif head.isdigit() or lower in _NUMBER_WORDS:
+            numbers += 1
+        elif head.isupper() and not starts:
+            names += 1
+        if not timed_:
+            timed_ = (
+                lower in _TIME_WORDS
+                or token in _MONTHS
+                or (lower in _PERIODS and prev in _DETERMINERS)
+                or (
+                    lower in _UNITS
+                    and (prev in _COUNTS or prev.isdigit() or (prev == "of" and prev2 == "couple"))
+                )
+                or _is_year(token)
+            )
+        starts = False
+        prev2, prev = prev, lower
+    return first, names, numbers, timed_
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,28 +180,14 @@ ASKS_SQL = "(right(m.text, 200) ~ '\\?[\\s\"''\u201d\u2019)\\]]*$')"
 
 def features(text: str, role: str, before: Before | None) -> dict[str, float]:
     """The model's features of a message (`text`, `role`) after `before`."""
-    text = text[:MAX_CHARS] if isinstance(text, str) else ""
-    words = 0
-    first = names = numbers = 0
-    for m in _WORD.finditer(text):
-        word = m.group()
-        words += 1
-        lower = word.lower().replace("\u2019", "'")
-        if lower in _FIRST_PERSON:
-            first += 1
-        if word[0].isdigit() or lower in _NUMBER_WORDS:
-            numbers += 1
-        elif word[0].isupper() and lower not in _FIRST_PERSON:
-            head = text[: m.start()].rstrip()
-            if head and head[-1] not in _SENTENCE_END:
-                names += 1
+    text = text if isinstance(text, str) else ""
+    first, names, numbers, _ = _scan(text)
     return {
         "first_person": math.log1p(first),
         "answer": 1.0 if before is not None and before.role != role and before.asks else 0.0,
-        "question": 1.0 if asks(text) else 0.0,
+        "question": 1.0 if asks(text[:MAX_CHARS]) else 0.0,
         "names": math.log1p(names),
         "numbers": math.log1p(numbers),
-        "length": math.log1p(words),
     }
 
 
@@ -174,10 +209,21 @@ def prior_of(text: str, role: str, before: Before | None) -> float:
 
 def timed(text: str) -> bool:
     """Whether `text` carries a time expression (the module docstring)."""
-    if not isinstance(text, str):
-        return False
-    head = text[:MAX_CHARS]
-    return bool(_TIME.search(head) or _MONTH.search(head))
+    return isinstance(text, str) and _scan(text)[3]
+
+
+def prior_and_timed(text: str, role: str, before: Before | None) -> tuple[float, bool]:
+    """`prior_of` and `timed` of a message in one pass over its text."""
+    text = text if isinstance(text, str) else ""
+    first, names, numbers, timed_ = _scan(text)
+    feats = {
+        "first_person": math.log1p(first),
+        "answer": 1.0 if before is not None and before.role != role and before.asks else 0.0,
+        "question": 1.0 if asks(text[:MAX_CHARS]) else 0.0,
+        "names": math.log1p(names),
+        "numbers": math.log1p(numbers),
+    }
+    return round(logit(feats), DIGITS), timed_
 
 
 def asks_when(query: str) -> bool:
@@ -185,9 +231,16 @@ def asks_when(query: str) -> bool:
     return isinstance(query, str) and bool(_WHEN.search(query[:4000]))
 
 
-def factor(prior: float) -> float:
-    """What the prior multiplies a score by: exp(LAMBDA * prior)."""
-    return math.exp(LAMBDA * prior)
+def length_term(search_length: int, weight: float = LENGTH_WEIGHT) -> float:
+    """The length's part of the logit, for a message of BM25 length `search_length`."""
+    return weight * math.log1p(max(search_length, 0))
+
+
+def factor(
+    prior: float, search_length: int, weight: float = LAMBDA, length_weight: float = LENGTH_WEIGHT
+) -> float:
+    """What the search multiplies a message's score by: exp(weight * (prior + length))."""
+    return math.exp(weight * (prior + length_term(search_length, length_weight)))
 
 
 def priors(
@@ -197,11 +250,15 @@ def priors(
     `before`: the session's message before the first (None: they start the session)."""
     out: list[tuple[float, bool]] = []
     for role, text in rows:
-        out.append((prior_of(text, role, before), timed(text)))
+        out.append(prior_and_timed(text, role, before))
         before = Before(role, asks(text))
     return out
 
 
 def weights_table(order: Sequence[str] = tuple(WEIGHTS)) -> list[tuple[str, float]]:
-    """The model's weights, intercept first (the docs print them)."""
-    return [("intercept", INTERCEPT), *((k, WEIGHTS[k]) for k in order)]
+    """The model's weights, intercept first and the length's last (the docs print them)."""
+    return [
+        ("intercept", INTERCEPT),
+        *((k, WEIGHTS[k]) for k in order),
+        ("length", LENGTH_WEIGHT),
+    ]

@@ -44,8 +44,8 @@ A message is scored with the text around it:
                  (`app.search.dates`), else 1)
               * (speaker_boost when the query names c's author (`app.search.speakers`),
                  else 1)
-              * exp(prior_weight * prior(c)) (c's stored informativeness prior,
-                `app.messages.prior`)
+              * exp(prior_weight * (prior(c) + length_weight * ln(1 + |c|))) (c's stored
+                informativeness prior and its length term, `app.messages.prior`)
               * (when_boost when the query asks for a time and c carries a time
                  expression (`app.messages.prior.asks_when`, `timed`), else 1).
 * Order: as above. window = 0, weight = 0, prior_weight = 0 (or priors of 0) and no
@@ -193,6 +193,8 @@ class WindowParams:
     # the informativeness prior's weight (lambda) and the boost for a time question
     prior_weight: float = turn_prior.LAMBDA
     when_boost: float = turn_prior.WHEN_BOOST
+    # the prior's length term (0 for the context's automatic recall: app.messages.prior)
+    length_weight: float = turn_prior.LENGTH_WEIGHT
 
     @property
     def span(self) -> float:
@@ -216,6 +218,8 @@ class WindowParams:
             raise ValueError("prior_weight must be between 0 and 1")
         if not (math.isfinite(self.when_boost) and 1 <= self.when_boost <= 100):
             raise ValueError("when_boost must be between 1 and 100")
+        if not (math.isfinite(self.length_weight) and 0 <= self.length_weight <= 10):
+            raise ValueError("length_weight must be between 0 and 10")
 
 
 def rank_windowed(
@@ -275,7 +279,7 @@ def rank_windowed(
             score *= windows.date_boost
         if c.author is not None and c.author in named:
             score *= windows.speaker_boost
-        score *= math.exp(windows.prior_weight * c.prior)
+        score *= turn_prior.factor(c.prior, c.length, windows.prior_weight, windows.length_weight)
         if when and c.timed:
             score *= windows.when_boost
         scored.append((score, c.sort_key, c.id))

@@ -235,7 +235,7 @@ spans AS (
 ),
 scored AS (
     SELECT c.session_id, c.seq, min(c.created_at) AS created_at, min(c.author) AS author,
-           min(c.prior) AS prior, bool_or(c.timed) AS timed,
+           min(c.prior) AS prior, bool_or(c.timed) AS timed, min(c.dl) AS dl,
            sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
                * sp.tf * (CAST(:k1 AS float8) + 1.0)
                / (sp.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
@@ -269,8 +269,8 @@ top AS (
              THEN {date_boost} ELSE 1.0 END
            -- an author the query names (app.search.speakers)
            * CASE WHEN c.author = ANY(CAST(:names AS text[])) THEN {speaker_boost} ELSE 1.0 END
-           -- the message's stored informativeness prior (app.messages.prior)
-           * exp({prior_weight} * c.prior)
+           -- the message's stored informativeness prior and its length (app.messages.prior)
+           * exp({prior_weight} * (c.prior + {length_weight} * ln(1.0 + c.dl)))
            -- a time expression in the message when the query asks for a time
            * CASE WHEN CAST(:when AS boolean) AND c.timed THEN {when_boost} ELSE 1.0 END
              AS score
@@ -367,6 +367,7 @@ def bm25_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
         after=repr(float(windows.after_weight)),
         prior_weight=repr(float(windows.prior_weight)),
         when_boost=repr(float(windows.when_boost)),
+        length_weight=repr(float(windows.length_weight)),
         weight=repr(float(windows.weight)),
         date_boost=repr(float(windows.date_boost)),
         speaker_boost=repr(float(windows.speaker_boost)),
