@@ -75,8 +75,7 @@ def append_cost(rng: random.Random) -> dict[str, float]:
             t0 = time.perf_counter()
             for i in range(0, len(rows), batch):
                 part = rows[i : i + batch]
-                turn_prior.priors(part)
-                turn_prior.prior_of(part[0][1], part[0][0], turn_prior.Before("", True))
+                turn_prior.as_answer(turn_prior.priors(part)[0][0])
             runs.append((time.perf_counter() - t0) / len(rows) * 1e6)
         out[f"batch_{batch}_us_per_message"] = round(statistics.median(runs), 1)
     return out

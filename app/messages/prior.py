@@ -118,40 +118,60 @@ def _is_year(token: str) -> bool:
     return len(token) == 4 and token.isdigit() and token[:2] in ("19", "20")
 
 
+# What a lower-cased word is, as bits (one dictionary lookup a token).
+_FIRST, _NUMBER, _TIME_WORD, _PERIOD, _DETERMINER, _COUNT, _UNIT = (1 << i for i in range(7))
+_KIND: dict[str, int] = {}
+for _words, _bit in (
+    (_FIRST_PERSON, _FIRST),
+    (_NUMBER_WORDS, _NUMBER),
+    (_TIME_WORDS, _TIME_WORD),
+    (_PERIODS, _PERIOD),
+    (_DETERMINERS, _DETERMINER),
+    (_COUNTS, _COUNT),
+    (_UNITS, _UNIT),
+):
+    for _w in _words:
+        _KIND[_w] = _KIND.get(_w, 0) | _bit
+
+
 def _scan(text: str) -> tuple[int, int, int, bool]:
     """First-person words, names, numbers and whether a time expression occurs."""
     first = names = numbers = 0
     timed_ = False
+    prev_kind = 0
     prev = prev2 = ""
     starts = True  # the next capital starts a sentence
     for token in _TOKEN.findall(text[:MAX_CHARS]):
         head = token[0]
         if not head.isalnum():
             starts = True
-            prev2, prev = prev, ""
+            prev2, prev, prev_kind = prev, "", 0
             continue
         lower = token.lower()
         if "\u2019" in lower:
             lower = lower.replace("\u2019", "'")
-        if lower in _FIRST_PERSON:
+        kind = _KIND.get(lower, 0)
+        if kind & _FIRST:
             first += 1
-        elif head.isdigit() or lower in _NUMBER_WORDS:
+        elif kind & _NUMBER or head.isdigit():
             numbers += 1
-        elif head.isupper() and not starts:
+        elif not starts and head.isupper():
             names += 1
-        if not timed_:
-            timed_ = (
-                lower in _TIME_WORDS
+        if not timed_ and (kind or head.isdigit() or head.isupper()):
+            timed_ = bool(
+                kind & _TIME_WORD
                 or token in _MONTHS
-                or (lower in _PERIODS and prev in _DETERMINERS)
+                or (kind & _PERIOD and prev_kind & _DETERMINER)
                 or (
-                    lower in _UNITS
-                    and (prev in _COUNTS or prev.isdigit() or (prev == "of" and prev2 == "couple"))
+                    kind & _UNIT
+                    and (
+                        prev_kind & _COUNT or prev.isdigit() or (prev == "of" and prev2 == "couple")
+                    )
                 )
                 or _is_year(token)
             )
         starts = False
-        prev2, prev = prev, lower
+        prev2, prev, prev_kind = prev, lower, kind
     return first, names, numbers, timed_
 
 
@@ -253,6 +273,13 @@ def priors(
         out.append(prior_and_timed(text, role, before))
         before = Before(role, asks(text))
     return out
+
+
+def as_answer(prior: float) -> float:
+    """The prior of a message that was not an answer (`answer` 0) had it been one: what
+    the append stores for its first message when the session's last one asks by another
+    role (the feature is a plain term of the logit)."""
+    return round(prior + WEIGHTS["answer"], DIGITS)
 
 
 def weights_table(order: Sequence[str] = tuple(WEIGHTS)) -> list[tuple[str, float]]:

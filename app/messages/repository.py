@@ -88,11 +88,7 @@ async def append_rows(
     (the memory columns are None for a session without memory state), inserted."""
     priors = turn_prior.priors((r.role, r.text) for r in rows)
     # the first row's prior were it the answer to the session's last message
-    first_answer = (
-        turn_prior.prior_of(rows[0].text, rows[0].role, turn_prior.Before("", True))
-        if rows
-        else 0.0
-    )
+    first_answer = turn_prior.as_answer(priors[0][0]) if priors else 0.0
     row = await conn.fetchrow(
         _APPEND,
         tenant_id,
