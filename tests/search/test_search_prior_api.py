@@ -4,7 +4,9 @@ prior, the leaning window and time questions matches the reference (`rank_window
 
 from __future__ import annotations
 
+import importlib.util
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +106,42 @@ async def test_time_questions_and_the_prior_match_the_reference(
         )
     ).json()
     assert [r["seq"] for r in plain["results"]] != [r["seq"] for r in when["results"]]
+
+
+def _migration() -> Any:
+    path = (
+        Path(__file__).resolve().parents[2]
+        / "alembic"
+        / "versions"
+        / "2026_11_29_0020_message_prior.py"
+    )
+    spec = importlib.util.spec_from_file_location("migration_0020", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_migrations_backfill_stores_what_the_append_stores(
+    client: Any, tenant: Any, db: Any
+) -> None:
+    sid = await new_session(client)
+    texts = [t for _, t in conversation(12, seed=41)] + ["When was that? ", "Last May, in Oslo."]
+    await append(client, sid, texts[:5])
+    await append(client, sid, texts[5:])
+    appended = await stored(db, tenant.id, sid)
+    # messages stored before the migration: the columns' defaults
+    await db.execute(
+        sa.text(
+            "UPDATE messages SET prior = 0, timed = false WHERE tenant_id = :t AND session_id = :s"
+        ),
+        {"t": uuid.UUID(tenant.id), "s": uuid.UUID(sid)},
+    )
+    await db.commit()
+    assert {p for p, _ in await stored(db, tenant.id, sid)} == {0.0}
+    backfill = _migration().backfill
+    written = await db.run_sync(lambda s: backfill(s.connection(), batch=4))
+    await db.commit()
+    assert written >= len(texts)
+    assert await stored(db, tenant.id, sid) == as_real(appended)
+    assert appended[-1][1] is True and appended[-1][0] > appended[-2][0]
