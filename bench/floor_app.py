@@ -183,7 +183,7 @@ async def context(session_id: uuid.UUID, request: Request) -> Response:
 
 @app.post("/floor/sessions/{session_id}/messages")
 async def append(session_id: uuid.UUID, request: Request) -> Response:
-    """The append's one statement (autocommitted), token counts a constant."""
+    """The append's one statement (autocommitted), token counts and priors constants."""
     msgs = orjson.loads(await request.body())["messages"]
     now = datetime.now(UTC)
     n = len(msgs)
@@ -206,6 +206,9 @@ async def append(session_id: uuid.UUID, request: Request) -> Response:
             [10] * n,
             [b"{}"] * n,
             [now] * n,
+            [0.0] * n,  # the priors (app.messages.prior): a constant too, so the ratio
+            [False] * n,  # to the API's append carries their cost
+            0.0,
         )
     if row is None:
         return Response(b'{"error":"not found"}', status_code=404)

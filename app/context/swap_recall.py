@@ -9,7 +9,7 @@ one turn share one search (`RecentReads`, two per process in `app.state.Caches`)
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.context.recent_reads import RecallGroups, RecallSearches
@@ -45,7 +45,7 @@ class SwapRecall:
                 query,
                 limit=limit,
                 rerank=False,
-                options=options_for(self.state.settings),
+                options=recall_options(self.state.settings),
                 exclude_seqs=exclude,
                 exclude_from=exclude_from,
             )
@@ -69,6 +69,13 @@ class SwapRecall:
         loaded = [rows[k] for k in sorted(rows, key=lambda k: k[1])]
         self.state.caches[RecallGroups].put(key, loaded)
         return loaded
+
+
+def recall_options(settings: Any) -> search_service.SearchOptions:
+    """The search's options for a recall: the prior without its length term (a recall
+    pays for a long message in tokens; `app.messages.prior`)."""
+    options = options_for(settings)
+    return replace(options, windows=replace(options.windows, length_weight=0.0))
 
 
 def recall_config(session_config: dict[str, Any] | None, requested: Any = None) -> RecallConfig:

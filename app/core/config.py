@@ -141,6 +141,15 @@ class Settings(BaseSettings):
     search_speaker_boost: float = Field(
         default=1.3, ge=1, le=100, alias="LOOM_SEARCH_SPEAKER_BOOST"
     )
+    # Which turns hold facts (app/messages/prior.py, docs/search-prior.md): scores times
+    # exp(weight x a message's stored prior) (0: off); the turns after a message weigh this
+    # much in its window (those before 1); a time question boosts messages with a time
+    # expression this many times (1: off).
+    search_prior_weight: float = Field(default=0.15, ge=0, le=1, alias="LOOM_SEARCH_PRIOR_WEIGHT")
+    search_window_after_weight: float = Field(
+        default=0.5, ge=0, le=1, alias="LOOM_SEARCH_WINDOW_AFTER_WEIGHT"
+    )
+    search_when_boost: float = Field(default=1.5, ge=1, le=100, alias="LOOM_SEARCH_WHEN_BOOST")
     search_rerank_timeout_seconds: float = Field(
         default=10.0, gt=0, alias="LOOM_SEARCH_RERANK_TIMEOUT_SECONDS"
     )

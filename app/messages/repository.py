@@ -8,13 +8,16 @@ from typing import Any
 import asyncpg
 
 from app.core.pg import dumps
+from app.messages import prior as turn_prior
+from app.messages.prior import ASKS_SQL
 from app.models.memory_state import PRESSURE_SQL
 from app.models.message import INDEXED_TEXT_SQL, StoredMessage, message_row_sql
 
 # One statement appends a batch (SPEC: append p50 in one round trip): bump the session's
 # last_seq and message_tokens under its row lock (seqs stay gap-free and unique; an agent
-# key only matches its own agent's session), insert the rows with their token counts, times
-# and search vectors (the tenant's text search config), and return what the pressure check
+# key only matches its own agent's session), insert the rows with their token counts, times,
+# search vectors (the tenant's text search config) and priors (`app.messages.prior`), and
+# return what the pressure check
 # needs (`app.jobs.triggers.pressure_from_row`) from the stored counters, with the status of
 # the session's compression job. JSON parameters are JSON text (the convention of
 # SQLAlchemy's asyncpg dialect, and of `app.core.pg`), so the statement runs on either.
@@ -27,15 +30,27 @@ WITH s AS (
   RETURNING last_seq, agent_id, config, message_tokens),
 ins AS (
   INSERT INTO messages (session_id, seq, tenant_id, role, content, tool_calls, tool_use_id,
-                        is_error, name, text, token_count, metadata, created_at, search_vector)
+                        is_error, name, text, token_count, metadata, created_at, search_vector,
+                        prior, timed)
   SELECT $2, s.last_seq - $3 + r.i, $1, r.role, r.content, r.tool_calls, r.tool_use_id,
          r.is_error, r.name, r.text, r.token_count, r.metadata, r.created_at,
-         to_tsvector(t.text_search_config::regconfig, {INDEXED_TEXT_SQL.format(text="r.text")})
+         to_tsvector(t.text_search_config::regconfig, {INDEXED_TEXT_SQL.format(text="r.text")}),
+         -- the first row answers the session's last message when that one asks, by another
+         -- role ($18: its prior as an answer; app.messages.prior)
+         CASE WHEN r.i = 1 THEN
+           CASE WHEN EXISTS (
+             SELECT 1 FROM messages m
+             WHERE m.tenant_id = $1 AND m.session_id = $2 AND m.seq = s.last_seq - $3
+               AND m.role <> r.role AND {ASKS_SQL})
+           THEN $18::real ELSE r.prior END
+         ELSE r.prior END,
+         r.timed
   FROM s, tenants t,
        unnest($6::text[], $7::jsonb[], $8::jsonb[], $9::text[], $10::bool[], $11::text[],
-              $12::text[], $13::int[], $14::jsonb[], $15::timestamptz[])
+              $12::text[], $13::int[], $14::jsonb[], $15::timestamptz[], $16::real[],
+              $17::bool[])
          WITH ORDINALITY AS r(role, content, tool_calls, tool_use_id, is_error, name, text,
-                              token_count, metadata, created_at, i)
+                              token_count, metadata, created_at, prior, timed, i)
   WHERE t.id = $1
   RETURNING 1)
 SELECT s.agent_id, {PRESSURE_SQL}, (SELECT count(*) FROM ins) AS inserted
@@ -71,6 +86,9 @@ async def append_rows(
     in the tenant, or belongs to another agent than `agent_id` (None: any agent). The
     record: last_seq, agent_id, config, l1_start_seq, fixed_tokens, l1_tokens, job_status
     (the memory columns are None for a session without memory state), inserted."""
+    priors = turn_prior.priors((r.role, r.text) for r in rows)
+    # the first row's prior were it the answer to the session's last message
+    first_answer = turn_prior.as_answer(priors[0][0]) if priors else 0.0
     row = await conn.fetchrow(
         _APPEND,
         tenant_id,
@@ -88,6 +106,9 @@ async def append_rows(
         [r.token_count for r in rows],
         [dumps(r.metadata or {}) for r in rows],
         [r.created_at for r in rows],
+        [p for p, _ in priors],
+        [t for _, t in priors],
+        first_answer,
     )
     if row is not None and row["inserted"] != len(rows):  # the tenant row is gone
         raise RuntimeError(f"append inserted {row['inserted']} of {len(rows)} messages")

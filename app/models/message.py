@@ -64,6 +64,15 @@ class Message(SQLModel, table=True):
             nullable=False,
         ),
     )
+    # The informativeness prior (the logit of `app.messages.prior`) and whether the text
+    # carries a time expression, computed by the insert (migration 0020_message_prior).
+    prior: float = Field(
+        default=0.0, sa_column=sa.Column(sa.REAL, nullable=False, server_default="0")
+    )
+    timed: bool = Field(
+        default=False,
+        sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
+    )
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 
 

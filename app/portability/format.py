@@ -50,7 +50,7 @@ KINDS: tuple[str, ...] = tuple(k for k, _ in ROWS)
 # state that belongs to this instance.
 SKIPPED_COLUMNS: dict[str, frozenset[str]] = {
     "sessions": frozenset({"tenant_id", "erasure_id"}),
-    "messages": frozenset({"tenant_id", "search_vector", "search_length"}),
+    "messages": frozenset({"tenant_id", "search_vector", "search_length", "prior", "timed"}),
 }
 DEFAULT_SKIPPED = frozenset({"tenant_id"})
 # The keys a line of each kind must carry (the rest may be left to the column defaults).

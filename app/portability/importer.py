@@ -24,6 +24,7 @@ from typing import Any
 
 import asyncpg
 
+from app.messages import prior as turn_prior
 from app.models import metadata
 from app.models.message import INDEXED_TEXT_SQL
 from app.portability import checks
@@ -96,6 +97,8 @@ class Importer:
     skipped: dict[str, int] = field(default_factory=dict)
     # parents (sessions, memory items) this import wrote: only their children are written
     created: dict[str, set[uuid.UUID]] = field(default_factory=dict)
+    # each session's last message imported so far: (seq, what its next one's prior reads)
+    last_message: dict[str, tuple[int, turn_prior.Before]] = field(default_factory=dict)
 
     def add(self, line: int, kind: str, obj: dict[str, Any]) -> None:
         table = fmt.TABLE_OF[kind]
@@ -136,6 +139,8 @@ class Importer:
             rows, held = await self._under_new_parents(kind, rows, final)
             if not rows:
                 return held
+        if kind == "message":
+            self._priors(rows)
         columns = sorted({k for _, obj in rows for k in obj})
         sql = _insert_sql(kind, columns)
         try:
@@ -150,6 +155,25 @@ class Importer:
         self.inserted[kind] = self.inserted.get(kind, 0) + n
         self.skipped[kind] = self.skipped.get(kind, 0) + len(rows) - n
         return held
+
+    def _priors(self, rows: list[tuple[int, dict[str, Any]]]) -> None:
+        """Each message's prior and time flag (`app.messages.prior`), as the append
+        stores them: a message after the one before it in its session, in this batch or
+        an earlier one of this import (an import writes whole new sessions)."""
+        keyed = []
+        for _, obj in rows:
+            seq = obj.get("seq")
+            keyed.append((str(obj.get("session_id")), seq if isinstance(seq, int) else 0, obj))
+        keyed.sort(key=lambda k: (k[0], k[1]))
+        for session, seq, obj in keyed:
+            text = obj.get("text")
+            text = text if isinstance(text, str) else ""
+            role = str(obj.get("role"))
+            last = self.last_message.get(session)
+            before = last[1] if last is not None and last[0] == seq - 1 else None
+            obj["prior"] = turn_prior.prior_of(text, role, before)
+            obj["timed"] = turn_prior.timed(text)
+            self.last_message[session] = (seq, turn_prior.Before(role, turn_prior.asks(text)))
 
     async def _under_new_parents(
         self, kind: str, rows: list[tuple[int, dict[str, Any]]], final: bool

@@ -31,18 +31,25 @@ A message is scored with the text around it:
 * Stage 2, candidates: every document (|d| > 0) of a seed's session whose seq is within
   `window` of a seed's (the seeds included). Windows never cross sessions.
 * The window of c: the messages of c's session with |seq - seq(c)| <= window (documents
-  or not; a message without text adds nothing). tf_w(t) = sum of tf(t) over it,
-  |w| = sum of |d| over it.
+  or not; a message without text adds nothing), leaning back: the turns before c and c
+  itself weigh 1, the turns after it `after_weight` (an answer follows what it answers;
+  what follows a statement adds less to it). tf_w(t) = the weighted sum of tf(t) over
+  it, |w| = the weighted sum of |d| over it.
 * window(c) = sum over the query lexemes with tf_w > 0 of
               IDF(t) * tf_w * (k1 + 1) / (tf_w + k1 * (1 - b + b * |w| / avgwl)),
-  with IDF from the whole scope as above and avgwl = (2 * window + 1) * avgdl.
+  with IDF from the whole scope as above and
+  avgwl = (window + 1 + window * after_weight) * avgdl (the window's weights summed).
 * score(c)  = (score(c) above (0 when c holds no query lexeme) + weight * window(c))
               * (date_boost when c's created_at, in UTC, falls on a date the query names
                  (`app.search.dates`), else 1)
               * (speaker_boost when the query names c's author (`app.search.speakers`),
-                 else 1).
-* Order: as above. window = 0, weight = 0 and no named date or author give exactly the
-  plain ranking.
+                 else 1)
+              * exp(prior_weight * (prior(c) + length_weight * ln(1 + |c|))) (c's stored
+                informativeness prior and its length term, `app.messages.prior`)
+              * (when_boost when the query asks for a time and c carries a time
+                 expression (`app.messages.prior.asks_when`, `timed`), else 1).
+* Order: as above. window = 0, weight = 0, prior_weight = 0 (or priors of 0) and no
+  named date, author or time question give exactly the plain ranking.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from app.messages import prior as turn_prior
 from app.search.dates import DateSpec, matches
 
 DEFAULT_K1 = 1.2
@@ -84,6 +92,8 @@ class Doc:
     seq: int = 0
     created_at: datetime | None = None
     author: str | None = None  # `app.search.speakers.author_of`
+    prior: float = 0.0  # `app.messages.prior.prior_of`, as stored
+    timed: bool = False  # `app.messages.prior.timed`, as stored
 
     def on(self, dates: Sequence[DateSpec]) -> bool:
         """Whether the message's time (UTC) falls on one of `dates`."""
@@ -112,6 +122,16 @@ def idf(n_docs: int, doc_freq: int) -> float:
 
 def term_score(tf: int, doc_len: int, avgdl: float, term_idf: float, params: BM25Params) -> float:
     """Contribution of one query term to one document's score."""
+    if tf <= 0:
+        return 0.0
+    norm = params.k1 * (1.0 - params.b + params.b * doc_len / avgdl) if avgdl > 0 else params.k1
+    return term_idf * tf * (params.k1 + 1.0) / (tf + norm)
+
+
+def _weighted_term(
+    tf: float, doc_len: float, avgdl: float, term_idf: float, params: BM25Params
+) -> float:
+    """`term_score` for a weighted tf and length (a window's)."""
     if tf <= 0:
         return 0.0
     norm = params.k1 * (1.0 - params.b + params.b * doc_len / avgdl) if avgdl > 0 else params.k1
@@ -168,6 +188,18 @@ class WindowParams:
     seeds: int = 50
     date_boost: float = 3.0
     speaker_boost: float = 1.3
+    # the weight of the turns after the candidate in its window (those before weigh 1)
+    after_weight: float = 0.5
+    # the informativeness prior's weight (lambda) and the boost for a time question
+    prior_weight: float = turn_prior.LAMBDA
+    when_boost: float = turn_prior.WHEN_BOOST
+    # the prior's length term (0 for the context's automatic recall: app.messages.prior)
+    length_weight: float = turn_prior.LENGTH_WEIGHT
+
+    @property
+    def span(self) -> float:
+        """The window's weights summed (its length in average messages)."""
+        return self.window + 1 + self.window * self.after_weight
 
     def __post_init__(self) -> None:
         if not (0 <= self.window <= 10):
@@ -180,6 +212,14 @@ class WindowParams:
             raise ValueError("date_boost must be between 1 and 100")
         if not (math.isfinite(self.speaker_boost) and 1 <= self.speaker_boost <= 100):
             raise ValueError("speaker_boost must be between 1 and 100")
+        if not (math.isfinite(self.after_weight) and 0 <= self.after_weight <= 1):
+            raise ValueError("after_weight must be between 0 and 1")
+        if not (math.isfinite(self.prior_weight) and 0 <= self.prior_weight <= 1):
+            raise ValueError("prior_weight must be between 0 and 1")
+        if not (math.isfinite(self.when_boost) and 1 <= self.when_boost <= 100):
+            raise ValueError("when_boost must be between 1 and 100")
+        if not (math.isfinite(self.length_weight) and 0 <= self.length_weight <= 10):
+            raise ValueError("length_weight must be between 0 and 10")
 
 
 def rank_windowed(
@@ -190,11 +230,13 @@ def rank_windowed(
     limit: int | None = None,
     dates: Sequence[DateSpec] = (),
     names: Sequence[str] = (),
+    when: bool = False,
 ) -> list[tuple[Hashable, float]]:
     """The conversation-aware ranking (module docstring) of every message of the scope
-    (`docs` with their `session`, `seq`, `created_at` and `author`, documents or not) for
-    the query's lexemes, the dates it names and the authors it may name
-    (`app.search.speakers.named_authors`); best first."""
+    (`docs` with their `session`, `seq`, `created_at`, `author`, `prior` and `timed`,
+    documents or not) for the query's lexemes, the dates it names, the authors it may name
+    (`app.search.speakers.named_authors`) and whether it asks for a time
+    (`app.messages.prior.asks_when`); best first."""
     params = params or BM25Params()
     windows = windows or WindowParams()
     docs = list(docs)
@@ -217,21 +259,29 @@ def rank_windowed(
             near = rows.get(seq)
             if near is not None and near.length > 0:
                 candidates[(near.session, near.seq)] = near
-    avgwl = (2 * w + 1) * avgdl
+    avgwl = windows.span * avgdl
     named = set(names)
     scored: list[tuple[float, tuple, Hashable]] = []
     for key, c in candidates.items():
         rows = by_session[c.session]
-        around = [rows[s] for s in range(c.seq - w, c.seq + w + 1) if s in rows]
-        wl = sum(d.length for d in around)
+        around = [
+            (rows[s], 1.0 if s <= c.seq else windows.after_weight)
+            for s in range(c.seq - w, c.seq + w + 1)
+            if s in rows
+        ]
+        wl = sum(d.length * k for d, k in around)
         window_score = sum(
-            term_score(sum(d.tf(t) for d in around), wl, avgwl, idfs[t], params) for t in terms
+            _weighted_term(sum(d.tf(t) * k for d, k in around), wl, avgwl, idfs[t], params)
+            for t in terms
         )
         score = own.get(key, 0.0) + windows.weight * window_score
         if dates and c.on(dates):
             score *= windows.date_boost
         if c.author is not None and c.author in named:
             score *= windows.speaker_boost
+        score *= turn_prior.factor(c.prior, c.length, windows.prior_weight, windows.length_weight)
+        if when and c.timed:
+            score *= windows.when_boost
         scored.append((score, c.sort_key, c.id))
     scored.sort(key=lambda row: (-row[0], row[1]))
     if limit is not None:

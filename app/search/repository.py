@@ -200,10 +200,11 @@ near AS MATERIALIZED (
     -- {window} of some seed.
     SELECT s.session_id, nb.seq, min(nb.created_at) AS created_at,
            min(CAST(nb.search_length AS float8)) AS dl, min(nb.author) AS author,
+           min(nb.prior) AS prior, bool_or(nb.timed) AS timed,
            bool_or(nb.seq BETWEEN s.seq - {window} AND s.seq + {window}) AS candidate
     FROM seeds s CROSS JOIN LATERAL (
         -- the author only where the query may name one (app.search.speakers)
-        SELECT m.seq, m.created_at, m.search_length,
+        SELECT m.seq, m.created_at, m.search_length, m.prior, m.timed,
                CASE WHEN cardinality(CAST(:names AS text[])) > 0 THEN {author} END AS author
         FROM messages m CROSS JOIN LATERAL (SELECT {author_colon} AS colon) x
         WHERE m.tenant_id = :tenant_id AND m.session_id = s.session_id
@@ -215,21 +216,26 @@ near AS MATERIALIZED (
 lex AS (SELECT DISTINCT h.lexeme, h.n FROM hits h),
 -- Window sums without sorting: every neighbour credits its tf (per lexeme) and its length
 -- to the seqs within {window} of it (its own tf to itself: the own score, computed again
--- here rather than joined from `own`); candidates read their sums back.
+-- here rather than joined from `own`); candidates read their sums back. The window leans
+-- back: a neighbour before the candidate (d > 0) or the candidate itself (d = 0) weighs
+-- 1, one after it {after}.
 spread AS (
-    SELECT h.session_id, h.seq + d.d AS seq, h.lexeme, sum(h.tf) AS wtf,
+    SELECT h.session_id, h.seq + d.d AS seq, h.lexeme,
+           sum(h.tf * CASE WHEN d.d >= 0 THEN 1.0 ELSE {after} END) AS wtf,
            coalesce(sum(h.tf) FILTER (WHERE d.d = 0), 0.0) AS tf
     FROM near nr JOIN hits h ON h.session_id = nr.session_id AND h.seq = nr.seq,
          generate_series(-{window}, {window}) d(d)
     GROUP BY h.session_id, h.seq + d.d, h.lexeme
 ),
 spans AS (
-    SELECT nr.session_id, nr.seq + d.d AS seq, sum(nr.dl) AS wl
+    SELECT nr.session_id, nr.seq + d.d AS seq,
+           sum(nr.dl * CASE WHEN d.d >= 0 THEN 1.0 ELSE {after} END) AS wl
     FROM near nr, generate_series(-{window}, {window}) d(d)
     GROUP BY nr.session_id, nr.seq + d.d
 ),
 scored AS (
     SELECT c.session_id, c.seq, min(c.created_at) AS created_at, min(c.author) AS author,
+           min(c.prior) AS prior, bool_or(c.timed) AS timed, min(c.dl) AS dl,
            sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
                * sp.tf * (CAST(:k1 AS float8) + 1.0)
                / (sp.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
@@ -237,7 +243,7 @@ scored AS (
            sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
                * sp.wtf * (CAST(:k1 AS float8) + 1.0)
                / (sp.wtf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
-                  + CAST(:b AS float8) * w.wl / ({span}.0 * CAST(:avgdl AS float8)))))
+                  + CAST(:b AS float8) * w.wl / ({span} * CAST(:avgdl AS float8)))))
                AS window_score
     FROM near c
     JOIN spans w ON w.session_id = c.session_id AND w.seq = c.seq
@@ -263,6 +269,10 @@ top AS (
              THEN {date_boost} ELSE 1.0 END
            -- an author the query names (app.search.speakers)
            * CASE WHEN c.author = ANY(CAST(:names AS text[])) THEN {speaker_boost} ELSE 1.0 END
+           -- the message's stored informativeness prior and its length (app.messages.prior)
+           * exp({prior_weight} * (c.prior + {length_weight} * ln(1.0 + c.dl)))
+           -- a time expression in the message when the query asks for a time
+           * CASE WHEN CAST(:when AS boolean) AND c.timed THEN {when_boost} ELSE 1.0 END
              AS score
     FROM scored c
     ORDER BY score DESC, c.seq DESC, c.session_id
@@ -353,7 +363,11 @@ def bm25_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
         window=windows.window,
         reach=2 * windows.window,
         reach_rows=4 * windows.window + 1,
-        span=2 * windows.window + 1,
+        span=repr(float(windows.span)),
+        after=repr(float(windows.after_weight)),
+        prior_weight=repr(float(windows.prior_weight)),
+        when_boost=repr(float(windows.when_boost)),
+        length_weight=repr(float(windows.length_weight)),
         weight=repr(float(windows.weight)),
         date_boost=repr(float(windows.date_boost)),
         speaker_boost=repr(float(windows.speaker_boost)),
@@ -432,6 +446,7 @@ def bm25_params(
     dates: Sequence[DateSpec] = (),
     exclude_from: int | None = None,
     names: Sequence[str] = (),
+    when: bool = False,
 ) -> dict[str, Any]:
     """The ranking statement's parameters by name (`bm25_sql`; see `bm25_top`)."""
     distinct = sorted(set(lexemes))
@@ -453,6 +468,7 @@ def bm25_params(
         "date_m": [d.month for d in dates],
         "date_d": [d.day for d in dates],
         "names": list(names),
+        "when": when,
     }
 
 
@@ -472,6 +488,7 @@ async def bm25_top(
     exclude_from: int | None = None,
     routed: bool = True,
     names: Sequence[str] = (),
+    when: bool = False,
 ) -> list[Hit]:
     """The `limit` best messages of the scope for the OR of `lexemes` in the
     conversation-aware ranking (`windows`), best first; the first `full_rows` carry the
@@ -480,7 +497,10 @@ async def bm25_top(
     search may leave out `exclude_seqs` and every seq from `exclude_from` on (neither
     seeds nor results; windows still read them). Messages of one of `dates` (the query's,
     `app.search.dates`) score `windows.date_boost` times more, messages whose author is
-    one of `names` (`app.search.speakers`) `windows.speaker_boost` times more."""
+    one of `names` (`app.search.speakers`) `windows.speaker_boost` times more; every
+    message by exp(`windows.prior_weight` * its stored prior), and, when the query asks
+    for a time (`when`), those with a time expression `windows.when_boost` times more
+    (`app.messages.prior`)."""
     if not lexemes or stats.n_docs == 0:
         return []
     statement = _bm25_statement(scope.kind, windows or WindowParams(), routed)
@@ -502,6 +522,7 @@ async def bm25_top(
                 dates,
                 exclude_from,
                 names,
+                when,
             ),
         ),
     )

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import deadline, pg
 from app.memory.service import promote_messages
+from app.messages.prior import asks_when
 from app.models.session import SessionRow
 from app.search import repository
 from app.search.bm25 import BM25Params, WindowParams
@@ -193,16 +194,17 @@ async def search(
     their own (a savepoint in the latter), the rerank outside it. `after` (inclusive) and
     `before` (exclusive) bound the results' `created_at`; a session search may leave out
     `exclude_seqs` and the seqs from `exclude_from` on (what a context shows already).
-    `ranking="message"`: plain BM25 (no window; named dates still count)."""
+    `ranking="message"`: plain BM25 (no window, no prior; named dates still count)."""
     options = options or SearchOptions()
     terms = query_terms(query)
     if not terms:
         return SearchOutcome()
     windows = options.windows
     if ranking == "message":
-        windows = replace(windows, window=0, weight=0.0)
+        windows = replace(windows, window=0, weight=0.0, prior_weight=0.0, when_boost=1.0)
     dates = named_dates(normalize_query(query)) if windows.date_boost != 1 else []
     names = named_authors(query) if windows.speaker_boost != 1 else []
+    when = windows.when_boost != 1 and asks_when(query)
     reranking = rerank and llm is not None
     async with conn.transaction():
         routed = await repository.custom_plans(conn, scope)
@@ -226,6 +228,7 @@ async def search(
             exclude_from=exclude_from,
             routed=routed,
             names=names,
+            when=when,
         )
     outcome = SearchOutcome(lexemes=lexemes, candidates=len(hits), dates=dates)
     if not hits:

@@ -166,6 +166,22 @@ async def test_export_import_gives_identical_contexts_and_search(
         assert r.json()["inserted"] == {k: v for k, v in end.items()}
         after = await views(target, user, sids)
         assert after == before
+        # the import stores each message's prior as the append did (app.messages.prior)
+        stored = (
+            await db.execute(
+                sa.text(
+                    "SELECT tenant_id, session_id, seq, prior, timed FROM messages "
+                    "WHERE session_id = ANY(CAST(:s AS uuid[])) ORDER BY session_id, seq"
+                ),
+                {"s": [uuid.UUID(s) for s in sids]},
+            )
+        ).all()
+        by_tenant: dict[Any, list[Any]] = {}
+        for r in stored:
+            by_tenant.setdefault(r.tenant_id, []).append((r.session_id, r.seq, r.prior, r.timed))
+        assert len(by_tenant) == 2
+        source, copy = by_tenant.values()
+        assert source == copy and len({p for *_, p, _ in source}) > 3
         r = await target.get(f"/v1/users/{user}")
         assert r.json()["session_count"] == 2 and r.json()["fact_count"] == 1
         # twice: nothing added

@@ -17,6 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.main import create_app
+from app.messages.prior import asks_when
 from app.search.bm25 import Doc, WindowParams, rank, rank_windowed
 from app.search.dates import named_dates
 from app.search.speakers import author_of, named_authors
@@ -35,18 +36,20 @@ QUERIES = queries(10, seed=3) + [
 async def corpus_docs(db, tenant_id: str, session_ids: list[str]) -> list[Doc]:
     rows = await db.execute(
         sa.text("""
-        SELECT m.session_id, m.seq, m.created_at, m.name, m.text, u.lexeme, u.positions
+        SELECT m.session_id, m.seq, m.created_at, m.name, m.text, m.prior, m.timed,
+               u.lexeme, u.positions
         FROM messages m LEFT JOIN LATERAL unnest(m.search_vector) u ON true
         WHERE m.tenant_id = :tid AND m.session_id = ANY(CAST(:sids AS uuid[]))
     """),
         {"tid": uuid.UUID(tenant_id), "sids": [uuid.UUID(s) for s in session_ids]},
     )
     lexemes: dict[tuple[str, int], dict[str, list[int]]] = defaultdict(dict)
-    times, authors = {}, {}
-    for sid, seq, created_at, name, text, lexeme, positions in rows:
+    times, authors, priors = {}, {}, {}
+    for sid, seq, created_at, name, text, prior, timed, lexeme, positions in rows:
         doc = lexemes[(str(sid), seq)]
         times[(str(sid), seq)] = created_at
         authors[(str(sid), seq)] = author_of(name, text)
+        priors[(str(sid), seq)] = (prior, timed)
         if lexeme is not None:
             doc[lexeme] = list(positions or [])
     return [
@@ -58,6 +61,8 @@ async def corpus_docs(db, tenant_id: str, session_ids: list[str]) -> list[Doc]:
             seq=key[1],
             created_at=times[key],
             author=authors[key],
+            prior=priors[key][0],
+            timed=priors[key][1],
         )
         for key, lx in lexemes.items()
     ]
@@ -71,6 +76,7 @@ def windowed(docs: list[Doc], lexemes: list[str], query: str = "") -> list:
         limit=10,
         dates=named_dates(query),
         names=named_authors(query),
+        when=asks_when(query),
     )
 
 
@@ -81,7 +87,14 @@ def plain(docs: list[Doc], lexemes: list[str], query: str = "") -> list:
 @pytest.fixture(scope="module")
 async def plain_app(settings: Any) -> AsyncIterator[Any]:
     application = create_app(
-        settings.model_copy(update={"search_window": 0, "search_window_weight": 0.0})
+        settings.model_copy(
+            update={
+                "search_window": 0,
+                "search_window_weight": 0.0,
+                "search_prior_weight": 0.0,
+                "search_when_boost": 1.0,
+            }
+        )
     )
     async with application.router.lifespan_context(application):
         yield application
@@ -251,7 +264,7 @@ async def test_authors_the_query_names_match_the_reference(client, tenant, db):
         for who in ("Caroline", "Melanie's", "jon snow", "Gina", "nobody")
     ]
     await check(client, db, tenant.id, [sid], f"/v1/sessions/{sid}/search", {}, queries=named)
-    # the same words, one message by the named author: it comes first
+    # the same words, one message by the named author: it comes before the other
     await client.post(
         f"/v1/sessions/{sid}/messages",
         json={
@@ -261,11 +274,12 @@ async def test_authors_the_query_names_match_the_reference(client, tenant, db):
             ]
         },
     )
-    for who, seq in (("Caroline", 172), ("Melanie", 171)):
+    for who, seq, other in (("Caroline", 172, 171), ("Melanie", 171, 172)):
         data = (
             await client.post(
                 f"/v1/sessions/{sid}/search",
                 json={"query": f"When did {who} book zeppelin tickets?", "rerank": False},
             )
         ).json()
-        assert data["results"][0]["seq"] == seq
+        seqs = [r["seq"] for r in data["results"]]
+        assert seqs.index(seq) < seqs.index(other)

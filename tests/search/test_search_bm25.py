@@ -123,7 +123,9 @@ def test_window_never_crosses_sessions():
 def test_window_zero_is_plain_bm25(raw_docs, query):
     docs = convo("s", raw_docs)
     plain = rank(docs, query)
-    windowed = rank_windowed(docs, query, windows=WindowParams(window=0, weight=0.0))
+    windowed = rank_windowed(
+        docs, query, windows=WindowParams(window=0, weight=0.0, prior_weight=0.0)
+    )
     assert [d for d, _ in windowed] == [d for d, _ in plain]
     assert [s for _, s in windowed] == pytest.approx([s for _, s in plain], abs=1e-12)
 
