@@ -67,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.warning("LLM client unavailable: %s", exc)
             llm = None
         say_why_facts_wait(settings, llm)
+        wiring.meter_llm(llm, engine, settings)  # the LLM cost ledger and budgets
         sessionmaker = create_sessionmaker(engine)
         queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
         shared_memory = SharedMemoryRuntime(

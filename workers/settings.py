@@ -32,6 +32,7 @@ from app.manifests.tasks import sweep_context_manifests
 from app.memory.tasks import compress_busy_sessions, compress_session
 from app.shared_memory.tasks import cleanup_expired_shared_memory
 from app.state import WORKER_STATE, WorkerState
+from app.usage.service import resume_budget_waits
 
 log = logging.getLogger("loom.worker")
 
@@ -61,6 +62,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         await engine.dispose()
         raise
     ctx[WORKER_STATE] = state
+    wiring.meter_llm(state.llm, engine, settings)  # the LLM cost ledger and budgets
     say_why_facts_wait(settings, state.llm)
     _start_metrics_server(settings.worker_metrics_port)
 
@@ -175,6 +177,8 @@ class WorkerSettings:
             unique=True,
         ),
         erasure_cron(get_settings()),
+        # fact extractions that waited for a tenant's daily token budget (app/usage)
+        cron(resume_budget_waits, second={15}, unique=True),
         cron(
             sweep_context_manifests,
             unique=True,

@@ -54,6 +54,7 @@ from app.jobs import metrics, repository
 from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
+from app.llm import usage
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
 from app.memory import pressure as triggers
@@ -172,6 +173,9 @@ async def run_compression(
         if plan is None:
             return outcome
         plan = _first_batch(plan, RANGES_PER_APPLY)
+        # the summaries' LLM calls, for the cost ledger and the tenant's budget: past it,
+        # the client refuses them and `summarise` falls back to the heuristic
+        usage.attribute("summary", tenant_id, session_id=session_id)
         drafts = list(
             await asyncio.gather(
                 *(

@@ -39,6 +39,7 @@ def public(outcome: service.SearchOutcome, promoted: list[int] | None = None) ->
             for h in outcome.hits
         ],
         reranked=outcome.reranked,
+        rerank_skipped=outcome.rerank_skipped,
         query_lexemes=outcome.lexemes,
         query_dates=[QueryDate(year=d.year, month=d.month, day=d.day) for d in outcome.dates],
         candidates=outcome.candidates,
