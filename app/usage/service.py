@@ -51,7 +51,9 @@ async def resume_waiting(
         await db.rollback()
     queued = 0
     for sid in sessions:
-        if await queue.enqueue(EXTRACT_JOB, str(tenant_id), str(sid), _job_id=f"facts:{sid}"):
+        # now, even if a run was scheduled for later (the trigger's quiet time)
+        job_id = f"facts:{sid}"
+        if await queue.schedule(EXTRACT_JOB, str(tenant_id), str(sid), _job_id=job_id, _defer_by=0):
             queued += 1
     if queued:
         log.info("tenant %s: %d fact extractions resumed (budget)", tenant_id, queued)
