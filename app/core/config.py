@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     # often. 0 = CPython's defaults.
     gc_tune: bool = Field(default=True, alias="LOOM_GC_TUNE")
     otel: bool = Field(default=False, alias="LOOM_OTEL")
+    # traces carry query texts and records (personal data) only when this is on
+    otel_content: bool = Field(default=False, alias="LOOM_OTEL_CONTENT")
     # LLM cost (issue 47, app/llm/usage.py): a tenant's daily budget of input + output
     # tokens (UTC days) unless an admin set its own (none: no budget), and how long a
     # process trusts what it read of a tenant's budget and spending.

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Protocol
 
 from prometheus_client import Counter
 
+from app.core import tracing
 from app.llm.errors import LLMError
 from app.models.base import time_ordered_id
 
@@ -217,7 +218,6 @@ class Meter:
     spends: dict[uuid.UUID, _Spend] = field(default_factory=dict)
     _flusher: asyncio.TimerHandle | None = None
     _writing: asyncio.Task[None] | None = None
-    tracer: Any = None  # app.llm.tracing's hook, when tracing is on
 
     def attach(self, store: UsageStore, *, default_budget: int | None, refresh: float) -> None:
         self.store, self.default_budget, self.refresh_seconds = store, default_budget, refresh
@@ -239,14 +239,16 @@ class Meter:
         call = Call()
         started = time.perf_counter()
         error: BaseException | None = None
-        span = self.tracer(provider, model, operation, purpose) if self.tracer else None
+        span = tracing.llm_span(provider, model, operation, purpose)
         try:
             if span is None:
                 yield call
             else:
                 with span as traced:
-                    yield call
-                    traced.tokens(call)
+                    try:
+                        yield call
+                    finally:
+                        traced.tokens(call)
         except BaseException as exc:
             error = exc
             raise

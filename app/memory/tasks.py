@@ -46,7 +46,7 @@ from typing import Any, Protocol
 from arq import Retry
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.core import pg
+from app.core import pg, tracing
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.core.tokens import count_message
@@ -204,8 +204,9 @@ async def run_compression(
             if row is None:
                 return outcome
             try:
-                await apply_compression(conn, row, plan, drafts)
-                await db.commit()
+                with tracing.memory_span("update_memory", session_id, store_kind="session"):
+                    await apply_compression(conn, row, plan, drafts)  # the L2 write
+                    await db.commit()
             except StaleMemoryState:
                 await db.rollback()
                 stale += 1
