@@ -2163,7 +2163,7 @@ export interface components {
             runs?: number;
             /**
              * Skipped
-             * @description no_llm or disabled (`last_error` says why).
+             * @description no_llm, disabled or budget (issue 47).
              */
             skipped?: string | null;
             /** Started At */
