@@ -23,6 +23,7 @@ from app.llm.usage import UsageRow, attributed
 from app.usage.service import resume_budget_waits
 from tests.facts.support import PREFERENCES, FactModel, facts_settings, run_burst_worker, say
 from tests.fakes.llm_server import FakeLLMServer
+from tests.jobs.support import drain_queue
 from tests.support.api import make_client
 from workers.settings import shutdown, startup
 
@@ -50,6 +51,7 @@ async def test_past_the_budget_llm_work_degrades_and_resumes_when_raised(
     db: Any,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="loom.llm.usage")
+    await drain_queue(settings)  # the burst worker below runs this test's jobs only
     r = await usage_client.post(
         "/v1/sessions", json={"user_id": "bo", "config": {"facts": {"enabled": True}}}
     )
