@@ -30,6 +30,7 @@ from app.search.router import router as search_router
 from app.session_resource.router import router as sessions_router
 from app.shared_memory.router import router as shared_memory_router
 from app.tools.router import router as tools_router
+from app.usage.router import router as usage_router
 from app.users.router import router as users_router
 
 PREFIX = "/v1"
@@ -52,6 +53,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     erasure_router,
     portability_router,
     manifests_router,
+    usage_router,
 )
 
 # the hot routes' shortcuts past FastAPI's routing to their endpoints (`app.core.edge`)
@@ -86,6 +88,7 @@ TAGS: list[dict[str, str]] = [
         "name": "jobs",
         "description": "Background jobs (compression, fact extraction), the queue and the worker.",
     },
+    {"name": "usage", "description": "What the LLM cost: tokens by day, purpose, model, user."},
     {"name": "health", "description": "Liveness, readiness and metrics."},
 ]
 

@@ -13,7 +13,7 @@ from app import api, docs, wiring
 from app.auth.cache import KeyCache
 from app.auth.keys import hash_key
 from app.console import router as console
-from app.core import heap, pg
+from app.core import heap, pg, tracing
 from app.core.config import Settings, api_pool_sizes, get_settings
 from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.edge import Edge
@@ -47,6 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app. Stores are opened in the lifespan, so building it needs no services."""
     settings = settings or get_settings()
     wiring.configure(settings)  # the worker's startup makes the same calls
+    traces = tracing.configure(settings.otel, settings.otel_content)  # app.core.tracing
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.warning("LLM client unavailable: %s", exc)
             llm = None
         say_why_facts_wait(settings, llm)
+        wiring.meter_llm(llm, engine, settings)  # the LLM cost ledger and budgets
         sessionmaker = create_sessionmaker(engine)
         queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
         shared_memory = SharedMemoryRuntime(
@@ -146,7 +148,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,  # app.docs
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
-        telemetry=None if settings.otel else {"tracing": False, "metrics": False, "logs": False},
+        # the HTTP server span of every request on this module's provider (app.core.tracing)
+        telemetry={"tracer_provider": traces, "metrics": False, "logs": False}
+        if traces is not None
+        else {"tracing": False, "metrics": False, "logs": False},
     )
     install_error_handlers(app)
     app.include_router(health_router)

@@ -35,7 +35,7 @@ from typing import Any
 
 import asyncpg
 from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.context import earlier_conversations as user_recall
 from app.context.recent_reads import (
@@ -57,6 +57,7 @@ from app.knowledge import blocks as knowledge_blocks
 from app.knowledge import filters
 from app.knowledge.packages import block_from_rows
 from app.knowledge.render import learned_block
+from app.llm.usage import meter_of
 from app.manifests import service as manifest_service
 from app.manifests.writer import GroupWriter
 from app.memory import hooks as memory_hooks
@@ -68,6 +69,7 @@ from app.session_resource.service import SessionHooks
 from app.shared_memory import offload
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import Caches
+from app.usage.repository import EngineStore
 
 # a connection of the hot paths' asyncpg pool (`app.core.pg.connection`)
 Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
@@ -79,6 +81,18 @@ def configure(settings: Settings) -> None:
     jsonlimits.configure(settings.max_json_depth)
     pagination.configure(settings)
     filters.configure(settings.filter_max_values)
+
+
+def meter_llm(llm: Any, engine: AsyncEngine, settings: Settings) -> None:
+    """The LLM client's calls go to the cost ledger on `engine`, within the tenants' daily
+    token budgets (`app.llm.usage`); nothing without a client."""
+    meter = meter_of(llm)
+    if meter is not None:
+        meter.attach(
+            EngineStore(engine),
+            default_budget=settings.daily_token_budget,
+            refresh=settings.usage_budget_refresh_seconds,
+        )
 
 
 def caches(redis: Redis | None) -> Caches:

@@ -17,6 +17,7 @@ from arq import cron  # noqa: F401  (domains add cron jobs below)
 from arq.worker import Worker, create_worker, func
 
 from app import wiring
+from app.core import tracing
 from app.core.config import Settings, get_settings
 from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
@@ -32,6 +33,7 @@ from app.manifests.tasks import sweep_context_manifests
 from app.memory.tasks import compress_busy_sessions, compress_session
 from app.shared_memory.tasks import cleanup_expired_shared_memory
 from app.state import WORKER_STATE, WorkerState
+from app.usage.service import resume_budget_waits
 
 log = logging.getLogger("loom.worker")
 
@@ -44,6 +46,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     if not settings.database_url or not settings.redis_url:
         raise RuntimeError("DATABASE_URL and REDIS_URL must be set for the worker")
     wiring.configure(settings)
+    tracing.configure(settings.otel, settings.otel_content)  # OTEL_* variables (app.core.tracing)
     engine = create_engine(settings.database_url, pool_size=4, settings=settings, max_overflow=8)
     redis = create_redis(settings.redis_url)
     try:
@@ -60,6 +63,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         await engine.dispose()
         raise
     ctx[WORKER_STATE] = state
+    wiring.meter_llm(state.llm, engine, settings)  # the LLM cost ledger and budgets
     say_why_facts_wait(settings, state.llm)
     _start_metrics_server(settings.worker_metrics_port)
 
@@ -73,6 +77,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     await state.queue.close()
     await state.redis.aclose()
     await state.engine.dispose()
+    tracing.shutdown()
 
 
 async def ping(ctx: dict[str, Any]) -> str:
@@ -100,7 +105,7 @@ def compression_functions(settings: Settings) -> list[Any]:
     keep_result=0 so a finished job never blocks the next enqueue under the same id."""
     return [
         func(
-            compress_session,
+            tracing.job(compress_session),
             name="compress_session",
             keep_result=0,
             max_tries=settings.compress_max_tries,
@@ -114,7 +119,7 @@ def facts_functions(settings: Settings) -> list[Any]:
     LOOM_FACTS_MAX_TRIES, one per session (job id `facts:<session>`)."""
     return [
         func(
-            extract_facts,
+            tracing.job(extract_facts),
             name=EXTRACT_JOB,
             keep_result=0,
             max_tries=settings.facts_max_tries + 1,
@@ -128,7 +133,7 @@ def erasure_functions(settings: Settings) -> list[Any]:
     goes on where the last one stopped; keep_result=0 lets the sweep queue it again."""
     return [
         func(
-            erase,
+            tracing.job(erase),
             name=ERASE_JOB,
             keep_result=0,
             max_tries=1000,
@@ -174,6 +179,8 @@ def worker_settings(settings: Settings) -> type[Any]:
                 unique=True,
             ),
             erasure_cron(settings),
+            # fact extractions that waited for a tenant's daily token budget (app/usage)
+            cron(resume_budget_waits, second={15}, unique=True),
             cron(
                 sweep_context_manifests,
                 unique=True,

@@ -57,6 +57,15 @@ class Settings(BaseSettings):
     # often. 0 = CPython's defaults.
     gc_tune: bool = Field(default=True, alias="LOOM_GC_TUNE")
     otel: bool = Field(default=False, alias="LOOM_OTEL")
+    # traces carry query texts and records (personal data) only when this is on
+    otel_content: bool = Field(default=False, alias="LOOM_OTEL_CONTENT")
+    # LLM cost (issue 47, app/llm/usage.py): a tenant's daily budget of input + output
+    # tokens (UTC days) unless an admin set its own (none: no budget), and how long a
+    # process trusts what it read of a tenant's budget and spending.
+    daily_token_budget: int | None = Field(default=None, ge=0, alias="LOOM_DAILY_TOKEN_BUDGET")
+    usage_budget_refresh_seconds: float = Field(
+        default=5.0, ge=0, alias="LOOM_USAGE_BUDGET_REFRESH_SECONDS"
+    )
     # Hash-partition the tenant-owned tables by tenant_id into this many partitions when the
     # first `migrate` builds the schema (0 = plain tables); read by migration 0013 only
     # (app/core/partitions.py, docs/scaling.md).

@@ -41,6 +41,8 @@ TENANT_TABLES: tuple[str, ...] = (
     "fact_extractions",
     "erasures",
     "context_manifests",
+    "llm_usage",
+    "tenant_budgets",
 )
 REFERENCE_TABLES: tuple[str, ...] = ("tenants", "api_keys")
 

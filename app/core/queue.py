@@ -12,6 +12,8 @@ from arq.connections import ArqRedis, create_pool
 from arq.constants import health_check_key_suffix
 from redis.asyncio import Redis
 
+from app.core import tracing
+
 log = logging.getLogger("loom.queue")
 
 
@@ -38,7 +40,12 @@ class Queue:
         try:
             pool = await self._get_pool()
             job = await pool.enqueue_job(
-                job_name, *args, _job_id=_job_id, _defer_by=_defer_by, _queue_name=self.queue_name
+                job_name,
+                *args,
+                _job_id=_job_id,
+                _defer_by=_defer_by,
+                _queue_name=self.queue_name,
+                **tracing.carry(),  # the job continues the caller's trace (app.core.tracing)
             )
             return job is not None or _job_id is not None
         except Exception as exc:  # Redis down: degrade, never fail the caller
@@ -61,6 +68,7 @@ class Queue:
                 _job_id=_job_id,
                 _defer_by=_defer_by or None,
                 _queue_name=self.queue_name,
+                **tracing.carry(),
             )
             if job is None:
                 score = int((time.time() + max(0.0, _defer_by)) * 1000)

@@ -9,7 +9,9 @@ exact receipt and the next runner (the worker's sweep) goes on where it stopped.
 
 What is counted, per kind of data (`COUNT_KINDS`, in the order the runner deletes):
 every table row that held the subject's data, the queued Redis jobs of its sessions, and
-the cached copies dropped in API processes are not counted (they are copies).
+the cached copies dropped in API processes are not counted (they are copies). The LLM cost
+ledger's rows are not deleted but blanked (`llm_usage_anonymised`): the calls still count
+in the tenant's totals by day, purpose and model, without saying whose they were.
 
 The audit keeps `subject_hash`: HMAC-SHA256 under a server secret of
 "<tenant>:<kind>:<id>", so someone who knows an id can ask whether it was erased, and
@@ -42,6 +44,7 @@ SESSION_KINDS: tuple[str, ...] = (
     "context_manifests",
     "fact_versions",
     "facts",
+    "llm_usage_anonymised",
     "queued_jobs",
     "sessions",
 )

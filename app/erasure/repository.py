@@ -91,6 +91,13 @@ SESSION_DELETES: tuple[tuple[str, str], ...] = (
         "facts",
         "DELETE FROM memory_items WHERE tenant_id = :t AND source_session_id = :s RETURNING 1",
     ),
+    # the LLM cost ledger (issue 47): the calls stay, counted by day, purpose and model,
+    # but no longer say whose they were
+    (
+        "llm_usage_anonymised",
+        "UPDATE llm_usage SET session_id = NULL, user_id = NULL, agent_id = NULL "
+        "WHERE tenant_id = :t AND session_id = :s RETURNING 1",
+    ),
 )
 
 
@@ -135,6 +142,12 @@ TIER_DELETES: tuple[tuple[str, str], ...] = (
         "facts",
         "DELETE FROM memory_items WHERE tenant_id = :t AND scope_kind = :k "
         "AND scope_id = :sub RETURNING 1",
+    ),
+    # a user's LLM calls outside their sessions' (none today; the ledger allows it)
+    (
+        "llm_usage_anonymised",
+        "UPDATE llm_usage SET session_id = NULL, user_id = NULL, agent_id = NULL "
+        "WHERE tenant_id = :t AND :k = 'user' AND user_id = :sub RETURNING 1",
     ),
 )
 AGENT_NAMESPACE_DELETES: tuple[tuple[str, str], ...] = (

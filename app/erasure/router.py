@@ -11,6 +11,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core import tracing
 from app.core.errors import ERROR_RESPONSES
 from app.erasure import service
 from app.erasure.schemas import ErasureList, ErasurePublic
@@ -94,7 +95,8 @@ async def delete_session(session: SessionDep, caller: CallerDep, request: Reques
     big session's rows go in batches by a worker. `Location` names the erasure's receipt
     (`GET /v1/erasures/{id}`)."""
     state = app_state(request.app)
-    row = await service.erase_session(state, caller, session.id)
+    with tracing.memory_span("delete_memory_store", session.id, store_kind="session"):
+        row = await service.erase_session(state, caller, session.id)
     return Response(status_code=204, headers={"Location": f"/v1/erasures/{row.id}"})
 
 

@@ -50,7 +50,7 @@ class FactExtractionPublic(BaseModel):
     job_id: str | None = None
     attempts: int = 0
     last_error: str | None = None
-    skipped: str | None = Field(None, description="no_llm or disabled (`last_error` says why).")
+    skipped: str | None = Field(None, description="no_llm, disabled or budget (issue 47).")
     runs: int = 0
     last_result: dict[str, Any] | None = Field(
         None,

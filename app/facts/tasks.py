@@ -37,6 +37,7 @@ from app.facts.extract import Deps, LeaseLost, Outcome, run_extraction, run_rang
 from app.facts.trigger import EXTRACT_JOB, extract_job_id, follow, schedule_extraction
 from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
+from app.llm import usage
 from app.models.base import table_of
 from app.models.fact import FactExtraction
 from app.state import worker_state
@@ -124,6 +125,9 @@ async def run_once(
     if deps.llm is None:
         metrics.JOBS_SKIPPED.labels(reason="no_llm").inc()
         outcome.skipped = "no_llm"
+        return outcome
+    if await usage.spent(deps.llm, tenant_id, session_id):  # waits for the budget (issue 47)
+        outcome.skipped = "budget"
         return outcome
     if retry_failed:
         async with deps.sessionmaker() as db:

@@ -21,6 +21,7 @@ from pydantic import SecretStr
 
 from app.core.config import Settings
 from app.llm.errors import LLMError
+from app.llm.usage import Meter
 
 log = logging.getLogger("loom.llm")
 
@@ -49,6 +50,7 @@ class LLMClient(Protocol):
     provider: str
     model: str
     rerank_model: str
+    meter: Meter  # every call metered and recorded (app.llm.usage)
 
     async def complete(
         self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
@@ -127,6 +129,7 @@ class AnthropicLLM:
     ) -> None:
         self.model = model
         self.rerank_model = rerank_model or model
+        self.meter = Meter()
         self._deadline = _deadline(timeout, max_retries)
         import anthropic  # on first use: the SDK costs an API process seconds to import
 
@@ -142,22 +145,24 @@ class AnthropicLLM:
         self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
     ) -> str:
         """Ask the Messages API; see `LLMClient.complete`."""
-        async with _calling(self.provider, self._module, self._deadline):
-            msg = await self._sdk.messages.create(
-                model=model or self.model,
-                max_tokens=max_tokens,
-                system=system,
-                messages=[{"role": "user", "content": prompt}],
-            )
-            text = "".join(
-                getattr(block, "text", "") or ""
-                for block in (msg.content or [])
-                if getattr(block, "type", None) == "text"
-            )
-        if not text.strip():
-            raise LLMError(
-                f"{self.provider}: empty answer (stop_reason={getattr(msg, 'stop_reason', None)})"
-            )
+        model = model or self.model
+        async with self.meter.call(self.provider, model, "chat") as call:
+            async with _calling(self.provider, self._module, self._deadline):
+                msg = await self._sdk.messages.create(
+                    model=model,
+                    max_tokens=max_tokens,
+                    system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                )
+                call.tokens(getattr(msg, "usage", None), "input_tokens", "output_tokens")
+                text = "".join(
+                    getattr(block, "text", "") or ""
+                    for block in (msg.content or [])
+                    if getattr(block, "type", None) == "text"
+                )
+            if not text.strip():
+                stop = getattr(msg, "stop_reason", None)
+                raise LLMError(f"{self.provider}: empty answer (stop_reason={stop})")
         return text.strip()
 
     async def structured(
@@ -172,36 +177,40 @@ class AnthropicLLM:
         model: str | None = None,
     ) -> ToolAnswer:
         """Messages API with one tool and `tool_choice` forcing it; see `LLMClient`."""
-        async with _calling(self.provider, self._module, self._deadline):
-            msg = await self._sdk.messages.create(
-                model=model or self.model,
-                max_tokens=max_tokens,
-                system=system,
-                messages=[{"role": "user", "content": prompt}],
-                tools=[
-                    {"name": tool_name, "description": tool_description, "input_schema": schema}
-                ],
-                tool_choice={"type": "tool", "name": tool_name},
-            )
-            calls = [
-                b
-                for b in (msg.content or [])
-                if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == tool_name
-            ]
-            usage = getattr(msg, "usage", None)
-        if not calls:
-            raise LLMError(
-                f"{self.provider}: no {tool_name} tool call in the answer "
-                f"(stop_reason={getattr(msg, 'stop_reason', None)})"
-            )
-        return ToolAnswer(
-            getattr(calls[0], "input", None),
-            int(getattr(usage, "input_tokens", 0) or 0),
-            int(getattr(usage, "output_tokens", 0) or 0),
-        )
+        model = model or self.model
+        async with self.meter.call(self.provider, model, "chat", tool_name) as call:
+            async with _calling(self.provider, self._module, self._deadline):
+                msg = await self._sdk.messages.create(
+                    model=model,
+                    max_tokens=max_tokens,
+                    system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                    tools=[
+                        {
+                            "name": tool_name,
+                            "description": tool_description,
+                            "input_schema": schema,
+                        }
+                    ],
+                    tool_choice={"type": "tool", "name": tool_name},
+                )
+                call.tokens(getattr(msg, "usage", None), "input_tokens", "output_tokens")
+                calls = [
+                    b
+                    for b in (msg.content or [])
+                    if getattr(b, "type", None) == "tool_use"
+                    and getattr(b, "name", None) == tool_name
+                ]
+            if not calls:
+                raise LLMError(
+                    f"{self.provider}: no {tool_name} tool call in the answer "
+                    f"(stop_reason={getattr(msg, 'stop_reason', None)})"
+                )
+        return ToolAnswer(getattr(calls[0], "input", None), call.input_tokens, call.output_tokens)
 
     async def aclose(self) -> None:
-        """Close the SDK's HTTP client."""
+        """Write the ledger's last rows; close the SDK's HTTP client."""
+        await self.meter.flush()
         await self._sdk.close()
 
 
@@ -222,6 +231,7 @@ class OpenAICompatLLM:
     ) -> None:
         self.model = model
         self.rerank_model = rerank_model or model
+        self.meter = Meter()
         self._deadline = _deadline(timeout, max_retries)
         kwargs: dict[str, Any] = {
             "api_key": api_key or _NO_KEY,
@@ -242,20 +252,23 @@ class OpenAICompatLLM:
         self, system: str, prompt: str, *, max_tokens: int, model: str | None = None
     ) -> str:
         """Ask the chat completions endpoint; see `LLMClient.complete`."""
-        async with _calling(self.provider, self._module, self._deadline):
-            # max_tokens (not max_completion_tokens): what local servers understand.
-            resp = await self._sdk.chat.completions.create(
-                model=model or self.model,
-                max_tokens=max_tokens,
-                messages=[
-                    {"role": "system", "content": system},
-                    {"role": "user", "content": prompt},
-                ],
-            )
-            choice = resp.choices[0]
-            text = choice.message.content or ""
-        if not text.strip():
-            raise LLMError(f"{self.provider}: empty answer")
+        model = model or self.model
+        async with self.meter.call(self.provider, model, "chat") as call:
+            async with _calling(self.provider, self._module, self._deadline):
+                # max_tokens (not max_completion_tokens): what local servers understand.
+                resp = await self._sdk.chat.completions.create(
+                    model=model,
+                    max_tokens=max_tokens,
+                    messages=[
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": prompt},
+                    ],
+                )
+                call.tokens(getattr(resp, "usage", None), "prompt_tokens", "completion_tokens")
+                choice = resp.choices[0]
+                text = choice.message.content or ""
+            if not text.strip():
+                raise LLMError(f"{self.provider}: empty answer")
         return text.strip()
 
     async def structured(
@@ -270,43 +283,42 @@ class OpenAICompatLLM:
         model: str | None = None,
     ) -> ToolAnswer:
         """Chat completions with one function and `tool_choice` forcing it."""
-        async with _calling(self.provider, self._module, self._deadline):
-            resp = await self._sdk.chat.completions.create(
-                model=model or self.model,
-                max_tokens=max_tokens,
-                messages=[
-                    {"role": "system", "content": system},
-                    {"role": "user", "content": prompt},
-                ],
-                tools=[
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": tool_name,
-                            "description": tool_description,
-                            "parameters": schema,
-                        },
-                    }
-                ],
-                tool_choice={"type": "function", "function": {"name": tool_name}},
-            )
-            calls = [
-                c
-                for c in (resp.choices[0].message.tool_calls or [])
-                if getattr(getattr(c, "function", None), "name", None) == tool_name
-            ]
-            usage = resp.usage
-            data = json.loads(calls[0].function.arguments) if calls else None  # type: ignore[union-attr]
-        if not calls:
-            raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer")
-        return ToolAnswer(
-            data,
-            int(getattr(usage, "prompt_tokens", 0) or 0),
-            int(getattr(usage, "completion_tokens", 0) or 0),
-        )
+        model = model or self.model
+        async with self.meter.call(self.provider, model, "chat", tool_name) as call:
+            async with _calling(self.provider, self._module, self._deadline):
+                resp = await self._sdk.chat.completions.create(
+                    model=model,
+                    max_tokens=max_tokens,
+                    messages=[
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": prompt},
+                    ],
+                    tools=[
+                        {
+                            "type": "function",
+                            "function": {
+                                "name": tool_name,
+                                "description": tool_description,
+                                "parameters": schema,
+                            },
+                        }
+                    ],
+                    tool_choice={"type": "function", "function": {"name": tool_name}},
+                )
+                calls = [
+                    c
+                    for c in (resp.choices[0].message.tool_calls or [])
+                    if getattr(getattr(c, "function", None), "name", None) == tool_name
+                ]
+                call.tokens(getattr(resp, "usage", None), "prompt_tokens", "completion_tokens")
+                data = json.loads(calls[0].function.arguments) if calls else None  # type: ignore[union-attr]
+            if not calls:
+                raise LLMError(f"{self.provider}: no {tool_name} tool call in the answer")
+        return ToolAnswer(data, call.input_tokens, call.output_tokens)
 
     async def aclose(self) -> None:
-        """Close the SDK's HTTP client."""
+        """Write the ledger's last rows; close the SDK's HTTP client."""
+        await self.meter.flush()
         await self._sdk.close()
 
 

@@ -46,7 +46,7 @@ from typing import Any, Protocol
 from arq import Retry
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.core import pg
+from app.core import pg, tracing
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.core.tokens import count_message
@@ -54,6 +54,7 @@ from app.jobs import metrics, repository
 from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.jobs.service import enqueue_compression
+from app.llm import usage
 from app.llm.client import LLMClient
 from app.llm.errors import LLMError
 from app.memory import pressure as triggers
@@ -172,6 +173,9 @@ async def run_compression(
         if plan is None:
             return outcome
         plan = _first_batch(plan, RANGES_PER_APPLY)
+        # the summaries' LLM calls, for the cost ledger and the tenant's budget: past it,
+        # the client refuses them and `summarise` falls back to the heuristic
+        usage.attribute("summary", tenant_id, session_id=session_id)
         drafts = list(
             await asyncio.gather(
                 *(
@@ -200,8 +204,9 @@ async def run_compression(
             if row is None:
                 return outcome
             try:
-                await apply_compression(conn, row, plan, drafts)
-                await db.commit()
+                with tracing.memory_span("update_memory", session_id, store_kind="session"):
+                    await apply_compression(conn, row, plan, drafts)  # the L2 write
+                    await db.commit()
             except StaleMemoryState:
                 await db.rollback()
                 stale += 1

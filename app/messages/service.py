@@ -16,7 +16,7 @@ from pydantic_core import PydanticSerializationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core import pg
+from app.core import pg, tracing
 from app.core.config import Settings
 from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
@@ -188,13 +188,17 @@ async def append(
             check_sizes(body, max_message_bytes)
     check_created_at(body, datetime.now(UTC))
     canonical = _canonical(body)
-    async with stores.connection() as conn:
-        result, committed, follow_up = await _append_on(
-            conn, caller, session_id, body, canonical, idempotency_key, large, hooks
-        )
-    for run in committed:  # what the hooks left for after the commit (e.g. publish)
-        await _never_fails(run)()
-    await _committed(follow_up, defer)
+    # a memory operation of the GenAI conventions when tracing is on (app.core.tracing)
+    with tracing.memory_span(
+        "update_memory", session_id, store_kind="session", records=body.messages
+    ):
+        async with stores.connection() as conn:
+            result, committed, follow_up = await _append_on(
+                conn, caller, session_id, body, canonical, idempotency_key, large, hooks
+            )
+        for run in committed:  # what the hooks left for after the commit (e.g. publish)
+            await _never_fails(run)()
+        await _committed(follow_up, defer)
     return result
 
 

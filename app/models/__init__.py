@@ -9,6 +9,7 @@ from app.models.erasure import Erasure  # noqa: F401
 from app.models.fact import FactExtraction, MemoryItemVersion  # noqa: F401
 from app.models.idempotency import IdempotencyRecord
 from app.models.learned import LearnedHead, LearnedVersion  # noqa: F401
+from app.models.llm_usage import LlmUsage, TenantBudget  # noqa: F401
 from app.models.memory import MemoryState  # noqa: F401  (and the other memory tables)
 from app.models.memory_item import MemoryItem  # noqa: F401
 from app.models.message import Message

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from app.auth.caller import Caller
-from app.core import pg
+from app.core import pg, tracing
 from app.core.db import transaction
 from app.core.errors import BadRequest, Forbidden
 from app.messages.service import to_public
@@ -39,6 +39,7 @@ def public(outcome: service.SearchOutcome, promoted: list[int] | None = None) ->
             for h in outcome.hits
         ],
         reranked=outcome.reranked,
+        rerank_skipped=outcome.rerank_skipped,
         query_lexemes=outcome.lexemes,
         query_dates=[QueryDate(year=d.year, month=d.month, day=d.day) for d in outcome.dates],
         candidates=outcome.candidates,
@@ -50,19 +51,21 @@ async def _search(
     conn: Any, scope: SearchScope, body: SessionSearchCreate | SearchCreate, env: SearchEnv
 ) -> service.SearchOutcome:
     """The search a request asks for, in `scope`, with the app's search environment."""
-    return await service.search(
-        conn,
-        scope,
-        body.query,
-        limit=body.limit,
-        rerank=body.rerank,
-        llm=env.llm,
-        cache=env.rerank_cache,
-        options=env.options,
-        after=body.after,
-        before=body.before,
-        ranking=body.ranking,
-    )
+    store = scope.session_id or scope.user_id or scope.agent_id or scope.tenant_id
+    with tracing.memory_span("search_memory", store, store_kind=scope.kind, query=body.query):
+        return await service.search(
+            conn,
+            scope,
+            body.query,
+            limit=body.limit,
+            rerank=body.rerank,
+            llm=env.llm,
+            cache=env.rerank_cache,
+            options=env.options,
+            after=body.after,
+            before=body.before,
+            ranking=body.ranking,
+        )
 
 
 async def search_session(

@@ -128,6 +128,11 @@ class SearchPublic(BaseModel):
 
     results: list[SearchHitPublic]
     reranked: bool = Field(description="True when the order comes from the LLM rerank.")
+    rerank_skipped: str | None = Field(
+        None,
+        description="Why a rerank asked for was not done: `budget` (the tenant's daily token "
+        "budget is spent) or `unavailable` (the LLM failed).",
+    )
     query_lexemes: list[str] = Field(description="The stemmed terms that were searched.")
     query_dates: list[QueryDate] = Field(
         default_factory=list,

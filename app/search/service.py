@@ -21,6 +21,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import deadline, pg
+from app.llm import usage
 from app.memory.service import promote_messages
 from app.messages.prior import asks_when
 from app.models.session import SessionRow
@@ -77,6 +78,7 @@ class SearchOutcome:
 
     hits: list[SearchHit] = field(default_factory=list)
     reranked: bool = False
+    rerank_skipped: str | None = None  # asked but not done: "budget", "unavailable"
     lexemes: list[str] = field(default_factory=list)
     candidates: int = 0
     dates: list[DateSpec] = field(default_factory=list)
@@ -243,7 +245,9 @@ async def search(
             for h in hits
         ]
         assert llm is not None
-        scores = await _rerank(llm, cache, normalize_query(query), candidates, options)
+        with usage.attributed("rerank", scope.tenant_id, session_id=scope.session_id) as asked:
+            scores = await _rerank(llm, cache, normalize_query(query), candidates, options)
+        outcome.rerank_skipped = asked.refused or ("unavailable" if scores is None else None)
         if scores is not None:
             outcome.reranked = True
             ordered = [(c.id, s) for c, s in order_by_scores(candidates, scores)]

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Query, Request
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import pg
+from app.core import pg, tracing
 from app.core.db import DbDep, after_commit, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
@@ -42,9 +42,12 @@ async def create_session(
 ) -> SessionPublic:
     """Start a session for an agent."""
     state = app_state(request.app)
-    session = await service.create(
-        db, caller, body, on_created=state.parts[service.SessionHooks].created
-    )
+    with tracing.memory_span("create_memory_store", store_kind="session") as span:
+        session = await service.create(
+            db, caller, body, on_created=state.parts[service.SessionHooks].created
+        )
+        if span is not None:
+            span.set_attribute("gen_ai.memory.store.id", str(session.id))
     return service.to_public(session)
 
 

@@ -25,6 +25,7 @@ ORDER: tuple[str, ...] = (
     "state",
     "auth",
     "users",
+    "usage",
     "sessions",
     "messages",
     "shared_memory",

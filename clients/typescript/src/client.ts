@@ -758,6 +758,30 @@ export class LoomClient {
     return this.http.json("DELETE", `/v1/agents/${segment(agentId)}/memory`, { options });
   }
 
+  /** What the LLM cost the tenant: calls and tokens over a range (default: the last 30
+   * days), grouped by day, purpose, model, session, user or agent, with its daily budget. */
+  getUsage(params?: T.QueryOf<"get_usage">, options?: CallOptions): Promise<T.UsageReport> {
+    return this.http.json("GET", "/v1/usage", { query: q(params), options });
+  }
+
+  /** A tenant's daily token budget in force and today's spending. */
+  getBudget(tenantId: string, options?: CallOptions): Promise<T.Budget> {
+    return this.http.json("GET", `/v1/tenants/${segment(tenantId)}/budget`, { options });
+  }
+
+  /** Set a tenant's own daily token budget (admin keys); null: no budget at all. */
+  setBudget(tenantId: string, dailyTokens: number | null, options?: CallOptions): Promise<T.Budget> {
+    return this.http.json("PUT", `/v1/tenants/${segment(tenantId)}/budget`, {
+      json: { daily_tokens: dailyTokens },
+      options,
+    });
+  }
+
+  /** Drop a tenant's own budget: the server's default applies again (admin keys). */
+  resetBudget(tenantId: string, options?: CallOptions): Promise<T.Budget> {
+    return this.http.json("DELETE", `/v1/tenants/${segment(tenantId)}/budget`, { options });
+  }
+
   /** An erasure's receipt. */
   getErasure(erasureId: string, options?: CallOptions): Promise<T.Erasure> {
     return this.http.json("GET", `/v1/erasures/${segment(erasureId)}`, { options });
@@ -871,6 +895,7 @@ export const OPERATIONS = {
   extract_facts: ["extractFacts"],
   find_erasures: ["findErasures"],
   get_agent_profile: ["getProfile"],
+  get_budget: ["getBudget"],
   get_context_manifest: ["getContextManifest"],
   get_data_reference: ["getRef", "getRefMeta"],
   get_erasure: ["getErasure"],
@@ -888,6 +913,7 @@ export const OPERATIONS = {
     "getSharedMemoryIfChanged",
     "getSharedMemoryRef",
   ],
+  get_usage: ["getUsage"],
   get_user: ["getUser"],
   healthz: ["healthz"],
   import_export: ["importExport"],
@@ -912,10 +938,12 @@ export const OPERATIONS = {
   query_memory_items: ["queryMemoryItems", "iterMemoryItems"],
   readyz: ["readyz"],
   replay_context: ["replayContext"],
+  reset_budget: ["resetBudget"],
   revoke_api_key: ["revokeApiKey"],
   rollback_learned: ["rollbackLearned"],
   search_session: ["searchSession"],
   search_sessions: ["search"],
+  set_budget: ["setBudget"],
   shared_memory_stats: ["sharedMemoryStats"],
   update_session: ["updateSession"],
   watch_shared_memory: ["watchSharedMemory"],

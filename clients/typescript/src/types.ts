@@ -97,6 +97,9 @@ export type DataReference = Schemas["DataReference"];
 // users, erasure, export / import
 export type User = Schemas["UserPublic"];
 export type UserList = Schemas["UserList"];
+export type UsageReport = Schemas["UsageReport"];
+export type UsageGroup = Schemas["UsageGroup"];
+export type Budget = Schemas["BudgetPublic"];
 export type Erasure = Schemas["ErasurePublic"];
 export type ErasureList = Schemas["ErasureList"];
 export type ImportResult = Schemas["ImportResult"];

@@ -10,6 +10,7 @@ import {knowledgePage} from "./knowledge.js";
 import {jobsPage} from "./jobs.js";
 import {usersPage, userPage} from "./users.js";
 import {contextsPage} from "./contexts.js";
+import {usagePage} from "./usage.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -25,6 +26,7 @@ const PAGES = {
   users: usersPage,
   user: userPage,
   contexts: contextsPage,
+  usage: usagePage,
 };
 
 // A page may hold streams and timers: the router aborts this when it leaves the page.

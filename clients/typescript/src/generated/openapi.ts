@@ -1148,6 +1148,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant_id}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a tenant's daily token budget
+         * @description The budget in force (the tenant's own, else LOOM_DAILY_TOKEN_BUDGET) and today's
+         *     spending. Admin keys, or a key of the tenant.
+         */
+        get: operations["get_budget"];
+        /**
+         * Set a tenant's daily token budget
+         * @description Set the tenant's own budget (admin). Past it, LLM work degrades instead of
+         *     spending: heuristic summaries, fact extraction waits, no rerank. Raising it resumes
+         *     the waiting extractions at once (other processes see it within
+         *     LOOM_USAGE_BUDGET_REFRESH_SECONDS).
+         */
+        put: operations["set_budget"];
+        post?: never;
+        /**
+         * Reset a tenant's daily token budget to the default
+         * @description Drop the tenant's own budget: LOOM_DAILY_TOKEN_BUDGET applies again (admin).
+         */
+        delete: operations["reset_budget"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * LLM usage and cost
+         * @description Every LLM call the service made for the tenant (summaries, fact recording and
+         *     decisions, rerank), with its tokens, over a range of at most 400 days, grouped by UTC
+         *     day, purpose, model, session, user or agent; with the daily token budget and today's
+         *     spending. Agent keys see their own agent's calls. Admin keys name the tenant with
+         *     X-Tenant-Id.
+         */
+        get: operations["get_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users": {
         parameters: {
             query?: never;
@@ -1352,6 +1408,55 @@ export interface components {
             tokens_a: number;
             /** Tokens B */
             tokens_b: number;
+        };
+        /**
+         * BudgetPublic
+         * @description A tenant's daily token budget (input + output tokens per UTC day) and today's use.
+         */
+        BudgetPublic: {
+            /**
+             * Daily Tokens
+             * @description The budget in force; null: none (LLM work is never held back).
+             */
+            daily_tokens: number | null;
+            /**
+             * Resets At
+             * Format: date-time
+             * @description The next 00:00 UTC.
+             */
+            resets_at: string;
+            /**
+             * Source
+             * @description `tenant`: set for this tenant; `default`: LOOM_DAILY_TOKEN_BUDGET; `none`: no budget.
+             * @enum {string}
+             */
+            source: "tenant" | "default" | "none";
+            /**
+             * Spent
+             * @description True when today's budget is spent: summaries are heuristic, fact extraction waits (status `skipped`, `skipped: budget`) and search is not reranked (`rerank_skipped: budget`) until the next UTC day or a raised budget.
+             */
+            spent: boolean;
+            /**
+             * Tenant Id
+             * Format: uuid
+             */
+            tenant_id: string;
+            /**
+             * Used Today
+             * @description Tokens spent since 00:00 UTC.
+             */
+            used_today: number;
+        };
+        /**
+         * BudgetSet
+         * @description A tenant's own daily token budget.
+         */
+        BudgetSet: {
+            /**
+             * Daily Tokens
+             * @description Input + output tokens per UTC day; null: no budget for this tenant whatever the default (DELETE goes back to the default).
+             */
+            daily_tokens: number | null;
         };
         /** ClearRequest */
         ClearRequest: {
@@ -1940,7 +2045,7 @@ export interface components {
         ErasurePublic: {
             /**
              * Counts
-             * @description Rows deleted per kind of data (so far, while running): `references`, `messages`, `shared_memory_entries`, `summaries`, `snapshots`, `memory_states`, `search_stats`, `idempotency_records`, `compression_jobs`, `fact_extractions`, `context_manifests`, `fact_versions`, `facts`, `queued_jobs`, `sessions`. `queued_jobs` counts background jobs removed from the queue.
+             * @description Rows deleted per kind of data (so far, while running): `references`, `messages`, `shared_memory_entries`, `summaries`, `snapshots`, `memory_states`, `search_stats`, `idempotency_records`, `compression_jobs`, `fact_extractions`, `context_manifests`, `fact_versions`, `facts`, `llm_usage_anonymised`, `queued_jobs`, `sessions`. `queued_jobs` counts background jobs removed from the queue.
              */
             counts: {
                 [key: string]: number;
@@ -2058,7 +2163,7 @@ export interface components {
             runs?: number;
             /**
              * Skipped
-             * @description no_llm or disabled (`last_error` says why).
+             * @description no_llm, disabled or budget (issue 47).
              */
             skipped?: string | null;
             /** Started At */
@@ -3374,6 +3479,11 @@ export interface components {
              */
             query_lexemes: string[];
             /**
+             * Rerank Skipped
+             * @description Why a rerank asked for was not done: `budget` (the tenant's daily token budget is spent) or `unavailable` (the LLM failed).
+             */
+            rerank_skipped?: string | null;
+            /**
              * Reranked
              * @description True when the order comes from the LLM rerank.
              */
@@ -3961,6 +4071,63 @@ export interface components {
              * @constant
              */
             type?: "tool_result";
+        };
+        /**
+         * UsageGroup
+         * @description The calls of one group (one day, purpose, model, session, user or agent).
+         */
+        UsageGroup: {
+            /** Avg Latency Ms */
+            avg_latency_ms: number;
+            /** Calls */
+            calls: number;
+            /**
+             * Failed Calls
+             * @description Calls that failed or timed out (their tokens, if any, count).
+             */
+            failed_calls: number;
+            /** Input Tokens */
+            input_tokens: number;
+            /**
+             * Key
+             * @description The group: a UTC day (YYYY-MM-DD), a purpose (summary, fact_recording, fact_decision, rerank...), a model, a session id, a user id or an agent id; null for calls of no session / user / agent (or anonymised by an erasure).
+             */
+            key: string | null;
+            /** Output Tokens */
+            output_tokens: number;
+            /** Total Tokens */
+            total_tokens: number;
+        };
+        /**
+         * UsageReport
+         * @description A tenant's LLM calls over a time range, grouped.
+         */
+        UsageReport: {
+            budget: components["schemas"]["BudgetPublic"];
+            /**
+             * Group By
+             * @enum {string}
+             */
+            group_by: "day" | "purpose" | "model" | "session" | "user" | "agent";
+            /** Items */
+            items: components["schemas"]["UsageGroup"][];
+            /**
+             * Since
+             * Format: date-time
+             */
+            since: string;
+            /** @description Every call of the range (`key` null). */
+            total: components["schemas"]["UsageGroup"];
+            /**
+             * Truncated
+             * @description More groups than `limit` (the rest are left out).
+             */
+            truncated: boolean;
+            /**
+             * Until
+             * Format: date-time
+             */
+            until: string;
         };
         /** UserList */
         UserList: {
@@ -7452,6 +7619,7 @@ export interface operations {
                      *       "query_lexemes": [
                      *         "query lexeme"
                      *       ],
+                     *       "rerank_skipped": "rerank skipped",
                      *       "reranked": false,
                      *       "results": [
                      *         {
@@ -11128,6 +11296,7 @@ export interface operations {
                      *       "query_lexemes": [
                      *         "query lexeme"
                      *       ],
+                     *       "rerank_skipped": "rerank skipped",
                      *       "reranked": false,
                      *       "results": [
                      *         {
@@ -12485,6 +12654,493 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["TenantPublic"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_budget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "daily_tokens": 128,
+                     *       "resets_at": "2026-11-25T12:00:00Z",
+                     *       "source": "tenant",
+                     *       "spent": false,
+                     *       "tenant_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+                     *       "used_today": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetPublic"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    set_budget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetSet"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "daily_tokens": 128,
+                     *       "resets_at": "2026-11-25T12:00:00Z",
+                     *       "source": "tenant",
+                     *       "spent": false,
+                     *       "tenant_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+                     *       "used_today": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetPublic"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    reset_budget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "daily_tokens": 128,
+                     *       "resets_at": "2026-11-25T12:00:00Z",
+                     *       "source": "tenant",
+                     *       "spent": false,
+                     *       "tenant_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+                     *       "used_today": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BudgetPublic"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_usage: {
+        parameters: {
+            query?: {
+                group_by?: "day" | "purpose" | "model" | "session" | "user" | "agent";
+                /** @description Start (inclusive); default 30 days ago, 00:00 UTC. */
+                since?: string | null;
+                /** @description End (exclusive); default now. */
+                until?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "budget": {
+                     *         "daily_tokens": 128,
+                     *         "resets_at": "2026-11-25T12:00:00Z",
+                     *         "source": "tenant",
+                     *         "spent": false,
+                     *         "tenant_id": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+                     *         "used_today": 1
+                     *       },
+                     *       "group_by": "day",
+                     *       "items": [
+                     *         {
+                     *           "avg_latency_ms": 1,
+                     *           "calls": 1,
+                     *           "failed_calls": 1,
+                     *           "input_tokens": 128,
+                     *           "key": "notes/otters",
+                     *           "output_tokens": 128,
+                     *           "total_tokens": 128
+                     *         }
+                     *       ],
+                     *       "since": "2026-11-25T12:00:00Z",
+                     *       "total": {
+                     *         "avg_latency_ms": 1,
+                     *         "calls": 1,
+                     *         "failed_calls": 1,
+                     *         "input_tokens": 128,
+                     *         "key": "notes/otters",
+                     *         "output_tokens": 128,
+                     *         "total_tokens": 128
+                     *       },
+                     *       "truncated": false,
+                     *       "until": "2026-11-25T12:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsageReport"];
                 };
             };
             /** @description Bad Request */

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Literal
 
 from loom_client import _wire
@@ -17,6 +18,7 @@ from loom_client.models.auth import (
     Tenant,
     WhoAmI,
 )
+from loom_client.models.usage import Budget, UsageGroupBy, UsageReport
 from loom_client.operations import operation
 
 
@@ -75,6 +77,40 @@ class AsyncAdminMixin(AsyncBaseClient):
         """Revoke a key; it stops working on the next request."""
         await self._send("DELETE", f"/v1/api-keys/{segment(key_id)}", options=options,
                          params=_wire.query(tenant_id=tenant_id))
+
+    @operation("GET", "/v1/usage")
+    async def get_usage(self, *, group_by: UsageGroupBy | None = None,
+                        since: datetime | None = None, until: datetime | None = None,
+                        limit: int | None = None,
+                        options: RequestOptions | None = None) -> UsageReport:
+        """The tenant's LLM calls and tokens over a range (default: the last 30 days),
+        grouped by day, purpose, model, session, user or agent, with its daily budget."""
+        return await self._request(
+            UsageReport, "GET", "/v1/usage", options=options,
+            params=_wire.query(group_by=group_by,
+                               since=since.isoformat() if since else None,
+                               until=until.isoformat() if until else None, limit=limit))
+
+    @operation("GET", "/v1/tenants/{tenant_id}/budget")
+    async def get_budget(self, tenant_id: str, *,
+                         options: RequestOptions | None = None) -> Budget:
+        """A tenant's daily token budget in force and today's spending."""
+        return await self._request(Budget, "GET", f"/v1/tenants/{segment(tenant_id)}/budget",
+                                   options=options)
+
+    @operation("PUT", "/v1/tenants/{tenant_id}/budget")
+    async def set_budget(self, tenant_id: str, daily_tokens: int | None, *,
+                         options: RequestOptions | None = None) -> Budget:
+        """Set a tenant's own daily token budget (admin keys); None: no budget at all."""
+        return await self._request(Budget, "PUT", f"/v1/tenants/{segment(tenant_id)}/budget",
+                                   options=options, json={"daily_tokens": daily_tokens})
+
+    @operation("DELETE", "/v1/tenants/{tenant_id}/budget")
+    async def reset_budget(self, tenant_id: str, *,
+                           options: RequestOptions | None = None) -> Budget:
+        """Drop a tenant's own budget: the server's default applies again (admin keys)."""
+        return await self._request(Budget, "DELETE",
+                                   f"/v1/tenants/{segment(tenant_id)}/budget", options=options)
 
     @operation("GET", "/healthz")
     async def healthz(self, *, options: RequestOptions | None = None) -> dict[str, str]:

@@ -86,6 +86,7 @@ from loom_client.models.tools import (
     ToolList,
     ToolResult,
 )
+from loom_client.models.usage import Budget, UsageGroup, UsageGroupBy, UsageReport
 from loom_client.models.users import Erasure, ErasureList, ImportResult, User, UserList
 from loom_client.models.watch import (
     ClosedEvent,
@@ -116,4 +117,5 @@ __all__ = [
     "SnapshotList", "Summary", "TaskCompleteResult", "Tenant", "TierShares", "TierUsage",
     "ToolDefinition", "ToolList", "ToolResult", "UnknownEvent", "WatchEvent", "WhoAmI",
     "User", "UserList", "Erasure", "ErasureList", "ImportResult",
+    "Budget", "UsageGroup", "UsageGroupBy", "UsageReport",
 ]

@@ -24,6 +24,7 @@ class SearchResult(ResponseModel):
     results: list[SearchHit]
     candidates: int
     reranked: bool
+    rerank_skipped: str | None = None  # "budget" or "unavailable" when asked but not done
     query_lexemes: list[str]
     query_dates: list[QueryDate] = []
     promoted_seqs: list[int] = []
