@@ -115,7 +115,7 @@ def compression_functions(settings: Settings) -> list[Any]:
 
 
 def facts_functions(settings: Settings) -> list[Any]:
-    """The fact extraction job (issue 19): retried by its own backoff up to
+    """The fact extraction job: retried by its own backoff up to
     LOOM_FACTS_MAX_TRIES, one per session (job id `facts:<session>`)."""
     return [
         func(
@@ -129,7 +129,7 @@ def facts_functions(settings: Settings) -> list[Any]:
 
 
 def erasure_functions(settings: Settings) -> list[Any]:
-    """The erasure job (issue 28): resumable, so a retry or a rerun after a killed worker
+    """The erasure job: resumable, so a retry or a rerun after a killed worker
     goes on where the last one stopped; keep_result=0 lets the sweep queue it again."""
     return [
         func(

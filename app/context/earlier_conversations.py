@@ -1,4 +1,4 @@
-"""Recall across a user's sessions (issue 28): the "earlier conversations" context block.
+"""Recall across a user's sessions: the "earlier conversations" context block.
 
 With `config.user_recall` on, a session with a user gets, after ROM, Kernel and the facts,
 the best-matching turns of that user's *other* sessions with the same agent (the session

@@ -1,4 +1,4 @@
-"""Unknown query parameters are refused (issue 27): a misspelled `as_of` must not be
+"""Unknown query parameters are refused: a misspelled `as_of` must not be
 ignored, just as an unknown body field is not (bodies forbid extra fields).
 
 Checked by the authentication every /v1 route runs (`app.auth.deps`; a test walks the

@@ -1,4 +1,4 @@
-"""`as_of` values (issue 37, finding 11), with no I/O: an RFC 3339 date-time with a
+"""`as_of` values, with no I/O: an RFC 3339 date-time with a
 timezone, or a date alone, which means its start: 00:00 UTC of that day (`2026-02-15` ->
 `2026-02-15T00:00:00Z`). A date-time without a timezone stays an error (which zone would
 it be?)."""

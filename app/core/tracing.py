@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (issue 47), on when `LOOM_OTEL=true` and the `otel` extra is installed.
+"""OpenTelemetry traces, on when `LOOM_OTEL=true` and the `otel` extra is installed.
 
 A request is one trace: FastAPI's own HTTP server span (`create_app` hands it this
 module's provider), the memory operations it performs in the GenAI memory conventions

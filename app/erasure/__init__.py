@@ -1,2 +1,2 @@
-"""Erasure (issue 28): a user, a session or an agent's private memory, every derived byte,
+"""Erasure: a user, a session or an agent's private memory, every derived byte,
 with a receipt."""

@@ -116,7 +116,7 @@ async def erase_session(
         if deps.pause_seconds:
             await asyncio.sleep(deps.pause_seconds)
     async with transaction(deps.sessionmaker) as db:
-        # facts other sessions support stay, without this one (issue 37)
+        # facts other sessions support stay, without this one
         await release_session(db, t, session_id)
         await repo.run_combined(db, t, e, repo.SESSION_REST, params)
     await _drop_jobs(deps, t, e, session_id)

@@ -1,2 +1,2 @@
-"""Durable facts (issues 19, 27): extraction from conversations, validity in time,
+"""Durable facts: extraction from conversations, validity in time,
 history, and the facts context block. `policy` holds the pure rules."""

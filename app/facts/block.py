@@ -1,6 +1,6 @@
 """The "facts" context block (registered first in `app.wiring`, so it follows ROM and
 Kernel): the valid facts of the session's fact scope that answer the recall query or the
-newest user message (issue 37: facts whose key's attribute it asks about, then text
+newest user message (facts whose key's attribute it asks about, then text
 matches without the scope's own frequent words; `app.facts.policy.context_tier`), then
 the most important others, within `facts.share` of the budget
 and only in what the layers left free — blocks are dropped before L1 is cut, so the facts

@@ -1,4 +1,4 @@
-"""`PATCH /v1/memory-items/{id}` (issue 27): people correct facts (any item, in fact), with
+"""`PATCH /v1/memory-items/{id}`: people correct facts (any item, in fact), with
 `If-Match` on the item's version (the ETag `"<version>"`). As for shared-memory entries
 (app/shared_memory/etag.py): no If-Match is 428 `if_match_required`; a stale version is 409
 `version_conflict` with `details.current_version`; a weak tag `W/"3"` names version 3 too
@@ -35,7 +35,7 @@ def check_if_match(if_match: str | None, version: int) -> None:
             code="if_match_required",
         )
     # an item's ETag is its version number: a weak tag (`W/"2"`, as a proxy that
-    # compresses may send it back) names the same version (issue 37)
+    # compresses may send it back) names the same version
     spec = parse_match_header(_strong(if_match))
     if not spec.any and version not in spec.versions:
         raise Conflict(

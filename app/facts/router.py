@@ -1,4 +1,4 @@
-"""Fact extraction, a fact's history and corrections over HTTP (issues 19, 27)."""
+"""Fact extraction, a fact's history and corrections over HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API schemas of facts (issues 19, 27): search and forget (REST, MCP, the built-in tools),
+"""API schemas of facts: search and forget (REST, MCP, the built-in tools),
 a session's extraction and the fact lists. Items, their versions and corrections
 (`MemoryItemUpdate`) are knowledge's (`app.knowledge.schemas`)."""
 
@@ -50,7 +50,7 @@ class FactExtractionPublic(BaseModel):
     job_id: str | None = None
     attempts: int = 0
     last_error: str | None = None
-    skipped: str | None = Field(None, description="no_llm, disabled or budget (issue 47).")
+    skipped: str | None = Field(None, description="no_llm, disabled or budget.")
     runs: int = 0
     last_result: dict[str, Any] | None = Field(
         None,

@@ -1,4 +1,4 @@
-"""Say at start-up why facts would not be extracted (issue 27, finding 13)."""
+"""Say at start-up why facts would not be extracted."""
 
 from __future__ import annotations
 

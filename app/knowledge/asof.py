@@ -1,4 +1,4 @@
-"""`as_of` (issue 27): what was true at a time. The SQL side keeps the items true then
+"""`as_of`: what was true at a time. The SQL side keeps the items true then
 (`valid_at`, here); this module shows each as it read then: the version in
 effect at that time (`app.knowledge.timeline.version_at`) over the item's current row."""
 

@@ -426,7 +426,7 @@ FACTS_SCOPE_PATTERN = (
 
 
 class FactsInput(BaseModel):
-    """Durable facts (issue 19): extracted from this session's messages after each
+    """Durable facts: extracted from this session's messages after each
     compression (or on demand) into `scope`, and the best-matching valid ones placed in the
     context after ROM and Kernel within `share` of the budget."""
 

@@ -9,14 +9,14 @@ Decision (spec silent): scope ids are 1-128 characters from ``[A-Za-z0-9._:@-]``
 starting with a letter or digit, so a scope string has exactly one ``/`` and
 round-trips through URLs and logs without escaping.
 
-The ``agent`` tier (issue 19) is private to one agent, visible exactly as the ``agent``
+The ``agent`` tier is private to one agent, visible exactly as the ``agent``
 shared-memory namespace: its agent key, and service keys acting for it with
 ``X-Agent-Id``. Written as ``agent`` (the caller's agent, resolved by the service) or
 ``agent/<agent_id>`` (must be the caller's agent). ``Scope("agent")`` without an id is the
 unresolved form; as a filter value it means "the agent tier" (the repository's visibility
 clause keeps it to the caller's own agent).
 
-The ``user`` tier (issue 28), ``user/<user_id>``, holds facts about one person (a session's
+The ``user`` tier, ``user/<user_id>``, holds facts about one person (a session's
 ``user_id``); who sees it is ``app.users.access`` (service keys of the tenant, agent keys
 whose agent has a session with that user). ``user`` without an id is the unresolved form
 of a facts config: the session's user.

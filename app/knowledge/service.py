@@ -8,12 +8,12 @@ Decisions where the spec is silent:
   Entering a project counts as an insert for eviction.
 - ``source`` defaults to the caller's agent id, else ``api``.
 - Clearing ``global`` without ``confirm: true`` is 400 ``confirmation_required``.
-- The ``agent`` tier (issue 19) is the exception to tenant-wide knowledge: private to its
+- The ``agent`` tier is the exception to tenant-wide knowledge: private to its
   agent (``app.knowledge.repository.readable``); another agent's item is 404.
 - Every change (create, edit, promote, delete, clear, eviction) writes a version row saying
-  who, when and why (issue 27, ``app.knowledge.versions``); an item written by hand is valid
+  who, when and why (``app.knowledge.versions``); an item written by hand is valid
   from when it was written.
-- The ``user`` tier (issue 28) follows ``app.users.access``: writing ``user/<id>`` needs
+- The ``user`` tier follows ``app.users.access``: writing ``user/<id>`` needs
   the same visibility as reading it (404 ``user_not_found`` otherwise); the bare ``user``
   scope only means something in a session's facts config (400 here).
 """

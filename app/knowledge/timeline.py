@@ -1,8 +1,8 @@
-"""Facts in time (issue 27), with no I/O.
+"""Facts in time, with no I/O.
 
 - `time_order`: candidates of a batch in the order their facts became true, so one batch
   and ten batches of the same conversation give the same facts and history.
-- `is_older` (issue 37): which of two statements is the older, like with like (event
+- `is_older`: which of two statements is the older, like with like (event
   times when both have one, else when each was said); the older never overrides the
   newer: it is kept as history, fitted into the key's timeline (`fit_in_timeline`).
   (`older_than_target` is the issue-27 rule on `valid_from` alone.)
@@ -37,7 +37,7 @@ def older_than_target(candidate_from: datetime, target_from: datetime | None) ->
 
 @dataclass(frozen=True, slots=True)
 class Said:
-    """A fact's times for comparing two statements like with like (issue 37): when it
+    """A fact's times for comparing two statements like with like: when it
     became true, when it was said, and whether the first is an event time (known, not
     just the moment it was said or typed)."""
 
@@ -57,7 +57,7 @@ def said_of(valid_from: datetime | None, stated_at: datetime | None, created_at:
 
 def is_older(candidate: Said, target: Said) -> bool:
     """The candidate is the older statement (it may not override the target): by event
-    times when both have one, else by when each was said (issue 37: a hand-typed "resides
+    times when both have one, else by when each was said (a hand-typed "resides
     in Vienna" with no event time no longer beats "I moved to Rome last week" said after
     it)."""
     if candidate.event and target.event:
@@ -82,7 +82,7 @@ def fit_in_timeline(
 ) -> Slot:
     """The slot of a statement true from `start` in a chain of facts (id, valid_from,
     invalid_at) that replaced one another, the newest included: it ends where the first
-    fact beginning after it begins, and cuts the fact holding at `start` (issue 37: a
+    fact beginning after it begins, and cuts the fact holding at `start` (a
     late "I lived in Madrid" from day 75 ended at the newest home and overlapped two
     homes in between). A start after every fact's: it ends at once (the newer statement
     wins)."""
@@ -160,7 +160,7 @@ def choose_shown(
     subject: Sequence[str] = (),
 ) -> list[str]:
     """The stored facts a decision prompt shows, most related first, filling `budget`
-    (issue 37: a fixed count of 8 text matches left the contradicted fact out): every
+    (a fixed count of 8 text matches left the contradicted fact out): every
     fact sharing a candidate's key (always, even past the budget); then the same
     subject's related attributes (`app.facts.policy.related_keys`); then the candidates'
     text matches round-robin (best first); then the rest of the same subject; then every

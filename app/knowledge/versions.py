@@ -1,4 +1,4 @@
-"""Version rows of memory items (issue 27): every change by any path (extraction, REST, MCP
+"""Version rows of memory items: every change by any path (extraction, REST, MCP
 and the built-in tools; add, update, invalidate, forget, confirm, edit, delete, promote)
 writes one, saying who (the API key and agent, or extraction), when and why. Written in
 the transaction of the change; never edited; kept when the item is deleted."""

@@ -1,4 +1,4 @@
-"""What every LLM call costs, recorded at one place: the LLM client (issue 47).
+"""What every LLM call costs, recorded at one place: the LLM client.
 
 A call site says who a call is for and why, once, with `attributed(purpose=...,
 tenant_id=..., session_id=...)` (a context manager) or `attribute(...)` (for the rest of the

@@ -1,2 +1,2 @@
-"""Context manifests (issue 30): the record of what a context build showed the model (ids,
+"""Context manifests: the record of what a context build showed the model (ids,
 versions and hashes, no content), stored per build, listed, diffed and replayed."""

@@ -1,7 +1,7 @@
 """Every context build gets a `context_id`; its manifest is made when asked for (`raw`,
 `manifest: true`) or recorded (`config.audit` of the session, or `record: true`).
 
-Storage (decision, issue 30): one compact row (`context_manifests`: ids, versions, hashes,
+Storage (decision): one compact row (`context_manifests`: ids, versions, hashes,
 no content; the manifest in its stored form, `app.manifests.record.record`, as `json`)
 inserted on the hot paths' pool before the build's response is sent, the rows of
 concurrent builds in one statement (`app.manifests.writer.GroupWriter`, one per process in

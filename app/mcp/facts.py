@@ -1,4 +1,4 @@
-"""Facts tools for MCP clients (issue 19): search_facts and forget_fact, as the caller's
+"""Facts tools for MCP clients: search_facts and forget_fact, as the caller's
 agent (X-Agent-Id for service keys), through the same service as the built-in tools."""
 
 import uuid

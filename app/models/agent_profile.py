@@ -27,9 +27,9 @@ class AgentProfile(SQLModel, table=True):
     system_prompt: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     patterns: list[Any] = Field(default_factory=list, sa_column=sa.Column(JSONB, nullable=False))
     backend_schema: Any = Field(default=None, sa_column=sa.Column(JSONB))
-    # default fact extraction config of the agent's new sessions (issue 19; null = off)
+    # default fact extraction config of the agent's new sessions (null = off)
     facts: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(JSONB))
-    # default `config.audit` of the agent's new sessions (issue 30; null = off)
+    # default `config.audit` of the agent's new sessions (null = off)
     audit: bool | None = Field(default=None, sa_column=sa.Column(sa.Boolean))
     created_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
 

@@ -1,4 +1,4 @@
-"""Context manifests (issue 30): what the model saw in one context build, and why."""
+"""Context manifests: what the model saw in one context build, and why."""
 
 import uuid
 from datetime import datetime

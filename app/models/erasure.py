@@ -10,7 +10,7 @@ from app.models.base import new_id, optional_ts_column, tenant_key, tenant_pk, t
 
 
 class Erasure(SQLModel, table=True):
-    """One erasure (issue 28): the receipt while it runs and the audit row afterwards.
+    """One erasure: the receipt while it runs and the audit row afterwards.
 
     `subject` (the raw user, session or agent id) is kept only while the erasure runs: the
     runner needs it, and the write guards of migration 0016 match it. When the erasure

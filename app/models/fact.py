@@ -1,4 +1,4 @@
-"""Fact history and per-session extraction state (issue 19)."""
+"""Fact history and per-session extraction state."""
 
 import uuid
 from datetime import datetime

@@ -1,4 +1,4 @@
-"""The LLM cost ledger (issue 47): one row per LLM call, and a tenant's daily token budget."""
+"""The LLM cost ledger: one row per LLM call, and a tenant's daily token budget."""
 
 import uuid
 from datetime import datetime

@@ -14,7 +14,7 @@ class MemoryItem(SQLModel, table=True):
 
     The scope is split into ``scope_kind`` + ``scope_id`` ('' for global, the agent id for
     ``agent``) so that one composite index serves tier queries, packages and eviction.
-    Facts (``kind='fact'``, issue 19) also carry their provenance, validity and version;
+    Facts (``kind='fact'``) also carry their provenance, validity and version;
     earlier versions live in ``memory_item_versions``.
     """
 
@@ -92,7 +92,7 @@ class MemoryItem(SQLModel, table=True):
     version: int = Field(
         default=1, sa_column=sa.Column(sa.Integer, nullable=False, server_default="1")
     )
-    # issue 27: `user.home_city`-like key, when it was said (valid_from is when it became
+    # a `user.home_city`-like key, when it was said (valid_from is when it became
     # true), and every statement supporting it ([{session_id, seqs}])
     fact_key: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
     stated_at: datetime | None = Field(default=None, sa_column=optional_ts_column())

@@ -43,7 +43,7 @@ class Session(SQLModel, table=True):
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     agent_id: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
-    # The person the session is with (issue 28; opaque, validated like agent ids).
+    # The person the session is with (opaque, validated like agent ids).
     user_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
     # The tombstone: set when an erasure takes the session; from then on it reads as
     # deleted everywhere, and its rows go in batches (app.erasure).
@@ -58,7 +58,7 @@ class Session(SQLModel, table=True):
             "metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")
         ),
     )
-    # `active`, or `ended` (issue 37: ending flushes the fact extraction; an append reopens)
+    # `active`, or `ended` (ending flushes the fact extraction; an append reopens)
     status: str = Field(
         default="active",
         sa_column=sa.Column(sa.String(16), nullable=False, server_default="active"),

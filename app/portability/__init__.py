@@ -1,1 +1,1 @@
-"""Export and import (issue 28): a user, a session or a tenant as NDJSON."""
+"""Export and import: a user, a session or a tenant as NDJSON."""

@@ -1,4 +1,4 @@
-"""Export (NDJSON, streamed) and import: a user, a session, a whole tenant (issue 28)."""
+"""Export (NDJSON, streamed) and import: a user, a session, a whole tenant."""
 
 import logging
 import uuid

@@ -2,7 +2,7 @@
 
 * `session`: one session's messages.
 * `agent`: every session of one agent in the tenant.
-* `user`: every session with one user (issue 28), optionally only one agent's of them
+* `user`: every session with one user, optionally only one agent's of them
   (an agent key sees only its own agent's sessions of the user).
 * `tenant`: every session of the tenant.
 

@@ -22,7 +22,7 @@ from app.memory.schemas import LayerTokens, RomInput
 # Defaults and derived values (budget, reserve, L2 cap) come from
 # `app.memory.policy.MemoryConfig`, the one source; this model only validates input.
 class UserRecallInput(BaseModel):
-    """Recall across the user's other sessions (issue 28, `app.users.recall`)."""
+    """Recall across the user's other sessions (`app.users.recall`)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -93,7 +93,7 @@ def with_profile_defaults(config: dict[str, Any], profile: ProfileRow | None) ->
     if profile is not None and profile.facts and not config.get("facts"):
         config = {**config, "facts": profile.facts}
     if profile is not None and profile.audit is not None and config.get("audit") is None:
-        # issue 30: record every context build's manifest
+        # record every context build's manifest
         config = {**config, "audit": profile.audit}
     return config
 
@@ -155,7 +155,7 @@ async def update(db: AsyncSession, session: SessionRow, body: SessionUpdate) -> 
     meta = current.meta if body.metadata is None else body.metadata
     status, ended_at = current.status, current.ended_at
     if body.status is not None and body.status != current.status:
-        # issue 37: ending flushes the fact extraction (the router, after commit)
+        # ending flushes the fact extraction (the router, after commit)
         status = body.status
         ended_at = datetime.now(UTC) if body.status == "ended" else None
     updated = await repository.update(

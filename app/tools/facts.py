@@ -1,4 +1,4 @@
-"""The facts tools (issue 19): search_facts and forget_fact, for the session's agent.
+"""The facts tools: search_facts and forget_fact, for the session's agent.
 
 A tool call acts for the session's agent (its `agent` tier), whatever key runs it: the
 caller may see the session, so it may see what its agent may see. The default scope is

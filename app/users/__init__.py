@@ -1,1 +1,1 @@
-"""End users (issue 28): the people an agent's sessions are with."""
+"""End users: the people an agent's sessions are with."""

@@ -1,6 +1,6 @@
 """Who may see a user: one rule, written once, for every entrance.
 
-Rule (issue 28, decision where the spec was silent on details): a user of a tenant — their
+Rule (a decision where the spec was silent on details): a user of a tenant — their
 sessions' list entry, `GET /v1/users/{id}`, the `user/<user_id>` knowledge tier, search
 with `scope: "user"`, export — is visible to
 - the `service` and `admin` keys of that tenant, and

@@ -1,4 +1,4 @@
-"""Users: the people a tenant's sessions are with (issue 28)."""
+"""Users: the people a tenant's sessions are with."""
 
 from typing import Annotated
 

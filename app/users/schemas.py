@@ -1,4 +1,4 @@
-"""API schemas of users (issue 28)."""
+"""API schemas of users."""
 
 from datetime import datetime
 
