@@ -108,6 +108,16 @@ def _jsonb_loads(data: bytes) -> Any:
     return orjson.loads(text)
 
 
+# On a Citus coordinator a generic plan of a statement whose tenant is a parameter cannot
+# be routed ("could not create distributed plan", the append's first run): there the pool's
+# connections plan as PostgreSQL chooses (custom plans, which Citus routes to one shard,
+# fast), the one difference from a plain PostgreSQL, set once per connection.
+_CITUS_PLANS = """
+SELECT set_config('plan_cache_mode', 'auto', false)
+WHERE EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
+"""
+
+
 async def _init(conn: asyncpg.Connection) -> None:
     # parameters: JSON text, as SQLAlchemy's asyncpg dialect takes them, so one statement
     # runs on this pool and on a connection under a SQLAlchemy session; results: decoded
@@ -117,6 +127,7 @@ async def _init(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec(
         "jsonb", encoder=_jsonb_bytes, decoder=_jsonb_loads, schema="pg_catalog", format="binary"
     )
+    await conn.execute(_CITUS_PLANS)
 
 
 # The client waits this much longer than the server's statement_timeout, so a slow
