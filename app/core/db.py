@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Protocol
@@ -50,6 +51,7 @@ def create_engine(
         "server_settings": server_settings,
         "timeout": settings.db_connect_timeout_seconds,
         "command_timeout": command_timeout,
+        **statement_cache_args(settings),
     }
     engine = create_async_engine(
         url,
@@ -61,6 +63,24 @@ def create_engine(
     )
     install_disconnect_handling(engine)
     return engine
+
+
+def statement_cache_args(settings: Settings) -> dict[str, Any]:
+    """The engine's connect arguments for `LOOM_DB_STATEMENT_CACHE=false`: no cache in
+    asyncpg or in SQLAlchemy's adapter, and a name of its own for each statement the
+    adapter prepares (it prepares every one; a pooler in transaction mode may hand the next
+    one to a server connection where `__asyncpg_stmt_1__` already exists)."""
+    if settings.db_statement_cache:
+        return {}
+    return {
+        "statement_cache_size": 0,
+        "prepared_statement_cache_size": 0,
+        "prepared_statement_name_func": _statement_name,
+    }
+
+
+def _statement_name() -> str:
+    return f"__loom_{uuid.uuid4().hex}__"
 
 
 def _driver(dbapi_connection: Any) -> Any:

@@ -175,6 +175,8 @@ async def create_pool(url: str, settings: Settings) -> asyncpg.Pool:
         command_timeout=command_timeout,
         server_settings=server,
         reset=_keep,
+        # LOOM_DB_STATEMENT_CACHE=false: unnamed statements, parsed on every run
+        statement_cache_size=100 if settings.db_statement_cache else 0,
     )
     return await pool
 
