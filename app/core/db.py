@@ -20,7 +20,7 @@ from sqlalchemy.util import await_
 
 from app.core.config import Settings
 from app.core.db_errors import is_connection_error
-from app.core.pg import connection_bounds
+from app.core.pg import CITUS_SQL, citus_known, connection_bounds, note_citus
 from app.core.started import started_state
 
 log = logging.getLogger("loom.db")
@@ -62,7 +62,21 @@ def create_engine(
         connect_args=connect_args,
     )
     install_disconnect_handling(engine)
+    event.listen(engine.sync_engine, "connect", _detect_citus)
     return engine
+
+
+def _detect_citus(dbapi_connection: Any, record: Any) -> None:
+    """The first connection of the process tells whether the database is a Citus
+    coordinator (`app.core.pg.on_citus`; a worker process has no asyncpg pool)."""
+    if citus_known():
+        return
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(CITUS_SQL)
+        note_citus(bool(cursor.fetchone()[0]))
+    finally:
+        cursor.close()
 
 
 def statement_cache_args(settings: Settings) -> dict[str, Any]:

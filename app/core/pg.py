@@ -112,10 +112,26 @@ def _jsonb_loads(data: bytes) -> Any:
 # be routed ("could not create distributed plan", the append's first run): there the pool's
 # connections plan as PostgreSQL chooses (custom plans, which Citus routes to one shard,
 # fast), the one difference from a plain PostgreSQL, set once per connection.
-_CITUS_PLANS = """
-SELECT set_config('plan_cache_mode', 'auto', false)
-WHERE EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
-"""
+CITUS_SQL = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+
+# Whether this process's database is a Citus coordinator, as the first connection of the
+# process (this pool's or the engine's, `app.core.db`) found it: a process serves one
+# database. The few statements Citus cannot route as they are read it (`on_citus`).
+_on_citus: bool | None = None
+
+
+def on_citus() -> bool:
+    """Whether the database is a Citus coordinator (see `_on_citus`)."""
+    return bool(_on_citus)
+
+
+def citus_known() -> bool:
+    return _on_citus is not None
+
+
+def note_citus(value: bool) -> None:
+    global _on_citus
+    _on_citus = value
 
 
 async def _init(conn: asyncpg.Connection) -> None:
@@ -127,7 +143,10 @@ async def _init(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec(
         "jsonb", encoder=_jsonb_bytes, decoder=_jsonb_loads, schema="pg_catalog", format="binary"
     )
-    await conn.execute(_CITUS_PLANS)
+    if not citus_known():
+        note_citus(bool(await conn.fetchval(CITUS_SQL)))
+    if on_citus():
+        await conn.execute("SET plan_cache_mode = auto")
 
 
 # The client waits this much longer than the server's statement_timeout, so a slow
