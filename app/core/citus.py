@@ -45,6 +45,9 @@ ANCHOR = "sessions"  # every tenant-owned table is co-located with it
 MIGRATION_SETTINGS = (
     ("citus.multi_shard_modify_mode", "sequential"),
     ("citus.enable_unsafe_triggers", "on"),
+    # a table a migration creates stays a plain table (its keys to `tenants` would make
+    # it a Citus local table, which then cannot reference `sessions`) until `distribute`
+    ("citus.enable_local_reference_table_foreign_keys", "off"),
 )
 
 
@@ -79,14 +82,14 @@ FUNCTIONS: tuple[str, ...] = (
     """
 CREATE OR REPLACE FUNCTION loom_tsvector_length(v tsvector) RETURNS integer
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-BEGIN
+BEGIN -- loom:citus
   RETURN (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::integer
           FROM unnest(v) AS u);
 END $$""",
     """
 CREATE OR REPLACE FUNCTION loom_colocated(base regclass, t uuid) RETURNS text
 LANGUAGE plpgsql STABLE AS $$
-BEGIN
+BEGIN -- loom:citus
   IF EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = base
              AND p.partmethod = 'h') THEN
     RETURN shard_name(base, get_shard_id_for_distribution_column(base, t));
@@ -98,7 +101,7 @@ CREATE OR REPLACE FUNCTION loom_subject_erasing(t uuid, k text, s text) RETURNS 
 LANGUAGE plpgsql AS $$
 DECLARE
   found boolean;
-BEGIN
+BEGIN -- loom:citus
   PERFORM pg_advisory_xact_lock_shared(hashtextextended('loom-erasure:' || t || ':' || k
                                                         || ':' || s, 0));
   EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s e WHERE e.tenant_id = $1 AND e.kind = $2 '
@@ -112,7 +115,7 @@ CREATE OR REPLACE FUNCTION loom_session_erased(t uuid, sid uuid) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   live boolean;
-BEGIN
+BEGIN -- loom:citus
   EXECUTE format('SELECT true FROM %s s WHERE s.tenant_id = $1 AND s.id = $2 '
                  'AND s.erasure_id IS NULL FOR KEY SHARE', loom_colocated('sessions', t))
     INTO live USING t, sid;
@@ -121,7 +124,7 @@ END $$""",
     """
 CREATE OR REPLACE FUNCTION loom_guard_erasures() RETURNS trigger
 LANGUAGE plpgsql AS $$
-BEGIN
+BEGIN -- loom:citus
   IF NEW.status = 'running' AND NEW.subject IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock(hashtextextended('loom-erasure:' || NEW.tenant_id || ':'
                                                    || NEW.kind || ':' || NEW.subject, 0));
@@ -152,7 +155,7 @@ def layout(conn: sa.Connection) -> dict[str, str]:
     'local' (a Citus local table)."""
     rows = conn.execute(
         sa.text(
-            "SELECT c.relname, p.partmethod, p.repmodel FROM pg_dist_partition p "
+            "SELECT c.relname, p.partmethod::text, p.repmodel::text FROM pg_dist_partition p "
             "JOIN pg_class c ON c.oid = p.logicalrelid "
             "WHERE c.relnamespace = current_schema()::regnamespace"
         )
@@ -195,20 +198,37 @@ def pending(conn: sa.Connection) -> tuple[list[str], list[str]]:
     return tables, refs
 
 
+_NAME = re.compile(r"CREATE OR REPLACE FUNCTION (\w+)\(")
+MARK = "loom:citus"  # in each of FUNCTIONS' bodies: installed already
+
+
 def adapt(conn: sa.Connection) -> None:
-    """Install `FUNCTIONS` and `TRIGGERS` (idempotent)."""
+    """Install `FUNCTIONS` and `TRIGGERS`, each once its table or the function it replaces
+    exists (a schema migrated part of the way has neither) and unless it is there already
+    (its body carries `MARK`). A migration that redefines one of these functions gets the
+    Citus version back at the end of `migrate`: change both."""
+    q = conn.execute
+    new = {"loom_colocated", "loom_guard_erasures"}  # the functions only Citus has
     for sql in FUNCTIONS:
-        conn.execute(sa.text(sql))
+        m = _NAME.search(sql)
+        assert m is not None
+        body = q(
+            sa.text("SELECT string_agg(prosrc, '') FROM pg_proc WHERE proname = :n"),
+            {"n": m.group(1)},
+        ).scalar_one()
+        if (body is None and m.group(1) not in new) or (body is not None and MARK in body):
+            continue
+        q(sa.text(sql))
     for table, fn, events in TRIGGERS:
-        exists = conn.execute(
+        exists = q(
             sa.text(
-                "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = :fn "
-                "AND tgrelid = CAST(:t AS regclass))"
+                "SELECT to_regclass(:t) IS NULL OR EXISTS (SELECT 1 FROM pg_trigger "
+                "WHERE tgname = :fn AND tgrelid = to_regclass(:t))"
             ),
             {"fn": fn, "t": table},
         ).scalar_one()
         if not exists:
-            conn.execute(
+            q(
                 sa.text(
                     f"CREATE TRIGGER {fn} BEFORE {events} ON {table} "
                     f"FOR EACH ROW EXECUTE FUNCTION {fn}()"
@@ -219,11 +239,11 @@ def adapt(conn: sa.Connection) -> None:
 def distribute(conn: sa.Connection) -> list[str]:
     """Distribute what is not yet (see the module's docstring); returns what it did, one
     line per table. Runs in the caller's transaction."""
+    prepare(conn)
+    adapt(conn)
     tables, refs = pending(conn)
     if not tables and not refs:
         return []
-    prepare(conn)
-    adapt(conn)
     q = conn.execute
     touched = tables + refs
     keys = q(

@@ -31,11 +31,17 @@ from pydantic import SecretStr
 from app.core.config import Settings
 from app.launcher.migrate import upgrade
 from app.main import create_app
+from tests.support import citus
 from tests.support.databases import PG_ADMIN_DSN, fresh_database
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pgbouncer")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("pgbouncer"),
+    # scripts/test-citus's stage, which installs pgbouncer when missing (never skipped there)
+    pytest.mark.skipif(citus.target() is None, reason="runs in scripts/test-citus"),
+]
 
 INI = """
 [databases]
