@@ -113,6 +113,10 @@ class Cluster:
                 f"{CITUS_SO} is missing: build Citus first "
                 "(/work/shared/vendor/citus/build.sh, which scripts/test-citus runs)"
             )
+        described = subprocess.run(
+            [str(PG_BIN / "postgres"), "--describe-config"], capture_output=True, text=True
+        ).stdout
+        guarded = any(line.startswith("output_plugin_libraries") for line in described.split("\n"))
         self.root.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
@@ -138,6 +142,10 @@ class Cluster:
             )
             with open(node.data / "postgresql.conf", "a") as conf:
                 conf.write(CONF.format(port=node.port, dir=node.data, prefix=LOG_PREFIX))
+                if guarded:
+                    # this PostgreSQL build names the logical decoding plugins it allows;
+                    # a tenant's isolation (a shard split) decodes with Citus's own
+                    conf.write("output_plugin_libraries = 'pgoutput, test_decoding, citus'\n")
         for node in self.nodes:
             subprocess.run(
                 _as_postgres(
