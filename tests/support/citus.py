@@ -26,6 +26,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -338,6 +339,8 @@ def main(argv: list[str]) -> int:
     """`python -m tests.support.citus -- cmd...`: run `cmd` with a cluster up."""
     if argv and argv[0] == "--":
         argv = argv[1:]
+    # a SIGTERM (a CI's timeout) still stops the cluster: SystemExit runs the cleanup
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with running() as cluster:
         print(
