@@ -8,7 +8,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import app.models  # noqa: F401  (registers every table)
-from app.core import partitions
+from app.core import citus, partitions
 from app.core.config import async_dsn, get_settings
 from app.models.base import metadata
 
@@ -24,6 +24,10 @@ def _url() -> str:
 
 
 def do_run_migrations(connection: Connection) -> None:
+    external = connection.in_transaction()
+    on_citus = citus.installed(connection)
+    if not external:
+        connection.commit()  # that read's transaction; the migrations run in their own
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
@@ -32,7 +36,13 @@ def do_run_migrations(connection: Connection) -> None:
         include_object=partitions.include_object,
     )
     with context.begin_transaction():
+        if on_citus:
+            citus.prepare(connection)
         context.run_migrations()
+        if on_citus:
+            # every tenant-owned table distributed by tenant, the ones a migration just
+            # added included (app.core.citus)
+            citus.distribute(connection)
 
 
 async def run_async_migrations() -> None:

@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     # and the worker's), and what is kept free for migrations and operators.
     db_connections: int = Field(default=0, ge=0, alias="LOOM_DB_CONNECTIONS")
     db_reserve: int = Field(default=10, ge=0, alias="LOOM_DB_RESERVE")
+    # Prepared-statement caches of both pools (asyncpg's `statement_cache_size`, SQLAlchemy's
+    # `prepared_statement_cache_size`). Off for a pooler that does not track protocol-level
+    # prepared statements (PgBouncer before 1.21 in transaction mode): each statement is then
+    # parsed on every run, and SQLAlchemy's statements get names of their own
+    # (docs/scaling.md, Step 2).
+    db_statement_cache: bool = Field(default=True, alias="LOOM_DB_STATEMENT_CACHE")
     # Garbage collection of an API process once it has started (app/core/heap.py): what
     # startup built is frozen out of the collector's way and young collections run less
     # often. 0 = CPython's defaults.

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Protocol, TypeVar
@@ -20,7 +21,7 @@ from sqlalchemy.util import await_
 from app.core import deadline
 from app.core.config import Settings
 from app.core.db_errors import is_connection_error
-from app.core.pg import connection_bounds
+from app.core.pg import CITUS_SQL, citus_known, connection_bounds, note_citus
 from app.core.started import started_state
 
 log = logging.getLogger("loom.db")
@@ -51,6 +52,7 @@ def create_engine(
         "server_settings": server_settings,
         "timeout": settings.db_connect_timeout_seconds,
         "command_timeout": command_timeout,
+        **statement_cache_args(settings),
     }
     engine = create_async_engine(
         url,
@@ -61,7 +63,39 @@ def create_engine(
         connect_args=connect_args,
     )
     install_disconnect_handling(engine)
+    event.listen(engine.sync_engine, "connect", _detect_citus)
     return engine
+
+
+def _detect_citus(dbapi_connection: Any, record: Any) -> None:
+    """The first connection of the process tells whether the database is a Citus
+    coordinator (`app.core.pg.on_citus`; a worker process has no asyncpg pool)."""
+    if citus_known():
+        return
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(CITUS_SQL)
+        note_citus(bool(cursor.fetchone()[0]))
+    finally:
+        cursor.close()
+
+
+def statement_cache_args(settings: Settings) -> dict[str, Any]:
+    """The engine's connect arguments for `LOOM_DB_STATEMENT_CACHE=false`: no cache in
+    asyncpg or in SQLAlchemy's adapter, and a name of its own for each statement the
+    adapter prepares (it prepares every one; a pooler in transaction mode may hand the next
+    one to a server connection where `__asyncpg_stmt_1__` already exists)."""
+    if settings.db_statement_cache:
+        return {}
+    return {
+        "statement_cache_size": 0,
+        "prepared_statement_cache_size": 0,
+        "prepared_statement_name_func": _statement_name,
+    }
+
+
+def _statement_name() -> str:
+    return f"__loom_{uuid.uuid4().hex}__"
 
 
 def _driver(dbapi_connection: Any) -> Any:

@@ -151,4 +151,20 @@ def map_db_error(exc: BaseException) -> AppError | None:
             return database_unavailable("The database is busy; try again shortly.")
         if isinstance(cur, asyncpg.exceptions.TooManyConnectionsError):
             return database_unavailable("The database is busy; try again shortly.")
+        if _shard_moved(cur):
+            return database_unavailable("The data moved; try again shortly.")
     return None
+
+
+# Citus (docs/scaling.md, Step 4): a statement planned against a shard that a split
+# (`isolate_tenant_to_new_shard`) dropped meanwhile fails with an internal error naming
+# the shard; the same request planned again finds the new one
+_SHARD_GONE = ("could not find valid entry for shard",)
+
+
+def _shard_moved(exc: BaseException) -> bool:
+    import asyncpg
+
+    return isinstance(exc, asyncpg.exceptions.InternalServerError) and any(
+        m in str(exc) for m in _SHARD_GONE
+    )

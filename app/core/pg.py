@@ -108,6 +108,32 @@ def _jsonb_loads(data: bytes) -> Any:
     return orjson.loads(text)
 
 
+# On a Citus coordinator a generic plan of a statement whose tenant is a parameter cannot
+# be routed ("could not create distributed plan", the append's first run): there the pool's
+# connections plan as PostgreSQL chooses (custom plans, which Citus routes to one shard,
+# fast), the one difference from a plain PostgreSQL, set once per connection.
+CITUS_SQL = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+
+# Whether this process's database is a Citus coordinator, as the first connection of the
+# process (this pool's or the engine's, `app.core.db`) found it: a process serves one
+# database. The few statements Citus cannot route as they are read it (`on_citus`).
+_on_citus: bool | None = None
+
+
+def on_citus() -> bool:
+    """Whether the database is a Citus coordinator (see `_on_citus`)."""
+    return bool(_on_citus)
+
+
+def citus_known() -> bool:
+    return _on_citus is not None
+
+
+def note_citus(value: bool) -> None:
+    global _on_citus
+    _on_citus = value
+
+
 async def _init(conn: asyncpg.Connection) -> None:
     # parameters: JSON text, as SQLAlchemy's asyncpg dialect takes them, so one statement
     # runs on this pool and on a connection under a SQLAlchemy session; results: decoded
@@ -117,6 +143,10 @@ async def _init(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec(
         "jsonb", encoder=_jsonb_bytes, decoder=_jsonb_loads, schema="pg_catalog", format="binary"
     )
+    if not citus_known():
+        note_citus(bool(await conn.fetchval(CITUS_SQL)))
+    if on_citus():
+        await conn.execute("SET plan_cache_mode = auto")
 
 
 # The client waits this much longer than the server's statement_timeout, so a slow
@@ -164,6 +194,8 @@ async def create_pool(url: str, settings: Settings) -> asyncpg.Pool:
         command_timeout=command_timeout,
         server_settings=server,
         reset=_keep,
+        # LOOM_DB_STATEMENT_CACHE=false: unnamed statements, parsed on every run
+        statement_cache_size=100 if settings.db_statement_cache else 0,
     )
     return await pool
 

@@ -21,10 +21,13 @@ from app.models.erasure import Erasure
 
 E = table_of(Erasure)
 
+# (jsonb_set and casts, not jsonb_build_object: Citus calls no stable function of a
+# row's columns in an UPDATE)
 _COUNTED = """
 WITH d AS ({delete}), c AS (SELECT count(*) AS n FROM d)
-UPDATE erasures e SET counts = e.counts || jsonb_build_object(CAST(:kind AS text),
-       coalesce((e.counts ->> CAST(:kind AS text))::bigint, 0) + c.n), updated_at = now()
+UPDATE erasures e SET counts = jsonb_set(e.counts, ARRAY[CAST(:kind AS text)],
+       CAST(CAST(coalesce((e.counts ->> CAST(:kind AS text))::bigint, 0) + c.n AS text)
+            AS jsonb)), updated_at = now()
 FROM c WHERE e.tenant_id = :t AND e.id = :e
 RETURNING c.n
 """
@@ -219,8 +222,9 @@ async def add_count(
 ) -> None:
     await db.execute(
         sa.text(
-            "UPDATE erasures SET counts = counts || jsonb_build_object(CAST(:kind AS text), "
-            "coalesce((counts ->> CAST(:kind AS text))::bigint, 0) + :n), updated_at = now() "
+            "UPDATE erasures SET counts = jsonb_set(counts, ARRAY[CAST(:kind AS text)], "
+            "CAST(CAST(coalesce((counts ->> CAST(:kind AS text))::bigint, 0) + :n AS text) "
+            "AS jsonb)), updated_at = now() "
             "WHERE tenant_id = :t AND id = :e"
         ),
         {"t": tenant_id, "e": erasure_id, "kind": kind, "n": n},

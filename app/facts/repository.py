@@ -223,7 +223,13 @@ async def mark(
         or isinstance(v, sa.sql.functions.FunctionElement)
     }
     stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, **first)
-    stmt = stmt.on_conflict_do_update(index_elements=[X.c.tenant_id, X.c.session_id], set_=values)
+    # a function's value (now()) is the inserted row's: Citus calls no function but
+    # immutable ones in an upsert's DO UPDATE
+    update = {
+        k: (stmt.excluded[k] if isinstance(v, sa.sql.functions.FunctionElement) else v)
+        for k, v in values.items()
+    }
+    stmt = stmt.on_conflict_do_update(index_elements=[X.c.tenant_id, X.c.session_id], set_=update)
     await db.execute(stmt)
 
 
@@ -242,7 +248,12 @@ async def mark_pending(
     )
     stmt = stmt.on_conflict_do_update(
         index_elements=[X.c.tenant_id, X.c.session_id],
-        set_={"status": "pending", "job_id": job_id, "enqueued_at": now, "updated_at": now},
+        set_={
+            "status": "pending",
+            "job_id": job_id,
+            "enqueued_at": stmt.excluded.enqueued_at,
+            "updated_at": stmt.excluded.updated_at,
+        },
         where=(X.c.status != "running") & (X.c.tenant_id == tenant_id),
     )
     await db.execute(stmt)

@@ -46,6 +46,8 @@ async def get(
     return None if row is None else CompressionJobRow._make(row)
 
 
+# (The upserts' DO UPDATE takes its times from the inserted row, `excluded`: Citus calls no
+# function but immutable ones there.)
 # Queued (or waiting for the queue). A running job keeps its `running` status: the queue
 # deduplicates per session and the running job re-plans before it ends. The error is kept
 # unless a new one is given. One statement for a session's connection (`mark_pending`) and
@@ -53,11 +55,11 @@ async def get(
 _MARK_PENDING = """
 INSERT INTO compression_jobs AS j (session_id, tenant_id, status, job_id, attempts,
                                    enqueued_at, updated_at, last_error)
-VALUES ($2, $1, 'pending', $3, 0, now(), now(), $4)
+VALUES ($2, $1, 'pending', $3, 0, clock_timestamp(), now(), $4)
 ON CONFLICT (tenant_id, session_id) DO UPDATE
 SET status = CASE WHEN j.status = 'running' THEN j.status ELSE 'pending' END,
-    job_id = excluded.job_id, enqueued_at = clock_timestamp(),
-    updated_at = CASE WHEN j.status = 'running' THEN j.updated_at ELSE now() END,
+    job_id = excluded.job_id, enqueued_at = excluded.enqueued_at,
+    updated_at = CASE WHEN j.status = 'running' THEN j.updated_at ELSE excluded.updated_at END,
     last_error = CASE WHEN j.status = 'running' THEN j.last_error
                       ELSE coalesce(excluded.last_error, j.last_error) END
 """
@@ -114,7 +116,7 @@ INSERT INTO compression_jobs AS j (session_id, tenant_id, status, job_id, attemp
 VALUES ($2, $1, 'running', $3, $4, now(), now(), now())
 ON CONFLICT (tenant_id, session_id) DO UPDATE
 SET status = 'running', job_id = excluded.job_id, attempts = excluded.attempts,
-    started_at = now(), finished_at = NULL, updated_at = now()
+    started_at = excluded.started_at, finished_at = NULL, updated_at = excluded.updated_at
 """
 
 

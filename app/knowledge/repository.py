@@ -381,15 +381,22 @@ async def head_tail_candidates(
 async def allocate_learned_version(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str) -> int:
     """Atomically take the next version number for an agent and make it active."""
     ins = pg_insert(LearnedHead).values(
-        id=uuid.uuid4(), tenant_id=tenant_id, agent_id=agent_id, active_version=1, latest_version=1
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        active_version=1,
+        latest_version=1,
+        updated_at=sa.func.now(),
     )
     h = _H.c
+    # the inserted row's time, not now(): Citus calls no function but immutable ones in
+    # an upsert's DO UPDATE
     stmt = ins.on_conflict_do_update(
         constraint="uq_learned_heads_agent",
         set_={
             "latest_version": h.latest_version + 1,
             "active_version": h.latest_version + 1,
-            "updated_at": sa.func.now(),
+            "updated_at": ins.excluded.updated_at,
         },
     ).returning(h.latest_version)
     return int((await db.execute(stmt)).scalar_one())

@@ -130,8 +130,9 @@ cur AS (
     ) d
 ),
 refresh AS (
-    INSERT INTO search_stats (session_id, tenant_id, doc_count, total_length, through_seq)
-    SELECT session_id, :tenant_id, doc_count, total_length, max_seq
+    INSERT INTO search_stats (session_id, tenant_id, doc_count, total_length, through_seq,
+                              updated_at)
+    SELECT session_id, :tenant_id, doc_count, total_length, max_seq, now()
     FROM cur
     -- One refresher per tenant at a time, and nobody waits for it: the others skip the
     -- write (their figures are exact anyway). The lock and the rows written are held to
@@ -141,7 +142,7 @@ refresh AS (
                hashtext('loom:search_stats:' || CAST(:tenant_id AS text))))
     ON CONFLICT (tenant_id, session_id) DO UPDATE
         SET doc_count = excluded.doc_count, total_length = excluded.total_length,
-            through_seq = excluded.through_seq, updated_at = now()
+            through_seq = excluded.through_seq, updated_at = excluded.updated_at
         WHERE search_stats.through_seq < excluded.through_seq
 )
 SELECT coalesce(sum(doc_count), 0)::bigint, coalesce(sum(total_length), 0)::bigint,

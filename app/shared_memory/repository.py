@@ -17,6 +17,7 @@ from typing import Any
 
 import asyncpg
 
+from app.core import pg
 from app.core.partitions import FAN_OUT
 from app.core.pg import dumps, positional
 from app.models.shared_memory_entry import ENTRY_ROW_COLUMNS, EntryRow
@@ -125,6 +126,32 @@ _UPSERT_ANY = _UPSERT.format(where="")
 _UPSERT_IF_DEAD = _UPSERT.format(where=f"WHERE NOT {_LIVE.replace('$now', '$5')}")
 
 
+# On Citus (`pg.on_citus`) an upsert's DO UPDATE may call no function but immutable ones
+# and hold no subquery, and `nextval` runs where the statement runs (on the worker, where
+# the sequence is not): the version comes from the coordinator first (`next_version`),
+# whether the entry there is live is read before (a router read), and the upsert takes
+# both as parameters. Three round trips instead of one; the same rows.
+_LIVE_AT = f"SELECT {_LIVE.replace('$now', '$5')} FROM shared_memory_entries WHERE " + (
+    "tenant_id = $1 AND namespace = $2 AND scope_id = $3 AND storage_key = $4"
+)
+_N = 5 + len(_WRITE_FIELDS)  # $1-$4 the address, then the fields, then these
+_UPSERT_CITUS = f"""
+INSERT INTO shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key, ref_id,
+    {", ".join(_WRITE_FIELDS)}, version, updated_at, created_at)
+VALUES (${_N + 1}, $1, $2, $3, $4, ${_N},
+        {", ".join(f"${i}" for i in range(5, _N))}, ${_N + 2}, now(), now())
+ON CONFLICT ON CONSTRAINT uq_shared_memory_entries_address DO UPDATE
+SET {", ".join(f"{f} = excluded.{f}" for f in _WRITE_FIELDS)},
+    version = excluded.version, updated_at = excluded.updated_at,
+    created_at = CASE WHEN ${_N + 3} THEN shared_memory_entries.created_at
+                      ELSE excluded.created_at END
+{{where}}
+RETURNING {_HEAD}
+"""
+_UPSERT_CITUS_ANY = _UPSERT_CITUS.format(where="")
+_UPSERT_CITUS_IF_DEAD = _UPSERT_CITUS.format(where=f"WHERE NOT ${_N + 3}")
+
+
 async def upsert(
     conn: asyncpg.Connection,
     a: Addr,
@@ -135,6 +162,19 @@ async def upsert(
 ) -> EntryRow | None:
     """Insert or replace the entry; returns the row, or None if `only_if_dead` and a live
     entry exists (create-only PUT)."""
+    if pg.on_citus():
+        live = bool(await conn.fetchval(_LIVE_AT, *_args(a), now))
+        version = await next_version(conn)
+        row = await conn.fetchrow(
+            _UPSERT_CITUS_IF_DEAD if only_if_dead else _UPSERT_CITUS_ANY,
+            *_args(a),
+            *_write_args(fields),
+            fields["ref_id"],
+            uuid.uuid4(),
+            version,
+            live,
+        )
+        return None if row is None else EntryRow._make(row)
     row = await conn.fetchrow(
         _UPSERT_IF_DEAD if only_if_dead else _UPSERT_ANY,
         *_args(a),
@@ -165,17 +205,24 @@ async def create(conn: asyncpg.Connection, a: Addr, fields: dict[str, Any]) -> E
 _UPDATE_IF_VERSION = f"""
 UPDATE shared_memory_entries
 SET {", ".join(f"{f} = ${i}" for i, f in enumerate(_WRITE_FIELDS, start=6))},
-    version = {_NEXT_VERSION}, updated_at = now()
+    version = {{version}}, updated_at = now()
 WHERE {_AT_LIVE} AND version = ${6 + len(_WRITE_FIELDS)}
 RETURNING {_HEAD}
 """
+_UPDATE_IF_VERSION_PG = _UPDATE_IF_VERSION.format(version=_NEXT_VERSION)
+# Citus: the new version a parameter, taken on the coordinator (see `_UPSERT_CITUS`)
+_UPDATE_IF_VERSION_CITUS = _UPDATE_IF_VERSION.format(version=f"${7 + len(_WRITE_FIELDS)}")
 
 
 async def update_if_version(
     conn: asyncpg.Connection, a: Addr, expected: int, fields: dict[str, Any], now: datetime
 ) -> EntryRow | None:
     """Compare-and-set: replace only if the live entry is still at `expected`."""
-    row = await conn.fetchrow(_UPDATE_IF_VERSION, *_args(a), now, *_write_args(fields), expected)
+    args = [*_args(a), now, *_write_args(fields), expected]
+    if pg.on_citus():
+        row = await conn.fetchrow(_UPDATE_IF_VERSION_CITUS, *args, await next_version(conn))
+    else:
+        row = await conn.fetchrow(_UPDATE_IF_VERSION_PG, *args)
     return None if row is None else EntryRow._make(row)
 
 
@@ -327,6 +374,35 @@ RETURNING {_HEAD}
 """
 
 
+# Citus runs no FOR UPDATE across shards: the sweep finds the expired entries of every
+# tenant (on every shard, unlocked), then deletes each tenant's with the same conditions
+# checked again (one shard each); a sweep racing another waits on a row instead of
+# skipping it.
+_EXPIRED = f"""
+SELECT {FAN_OUT} e.tenant_id, e.id FROM shared_memory_entries e
+WHERE e.expires_at <= $1 AND NOT EXISTS (
+  SELECT FROM shared_memory_ref_holders h
+  WHERE h.tenant_id = e.tenant_id AND h.entry_id = e.id)
+ORDER BY e.expires_at
+LIMIT $2
+"""
+_DELETE_EXPIRED_OF = f"""
+DELETE FROM shared_memory_entries e
+WHERE e.tenant_id = $1 AND e.id = ANY($2::uuid[]) AND e.expires_at <= $3 AND NOT EXISTS (
+  SELECT FROM shared_memory_ref_holders h WHERE h.tenant_id = $1 AND h.entry_id = e.id)
+RETURNING {_HEAD}
+"""
+
+
 async def delete_expired(conn: asyncpg.Connection, now: datetime, limit: int) -> list[EntryRow]:
     """Delete up to `limit` expired, unreferenced entries of any tenant (maintenance sweep)."""
-    return [EntryRow._make(r) for r in await conn.fetch(_DELETE_EXPIRED, now, limit)]
+    if not pg.on_citus():
+        return [EntryRow._make(r) for r in await conn.fetch(_DELETE_EXPIRED, now, limit)]
+    found: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for tenant_id, entry_id in await conn.fetch(_EXPIRED, now, limit):
+        found.setdefault(tenant_id, []).append(entry_id)
+    return [
+        EntryRow._make(r)
+        for tenant_id, ids in found.items()
+        for r in await conn.fetch(_DELETE_EXPIRED_OF, tenant_id, ids, now)
+    ]

@@ -11,6 +11,7 @@ import app.models  # noqa: F401
 from app.core.partitions import include_name, include_object
 from app.main import create_app
 from app.models.base import metadata
+from tests.support import citus
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,6 +45,19 @@ async def test_migrated_schema_matches_models(app):
 
     async with app.state.loom.engine.connect() as conn:
         changes = await conn.run_sync(diff)
+    if citus.target() is not None:
+        # on Citus a key's ON DELETE SET NULL / SET DEFAULT is left out (app/core/citus.py:
+        # Citus refuses it on a key through the distribution column): that key differs
+        set_on_delete = {
+            c[1].name
+            for c in changes
+            if c[0] == "add_fk" and (c[1].ondelete or "").upper().startswith("SET")
+        }
+        changes = [
+            c
+            for c in changes
+            if not (c[0] in ("add_fk", "remove_fk") and c[1].name in set_on_delete)
+        ]
     assert changes == [], changes
 
 

@@ -49,7 +49,8 @@ async def test_long_backlog_compresses_in_chunks(client, db):
         await db.execute(
             sa.text(
                 "select m.seq, r.seq as rseq from messages m join messages r "
-                "on r.session_id = m.session_id and r.tool_use_id = (m.tool_calls->0->>'id') "
+                "on r.tenant_id = m.tenant_id and r.session_id = m.session_id "
+                "and r.tool_use_id = (m.tool_calls->0->>'id') "
                 "where m.session_id = :s and m.tool_calls is not null"
             ),
             {"s": sid},
@@ -85,12 +86,12 @@ async def test_stored_l1_token_counter_matches_the_messages(client, db):
                 sa.text(
                     "select s.message_tokens - m.swapped_tokens as counted, m.l1_start_seq, "
                     "(select coalesce(sum(token_count), 0) from messages x "
-                    "where x.session_id = s.id "
+                    "where x.tenant_id = s.tenant_id and x.session_id = s.id "
                     " and x.seq >= m.l1_start_seq) as summed, "
                     "(select coalesce(sum(token_count), 0) from messages x "
-                    "where x.session_id = s.id)"
+                    "where x.tenant_id = s.tenant_id and x.session_id = s.id)"
                     " as total, s.message_tokens from sessions s join memory_states m "
-                    "on m.session_id = s.id where s.id = :s"
+                    "on m.tenant_id = s.tenant_id and m.session_id = s.id where s.id = :s"
                 ),
                 {"s": sid},
             )

@@ -174,7 +174,8 @@ async def test_concurrent_idempotent_retries_append_once(client, db):
         await db.execute(
             sa.text(
                 "select s.last_seq, s.message_tokens, (select count(*) from idempotency_records i "
-                "where i.session_id = s.id) from sessions s where s.id = :s"
+                "where i.tenant_id = s.tenant_id and i.session_id = s.id) "
+                "from sessions s where s.id = :s"
             ),
             {"s": sid},
         )
