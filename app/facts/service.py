@@ -15,6 +15,7 @@ from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
 from app.core.queue import Queue
 from app.facts import repository as repo
+from app.facts import state as runs
 from app.facts.extract import Deps, Outcome
 from app.facts.policy import FACT_KIND, FactsConfig
 from app.facts.schemas import FactExtractionPublic, FactList, FactSearch
@@ -35,7 +36,7 @@ from app.models.session import SessionRow
 
 
 async def status(db: AsyncSession, session: SessionRow) -> FactExtractionPublic:
-    row = await repo.get_state(db, session.tenant_id, session.id)
+    row = await runs.get_state(db, session.tenant_id, session.id)
     if row is None:
         return FactExtractionPublic(status="idle", watermark_seq=0, skipped=None, last_result=None)
     return FactExtractionPublic.model_validate(row, from_attributes=True)

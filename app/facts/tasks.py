@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.facts import metrics
-from app.facts import repository as repo
+from app.facts import state as runs
 from app.facts.extract import Deps, LeaseLost, Outcome, run_extraction, run_range, stated_range
 from app.facts.trigger import EXTRACT_JOB, extract_job_id, follow, schedule_extraction
 from app.jobs.followup import after_job
@@ -78,7 +78,7 @@ async def record(
     """Write job status; bookkeeping never decides the job's fate."""
     try:
         async with sessionmaker() as db:
-            await repo.mark(db, tenant_id, session_id, **values)
+            await runs.mark(db, tenant_id, session_id, **values)
             await db.commit()
     except Exception as exc:
         log.warning("could not record fact extraction status: %s", type(exc).__name__)
@@ -127,7 +127,7 @@ async def run_once(
         return outcome
     if retry_failed:
         async with deps.sessionmaker() as db:
-            state = await repo.get_state(db, tenant_id, session_id)
+            state = await runs.get_state(db, tenant_id, session_id)
             ranges = list(state.failed_ranges or []) if state is not None else []
             await db.rollback()
         for r in ranges:
@@ -159,8 +159,8 @@ async def give_up_on(
     first, last = batch
     try:
         async with sessionmaker() as db:
-            await repo.ensure_state(db, tenant_id, session_id)
-            state = await repo.get_state(db, tenant_id, session_id, for_update=True)
+            await runs.ensure_state(db, tenant_id, session_id)
+            state = await runs.get_state(db, tenant_id, session_id, for_update=True)
             if state is None or state.watermark_seq != first - 1:
                 await db.rollback()
                 return False
@@ -168,8 +168,8 @@ async def give_up_on(
                 *(state.failed_ranges or []),
                 stated_range(first, last, error, datetime.now(UTC)),
             ]
-            await repo.set_failed_ranges(db, tenant_id, session_id, ranges)
-            await repo.advance(db, tenant_id, session_id, last)
+            await runs.set_failed_ranges(db, tenant_id, session_id, ranges)
+            await runs.advance(db, tenant_id, session_id, last)
             await db.commit()
             return True
     except Exception as exc:
@@ -288,7 +288,7 @@ async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
     now = datetime.now(UTC)
     interval = timedelta(seconds=settings.compress_cron_seconds)
     async with state.sessionmaker() as db:
-        lost = await repo.stale_extractions(
+        lost = await runs.stale_extractions(
             db,
             pending_before=now
             - 2 * interval
