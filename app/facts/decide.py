@@ -26,6 +26,28 @@ def _new_facts(cands: list[Candidate], session_id: uuid.UUID) -> list[prompts.Ne
     ]
 
 
+def _proposal(
+    first: int,
+    last: int,
+    cands: list[Candidate],
+    ops: tuple[Operation, ...],
+    unchanged: int,
+    proposed: Proposed,
+    batch: Batch,
+) -> Proposal:
+    return Proposal(
+        first,
+        last,
+        cands,
+        ops,
+        unchanged,
+        dropped=proposed.dropped,
+        repaired=proposed.repaired,
+        restated=proposed.restated,
+        attrs=batch.attrs,
+    )
+
+
 async def decide(
     deps: Deps,
     outcome: Outcome,
@@ -38,14 +60,8 @@ async def decide(
     tenant_id, session_id = ids
     first, last = batch.rows[0].seq, batch.rows[-1].seq
     cands = proposed.candidates
-    common = {
-        "dropped": proposed.dropped,
-        "repaired": proposed.repaired,
-        "restated": proposed.restated,
-        "attrs": batch.attrs,
-    }
     if not cands:
-        return Proposal(first, last, [], (), **common)
+        return _proposal(first, last, [], (), 0, proposed, batch)
     cap = int(deps.settings.facts_input_tokens)
     news = _new_facts(cands, session_id)
     budget = (
@@ -61,7 +77,7 @@ async def decide(
     cand_keys = [c.key for c in cands if c.key]
     if not affected and len(set(cand_keys)) == len(cand_keys):  # nothing affected: all new
         ops = tuple(Operation("add", i) for i in range(len(cands)))
-        return Proposal(first, last, cands, ops, **common)
+        return _proposal(first, last, cands, ops, 0, proposed, batch)
     prompt, stored = decision_prompt(news, stored, cap)
     decided = await ask(
         deps,
@@ -76,4 +92,4 @@ async def decide(
     )
     shown = {f.id for f in stored}
     plan = plan_operations(decided.decisions, len(cands), [shown] * len(cands))
-    return Proposal(first, last, cands, plan.operations, plan.unchanged, **common)
+    return _proposal(first, last, cands, plan.operations, plan.unchanged, proposed, batch)

@@ -453,7 +453,7 @@ async def text_neighbours(
     if not n_docs:
         return [[] for _ in texts]
     lex = sa.func.unnest(sa.literal(every, ARRAY(sa.Text))).table_valued("l").render_derived()
-    simple = sa.literal_column("'simple'::regconfig")
+    simple: sa.ColumnElement[Any] = sa.literal_column("'simple'::regconfig")
     df_of = (
         sa.select(sa.func.count())
         .where(*current, _VECTOR.op("@@")(sa.func.plainto_tsquery(simple, lex.c.l)))

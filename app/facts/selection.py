@@ -140,10 +140,10 @@ def key_vocabulary(
     the aliases learned (alias, canonical key), within KEYS_SHARE of the cap: the keys of
     the facts bearing on the batch first, then the most used."""
     counts: dict[str, int] = {}
-    for k in keys:
-        if k.current:
-            a = attrs.get(k.key, k.key)
-            counts[a] = counts.get(a, 0) + k.current
+    for stat in keys:
+        if stat.current:
+            a = attrs.get(stat.key, stat.key)
+            counts[a] = counts.get(a, 0) + stat.current
     first = {attrs.get(f.key, f.key) for f in known if f.key}
     ordered = sorted(counts.items(), key=lambda kc: (kc[0] not in first, -kc[1], kc[0]))
     out: list[tuple[str, int]] = []

@@ -296,8 +296,8 @@ async def claim_run(
         "finished_at": None,
         "updated_at": now,
     }
-    stmt = insert(X).values(tenant_id=tenant_id, session_id=session_id, **values)
-    stmt = stmt.on_conflict_do_update(
+    upsert = insert(X).values(tenant_id=tenant_id, session_id=session_id, **values)
+    stmt = upsert.on_conflict_do_update(
         index_elements=[X.c.tenant_id, X.c.session_id],
         set_=values,
         where=(X.c.tenant_id == tenant_id)
