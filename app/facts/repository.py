@@ -8,7 +8,6 @@ state: `app.facts.state`."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,147 +15,21 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+# the store's text searches live in their own module (size), read through this one
+from app.facts.fulltext import nearest_facts as nearest_facts
+from app.facts.fulltext import text_neighbours as text_neighbours
 from app.facts.policy import FACT_KIND
 from app.knowledge.asof import valid_at
 from app.knowledge.repository import readable, scope_clause
 from app.knowledge.scopes import Scope
+from app.knowledge.timeline import merge_sources
 from app.models.base import table_of
 from app.models.fact import MemoryItemVersion
 from app.models.memory_item import MemoryItem
-from app.search import bm25
 
 M = table_of(MemoryItem).c
-# a query word in more than this share of the scope's facts is one of its stop words
-# ("user" in a scope of facts about the user): it says nothing about which fact matches
-STOP_SHARE = 0.5
-STOP_MIN_FACTS = 6
-# the expression of ix_memory_items_text_fts (the planner matches it literally)
-_VECTOR = sa.func.to_tsvector(
-    sa.literal_column("'english'::regconfig"),
-    sa.func.coalesce(M.text, sa.literal_column("''::text")),
-)
-
-
-def _or_query(text: str) -> sa.ColumnElement[Any]:
-    """Any of the text's lexemes (plainto_tsquery ANDs them; a fact matching some words of
-    a message is still a neighbour)."""
-    plain = sa.cast(
-        sa.func.plainto_tsquery(sa.literal_column("'english'::regconfig"), text), sa.Text
-    )
-    return sa.cast(sa.func.replace(plain, " & ", " | "), sa.dialects.postgresql.TSQUERY)
-
-
-# |d| of a fact: its lexeme positions (the function of migration 0006, as for messages)
-_LENGTH = sa.func.coalesce(sa.func.loom_tsvector_length(_VECTOR), 0)
-# `'lexeme':1,4 'other':2` (a tsvector as text): lexeme and its positions
-_ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
-
-
-def _tfs(hits: str | None) -> dict[str, int]:
-    """lexeme -> tf of a fact's vector filtered to the query's lexemes (`_HITS`)."""
-    return {
-        m.group(1).replace("''", "'"): m.group(2).count(",") + 1
-        for m in _ENTRY.finditer(hits or "")
-    }
-
-
-async def nearest_facts(
-    db: AsyncSession,
-    tenant_id: uuid.UUID,
-    scope: Scope,
-    text: str,
-    *,
-    limit: int,
-    agent_id: str | None,
-    include_invalidated: bool = False,
-    as_of: datetime | None = None,
-    drop_stop_words: bool = False,
-) -> list[Any]:
-    """The facts of `scope` best matching `text`, ranked as messages are (BM25 of
-    `app.search.bm25`: N, avgdl and n(t) over the scope's facts; a fact is one document,
-    with no conversation around it), then importance, newest; valid ones only unless
-    `include_invalidated` (with `as_of`: those true then). The text index finds the facts
-    holding any of the words. `drop_stop_words` (extraction's neighbour search): the
-    scope's own stop words (a word in most of its facts, as "user" is) are left out of the
-    query once the scope has a few facts, and facts matching nothing else are not
-    neighbours."""
-    q = _or_query(text)
-    lexemes = sa.func.tsvector_to_array(
-        sa.func.to_tsvector(sa.literal_column("'english'::regconfig"), text)
-    )
-    hits = sa.cast(
-        sa.func.ts_filter(
-            sa.func.setweight(_VECTOR, sa.literal_column("'A'"), lexemes),
-            sa.literal_column("'{a}'::\"char\"[]"),
-        ),
-        sa.Text,
-    )
-    in_scope = (
-        *readable(
-            tenant_id, agent_id, include_invalidated=include_invalidated or as_of is not None
-        ),
-        scope_clause(scope),
-        M.kind == FACT_KIND,
-    )
-    if as_of is not None and not include_invalidated:
-        in_scope = (*in_scope, valid_at(tenant_id, as_of))
-    stats = (
-        await db.execute(
-            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(_LENGTH), 0)).where(
-                *in_scope, _LENGTH > 0
-            )
-        )
-    ).one()
-    n_docs, total = int(stats[0]), int(stats[1])
-    if not n_docs:
-        return []
-    rows = list(
-        (
-            await db.execute(
-                sa.select(*M, _LENGTH.label("dl"), hits.label("hits")).where(
-                    *in_scope, _VECTOR.op("@@")(q)
-                )
-            )
-        ).all()
-    )
-    avgdl = total / n_docs
-    tfs = [_tfs(r.hits) for r in rows]
-    params = bm25.BM25Params()
-    dfs = {t: sum(1 for tf in tfs if t in tf) for t in {t for tf in tfs for t in tf}}
-    stop = (
-        {t for t, n in dfs.items() if n > STOP_SHARE * n_docs}
-        if drop_stop_words and n_docs >= STOP_MIN_FACTS
-        else set()
-    )
-    idfs = {t: bm25.idf(n_docs, n) for t, n in dfs.items() if t not in stop}
-    scored = [
-        (
-            sum(
-                bm25.term_score(n, r.dl, avgdl, idfs[t], params) for t, n in tf.items() if t in idfs
-            ),
-            r,
-        )
-        for r, tf in zip(rows, tfs, strict=True)
-    ]
-    if stop:
-        scored = [(score, r) for score, r in scored if score > 0]
-    scored.sort(key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(), str(p[1].id)))
-    return [_Ranked(r, score) for score, r in scored[:limit]]
-
-
-class _Ranked:
-    """A fact row with its BM25 score as `rank` (attribute access like the row)."""
-
-    __slots__ = ("_row", "rank")
-
-    def __init__(self, row: Any, rank: float) -> None:
-        self._row, self.rank = row, rank
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, name)
 
 
 async def lock_targets(
@@ -266,25 +139,6 @@ async def facts_of_keys(
         .limit(limit)
     )
     return list((await db.execute(stmt)).all())
-
-
-async def current_of_key(
-    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, key: str
-) -> list[MemoryItem]:
-    """The scope's valid facts of one key, row-locked (the one-value safety net)."""
-    rows = await db.execute(
-        sa.select(MemoryItem)
-        .where(
-            M.tenant_id == tenant_id,
-            scope_clause(scope),
-            M.kind == FACT_KIND,
-            M.fact_key == key,
-            M.invalid_at.is_(None),
-        )
-        .order_by(M.id)
-        .with_for_update()
-    )
-    return list(rows.scalars())
 
 
 async def replaced_any(
@@ -420,96 +274,98 @@ async def attribute_facts(
     return list(rows.scalars())
 
 
-_LEXEMES = sa.text(
-    "SELECT x.n, tsvector_to_array(to_tsvector('english'::regconfig, x.t)) "
-    "FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS x(t, n)"
-)
+# --- a session delete (app.facts.support) -----------------------------------------------
 
 
-async def text_neighbours(
-    db: AsyncSession,
-    tenant_id: uuid.UUID,
-    scope: Scope,
-    texts: Sequence[str],
-    *,
-    limit: int,
-) -> list[list[Any]]:
-    """For each text, the scope's current facts matching it best (BM25, as
-    `nearest_facts`, without the scope's stop words), at most `limit` each: three
-    statements per batch whatever the number of texts, and the text index does the
-    finding (issue 45: the per-candidate search read every fact sharing "user", 5-6 s
-    per batch at 1,700 facts). Each text's lexemes; how many current facts hold each
-    (the index, one lookup per lexeme) and how many current facts there are; then the
-    facts holding a lexeme that is not a stop word. avgdl is that of the facts found."""
-    if not texts:
-        return []
-    rows = await db.execute(_LEXEMES, {"texts": list(texts)})
-    lexemes = {int(r[0]) - 1: list(r[1] or []) for r in rows}
-    every = sorted({x for ls in lexemes.values() for x in ls})
-    if not every:
-        return [[] for _ in texts]
-    current = (*_facts_of(tenant_id, scope), M.invalid_at.is_(None))
-    n_docs = int((await db.execute(sa.select(sa.func.count()).where(*current))).scalar_one())
-    if not n_docs:
-        return [[] for _ in texts]
-    lex = sa.func.unnest(sa.literal(every, ARRAY(sa.Text))).table_valued("l").render_derived()
-    simple: sa.ColumnElement[Any] = sa.literal_column("'simple'::regconfig")
-    df_of = (
-        sa.select(sa.func.count())
-        .where(*current, _VECTOR.op("@@")(sa.func.plainto_tsquery(simple, lex.c.l)))
-        .scalar_subquery()
-    )
-    dfs = {str(r[0]): int(r[1]) for r in await db.execute(sa.select(lex.c.l, df_of))}
-    stop = (
-        {x for x, n in dfs.items() if n > STOP_SHARE * n_docs}
-        if n_docs >= STOP_MIN_FACTS
-        else set()
-    )
-    wanted = [x for x in every if dfs.get(x) and x not in stop]
-    if not wanted:
-        return [[] for _ in texts]
-    query = sa.func.to_tsquery(simple, " | ".join("'" + x.replace("'", "''") + "'" for x in wanted))
-    hits = sa.cast(
-        sa.func.ts_filter(
-            sa.func.setweight(
-                _VECTOR, sa.literal_column("'A'"), sa.literal(wanted, ARRAY(sa.Text))
-            ),
-            sa.literal_column("'{a}'::\"char\"[]"),
+async def facts_of_session(
+    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> list[MemoryItem]:
+    """The facts a session supports (its `sources` name it, or it is their source),
+    row-locked."""
+    names = sa.or_(
+        M.source_session_id == session_id,
+        M.sources.op("@>")(
+            sa.cast([{"session_id": str(session_id)}], sa.dialects.postgresql.JSONB)
         ),
-        sa.Text,
     )
-    found = list(
-        (
-            await db.execute(
-                sa.select(*M, _LENGTH.label("dl"), hits.label("hits")).where(
-                    *current, _VECTOR.op("@@")(query)
-                )
-            )
-        ).all()
+    rows = await db.execute(
+        sa.select(MemoryItem)
+        .where(M.tenant_id == tenant_id, M.kind == FACT_KIND, names)
+        .order_by(M.id)
+        .with_for_update()
     )
-    if not found:
-        return [[] for _ in texts]
-    avgdl = max(1.0, sum(int(r.dl) for r in found) / len(found))
-    params = bm25.BM25Params()
-    idfs = {x: bm25.idf(n_docs, dfs[x]) for x in wanted}
-    tfs = [_tfs(r.hits) for r in found]
-    out: list[list[Any]] = []
-    for i in range(len(texts)):
-        mine = set(lexemes.get(i, [])) & set(idfs)
-        scored = [
-            (
-                sum(
-                    bm25.term_score(n, r.dl, avgdl, idfs[x], params)
-                    for x, n in tf.items()
-                    if x in mine
-                ),
-                r,
-            )
-            for r, tf in zip(found, tfs, strict=True)
-        ]
-        scored = [(s, r) for s, r in scored if s > 0]
-        scored.sort(
-            key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(), str(p[1].id))
+    return list(rows.scalars())
+
+
+async def replaced_by_any(
+    db: AsyncSession, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
+) -> list[MemoryItem]:
+    """The facts (other than `ids`) whose `superseded_by` names one of `ids`, row-locked."""
+    if not ids:
+        return []
+    rows = await db.execute(
+        sa.select(MemoryItem)
+        .where(M.tenant_id == tenant_id, M.superseded_by.in_(list(ids)), M.id.not_in(list(ids)))
+        .order_by(M.id)
+        .with_for_update()
+    )
+    return list(rows.scalars())
+
+
+async def forget_in_versions(
+    db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, session_id: uuid.UUID
+) -> None:
+    """A kept fact's earlier versions stop naming the deleted session as a source (the
+    erasure deletes versions whose source is the session)."""
+    V = table_of(MemoryItemVersion)
+    rows = await db.execute(
+        sa.select(V.c.version, V.c.sources, V.c.source_session_id).where(
+            V.c.tenant_id == tenant_id, V.c.item_id == item_id
         )
-        out.append([_Ranked(r, s) for s, r in scored[:limit]])
-    return out
+    )
+    for version, sources, source in rows.all():
+        rest = [
+            dict(s)
+            for s in merge_sources(sources or [])
+            if str(s.get("session_id")) != str(session_id)
+        ]
+        if source != session_id and rest == list(sources or []):
+            continue
+        values: dict[str, Any] = {"sources": rest}
+        if source == session_id:
+            values.update(source_session_id=None, source_seqs=[])
+        await db.execute(
+            sa.update(V)
+            .where(V.c.tenant_id == tenant_id, V.c.item_id == item_id, V.c.version == version)
+            .values(**values)
+        )
+
+
+_FIRST_SAID = sa.text("""
+SELECT min(m.created_at) FROM messages m
+JOIN unnest(CAST(:sessions AS uuid[]), CAST(:seqs AS bigint[])) AS s(session_id, seq)
+  ON m.session_id = s.session_id AND m.seq = s.seq
+WHERE m.tenant_id = :tid
+""")
+
+
+async def first_said(
+    db: AsyncSession, tenant_id: uuid.UUID, sources: Sequence[Any]
+) -> datetime | None:
+    """When the earliest of `sources` ([{session_id, seqs}]) was written (None: none of
+    its messages is left)."""
+    pairs = [
+        (uuid.UUID(str(s["session_id"])), int(q))
+        for s in sources
+        if s.get("session_id")
+        for q in s.get("seqs") or []
+    ]
+    if not pairs:
+        return None
+    row = (
+        await db.execute(
+            _FIRST_SAID,
+            {"tid": tenant_id, "sessions": [p[0] for p in pairs], "seqs": [p[1] for p in pairs]},
+        )
+    ).first()
+    return row[0] if row is not None else None

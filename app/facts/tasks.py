@@ -64,6 +64,50 @@ def set_aside_within(settings: Settings) -> float:
     return sum(backoff_seconds(base, t) for t in range(1, tries))
 
 
+CLAIM_POLL_SECONDS = 0.1
+
+
+def claim_stale_after(settings: Settings) -> float:
+    """Seconds after which a run's claim no longer holds (its worker died with it)."""
+    return float(settings.facts_job_timeout_seconds) + 60.0
+
+
+async def claimed(
+    deps: Deps,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    owner: str,
+    *,
+    wait: float,
+    attempts: int = 1,
+) -> bool:
+    """Claim the session's extraction for `owner` (`app.facts.state.claim_run`), waiting
+    up to `wait` seconds while another run holds it (issue 45: a flush answered in the
+    request and the queued job read the same batch, 2 LLM calls for 0 batches). The run
+    that waited then finds the messages read and asks nothing. False past `wait`."""
+    deadline = asyncio.get_running_loop().time() + wait
+    while True:
+        try:
+            async with deps.sessionmaker() as db:
+                ok = await runs.claim_run(
+                    db,
+                    tenant_id,
+                    session_id,
+                    owner,
+                    stale_after=claim_stale_after(deps.settings),
+                    attempts=attempts,
+                )
+                await db.commit()
+        except Exception as exc:  # the claim is bookkeeping: never worse than before it
+            log.warning("could not claim the fact extraction: %s", type(exc).__name__)
+            return True
+        if ok:
+            return True
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
+        await asyncio.sleep(CLAIM_POLL_SECONDS)
+
+
 def _error_text(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
@@ -191,16 +235,12 @@ async def extract_facts(
     tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
     job_try = int(ctx.get("job_try") or 1)
     deps = Deps(state.sessionmaker, state.llm, settings)
-    await record(
-        deps.sessionmaker,
-        tid,
-        sid,
-        status="running",
-        attempts=job_try,
-        job_id=str(ctx.get("job_id") or extract_job_id(sid)),
-        started_at=_now(),
-        finished_at=None,
-    )
+    owner = str(ctx.get("job_id") or extract_job_id(sid))
+    if not await claimed(
+        deps, tid, sid, owner, wait=settings.facts_wait_seconds, attempts=job_try
+    ):  # a flush in a request still runs: its end is followed up
+        _follow_up(ctx, tid, sid)
+        return {"busy": True}
     outcome = Outcome()
     try:
         async with asyncio.timeout(settings.facts_job_timeout_seconds):
