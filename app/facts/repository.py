@@ -341,6 +341,18 @@ async def forget_in_versions(
         )
 
 
+async def redate_versions(
+    db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, start: datetime
+) -> None:
+    """A kept fact re-dated to `start` (its earliest remaining source): its earlier
+    versions no longer begin, nor were said, before it (their times came from the deleted
+    statements; `as_of` reads a fact's start from its first version)."""
+    V = table_of(MemoryItemVersion)
+    where = (V.c.tenant_id == tenant_id, V.c.item_id == item_id)
+    await db.execute(sa.update(V).where(*where, V.c.valid_from < start).values(valid_from=start))
+    await db.execute(sa.update(V).where(*where, V.c.stated_at < start).values(stated_at=start))
+
+
 _FIRST_SAID = sa.text("""
 SELECT min(m.created_at) FROM messages m
 JOIN unnest(CAST(:sessions AS uuid[]), CAST(:seqs AS bigint[])) AS s(session_id, seq)

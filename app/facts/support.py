@@ -153,6 +153,8 @@ async def release_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: uu
             why += f"; first said {item.stated_at:%Y-%m-%d %H:%M} UTC by what remains"
         await versions.record(db, item, "unsupport", ERASURE, why)
         await repo.forget_in_versions(db, tenant_id, fid, session_id)
+        if item.stated_at is not None and earliest is not None and item.stated_at == earliest:
+            await repo.redate_versions(db, tenant_id, fid, earliest)
         if item.valid_from != old_start and old_start is not None:
             await _moved_start(db, tenant_id, item, old_start, [*touched, *neighbours], plan)
     for fid, (end, succ) in plan.restored.items():
