@@ -27,7 +27,7 @@ from app.facts import prompts
 from app.facts import repository as repo
 from app.facts import state as runs
 from app.facts.apply import Candidate
-from app.facts.policy import family_related, holds_one_value, same_text, words_of
+from app.facts.policy import attribute_words, family_related, holds_one_value, same_text, words_of
 from app.knowledge.scopes import Scope
 
 CHARS_PER_TOKEN = 4
@@ -35,6 +35,7 @@ KNOWN_SHARE = 0.25  # of the cap: stored facts shown in step 1
 KEYS_SHARE = 0.1  # of the cap: the scope's keys in use shown in step 1
 SAME_KEY_SHOWN = 6  # current facts shown of a candidate's key that holds several values
 FAMILY_SHOWN = 2  # ... of a related key that holds several values
+FAMILY_KEYS = 8  # related keys shown per candidate
 NEAR_SHOWN = 5  # best text matches shown per candidate
 KEY_FACTS_READ = 2_000  # current facts of the candidates' keys read at most
 _JOIN = 1  # tokens a line's newline may add
@@ -205,9 +206,12 @@ async def stored_for_decision(
         attr = attrs.get(c.key or "", c.key or "")
         mine = groups.get(attr, set()) | {attr}
         same.append(mine)
-        family.append(
-            {k for k in all_keys if k not in mine and any(family_related(k, g) for g in mine)}
-        )
+        related = [k for k in all_keys if k not in mine and any(family_related(k, g) for g in mine)]
+        # the nearest first: fewest segments (user.location before user.penpal_3.home_city),
+        # then the most attribute words shared; at most FAMILY_KEYS of them
+        words = set().union(*(attribute_words(g) for g in mine))
+        related.sort(key=lambda k: (k.count("."), -len(attribute_words(k) & words), k))
+        family.append(set(related[:FAMILY_KEYS]))
     wanted = sorted(set().union(*same, *family))
     rows = await repo.current_of_keys(db, tenant_id, scope, wanted, limit=KEY_FACTS_READ)
     by_key: dict[str, list[Any]] = {}
