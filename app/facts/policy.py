@@ -121,7 +121,9 @@ def context_tier(key: str | None, text: str, query: set[str], score: float) -> i
     subject = key_subject(key)
     if key_matches_query(key, query):
         named = subject is not None and subject.rsplit(".", 1)[-1] in query
-        return 0 if subject == "user" or named else 1
+        # issue 45: an attribute key of the user's named without `user.` (residence.city)
+        users = not key_person(key) and not _OTHER_SUBJECT.search(text.lower())
+        return 0 if subject == "user" or named or users else 1
     if _matches(query, words_of(text)) and not _OTHER_SUBJECT.search(text.lower()):
         return 1
     return 2 if score > 0 else 3

@@ -64,6 +64,10 @@ class Rule:
     when: Callable[[date], str] | None = None  # the event time, from the message's date
     aliases: tuple[str, ...] = ()  # other keys it may name the attribute with
     one_value: bool | None = None  # what it says of the key (None: says nothing)
+    # issue 45: a key it gives every other time instead (a sentence naming the wrong
+    # subject: "The user's occupation" for a friend's job)
+    sloppy: str | None = None
+    fired: int = 0
 
     @property
     def topic(self) -> str:
@@ -79,6 +83,7 @@ class Pattern:
     fact: str
     key: str
     importance: float = 0.3
+    several: bool = False  # facts of one key that hold several values (books read)
 
 
 @dataclass
@@ -88,6 +93,7 @@ class FactModel:
     bad_key_every: int = 0  # every n-th recorded fact gets a key outside the pattern
     follow_keys: bool = True  # reuse the keys the prompt shows in use (issue 37)
     forgetful: set[str] = field(default_factory=set)  # texts always decided ADD (issue 45)
+    stubborn_every: int = 0  # every n-th key of a rule with aliases ignores what is shown
     calls: list[str] = field(default_factory=list)
     recorded: int = 0
     turn: int = 0
@@ -112,9 +118,10 @@ class FactModel:
         names = (r.key, *r.aliases)
         aliases = aliases or {}
         shown = [aliases.get(k, k) for k in names if k in in_use or k in aliases]
-        if shown and self.follow_keys:
-            return shown[0]
         self.turn += 1
+        stubborn = bool(self.stubborn_every) and r.aliases and self.turn % self.stubborn_every == 0
+        if shown and self.follow_keys and not stubborn:
+            return shown[0]
         return names[self.turn % len(names)] if r.aliases else r.key
 
     def mangle(self, key: str) -> str:
@@ -130,7 +137,11 @@ class FactModel:
         """What a fact is about, as a reader of its text knows: its rule's attribute (the
         same whichever key it was given), else its key."""
         rule = self.rule_for(text)
-        return rule.key if rule is not None else key
+        if rule is not None:
+            return rule.key
+        if any(p.several and p.key == key for p in self.patterns):
+            return text  # each holds its own value
+        return key
 
     def extract(self, prompt: str) -> dict[str, Any]:
         vocabulary = KEYS.search(prompt)
@@ -149,6 +160,9 @@ class FactModel:
                 if r.trigger in text:
                     key = self.key_for(r, in_use, aliases)
                     in_use.add(key)  # the same answer names it once
+                    r.fired += 1
+                    if r.sloppy is not None and r.fired % 2 == 0:
+                        key = r.sloppy
                     fact: dict[str, Any] = {
                         "text": r.fact,
                         "key": self.mangle(key),
