@@ -214,8 +214,8 @@ def build(days: int = 730, every: int = 5, trivia: int = 13, seed: int = 45) -> 
         for _ in range(rng.randint(1, 2)):
             book += 1
             say(f"I read the book {book} this week.", f"The user has read book {book}.", None)
-        for j in range(0, trivia, 5):
-            part = range(record + j, record + min(j + 5, trivia))
+        for q in range(0, trivia, 5):
+            part = range(record + q, record + min(q + 5, trivia))
             notes = ", ".join(
                 f"I have vinyl record {r}" if r % 2 else f"I visited town {r}" for r in part
             )
@@ -453,12 +453,12 @@ async def live(client: httpx.AsyncClient, fake: FakeLLMServer, sc: Scenario, sco
     report.other_user_ok = theirs == {"The user lives in Dublin.", "The user has read book 7."}
     # as_of: 10 dates, every single-valued attribute
     for k in range(10):
-        when = START + timedelta(days=(k + 0.5) * sc.days / 10)
-        day = when.date().isoformat()
-        then = {f["text"] for f in await scope_facts(client, scope, as_of=day)}
+        moment = START + timedelta(days=(k + 0.5) * sc.days / 10)
+        day = moment.date().isoformat()
+        known = {f["text"] for f in await scope_facts(client, scope, as_of=day)}
         truth = true_at(sc, datetime.combine(date.fromisoformat(day), datetime.min.time(), UTC))
         for a in ATTRIBUTES:
-            shown = sorted(t for t in then if attr.get(t) == a)
+            shown = sorted(t for t in known if attr.get(t) == a)
             want = [truth[a]] if truth[a] else []
             report.as_of_checks += 1
             if shown == want:
