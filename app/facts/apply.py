@@ -360,12 +360,17 @@ class _Batch:
             )
             by_id = {g.id: g for g in chain}
             f.invalid_at, f.superseded_by = slot.until, slot.successor
-            await self.bump(
-                f,
-                "invalidate",
+            why = (
                 f"automatic: {key} holds one value at a time and fact {slot.successor} "
-                f"(true from {_when(slot.until)}) is later; no decision named this fact",
+                f"(true from {_when(slot.until)}) is later; no decision named this fact"
             )
+            if slot.successor != newest.id:
+                why = (
+                    f"automatic: {key} holds one value at a time; an older statement, "
+                    f"placed in its history: true until fact {slot.successor} began "
+                    f"({_when(slot.until)}); no decision named this fact"
+                )
+            await self.bump(f, "invalidate", why)
             self.out.invalidated += 1
             self.out.automatic += 1
             if slot.successor != newest.id:

@@ -211,36 +211,32 @@ async def joined_keys(
     another (an INVALIDATE naming it, or a late statement placed before it), and a fact
     whose key an UPDATE rewrote (an earlier version holds the other key). Whether a pair
     teaches an alias is `app.facts.policy.attributes`' to say."""
-    a, b = table_of(MemoryItem).alias("a"), table_of(MemoryItem).alias("b")
-    replaced = (
-        sa.select(a.c.fact_key, b.c.fact_key)
-        .select_from(a.join(b, (b.c.tenant_id == a.c.tenant_id) & (b.c.id == a.c.superseded_by)))
-        .where(
-            a.c.tenant_id == tenant_id,
-            a.c.kind == FACT_KIND,
-            a.c.scope_kind == scope.kind,
-            a.c.scope_id == scope.storage_id,
-            a.c.fact_key.is_not(None),
-            b.c.fact_key.is_not(None),
-            a.c.fact_key != b.c.fact_key,
+    facts = (
+        await db.execute(
+            sa.select(M.id, M.fact_key, M.superseded_by).where(
+                *_facts_of(tenant_id, scope), M.fact_key.is_not(None)
+            )
         )
+    ).all()
+    key = {r.id: str(r.fact_key) for r in facts}
+    pairs = {
+        (key[r.id], key[r.superseded_by])
+        for r in facts
+        if r.superseded_by in key and key[r.id] != key[r.superseded_by]
+    }
+    V = table_of(MemoryItemVersion)
+    in_scope = sa.select(M.id).where(*_facts_of(tenant_id, scope), M.fact_key.is_not(None))
+    rows = await db.execute(
+        sa.select(V.c.item_id, V.c.fact_key)
+        .where(V.c.tenant_id == tenant_id, V.c.item_id.in_(in_scope), V.c.fact_key.is_not(None))
+        .group_by(V.c.item_id, V.c.fact_key)
     )
-    v = table_of(MemoryItemVersion)
-    rewritten = (
-        sa.select(v.c.fact_key, M.fact_key)
-        .select_from(
-            table_of(MemoryItem).join(v, (v.c.tenant_id == M.tenant_id) & (v.c.item_id == M.id))
-        )
-        .where(
-            *_facts_of(tenant_id, scope),
-            v.c.tenant_id == tenant_id,
-            v.c.fact_key.is_not(None),
-            M.fact_key.is_not(None),
-            v.c.fact_key != M.fact_key,
-        )
-    )
-    rows = await db.execute(sa.union(replaced, rewritten))
-    return sorted({(str(r[0]), str(r[1])) for r in rows})
+    pairs |= {
+        (str(r.fact_key), key[r.item_id])
+        for r in rows
+        if r.item_id in key and str(r.fact_key) != key[r.item_id]
+    }
+    return sorted(pairs)
 
 
 async def current_of_keys(

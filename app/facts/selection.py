@@ -116,9 +116,8 @@ async def known_facts(
     text = " ".join(r.text for r in rows if r.role == "user")[: cap * CHARS_PER_TOKEN]
     if not text.strip():
         return []
-    found = await repo.nearest_facts(
-        db, tenant_id, scope, text, limit=50, agent_id=agent_id, drop_stop_words=True
-    )
+    # the index finds them without reading every fact that says "user" (issue 45)
+    [found] = await repo.text_neighbours(db, tenant_id, scope, [text], limit=50)
     out: list[prompts.ShownFact] = []
     used = 0
     for r in found:

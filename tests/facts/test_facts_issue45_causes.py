@@ -163,6 +163,12 @@ async def test_3_the_one_value_rule_works_on_the_attribute_its_aliases_included(
     assert lyon["invalid_at"] == "2026-03-10T09:00:00Z"
     oslo = next(f for f in facts if f["text"] == "The user lives in Oslo.")
     assert oslo["key"] == "user.home_city"
+    print("\n--- an alias learned (issue 45)")
+    print(last_extract[: last_extract.index("Stored facts")])
+    for f in sorted(facts, key=lambda f: f["valid_from"]):
+        print(f"{f['key']}: {f['text']} {f['valid_from'][:10]}..{(f['invalid_at'] or '')[:10]}")
+    for v in (await history(llm_client, lyon["id"]))["versions"]:
+        print(f"  Lyon v{v['version']} {v['change']}: {v['reason']}")
 
 
 async def test_3_a_repair_never_moves_a_friends_job_to_the_user(
@@ -268,6 +274,12 @@ async def test_5_a_late_old_home_is_placed_in_the_whole_history(
         then = await scope_facts(llm_client, scope, as_of=day)
         assert [f["text"] for f in then] == [f"The user lives in {city}."], (day, then)
     oslo = next(f for f in facts if f["text"] == "The user lives in Oslo.")
+    print("\n--- a late statement placed in the history (issue 45)")
+    for f in sorted(facts, key=lambda f: f["valid_from"]):
+        print(f"{f['text']} {f['valid_from'][:10]}..{(f['invalid_at'] or '')[:10]}")
+    for name, f in (("Oslo", oslo), ("Vienna", next(f for f in facts if "Vienna" in f["text"]))):
+        for v in (await history(llm_client, f["id"]))["versions"]:
+            print(f"  {name} v{v['version']} {v['change']}: {v['reason']}")
     assert (oslo["valid_from"], oslo["invalid_at"]) == (
         "2026-04-01T09:00:00Z",
         "2026-05-01T09:00:00Z",
