@@ -35,6 +35,9 @@ def _facts_of(tenant_id: uuid.UUID, scope: Scope) -> tuple[sa.ColumnElement[bool
 # ("user" in a scope of facts about the user): it says nothing about which fact matches
 STOP_SHARE = 0.5
 STOP_MIN_FACTS = 6
+# a word in at most this share of the scope's facts (or RARE_MIN of them) names something
+RARE_SHARE = 0.02
+RARE_MIN = 5
 # the expression of ix_memory_items_text_fts (the planner matches it literally)
 _VECTOR = sa.func.to_tsvector(
     sa.literal_column("'english'::regconfig"),
@@ -176,12 +179,15 @@ async def text_neighbours(
     limit: int,
 ) -> list[list[Any]]:
     """For each text, the scope's current facts matching it best (BM25, as
-    `nearest_facts`, without the scope's stop words), at most `limit` each: three
-    statements per batch whatever the number of texts, and the text index does the
-    finding (issue 45: the per-candidate search read every fact sharing "user", 5-6 s
-    per batch at 1,700 facts). Each text's lexemes; how many current facts hold each
-    (the index, one lookup per lexeme) and how many current facts there are; then the
-    facts holding a lexeme that is not a stop word. avgdl is that of the facts found."""
+    `nearest_facts`), at most `limit` each, in four statements per batch whatever the
+    number of texts (issue 45: a search per candidate, 5-6 s per batch at 1,700 facts):
+    each text's lexemes; how many current facts there are and how many hold each lexeme
+    (the text index, one lookup per lexeme); then the facts holding a word that names
+    something (below), with their matching lexemes and lengths (avgdl is theirs). The
+    scope's stop words (in more than half of its facts, such as "user") do not count,
+    and a fact is a neighbour only when it shares a word that names something (in at
+    most `RARE_SHARE` of the facts, or `RARE_MIN` of them): "lives" alone does not make
+    a cousin's town a neighbour of the user's home."""
     if not texts:
         return []
     rows = await db.execute(_LEXEMES, {"texts": list(texts)})
@@ -193,8 +199,8 @@ async def text_neighbours(
     n_docs = int((await db.execute(sa.select(sa.func.count()).where(*current))).scalar_one())
     if not n_docs:
         return [[] for _ in texts]
-    lex = sa.func.unnest(sa.literal(every, ARRAY(sa.Text))).table_valued("l").render_derived()
     simple: sa.ColumnElement[Any] = sa.literal_column("'simple'::regconfig")
+    lex = sa.func.unnest(sa.literal(every, ARRAY(sa.Text))).table_valued("l").render_derived()
     df_of = (
         sa.select(sa.func.count())
         .where(*current, _VECTOR.op("@@")(sa.func.plainto_tsquery(simple, lex.c.l)))
@@ -206,10 +212,13 @@ async def text_neighbours(
         if n_docs >= STOP_MIN_FACTS
         else set()
     )
-    wanted = [x for x in every if dfs.get(x) and x not in stop]
-    if not wanted:
+    rare = {x for x, n in dfs.items() if 0 < n <= max(RARE_MIN, RARE_SHARE * n_docs)} - stop
+    if not rare:
         return [[] for _ in texts]
-    query = sa.func.to_tsquery(simple, " | ".join("'" + x.replace("'", "''") + "'" for x in wanted))
+    wanted = [x for x in every if dfs.get(x) and x not in stop]
+    query = sa.func.to_tsquery(
+        simple, " | ".join("'" + x.replace("'", "''") + "'" for x in sorted(rare))
+    )
     hits = sa.cast(
         sa.func.ts_filter(
             sa.func.setweight(
@@ -219,10 +228,11 @@ async def text_neighbours(
         ),
         sa.Text,
     )
+    shown = (M.id, M.text, M.valid_from, M.fact_key, M.stated_at, M.importance, M.created_at)
     found = list(
         (
             await db.execute(
-                sa.select(*M, _LENGTH.label("dl"), hits.label("hits")).where(
+                sa.select(*shown, _LENGTH.label("dl"), hits.label("hits")).where(
                     *current, _VECTOR.op("@@")(query)
                 )
             )
@@ -230,10 +240,10 @@ async def text_neighbours(
     )
     if not found:
         return [[] for _ in texts]
-    avgdl = max(1.0, sum(int(r.dl) for r in found) / len(found))
-    params = bm25.BM25Params()
-    idfs = {x: bm25.idf(n_docs, dfs[x]) for x in wanted}
     tfs = [_tfs(r.hits) for r in found]
+    avgdl = max(1.0, sum(int(r.dl) for r in found) / len(found))
+    idfs = {x: bm25.idf(n_docs, dfs[x]) for x in wanted}
+    params = bm25.BM25Params()
     out: list[list[Any]] = []
     for i in range(len(texts)):
         mine = set(lexemes.get(i, [])) & set(idfs)
@@ -247,8 +257,8 @@ async def text_neighbours(
                 r,
             )
             for r, tf in zip(found, tfs, strict=True)
+            if mine & rare & set(tf)
         ]
-        scored = [(s, r) for s, r in scored if s > 0]
         scored.sort(
             key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(), str(p[1].id))
         )

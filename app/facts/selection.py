@@ -32,7 +32,7 @@ from app.knowledge.scopes import Scope
 
 CHARS_PER_TOKEN = 4
 KNOWN_SHARE = 0.25  # of the cap: stored facts shown in step 1
-KEYS_SHARE = 0.1  # of the cap: the scope's keys in use shown in step 1
+KEYS_SHARE = 0.05  # of the cap: the scope's attributes in use shown in step 1 (issue 45: 0.1)
 SAME_KEY_SHOWN = 6  # current facts shown of a candidate's key that holds several values
 FAMILY_SHOWN = 2  # ... of a related key that holds several values
 FAMILY_KEYS = 8  # related keys shown per candidate
