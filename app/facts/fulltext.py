@@ -212,7 +212,11 @@ async def text_neighbours(
         if n_docs >= STOP_MIN_FACTS
         else set()
     )
-    rare = {x for x, n in dfs.items() if 0 < n <= max(RARE_MIN, RARE_SHARE * n_docs)} - stop
+    rare = {
+        x
+        for x, n in dfs.items()
+        if 0 < n <= max(RARE_MIN, RARE_SHARE * n_docs) and not x.isdigit()  # "3" names nothing
+    } - stop
     if not rare:
         return [[] for _ in texts]
     wanted = [x for x in every if dfs.get(x) and x not in stop]

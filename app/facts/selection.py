@@ -145,7 +145,16 @@ def key_vocabulary(
             a = attrs.get(stat.key, stat.key)
             counts[a] = counts.get(a, 0) + stat.current
     first = {attrs.get(f.key, f.key) for f in known if f.key}
-    ordered = sorted(counts.items(), key=lambda kc: (kc[0] not in first, -kc[1], kc[0]))
+    # a key of one fact is shown when it bears on the batch or holds one value (a home, a
+    # job); one-off keys (user.vinyl.r123) would fill the list at 2,000 facts (issue 45)
+    ordered = sorted(
+        (
+            (k, n)
+            for k, n in counts.items()
+            if n > 1 or k in first or holds_one_value(k) or k in set(attrs.values())
+        ),
+        key=lambda kc: (kc[0] not in first, -kc[1], kc[0]),
+    )
     out: list[tuple[str, int]] = []
     aliases: list[tuple[str, str]] = []
     by_attr: dict[str, list[str]] = {}
