@@ -27,7 +27,14 @@ from app.facts import prompts
 from app.facts import repository as repo
 from app.facts import state as runs
 from app.facts.apply import Candidate
-from app.facts.policy import attribute_words, family_related, holds_one_value, same_text, words_of
+from app.facts.policy import (
+    attribute_words,
+    family_related,
+    holds_one_value,
+    key_person,
+    same_text,
+    words_of,
+)
 from app.knowledge.scopes import Scope
 
 CHARS_PER_TOKEN = 4
@@ -151,7 +158,10 @@ def key_vocabulary(
         (
             (k, n)
             for k, n in counts.items()
-            if n > 1 or k in first or holds_one_value(k) or k in set(attrs.values())
+            if n > 1
+            or k in first
+            or (holds_one_value(k) and not key_person(k))  # the user's home, job...
+            or k in set(attrs.values())
         ),
         key=lambda kc: (kc[0] not in first, -kc[1], kc[0]),
     )

@@ -40,7 +40,7 @@ from tests.facts.support import facts_session
 from tests.fakes.fact_model import FactModel, Pattern, Rule
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest
 
-START = datetime(2025, 1, 6, 9, tzinfo=UTC)
+START = datetime(2024, 11, 4, 9, tzinfo=UTC)  # two years end before the tests' today
 HOME_KEYS = ("user.home_city", "user.residence", "residence.city")
 JOB_KEYS = ("user.job", "user.employer", "user.occupation")
 DIET_KEYS = ("user.diet", "user.food.diet")
