@@ -92,7 +92,7 @@ async def years(days: int, fake: FakeLLMServer, db_url: str) -> dict[str, Any]:
             timeout=600,
             headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
         ) as c:
-            report = await live(c, fake, build(days=days), "project/years")
+            report = await live(c, fake, build(days=days), "agent", "agent/bench")
     print(f"\n--- {days} days of one life (issue 45)\n" + table(report))
     if not report.ok():
         print("NOT OK:", report.two_current, report.false_current, report.lost)

@@ -18,7 +18,7 @@ async def test_months_of_a_life_with_an_imperfect_model(
     llm_client: httpx.AsyncClient, fake_llm: FakeLLMServer
 ) -> None:
     sc = build(days=180, every=6, trivia=6)
-    report = await live(llm_client, fake_llm, sc, "project/years-short")
+    report = await live(llm_client, fake_llm, sc, "agent", "agent/agent-1")
     print("\n--- issue 45, short form\n" + table(report))
     assert not report.two_current, report.two_current
     assert not report.false_current, report.false_current
