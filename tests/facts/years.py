@@ -11,10 +11,10 @@ one attribute with several keys (`user.home_city`, `user.residence`, `residence.
 `user.job`, `user.employer`, `user.occupation`; `user.diet`, `user.food.diet`) by turns
 unless the prompt shows one in use, writes every 9th key outside the pattern, gives a
 friend's job the key "The user's occupation" every other time, adds a stray field to
-every candidate, and answers with bad JSON every 41st call (the extraction is asked
-again, as a retry would). Three sessions are extracted last (late old sessions), one is
-imported with old dates in the middle of the run (a home the rest never mentions), three
-are deleted, and a second user has a scope of their own.
+every candidate, answers with bad JSON every 41st call (the extraction is asked again,
+as a retry would) and slowly (1.5 s) every 29th. Three sessions are extracted last (late
+old sessions), one is imported with old dates in the middle of the run (a home the rest
+never mentions), three are deleted, and a second user has a scope of their own.
 
 Checks (`Report`): no attribute with two current values, no false current fact, no true
 fact lost (a candidate dropped beyond repair is counted), `as_of` right at 10 dates for
@@ -59,6 +59,7 @@ DIETS = [
 SISTER = ["Porto", "Ghent", "Bergen"]
 FRIENDS = [("Lurel", "an actor"), ("Mira", "a pilot"), ("Tobi", "a chef"), ("Anya", "a judge")]
 IMPORTED_CITY = "Oslo"
+SLOW_SECONDS = 1.5
 
 
 @dataclass
@@ -307,14 +308,18 @@ def true_now(sc: Scenario) -> set[str]:
 
 class Imperfect:
     """The scripted model behind the fake server, plus what a real one does now and then:
-    a stray field on every candidate, and bad JSON every `bad_every`-th call."""
+    a stray field on every candidate, bad JSON every `bad_every`-th call, and a slow
+    answer (`SLOW_SECONDS`) every `slow_every`-th."""
 
-    def __init__(self, model: FactModel, bad_every: int = 41) -> None:
-        self.model, self.bad_every, self.calls = model, bad_every, 0
-        self.bad = 0
+    def __init__(self, model: FactModel, bad_every: int = 41, slow_every: int = 29) -> None:
+        self.model, self.bad_every, self.slow_every, self.calls = model, bad_every, slow_every, 0
+        self.bad = self.slow = 0
 
     def __call__(self, req: RecordedRequest) -> Any:
         self.calls += 1
+        if self.slow_every and self.calls % self.slow_every == 0:
+            self.slow += 1
+            time.sleep(SLOW_SECONDS)  # the fake server's own thread: a slow answer
         if self.bad_every and self.calls % self.bad_every == 0:
             self.bad += 1
             self.model.calls.append(req.tool_name or "")
@@ -355,6 +360,7 @@ class Report:
     context_ok: bool = False
     calls: dict[str, int] = field(default_factory=dict)
     bad_answers: int = 0
+    slow_answers: int = 0
     input_tokens: int = 0
     max_request_tokens: int = 0
     per_1000: dict[str, float] = field(default_factory=dict)
@@ -492,6 +498,7 @@ async def live(
     reqs = fake.requests_for("anthropic")
     report.calls = dict(Counter(q.tool_name or "" for q in reqs))
     report.bad_answers = imperfect.bad
+    report.slow_answers = imperfect.slow
     tokens = [request_tokens(q) for q in reqs]
     report.input_tokens = sum(tokens)
     report.max_request_tokens = max(tokens, default=0)
@@ -515,7 +522,10 @@ def table(report: Report) -> str:
         ("candidates dropped beyond repair / repaired", f"{report.dropped} / {report.repaired}"),
         ("`as_of` right (10 dates x 5 attributes)", f"{report.as_of_right}/{report.as_of_checks}"),
         ("context: current home and job only", "yes" if report.context_ok else "no"),
-        ("LLM calls (bad answers)", f"{report.calls} ({report.bad_answers})"),
+        (
+            "LLM calls (bad answers, slow answers)",
+            f"{report.calls} ({report.bad_answers}, {report.slow_answers})",
+        ),
         (
             "per 1,000 messages",
             f"{report.per_1000['llm_calls']} calls, "
