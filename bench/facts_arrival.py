@@ -41,7 +41,7 @@ from pydantic import SecretStr
 
 from app.core.config import Settings
 from app.facts import extract as facts_extract
-from app.facts import repository as facts_repo
+from app.facts import state as facts_state
 from app.facts.extract import Deps, run_extraction, tail_due
 from app.facts.trigger import extraction_due
 from app.main import create_app
@@ -100,8 +100,8 @@ async def run(
 
             async def due_in() -> float | None:
                 async with state.sessionmaker() as db:
-                    info = await facts_repo.session_facts(db, tenant, session)
-                    wm, _, users = await facts_repo.waiting_state(db, tenant, session)
+                    info = await facts_state.session_facts(db, tenant, session)
+                    wm, _, users = await facts_state.waiting_state(db, tenant, session)
                     await db.rollback()
                 assert info is not None
                 if policy == "before":
@@ -121,14 +121,14 @@ async def run(
 
             async def last_seq() -> int:
                 async with state.sessionmaker() as db:
-                    info = await facts_repo.session_facts(db, tenant, session)
+                    info = await facts_state.session_facts(db, tenant, session)
                     await db.rollback()
                 assert info is not None
                 return info.last_seq
 
             async def watermark() -> int:
                 async with state.sessionmaker() as db:
-                    wm = await facts_repo.watermark(db, tenant, session)
+                    wm = await facts_state.watermark(db, tenant, session)
                     await db.rollback()
                 return wm
 
@@ -174,7 +174,7 @@ async def run(
                     d = await due_in()
                     job_at = None if d is None else now + d
             async with state.sessionmaker() as db:
-                info = await facts_repo.session_facts(db, tenant, session)
+                info = await facts_state.session_facts(db, tenant, session)
                 await db.rollback()
             assert info is not None
     reqs = fake.requests_for("anthropic")

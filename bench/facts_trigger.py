@@ -36,7 +36,7 @@ from pydantic import SecretStr
 
 from app.core.config import Settings
 from app.core.tokens import count_text
-from app.facts import repository as facts_repo
+from app.facts import state as facts_state
 from app.facts.extract import Deps, run_extraction
 from app.main import create_app
 from app.memory.tasks import run_compression
@@ -94,7 +94,7 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
                 r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs[i : i + 2]})
                 assert r.status_code == 201, r.text
                 async with state.sessionmaker() as db:
-                    info = await facts_repo.session_facts(db, tenant, session)
+                    info = await facts_state.session_facts(db, tenant, session)
                     await db.rollback()
                 assert info is not None
                 if mode == "before":
@@ -102,7 +102,7 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
                         compress_with, tenant, session, force=False, llm_fallback=True
                     )
                     async with state.sessionmaker() as db:
-                        info = await facts_repo.session_facts(db, tenant, session)
+                        info = await facts_state.session_facts(db, tenant, session)
                         await db.rollback()
                     assert info is not None
                     left = (info.l1_start_seq or 1) - 1
@@ -116,7 +116,7 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
                 await run_extraction(deps, tenant, session)
                 runs += 1
             async with state.sessionmaker() as db:
-                info = await facts_repo.session_facts(db, tenant, session)
+                info = await facts_state.session_facts(db, tenant, session)
                 await db.rollback()
             assert info is not None
             valid = (

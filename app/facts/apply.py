@@ -34,7 +34,8 @@ from app.facts.policy import (
     FactOutputError,
     Operation,
     earlier_candidate,
-    successions,
+    may_alias,
+    same_text,
 )
 from app.knowledge import repository as items_repo
 from app.knowledge import versions
@@ -76,6 +77,8 @@ class Proposal:
     # restatements later in the batch: (candidate index, its restatement), each a `confirm`
     # of what that candidate became (issue 37: one batch records what ten would)
     restated: list[tuple[int, Candidate]] = dataclasses.field(default_factory=list)
+    # key -> its attribute's canonical key, as the scope's history taught (issue 45)
+    attrs: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -103,6 +106,26 @@ def _same_text(a: str | None, b: str | None) -> bool:
     return " ".join((a or "").lower().split()) == " ".join((b or "").lower().split())
 
 
+MERGED = "a restatement of fact"  # the reason of a duplicate merged into its fact
+
+
+def _merged(f: MemoryItem) -> bool:
+    """A duplicate merged into another fact: it ended where it began."""
+    return f.invalid_at is not None and f.valid_from is not None and f.invalid_at <= f.valid_from
+
+
+def _holding(facts: list[MemoryItem], at: datetime) -> MemoryItem | None:
+    """The state of an attribute holding at `at` (began last on or before it, not ended)."""
+    held = [
+        f
+        for f in facts
+        if (f.valid_from or f.created_at) <= at
+        and (f.invalid_at is None or at < f.invalid_at)
+        and not _merged(f)
+    ]
+    return max(held, key=lambda f: (f.valid_from or f.created_at, str(f.id))) if held else None
+
+
 def _when(t: datetime) -> str:
     return f"{t:%Y-%m-%d %H:%M} UTC"
 
@@ -124,6 +147,35 @@ class _Batch:
         self.scope, self.actor = scope, actor
         self.now = datetime.now(UTC)
         self.out = Applied()
+        self.parent: dict[str, str] = {}
+
+    # -- attributes (issue 45): the keys naming one attribute, as taught so far and by
+    # this batch's own decisions
+
+    def learn(self, attrs: dict[str, str]) -> None:
+        self.parent.update(attrs)
+
+    def attribute(self, key: str | None) -> str | None:
+        seen: set[str] = set()
+        while key is not None and key in self.parent and key not in seen:
+            seen.add(key)
+            key = self.parent[key]
+        return key
+
+    def join(self, a: str | None, b: str | None) -> None:
+        """A decision named a fact of key `a` for a candidate of key `b`: one attribute
+        (never across subjects: `policy.may_alias`)."""
+        if not may_alias(a, b):
+            return
+        ra, rb = self.attribute(a), self.attribute(b)
+        if ra is not None and rb is not None and ra != rb:
+            self.parent[rb] = ra
+
+    def keys_of(self, key: str | None) -> list[str]:
+        attr = self.attribute(key)
+        if attr is None:
+            return []
+        return sorted({attr, *(k for k in self.parent if self.attribute(k) == attr)})
 
     def source(self, c: Candidate) -> list[dict[str, Any]]:
         return [{"session_id": str(self.session_id), "seqs": sorted(set(c.seqs))}]
@@ -176,6 +228,9 @@ class _Batch:
         return item
 
     async def invalidate(self, c: Candidate, target: MemoryItem) -> MemoryItem:
+        self.join(target.fact_key, c.key)
+        if same_text(c.text, target.text):  # a restatement is never a new value (issue 45)
+            return await self.confirm(c, target, older=_older(c, target))
         if _older(c, target):
             return await self.history(c, target)
         item = await self.add(c)
@@ -192,12 +247,30 @@ class _Batch:
         self.out.invalidated += 1
         return item
 
+    async def timeline_of(self, *facts: MemoryItem, key: str | None = None) -> list[MemoryItem]:
+        """The whole history of the attribute of `facts` (and of `key`): every fact of its
+        keys, valid or not, and the facts they replaced (issue 45: a late statement was
+        fitted among the current fact's `superseded_by` chain only)."""
+        keys = sorted({k for f in facts for k in self.keys_of(f.fact_key)} | set(self.keys_of(key)))
+        out = {
+            f.id: f for f in await repo.attribute_facts(self.db, self.tenant_id, self.scope, keys)
+        }
+        for f in facts:
+            for g in await repo.chain_of(self.db, self.tenant_id, f):
+                out.setdefault(g.id, g)
+        # a restatement merged into another fact holds no time of its own
+        return [f for f in out.values() if not _merged(f)]
+
     async def history(self, c: Candidate, target: MemoryItem) -> MemoryItem:
-        """An older statement of another value: a fact of its own, fitted into the
-        timeline of the facts the target replaced (issue 37): true from its own time
-        until the next one began, and the one holding then ends where it began."""
-        chain = await repo.chain_of(self.db, self.tenant_id, target)
+        """An older statement of another value: a fact of its own, placed in the whole
+        history of its attribute (issues 37, 45): true from its own time until the next
+        state began, and the state holding then ends where it began; when that state says
+        the same, the statement is another source of it."""
+        chain = await self.timeline_of(target, key=c.key)
         by_id = {f.id: f for f in chain}
+        held = _holding(chain, c.valid_from)
+        if held is not None and same_text(held.text, c.text):
+            return await self.confirm(c, held, older=True)
         slot = fit_in_timeline(
             c.valid_from,
             [(f.id, f.valid_from or f.created_at, f.invalid_at) for f in chain],
@@ -224,7 +297,22 @@ class _Batch:
             self.out.invalidated += 1
         return item
 
+    async def add_new(self, c: Candidate) -> MemoryItem:
+        """An ADD: a new fact, unless its attribute already holds it (issue 45): a
+        restatement of a current fact, or a late statement of the state that held then,
+        is another source of that fact, never a second one."""
+        facts = await self.timeline_of(key=c.key) if c.key else []
+        same = [f for f in facts if f.invalid_at is None and same_text(f.text, c.text)]
+        if not same and c.one_value:
+            held = _holding(facts, c.valid_from)
+            same = [held] if held is not None and same_text(held.text, c.text) else []
+        if same:
+            self.out.unchanged += 1
+            return await self.confirm(c, same[0], older=_older(c, same[0]))
+        return await self.add(c)
+
     async def update(self, c: Candidate, target: MemoryItem, text: str) -> MemoryItem:
+        self.join(target.fact_key, c.key)
         if _older(c, target):
             if _same_text(c.text, target.text):
                 return await self.confirm(c, target, older=True)
@@ -235,7 +323,7 @@ class _Batch:
         target.text, target.token_cost = text, token_cost(FACT_KIND, text, None)
         target.importance = c.importance
         target.tags = list(dict.fromkeys([*(target.tags or []), *c.tags]))
-        target.fact_key = c.key or target.fact_key
+        target.fact_key = self.attribute(target.fact_key) or c.key or target.fact_key
         target.valid_from, target.stated_at = c.valid_from, c.stated_at
         target.source_session_id, target.source_seqs = self.session_id, sorted(set(c.seqs))
         target.sources = merge_sources(target.sources or [], self.source(c))
@@ -244,25 +332,82 @@ class _Batch:
         return target
 
     async def one_value(self, key: str) -> None:
-        """The safety net of a key holding one value at a time (issue 37): when the
-        model's decisions left two current facts of it, the later one supersedes the
-        earlier, as an automatic `invalidate` saying why."""
-        current = await repo.current_of_key(self.db, self.tenant_id, self.scope, key)
-        by_id = {f.id: f for f in current}
-        for older_id, newer_id in successions(
-            [(f.id, f.valid_from or f.created_at, f.stated_at) for f in current]
-        ):
-            older, newer = by_id[older_id], by_id[newer_id]
-            start = newer.valid_from or newer.created_at
-            older.invalid_at, older.superseded_by = start, newer.id
-            await self.bump(
-                older,
-                "invalidate",
-                f"automatic: {key} holds one value at a time and fact {newer.id} (true "
-                f"from {_when(start)}) is later; no decision named this fact",
+        """The safety net of an attribute holding one value at a time (issues 37, 45),
+        over all its keys: when the decisions left two current facts of it, the one that
+        became true last stays current; another saying the same is a restatement of it
+        (merged: its sources join the earlier statement, and it holds no time of its
+        own); any other is placed in the attribute's whole history (until the next state
+        began, cutting the state that held when it began), an automatic `invalidate`
+        saying why."""
+        await self.db.flush()
+        facts = await self.timeline_of(key=key)
+        current = sorted(
+            (f for f in facts if f.invalid_at is None),
+            key=lambda f: (f.valid_from or f.created_at, f.stated_at or f.created_at, str(f.id)),
+        )
+        while len(current) > 1:
+            newest = current[-1]
+            twin = next((f for f in current[:-1] if same_text(f.text, newest.text)), None)
+            if twin is not None:
+                await self.merge(newest, twin)
+                current.pop()
+                continue
+            f = current[-2]
+            chain = [g for g in facts if g.id != f.id and not _merged(g)]
+            slot = fit_in_timeline(
+                f.valid_from or f.created_at,
+                [(g.id, g.valid_from or g.created_at, g.invalid_at) for g in chain],
             )
+            by_id = {g.id: g for g in chain}
+            f.invalid_at, f.superseded_by = slot.until, slot.successor
+            why = (
+                f"automatic: {key} holds one value at a time and fact {slot.successor} "
+                f"(true from {_when(slot.until)}) is later; no decision named this fact"
+            )
+            if slot.successor != newest.id:
+                why = (
+                    f"automatic: {key} holds one value at a time; an older statement, "
+                    f"placed in its history: true until fact {slot.successor} began "
+                    f"({_when(slot.until)}); no decision named this fact"
+                )
+            await self.bump(f, "invalidate", why)
             self.out.invalidated += 1
             self.out.automatic += 1
+            if slot.successor != newest.id:
+                self.out.history += 1
+            if slot.cut is not None and slot.cut in by_id:
+                p = by_id[slot.cut]
+                start = f.valid_from or f.created_at
+                if p.invalid_at is None or p.invalid_at > start:
+                    p.invalid_at, p.superseded_by = start, f.id
+                    await self.bump(
+                        p,
+                        "invalidate",
+                        f"automatic: {key} holds one value at a time and fact {f.id} "
+                        f"(true from {_when(start)}) began while this held",
+                    )
+                    self.out.invalidated += 1
+            current = sorted(
+                (g for g in facts if g.invalid_at is None and not _merged(g)),
+                key=lambda g: (
+                    g.valid_from or g.created_at,
+                    g.stated_at or g.created_at,
+                    str(g.id),
+                ),
+            )
+
+    async def merge(self, dup: MemoryItem, into: MemoryItem) -> None:
+        """`dup` says what the current `into` says: its sources join `into` (a
+        `confirm`), and it ends where it began, replaced by `into` (issue 45: a duplicate
+        is never a second current fact)."""
+        merged = merge_sources(into.sources or [], dup.sources or [])
+        if merged != list(into.sources or []):
+            into.sources = merged
+            await self.bump(into, "confirm", f"said again: fact {dup.id} says the same")
+        start = dup.valid_from or dup.created_at
+        dup.invalid_at, dup.superseded_by = start, into.id
+        await self.bump(dup, "invalidate", f"{MERGED} {into.id}")
+        self.out.unchanged += 1
 
     async def confirm(self, c: Candidate, target: MemoryItem, *, older: bool = False) -> MemoryItem:
         merged = merge_sources(target.sources or [], self.source(c))
@@ -307,6 +452,7 @@ async def apply(
         ):
             raise StaleFacts(f"fact {key} changed meanwhile")
     batch = _Batch(db, tenant_id, session_id, scope, actor)
+    batch.learn(proposal.attrs)
     batch.out.unchanged = proposal.unchanged
     # a stored fact targeted by several candidates: each applies to it as the one before
     # left it (an INVALIDATE hands it on to the fact that replaced it)
@@ -340,7 +486,7 @@ async def apply(
         o = step
         c = proposal.candidates[o.candidate]
         if o.op == "add":
-            result[o.candidate] = await batch.add(c)
+            result[o.candidate] = await batch.add_new(c)
             continue
         t = resolve(o)
         if o.op == "invalidate":
@@ -357,12 +503,16 @@ async def apply(
             result[o.candidate] = await batch.update(c, t, o.text or c.text)
         else:
             result[o.candidate] = await batch.confirm(c, t)
-    one_value_keys = sorted(
-        {c.key for c in proposal.candidates if c.one_value and c.key}
-        | {c.key for _, c in proposal.restated if c.one_value and c.key}
+    one_value_attributes = sorted(
+        {
+            batch.attribute(c.key) or ""
+            for c in [*proposal.candidates, *(c for _, c in proposal.restated)]
+            if c.one_value and c.key
+        }
+        - {""}
     )
-    for one_key in one_value_keys:
-        await batch.one_value(one_key)
+    for attribute in one_value_attributes:
+        await batch.one_value(attribute)
     if scope.kind == "project" and (batch.out.added or batch.out.invalidated):
         await enforce_max_items(db, tenant_id, scope, max_items)
     for op, n in (

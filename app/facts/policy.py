@@ -121,7 +121,9 @@ def context_tier(key: str | None, text: str, query: set[str], score: float) -> i
     subject = key_subject(key)
     if key_matches_query(key, query):
         named = subject is not None and subject.rsplit(".", 1)[-1] in query
-        return 0 if subject == "user" or named else 1
+        # issue 45: an attribute key of the user's named without `user.` (residence.city)
+        users = not key_person(key) and not _OTHER_SUBJECT.search(text.lower())
+        return 0 if subject == "user" or named or users else 1
     if _matches(query, words_of(text)) and not _OTHER_SUBJECT.search(text.lower()):
         return 1
     return 2 if score > 0 else 3
@@ -143,6 +145,124 @@ def successions(facts: Sequence[tuple[Any, datetime, datetime | None]]) -> list[
     pairs in time order, each fact replaced by the next (the later fact supersedes)."""
     ordered = sorted(facts, key=lambda f: (f[1], f[2] or f[1], str(f[0])))
     return [(a[0], b[0]) for a, b in zip(ordered, ordered[1:], strict=False)]
+
+
+# --- attributes: one attribute, one truth (issue 45) -----------------------------------
+
+# words that name another person (or animal) than the user in a key or a fact's text: a
+# key naming one is about that subject (`user.sister.home_city`, `user.friend_lurel.job`)
+RELATIONS = frozenset(
+    "friend friends sister brother mother father mom mum dad son daughter wife husband "
+    "partner cousin aunt uncle colleague coworker boss manager neighbour neighbor "
+    "grandmother grandfather grandma grandpa niece nephew child children kid kids parent "
+    "parents pet dog cat roommate flatmate girlfriend boyfriend fiance fiancee".split()
+)
+_RELATION_TEXT = re.compile(r"^\s*the user'?s\s+([a-z]+)(?:\s+([A-Z][a-z]+))?", re.I)
+
+
+def key_person(key: str | None) -> tuple[str, ...]:
+    """Who a key is about beyond the user: its subject's segments from the first one
+    naming a relation (`user.sister.home_city` -> ("sister",); `user.friend_lurel.job` ->
+    ("friend_lurel",); `user.home_city`, `residence.city` -> ())."""
+    if not key:
+        return ()
+    segments = key.split(".")[:-1]
+    for i, seg in enumerate(segments):
+        if set(seg.split("_")) & RELATIONS:
+            return tuple(segments[i:])
+    return ()
+
+
+def attribute_words(key: str | None) -> set[str]:
+    """The words naming a key's attribute: every segment but `user` and the person's
+    (`residence.city` -> {residence, city}; `user.food.diet` -> {food, diet})."""
+    if not key:
+        return set()
+    segments = key.split(".")
+    person = key_person(key)
+    words: set[str] = set()
+    for seg in segments:
+        if seg == "user" or seg in person:
+            continue
+        words |= {seg, *seg.split("_")}
+    return words - _GENERIC - {""}
+
+
+def family_related(a: str | None, b: str | None) -> bool:
+    """Two keys that may name one attribute of one subject (issue 45: `user.residence`,
+    `residence.city`, `home_city` are one home): the same person, and attribute words
+    that share a word or an `ATTRIBUTE_FAMILIES` family. The decision step is shown the
+    current facts of such keys; whether they are one attribute is the model's to say."""
+    if not a or not b or key_person(a) != key_person(b):
+        return False
+    if a == b:
+        return True
+    wa, wb = attribute_words(a), attribute_words(b)
+    if not wa or not wb:
+        return False
+    return bool(wa & wb) or any(wa & f and wb & f for f in ATTRIBUTE_FAMILIES)
+
+
+def may_alias(a: str | None, b: str | None) -> bool:
+    """Whether a decision joining facts of keys `a` and `b` may teach that they name one
+    attribute: never across subjects (a friend's job is not the user's)."""
+    return bool(a) and bool(b) and a != b and key_person(a) == key_person(b)
+
+
+def attributes(
+    keys: Sequence[tuple[str, Any]], joined: Sequence[tuple[str, str]]
+) -> dict[str, str]:
+    """key -> its attribute's canonical key (issue 45). `keys`: the scope's keys with when
+    each was first used; `joined`: pairs of keys the model's decisions (an UPDATE or
+    INVALIDATE naming a fact of another key) or a rewrite joined. Keys joined directly or
+    through others form one attribute, named by its first-used key; a pair across subjects
+    (`may_alias`) joins nothing. Keys joined to nothing are their own attribute."""
+    first = {k: t for k, t in keys}
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.get(k, k) != k:
+            parent[k] = parent.get(parent[k], parent[k])
+            k = parent[k]
+        return k
+
+    def rank(k: str) -> tuple[int, Any, str]:
+        t = first.get(k)
+        return (t is None, t if t is not None else 0, k)
+
+    for a, b in joined:
+        if not may_alias(a, b):
+            continue
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            continue
+        keep, other = (ra, rb) if rank(ra) <= rank(rb) else (rb, ra)
+        parent[other] = keep
+    return {k: find(k) for k in {*first, *parent} if find(k) != k}
+
+
+def subject_from_text(key: str, text: str) -> str:
+    """A repaired key put under the subject the fact's text names (issue 45: "The user's
+    occupation" given for "The user's friend Lurel is an actor" is the friend's job, never
+    `user.occupation`): a `user.<attribute>` key of a text about "the user's <relation>
+    [Name]" becomes `user.<relation>[_name].<attribute>`. Other keys are kept."""
+    segments = key.split(".")
+    if segments[0] != "user" or key_person(key):
+        return key
+    m = _RELATION_TEXT.match(text)
+    if not m or m.group(1).lower() not in RELATIONS:
+        return key
+    person = m.group(1).lower() + (f"_{m.group(2).lower()}" if m.group(2) else "")
+    return ".".join([segments[0], person, *segments[1:]])
+
+
+def same_text(a: str | None, b: str | None) -> bool:
+    """The same statement, up to case, spacing and a final full stop."""
+
+    def norm(t: str | None) -> str:
+        return " ".join((t or "").lower().split()).rstrip(".")
+
+    return norm(a) == norm(b)
 
 
 class FactOutputError(ValueError):

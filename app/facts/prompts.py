@@ -244,20 +244,33 @@ def key_line(key: str, count: int) -> str:
     return f"{key} ({count})"
 
 
+def alias_line(alias: str, key: str) -> str:
+    return f"{alias} -> {key}"
+
+
 def render_batch(
     messages: Sequence[BatchMessage],
     known: Sequence[ShownFact] = (),
     keys: Sequence[tuple[str, int]] = (),
+    aliases: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """Step 1's user prompt: the keys in use (with their counts), the stored facts bearing
-    on the batch, then the messages with seq, date and speaker."""
+    """Step 1's user prompt: the keys in use (with their counts) and the other keys
+    learned to name the same attributes (issue 45), the stored facts bearing on the
+    batch, then the messages with seq, date and speaker."""
     lines = [message_line(m) for m in messages]
     first, last = messages[0].seq, messages[-1].seq
     stored = "\n".join(stored_line(f, with_id=False) for f in known) or "(none)"
     vocabulary = "\n".join(key_line(k, n) for k, n in keys) or "(none yet)"
+    learned = (
+        "Other keys that named the same attributes (use the key on the right):\n<aliases>\n"
+        + "\n".join(alias_line(a, k) for a, k in aliases)
+        + "\n</aliases>\n\n"
+        if aliases
+        else ""
+    )
     return (
         f"Keys in use (facts each); reuse them for the same attribute:\n<keys>\n"
-        f"{vocabulary}\n</keys>\n\n"
+        f"{vocabulary}\n</keys>\n\n{learned}"
         f"Stored facts about these topics (already known):\n<stored>\n{stored}\n"
         f"</stored>\n\nNew messages msg {first}-{last}:\n\n<messages>\n"
         + "\n".join(lines)
@@ -287,8 +300,8 @@ def render_decisions(candidates: Sequence[NewFact], stored: Sequence[ShownFact])
     shown = "\n".join(stored_line(f) for f in stored) or "(no stored facts)"
     news = "\n".join(new_fact_line(i, c) for i, c in enumerate(candidates))
     return (
-        f"Stored valid facts, most related first (every fact of a new fact's key, then "
-        f"the same subject's related attributes, then matching words, then the "
-        f"others):\n<stored>\n{shown}\n</stored>\n\nNew facts, in the order "
+        f"Stored valid facts that could be affected (those of each new fact's attribute, "
+        f"then related attributes of its subject, then facts with matching "
+        f"words):\n<stored>\n{shown}\n</stored>\n\nNew facts, in the order "
         f"they became true:\n<new>\n{news}\n</new>\n\nDecide once for each new fact."
     )

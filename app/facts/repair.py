@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.facts.policy import FactOutputError
+from app.facts.policy import FactOutputError, subject_from_text
 from app.facts.prompts import (
     EVENT_TIME_PATTERN,
     KEY_PATTERN,
@@ -101,6 +101,9 @@ def _one(i: int, raw: Any, batch_seqs: Set[int]) -> tuple[CandidateFact | None, 
     key = repair_key(raw.get("key"))
     if key is None:
         return None, False, f"fact {i} does not match the schema (key: {raw.get('key')!r})"
+    if key != raw.get("key"):  # a repair never moves a fact to another subject (issue 45)
+        moved = subject_from_text(key, text)
+        key = moved if _KEY.match(moved) and len(moved) <= KEY_CHARS else key
     seqs_raw = raw.get("source_seqs")
     seqs = (
         [s for s in seqs_raw if isinstance(s, int) and not isinstance(s, bool)]

@@ -15,10 +15,11 @@ from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
 from app.core.queue import Queue
 from app.facts import repository as repo
+from app.facts import state as runs
 from app.facts.extract import Deps, Outcome
 from app.facts.policy import FACT_KIND, FactsConfig
 from app.facts.schemas import FactExtractionPublic, FactList, FactSearch
-from app.facts.tasks import finished, record, run_once
+from app.facts.tasks import claimed, finished, record, run_once
 from app.facts.trigger import EXTRACT_JOB, extract_job_id, flush
 from app.knowledge import versions as item_versions
 from app.knowledge.asof import read_then
@@ -35,7 +36,7 @@ from app.models.session import SessionRow
 
 
 async def status(db: AsyncSession, session: SessionRow) -> FactExtractionPublic:
-    row = await repo.get_state(db, session.tenant_id, session.id)
+    row = await runs.get_state(db, session.tenant_id, session.id)
     if row is None:
         return FactExtractionPublic(status="idle", watermark_seq=0, skipped=None, last_result=None)
     return FactExtractionPublic.model_validate(row, from_attributes=True)
@@ -56,19 +57,16 @@ async def extract_now(
     """One extraction run in the caller (`?wait=true`); None past `within` seconds (what
     was applied stays). Raises what the run raised, after recording it."""
     tid, sid = session.tenant_id, session.id
-    await record(
-        deps.sessionmaker,
-        tid,
-        sid,
-        status="running",
-        attempts=1,
-        started_at=datetime.now(UTC),
-        finished_at=None,
-    )
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    # one run at a time (issue 45): a job running now is waited for, then what it left
+    if not await claimed(deps, tid, sid, f"wait:{uuid.uuid4()}", wait=within):
+        return None
     try:
-        async with asyncio.timeout(within):
+        async with asyncio.timeout(max(0.0, within - (loop.time() - began))):
             outcome = await run_once(deps, tid, sid, retry_failed=retry_failed)
-    except TimeoutError:
+    except TimeoutError:  # the claim goes: the flush that follows runs what is left
+        await record(deps.sessionmaker, tid, sid, status="pending")
         return None
     except Exception as exc:
         await record(

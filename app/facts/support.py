@@ -14,9 +14,15 @@ the deletion):
   when it was current, else replaced by whatever replaced it; through several doomed
   facts in a row.
 
-`plan_release` is the rule, with no I/O; `release_session` the SQL around it. Erasing a
-user still removes everything of that user: each of its sessions goes this way, then its
-own tier.
+A kept fact is re-dated to its earliest remaining source (issue 45: a peanut allergy said
+on 2024-11-20 in the deleted session and again on 2025-08-01 kept `valid_from`
+2024-11-20): when the deleted session said it first, it was said (`stated_at`) when the
+earliest remaining statement was written, and true (`valid_from`) from then at the
+earliest; a fact it had replaced at its old start now ends at its new one.
+
+`plan_release` and `redate` are the rules, with no I/O; `release_session` applies them
+(the statements are `app.facts.repository`'s). Erasing a user still removes everything of
+that user: each of its sessions goes this way, then its own tier.
 """
 
 from __future__ import annotations
@@ -27,17 +33,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.facts.policy import FACT_KIND
+from app.facts import repository as repo
 from app.knowledge import versions
 from app.knowledge.timeline import merge_sources
-from app.models.base import table_of
 from app.models.memory_item import MemoryItem
 
-M = table_of(MemoryItem).c
-V = versions.V
 ERASURE = versions.Actor("erasure")
 
 
@@ -108,37 +110,28 @@ def _supported(r: MemoryItem) -> Supported:
     )
 
 
+def redate(
+    valid_from: datetime | None, stated_at: datetime | None, earliest: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """A kept fact's (valid_from, stated_at) once the deleted session's statements are gone
+    (issue 45): when it was said before its earliest remaining statement (`earliest`),
+    it was first said then, and became true then at the earliest (an event time after it
+    stays). Else unchanged."""
+    if earliest is None or stated_at is None or stated_at >= earliest:
+        return valid_from, stated_at
+    start = earliest if valid_from is None or valid_from < earliest else valid_from
+    return start, earliest
+
+
 async def release_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
     """Apply `plan_release` for a session about to be deleted (the caller's transaction;
     the erasure then deletes the facts still drawn from it). Returns the facts kept."""
     sid = str(session_id)
-    names = sa.or_(
-        M.source_session_id == session_id,
-        M.sources.op("@>")(sa.cast([{"session_id": sid}], sa.dialects.postgresql.JSONB)),
-    )
-    touched = list(
-        (
-            await db.execute(
-                sa.select(MemoryItem)
-                .where(M.tenant_id == tenant_id, M.kind == FACT_KIND, names)
-                .order_by(M.id)
-                .with_for_update()
-            )
-        ).scalars()
-    )
+    touched = await repo.facts_of_session(db, tenant_id, session_id)
     if not touched:
         return 0
     ids = [t.id for t in touched]
-    neighbours = list(
-        (
-            await db.execute(
-                sa.select(MemoryItem)
-                .where(M.tenant_id == tenant_id, M.superseded_by.in_(ids), M.id.not_in(ids))
-                .order_by(M.id)
-                .with_for_update()
-            )
-        ).scalars()
-    )
+    neighbours = await repo.replaced_by_any(db, tenant_id, ids)
     plan = plan_release([_supported(t) for t in touched], [_supported(n) for n in neighbours], sid)
     items = {r.id: r for r in [*touched, *neighbours]}
     now = datetime.now(UTC)
@@ -149,13 +142,21 @@ async def release_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: uu
             latest = rest[-1]
             item.source_session_id = uuid.UUID(str(latest["session_id"]))
             item.source_seqs = list(latest["seqs"])
+        old_start = item.valid_from
+        earliest = await repo.first_said(db, tenant_id, rest)
+        item.valid_from, item.stated_at = redate(item.valid_from, item.stated_at, earliest)
         item.version += 1
         item.updated_at = now
         await db.flush()
-        await versions.record(
-            db, item, "unsupport", ERASURE, f"session {sid} deleted: it no longer supports this"
-        )
-        await _forget_in_versions(db, tenant_id, fid, session_id)
+        why = f"session {sid} deleted: it no longer supports this"
+        if item.valid_from != old_start and item.valid_from is not None:
+            why += f"; first said {item.stated_at:%Y-%m-%d %H:%M} UTC by what remains"
+        await versions.record(db, item, "unsupport", ERASURE, why)
+        await repo.forget_in_versions(db, tenant_id, fid, session_id)
+        if item.stated_at is not None and earliest is not None and item.stated_at == earliest:
+            await repo.redate_versions(db, tenant_id, fid, earliest)
+        if item.valid_from != old_start and old_start is not None:
+            await _moved_start(db, tenant_id, item, old_start, [*touched, *neighbours], plan)
     for fid, (end, succ) in plan.restored.items():
         item = items[fid]
         item.invalid_at, item.superseded_by = end, succ
@@ -173,25 +174,29 @@ async def release_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: uu
     return len(plan.kept)
 
 
-async def _forget_in_versions(
-    db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID, session_id: uuid.UUID
+async def _moved_start(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    item: MemoryItem,
+    old_start: datetime,
+    loaded: list[MemoryItem],
+    plan: Release,
 ) -> None:
-    """A kept fact's earlier versions stop naming the deleted session as a source (the
-    erasure deletes versions whose source is the session)."""
-    rows = await db.execute(
-        sa.select(V.c.version, V.c.sources, V.c.source_session_id).where(
-            V.c.tenant_id == tenant_id, V.c.item_id == item_id
-        )
-    )
-    for version, sources, source in rows.all():
-        rest = without(sources or [], str(session_id))
-        if source != session_id and rest == list(sources or []):
+    """The facts `item` replaced at its old start now end at its new one."""
+    known = {f.id: f for f in loaded}
+    for f in await repo.replaced_by_any(db, tenant_id, [item.id]):
+        f = known.get(f.id, f)
+        if f.id in plan.doomed or f.invalid_at != old_start or f.superseded_by != item.id:
             continue
-        values: dict[str, Any] = {"sources": rest}
-        if source == session_id:
-            values.update(source_session_id=None, source_seqs=[])
-        await db.execute(
-            sa.update(V)
-            .where(V.c.tenant_id == tenant_id, V.c.item_id == item_id, V.c.version == version)
-            .values(**values)
+        f.invalid_at = item.valid_from
+        f.version += 1
+        f.updated_at = datetime.now(UTC)
+        await db.flush()
+        await versions.record(
+            db,
+            f,
+            "restore",
+            ERASURE,
+            f"the fact that replaced it, {item.id}, is now first said later: true until "
+            f"{item.valid_from:%Y-%m-%d %H:%M} UTC",
         )

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.facts import metrics
-from app.facts import repository as repo
+from app.facts import state as runs
 from app.facts.extract import Deps, LeaseLost, Outcome, run_extraction, run_range, stated_range
 from app.facts.trigger import EXTRACT_JOB, extract_job_id, follow, schedule_extraction
 from app.jobs.followup import after_job
@@ -65,6 +65,50 @@ def set_aside_within(settings: Settings) -> float:
     return sum(backoff_seconds(base, t) for t in range(1, tries))
 
 
+CLAIM_POLL_SECONDS = 0.1
+
+
+def claim_stale_after(settings: Settings) -> float:
+    """Seconds after which a run's claim no longer holds (its worker died with it)."""
+    return float(settings.facts_job_timeout_seconds) + 60.0
+
+
+async def claimed(
+    deps: Deps,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    owner: str,
+    *,
+    wait: float,
+    attempts: int = 1,
+) -> bool:
+    """Claim the session's extraction for `owner` (`app.facts.state.claim_run`), waiting
+    up to `wait` seconds while another run holds it (issue 45: a flush answered in the
+    request and the queued job read the same batch, 2 LLM calls for 0 batches). The run
+    that waited then finds the messages read and asks nothing. False past `wait`."""
+    deadline = asyncio.get_running_loop().time() + wait
+    while True:
+        try:
+            async with deps.sessionmaker() as db:
+                ok = await runs.claim_run(
+                    db,
+                    tenant_id,
+                    session_id,
+                    owner,
+                    stale_after=claim_stale_after(deps.settings),
+                    attempts=attempts,
+                )
+                await db.commit()
+        except Exception as exc:  # the claim is bookkeeping: never worse than before it
+            log.warning("could not claim the fact extraction: %s", type(exc).__name__)
+            return True
+        if ok:
+            return True
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
+        await asyncio.sleep(CLAIM_POLL_SECONDS)
+
+
 def _error_text(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
@@ -79,7 +123,7 @@ async def record(
     """Write job status; bookkeeping never decides the job's fate."""
     try:
         async with sessionmaker() as db:
-            await repo.mark(db, tenant_id, session_id, **values)
+            await runs.mark(db, tenant_id, session_id, **values)
             await db.commit()
     except Exception as exc:
         log.warning("could not record fact extraction status: %s", type(exc).__name__)
@@ -131,7 +175,7 @@ async def run_once(
         return outcome
     if retry_failed:
         async with deps.sessionmaker() as db:
-            state = await repo.get_state(db, tenant_id, session_id)
+            state = await runs.get_state(db, tenant_id, session_id)
             ranges = list(state.failed_ranges or []) if state is not None else []
             await db.rollback()
         for r in ranges:
@@ -163,8 +207,8 @@ async def give_up_on(
     first, last = batch
     try:
         async with sessionmaker() as db:
-            await repo.ensure_state(db, tenant_id, session_id)
-            state = await repo.get_state(db, tenant_id, session_id, for_update=True)
+            await runs.ensure_state(db, tenant_id, session_id)
+            state = await runs.get_state(db, tenant_id, session_id, for_update=True)
             if state is None or state.watermark_seq != first - 1:
                 await db.rollback()
                 return False
@@ -172,8 +216,8 @@ async def give_up_on(
                 *(state.failed_ranges or []),
                 stated_range(first, last, error, datetime.now(UTC)),
             ]
-            await repo.set_failed_ranges(db, tenant_id, session_id, ranges)
-            await repo.advance(db, tenant_id, session_id, last)
+            await runs.set_failed_ranges(db, tenant_id, session_id, ranges)
+            await runs.advance(db, tenant_id, session_id, last)
             await db.commit()
             return True
     except Exception as exc:
@@ -195,16 +239,12 @@ async def extract_facts(
     tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
     job_try = int(ctx.get("job_try") or 1)
     deps = Deps(state.sessionmaker, state.llm, settings)
-    await record(
-        deps.sessionmaker,
-        tid,
-        sid,
-        status="running",
-        attempts=job_try,
-        job_id=str(ctx.get("job_id") or extract_job_id(sid)),
-        started_at=_now(),
-        finished_at=None,
-    )
+    owner = str(ctx.get("job_id") or extract_job_id(sid))
+    if not await claimed(
+        deps, tid, sid, owner, wait=settings.facts_wait_seconds, attempts=job_try
+    ):  # a flush in a request still runs: its end is followed up
+        _follow_up(ctx, tid, sid)
+        return {"busy": True}
     outcome = Outcome()
     try:
         async with asyncio.timeout(settings.facts_job_timeout_seconds):
@@ -292,7 +332,7 @@ async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
     now = datetime.now(UTC)
     interval = timedelta(seconds=settings.compress_cron_seconds)
     async with state.sessionmaker() as db:
-        lost = await repo.stale_extractions(
+        lost = await runs.stale_extractions(
             db,
             pending_before=now
             - 2 * interval

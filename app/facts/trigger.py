@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.facts import repository as repo
+from app.facts import state as runs
 from app.facts.policy import FactsConfig
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ async def schedule_extraction(
     job_id = extract_job_id(session_id)
     try:
         async with sessionmaker() as db:
-            await repo.mark_pending(db, tenant_id, session_id, job_id)
+            await runs.mark_pending(db, tenant_id, session_id, job_id)
             await db.commit()
     except Exception as exc:
         log.warning("could not record pending extraction of %s: %s", session_id, type(exc).__name__)
@@ -97,12 +97,12 @@ async def follow(
     """Schedule the session's extraction as its waiting messages say (module doc)."""
     async with sessionmaker() as db:
         if last_seq is None or config is None:
-            info = await repo.session_facts(db, tenant_id, session_id)
+            info = await runs.session_facts(db, tenant_id, session_id)
             if info is None:
                 await db.rollback()
                 return False
             last_seq, config = info.last_seq, info.config
-        watermark, retrying, users = await repo.waiting_state(db, tenant_id, session_id)
+        watermark, retrying, users = await runs.waiting_state(db, tenant_id, session_id)
         await db.rollback()
     cfg = FactsConfig.from_stored((config or {}).get("facts"))
     if not cfg.enabled:

@@ -149,9 +149,8 @@ async def test_paraphrased_contradictions_among_50_facts_are_all_found(
         assert facts[old]["superseded_by"] == facts[rule.fact]["id"]
     shown = model.shown_in_decisions()
     assert {t for t, _ in STORED} <= set(shown)
-    if crowded:  # not everything fitted: the same-key facts were shown, not all 53
-        assert len(shown) < 53
-    else:
-        assert len(shown) == 53
+    # issue 45: what could conflict is shown (the changed facts' attributes and
+    # related keys, the best text matches), never the 50 hobbies to fill the budget
+    assert len(shown) < 53
     for req in fake_llm.requests:  # the cap counts what is sent (finding 6)
         assert request_tokens(req.json) <= (CAP if crowded else 8000) + 50, req.tool_name

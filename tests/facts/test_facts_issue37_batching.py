@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 
 from app.facts import prompts
-from app.facts.extract import split_restatements
+from app.facts.propose import split_restatements
 from tests.facts.helpers import SCENARIO, extract, history, scope_facts, talk, timeline
 from tests.facts.support import FactModel, Rule, facts_session
 from tests.fakes.llm_server import FakeLLMServer

@@ -240,4 +240,8 @@ async def test_months_of_a_life(llm_client: httpx.AsyncClient, fake_llm: FakeLLM
         if f["text"] == "The user lives in Lyon."
     )
     print(f"Lyon after the day-51 session was extracted last: {lyons}")
-    assert lyons == [(at(42), at(51), True), (at(51), at(59, -540), True)]
+    # issue 45: the day-51 "based in Lyon" is a late statement of the state that held then,
+    # another source of the day-42 Lyon fact, not a second Lyon
+    assert lyons == [(at(42), at(59, -540), True)]
+    [lyon] = [f for f in facts if f["text"] == "The user lives in Lyon."]
+    assert sessions[LATE] in {s["session_id"] for s in lyon["sources"]}

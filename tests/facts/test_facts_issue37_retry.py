@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from app.core.config import Settings
-from app.facts.repository import retry_waiting
+from app.facts.state import retry_waiting
 from app.facts.tasks import set_aside_within
 from tests.facts.helpers import talk
 from tests.facts.support import facts_session, facts_settings, run_burst_worker

@@ -18,6 +18,11 @@ any of its keys (by turns) unless the prompt shows one of them in use (the <keys
 vocabulary or a stored fact): then it reuses that one; with `bad_key_every=n`, every n-th
 fact it records has a key outside the pattern (`user.home-city`, or a sentence).
 
+Issue 45: the prompt's <aliases> (`alias -> key`) count as keys in use (it names the
+attribute with the key on the right); `follow_keys=False` makes it ignore what the prompt
+shows and name attributes by turns anyway; a text in `forgetful` is always decided ADD
+(a model that misses a contradiction or a restatement).
+
 `calls` lists the tools asked, `prompts` the prompts received (tool, text).
 """
 
@@ -37,6 +42,8 @@ STORED = re.compile(r"^- id=([0-9a-f-]{36}) key=(\S+) \(since [^)]*\): (.*)$", r
 KNOWN = re.compile(r"^- key=(\S+) \(since [^)]*\): (.*)$", re.M)
 KEYS = re.compile(r"<keys>\n(.*?)\n</keys>", re.S)
 KEY_LINE = re.compile(r"^(\S+) \((\d+)\)$", re.M)
+ALIASES = re.compile(r"<aliases>\n(.*?)\n</aliases>", re.S)
+ALIAS_LINE = re.compile(r"^(\S+) -> (\S+)$", re.M)
 
 
 def last_month(said: date) -> str:
@@ -57,6 +64,10 @@ class Rule:
     when: Callable[[date], str] | None = None  # the event time, from the message's date
     aliases: tuple[str, ...] = ()  # other keys it may name the attribute with
     one_value: bool | None = None  # what it says of the key (None: says nothing)
+    # issue 45: a key it gives every other time instead (a sentence naming the wrong
+    # subject: "The user's occupation" for a friend's job)
+    sloppy: str | None = None
+    fired: int = 0
 
     @property
     def topic(self) -> str:
@@ -72,6 +83,7 @@ class Pattern:
     fact: str
     key: str
     importance: float = 0.3
+    several: bool = False  # facts of one key that hold several values (books read)
 
 
 @dataclass
@@ -79,6 +91,9 @@ class FactModel:
     rules: list[Rule]
     patterns: list[Pattern] = field(default_factory=list)
     bad_key_every: int = 0  # every n-th recorded fact gets a key outside the pattern
+    follow_keys: bool = True  # reuse the keys the prompt shows in use (issue 37)
+    forgetful: set[str] = field(default_factory=set)  # texts always decided ADD (issue 45)
+    stubborn_every: int = 0  # every n-th key of a rule with aliases ignores what is shown
     calls: list[str] = field(default_factory=list)
     recorded: int = 0
     turn: int = 0
@@ -97,13 +112,16 @@ class FactModel:
             return self.decide(req.text)
         raise AssertionError(f"unexpected tool {req.tool_name}")
 
-    def key_for(self, r: Rule, in_use: set[str]) -> str:
-        """The rule's key as shown in use, else one of its names by turns."""
+    def key_for(self, r: Rule, in_use: set[str], aliases: dict[str, str] | None = None) -> str:
+        """The rule's key as shown in use (or the key an alias shown maps to), else one of
+        its names by turns."""
         names = (r.key, *r.aliases)
-        shown = [k for k in names if k in in_use]
-        if shown:
-            return shown[0]
+        aliases = aliases or {}
+        shown = [aliases.get(k, k) for k in names if k in in_use or k in aliases]
         self.turn += 1
+        stubborn = bool(self.stubborn_every) and r.aliases and self.turn % self.stubborn_every == 0
+        if shown and self.follow_keys and not stubborn:
+            return shown[0]
         return names[self.turn % len(names)] if r.aliases else r.key
 
     def mangle(self, key: str) -> str:
@@ -119,7 +137,11 @@ class FactModel:
         """What a fact is about, as a reader of its text knows: its rule's attribute (the
         same whichever key it was given), else its key."""
         rule = self.rule_for(text)
-        return rule.key if rule is not None else key
+        if rule is not None:
+            return rule.key
+        if any(p.several and p.key == key for p in self.patterns):
+            return text  # each holds its own value
+        return key
 
     def extract(self, prompt: str) -> dict[str, Any]:
         vocabulary = KEYS.search(prompt)
@@ -127,6 +149,8 @@ class FactModel:
             {m.group(1) for m in KEY_LINE.finditer(vocabulary.group(1))} if vocabulary else set()
         )
         in_use |= {k for k, _ in KNOWN.findall(prompt)}
+        learned = ALIASES.search(prompt)
+        aliases = dict(ALIAS_LINE.findall(learned.group(1))) if learned else {}
         facts: list[dict[str, Any]] = []
         for m in LINE.finditer(prompt):
             seq, when, speaker, text = int(m.group(1)), m.group(2), m.group(3), m.group(4)
@@ -134,8 +158,11 @@ class FactModel:
                 continue
             for r in self.rules:
                 if r.trigger in text:
-                    key = self.key_for(r, in_use)
+                    key = self.key_for(r, in_use, aliases)
                     in_use.add(key)  # the same answer names it once
+                    r.fired += 1
+                    if r.sloppy is not None and r.fired % 2 == 0:
+                        key = r.sloppy
                     fact: dict[str, Any] = {
                         "text": r.fact,
                         "key": self.mangle(key),
@@ -172,7 +199,7 @@ class FactModel:
             rule = self.rule_for(text)
             key = self.topic(key, text)
             before = latest.get(key)
-            if before is None:
+            if before is None or text in self.forgetful:
                 decisions.append({"candidate": i, "op": "ADD"})
                 latest[key] = (f"new-{i}", text)
             elif before[1] == text:
