@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     otel: bool = Field(default=False, alias="LOOM_OTEL")
     # traces carry query texts and records (personal data) only when this is on
     otel_content: bool = Field(default=False, alias="LOOM_OTEL_CONTENT")
-    # LLM cost (issue 47, app/llm/usage.py): a tenant's daily budget of input + output
+    # LLM cost (app/llm/usage.py): a tenant's daily budget of input + output
     # tokens (UTC days) unless an admin set its own (none: no budget), and how long a
     # process trusts what it read of a tenant's budget and spending.
     daily_token_budget: int | None = Field(default=None, ge=0, alias="LOOM_DAILY_TOKEN_BUDGET")
@@ -214,7 +214,7 @@ class Settings(BaseSettings):
     compress_cron_seconds: int = Field(default=60, ge=1, le=60, alias="LOOM_COMPRESS_CRON_SECONDS")
     compress_busy_usage: float = Field(default=0.70, gt=0, le=1, alias="LOOM_COMPRESS_BUSY_USAGE")
     compress_cron_batch: int = Field(default=500, ge=1, alias="LOOM_COMPRESS_CRON_BATCH")
-    # Fact extraction (arq jobs; app/facts/tasks.py, issue 19)
+    # Fact extraction (arq jobs; app/facts/tasks.py)
     facts_max_tries: int = Field(default=4, ge=1, le=50, alias="LOOM_FACTS_MAX_TRIES")
     facts_retry_base_seconds: float = Field(
         default=2.0, ge=0, alias="LOOM_FACTS_RETRY_BASE_SECONDS"
@@ -225,18 +225,18 @@ class Settings(BaseSettings):
     facts_wait_seconds: float = Field(default=60.0, gt=0, alias="LOOM_FACTS_WAIT_SECONDS")
     # the rendered prompt of one extraction call (a longer backlog is split into batches)
     facts_input_tokens: int = Field(default=8000, ge=500, alias="LOOM_FACTS_INPUT_TOKENS")
-    # extraction follows the conversation (app/facts/trigger.py, issue 27): at once after
+    # extraction follows the conversation (app/facts/trigger.py): at once after
     # this many new messages, else after this many seconds without one
     facts_every_messages: int = Field(default=6, ge=1, le=10_000, alias="LOOM_FACTS_EVERY_MESSAGES")
     facts_quiet_seconds: float = Field(
         default=60.0, ge=0, le=86_400, alias="LOOM_FACTS_QUIET_SECONDS"
     )
-    # issue 37: a quiet run needs this many user messages waiting; fewer wait for the idle
+    # a quiet run needs this many user messages waiting; fewer wait for the idle
     # time (or the session's end), so a slow typist does not cost a call per turn
     facts_quiet_min_user: int = Field(default=3, ge=1, le=1000, alias="LOOM_FACTS_QUIET_MIN_USER")
     facts_idle_seconds: float = Field(default=900.0, gt=0, alias="LOOM_FACTS_IDLE_SECONDS")
     facts_max_tokens: int = Field(default=2000, ge=64, alias="LOOM_FACTS_MAX_TOKENS")
-    # Context manifests (issue 30; app/manifests/tasks.py): the worker's sweep keeps
+    # Context manifests (app/manifests/tasks.py): the worker's sweep keeps
     # the newest N recorded builds of a session (0: no count limit), none older than T days
     # (0: no age limit), deleting at most `batch` rows a pass
     context_manifests_keep: int = Field(default=200, ge=0, alias="LOOM_CONTEXT_MANIFESTS_KEEP")
@@ -256,7 +256,7 @@ class Settings(BaseSettings):
     # A job whose worker died is run again by another worker within this (the running
     # worker renews a lease on the job; see app/jobs/lease.py).
     job_recovery_seconds: float = Field(default=30.0, ge=3, alias="LOOM_JOB_RECOVERY_SECONDS")
-    # Erasure (issue 28; app/erasure). The keyed hash of erased subjects' ids: this secret
+    # Erasure (app/erasure). The keyed hash of erased subjects' ids: this secret
     # when set, else derived from LOOM_ADMIN_KEY and DATABASE_URL (as cursors are).
     erasure_secret: SecretStr | None = Field(default=None, alias="LOOM_ERASURE_SECRET")
     # Rows deleted per transaction, and an optional pause between batches (lowers the

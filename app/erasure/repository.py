@@ -76,7 +76,7 @@ SESSION_DELETES: tuple[tuple[str, str], ...] = (
         "fact_extractions",
         "DELETE FROM fact_extractions WHERE tenant_id = :t AND session_id = :s RETURNING 1",
     ),
-    # what the model saw (issue 30): a manifest keeps the recall query it searched with
+    # what the model saw: a manifest keeps the recall query it searched with
     (
         "context_manifests",
         "DELETE FROM context_manifests WHERE tenant_id = :t AND session_id = :s RETURNING 1",
@@ -94,7 +94,7 @@ SESSION_DELETES: tuple[tuple[str, str], ...] = (
         "facts",
         "DELETE FROM memory_items WHERE tenant_id = :t AND source_session_id = :s RETURNING 1",
     ),
-    # the LLM cost ledger (issue 47): the calls stay, counted by day, purpose and model,
+    # the LLM cost ledger: the calls stay, counted by day, purpose and model,
     # but no longer say whose they were
     (
         "llm_usage_anonymised",

@@ -75,9 +75,9 @@ class Proposal:
     dropped: int = 0  # candidates of the answer dropped as irreparable (app.facts.repair)
     repaired: int = 0
     # restatements later in the batch: (candidate index, its restatement), each a `confirm`
-    # of what that candidate became (issue 37: one batch records what ten would)
+    # of what that candidate became (one batch records what ten would)
     restated: list[tuple[int, Candidate]] = dataclasses.field(default_factory=list)
-    # key -> its attribute's canonical key, as the scope's history taught (issue 45)
+    # key -> its attribute's canonical key, as the scope's history taught
     attrs: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -149,7 +149,7 @@ class _Batch:
         self.out = Applied()
         self.parent: dict[str, str] = {}
 
-    # -- attributes (issue 45): the keys naming one attribute, as taught so far and by
+    # -- attributes: the keys naming one attribute, as taught so far and by
     # this batch's own decisions
 
     def learn(self, attrs: dict[str, str]) -> None:
@@ -229,7 +229,7 @@ class _Batch:
 
     async def invalidate(self, c: Candidate, target: MemoryItem) -> MemoryItem:
         self.join(target.fact_key, c.key)
-        if same_text(c.text, target.text):  # a restatement is never a new value (issue 45)
+        if same_text(c.text, target.text):  # a restatement is never a new value
             return await self.confirm(c, target, older=_older(c, target))
         if _older(c, target):
             return await self.history(c, target)
@@ -249,7 +249,7 @@ class _Batch:
 
     async def timeline_of(self, *facts: MemoryItem, key: str | None = None) -> list[MemoryItem]:
         """The whole history of the attribute of `facts` (and of `key`): every fact of its
-        keys, valid or not, and the facts they replaced (issue 45: a late statement was
+        keys, valid or not, and the facts they replaced (a late statement was
         fitted among the current fact's `superseded_by` chain only)."""
         keys = sorted({k for f in facts for k in self.keys_of(f.fact_key)} | set(self.keys_of(key)))
         out = {
@@ -263,7 +263,7 @@ class _Batch:
 
     async def history(self, c: Candidate, target: MemoryItem) -> MemoryItem:
         """An older statement of another value: a fact of its own, placed in the whole
-        history of its attribute (issues 37, 45): true from its own time until the next
+        history of its attribute: true from its own time until the next
         state began, and the state holding then ends where it began; when that state says
         the same, the statement is another source of it."""
         chain = await self.timeline_of(target, key=c.key)
@@ -298,7 +298,7 @@ class _Batch:
         return item
 
     async def add_new(self, c: Candidate) -> MemoryItem:
-        """An ADD: a new fact, unless its attribute already holds it (issue 45): a
+        """An ADD: a new fact, unless its attribute already holds it: a
         restatement of a current fact, or a late statement of the state that held then,
         is another source of that fact, never a second one."""
         facts = await self.timeline_of(key=c.key) if c.key else []
@@ -332,7 +332,7 @@ class _Batch:
         return target
 
     async def one_value(self, key: str) -> None:
-        """The safety net of an attribute holding one value at a time (issues 37, 45),
+        """The safety net of an attribute holding one value at a time,
         over all its keys: when the decisions left two current facts of it, the one that
         became true last stays current; another saying the same is a restatement of it
         (merged: its sources join the earlier statement, and it holds no time of its
@@ -398,7 +398,7 @@ class _Batch:
 
     async def merge(self, dup: MemoryItem, into: MemoryItem) -> None:
         """`dup` says what the current `into` says: its sources join `into` (a
-        `confirm`), and it ends where it began, replaced by `into` (issue 45: a duplicate
+        `confirm`), and it ends where it began, replaced by `into` (a duplicate
         is never a second current fact)."""
         merged = merge_sources(into.sources or [], dup.sources or [])
         if merged != list(into.sources or []):

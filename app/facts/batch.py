@@ -1,4 +1,4 @@
-"""Steps 1 and 2 of a batch (issue 45): read the next messages after the watermark, and
+"""Steps 1 and 2 of a batch: read the next messages after the watermark, and
 select what the first call shows with them: the scope's attributes in use and the aliases
 its decisions taught (`app.facts.policy.attributes`), the stored facts bearing on the
 messages; the batch is as many messages as keep the rendered prompt within the cap."""

@@ -92,8 +92,8 @@ def fact_line(text: str | None, when: str) -> str:
 
 
 def replay_line(row: Any, source: Mapping[str, Any]) -> str:
-    """A recorded line again: with the time label the build recorded (manifests before
-    issue 37 recorded none: they said "since" the item's `valid_from`)."""
+    """A recorded line again: with the time label the build recorded (older manifests
+    recorded none: they said "since" the item's `valid_from`)."""
     when = source.get("when")
     if when is None:
         when = f"since {row.valid_from:%Y-%m-%d}" if row.valid_from is not None else ""

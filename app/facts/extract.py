@@ -1,4 +1,4 @@
-"""Fact extraction as a pipeline (issue 45): new messages of a session -> two LLM steps ->
+"""Fact extraction as a pipeline: new messages of a session -> two LLM steps ->
 one transaction per batch.
 
 `run_extraction` loops over batches of the messages after the session's watermark (the
@@ -150,7 +150,7 @@ async def run_extraction(
     is read (see module doc). `outcome` is filled as it goes (LLM usage counts even when a
     later step fails). With `short_tail=False` (the job's runs), messages that arrived
     after the run began are read only while `min_batch` of them wait (`tail_due`): a
-    short tail is the next run's, which its trigger schedules (issue 37: turns 1 s apart
+    short tail is the next run's, which its trigger schedules (turns 1 s apart
     cost a run of two messages after each full one)."""
     outcome = outcome if outcome is not None else Outcome()
     ids = (tenant_id, session_id)

@@ -1,7 +1,7 @@
 """Full-text search over the facts store, for `app.facts.repository` (which re-exports it:
 the store's statements are read through one module): `nearest_facts` (BM25 of
 `app.search.bm25` over a scope's facts; the API's and the context's search) and
-`text_neighbours` (issue 45: the decision step's, a few statements per batch whatever the
+`text_neighbours` (the decision step's, a few statements per batch whatever the
 store's size). Every statement names `tenant_id`."""
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ async def text_neighbours(
 ) -> list[list[Any]]:
     """For each text, the scope's current facts matching it best (BM25, as
     `nearest_facts`), at most `limit` each, in four statements per batch whatever the
-    number of texts (issue 45: a search per candidate, 5-6 s per batch at 1,700 facts):
+    number of texts (a search per candidate, 5-6 s per batch at 1,700 facts):
     each text's lexemes; how many current facts there are and how many hold each lexeme
     (the text index, one lookup per lexeme); then the facts holding a word that names
     something (below), with their matching lexemes and lengths (avgdl is theirs). The

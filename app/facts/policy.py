@@ -1,4 +1,4 @@
-"""Durable facts (issue 19): the rules, with no I/O.
+"""Durable facts: the rules, with no I/O.
 
 - `FactsConfig`: a session's (or agent profile's) `facts` settings.
 - `check_candidates` / `plan_operations`: the model's two answers turned into a list of
@@ -27,7 +27,7 @@ MAX_SHARE = 0.5
 DEFAULT_MIN_BATCH = 6  # LOOM_FACTS_EVERY_MESSAGES's default
 MAX_MIN_BATCH = 10_000
 # Stored facts found by text per candidate for the decision prompt (it is then filled to
-# its budget with the rest: issue 37).
+# its budget with the rest).
 NEIGHBOURS = 40
 NEW_PREFIX = "new-"  # a decision's target naming an earlier candidate of the same batch
 # Below this many tokens the facts block could not hold its header and one fact.
@@ -35,7 +35,7 @@ MIN_FACTS_TOKENS = 16
 FACT_KIND = "fact"
 
 
-# --- keys: subject, related attributes, one value at a time (issue 37) -----------------
+# --- keys: subject, related attributes, one value at a time -----------------
 
 # attributes that name the same thing in other words: a candidate's key and a stored key
 # of the same subject in one family are related (the decision prompt shows them first)
@@ -113,7 +113,7 @@ def key_matches_query(key: str | None, query: set[str]) -> bool:
 
 
 def context_tier(key: str | None, text: str, query: set[str], score: float) -> int:
-    """How a fact answers the context's query (issue 37, finding 6: "where do I live?"
+    """How a fact answers the context's query ("where do I live?"
     must bring the current home, not 50 facts sharing the word "live"): 0 its key's
     attribute is asked about and its subject is the user (or named in the query); 1 the
     attribute of another subject, or the text's words in the query's family; 2 a text
@@ -121,7 +121,7 @@ def context_tier(key: str | None, text: str, query: set[str], score: float) -> i
     subject = key_subject(key)
     if key_matches_query(key, query):
         named = subject is not None and subject.rsplit(".", 1)[-1] in query
-        # issue 45: an attribute key of the user's named without `user.` (residence.city)
+        # an attribute key of the user's named without `user.` (residence.city)
         users = not key_person(key) and not _OTHER_SUBJECT.search(text.lower())
         return 0 if subject == "user" or named or users else 1
     if _matches(query, words_of(text)) and not _OTHER_SUBJECT.search(text.lower()):
@@ -147,7 +147,7 @@ def successions(facts: Sequence[tuple[Any, datetime, datetime | None]]) -> list[
     return [(a[0], b[0]) for a, b in zip(ordered, ordered[1:], strict=False)]
 
 
-# --- attributes: one attribute, one truth (issue 45) -----------------------------------
+# --- attributes: one attribute, one truth -----------------------------------
 
 # words that name another person (or animal) than the user in a key or a fact's text: a
 # key naming one is about that subject (`user.sister.home_city`, `user.friend_lurel.job`)
@@ -189,7 +189,7 @@ def attribute_words(key: str | None) -> set[str]:
 
 
 def family_related(a: str | None, b: str | None) -> bool:
-    """Two keys that may name one attribute of one subject (issue 45: `user.residence`,
+    """Two keys that may name one attribute of one subject (`user.residence`,
     `residence.city`, `home_city` are one home): the same person, and attribute words
     that share a word or an `ATTRIBUTE_FAMILIES` family. The decision step is shown the
     current facts of such keys; whether they are one attribute is the model's to say."""
@@ -212,7 +212,7 @@ def may_alias(a: str | None, b: str | None) -> bool:
 def attributes(
     keys: Sequence[tuple[str, Any]], joined: Sequence[tuple[str, str]]
 ) -> dict[str, str]:
-    """key -> its attribute's canonical key (issue 45). `keys`: the scope's keys with when
+    """key -> its attribute's canonical key. `keys`: the scope's keys with when
     each was first used; `joined`: pairs of keys the model's decisions (an UPDATE or
     INVALIDATE naming a fact of another key) or a rewrite joined. Keys joined directly or
     through others form one attribute, named by its first-used key; a pair across subjects
@@ -242,7 +242,7 @@ def attributes(
 
 
 def subject_from_text(key: str, text: str) -> str:
-    """A repaired key put under the subject the fact's text names (issue 45: "The user's
+    """A repaired key put under the subject the fact's text names ("The user's
     occupation" given for "The user's friend Lurel is an actor" is the friend's job, never
     `user.occupation`): a `user.<attribute>` key of a text about "the user's <relation>
     [Name]" becomes `user.<relation>[_name].<attribute>`. Other keys are kept."""
@@ -442,7 +442,7 @@ def when_known(
     *,
     replaced: bool,
 ) -> str:
-    """What a context line says about a fact's time (issue 37, finding 5): "since" only
+    """What a context line says about a fact's time: "since" only
     when it is known when the fact became true: an event time (`valid_from` differs from
     when it was said: the model resolved it, or a person set it) or a change the memory
     observed (the fact replaced another); otherwise only when it was said ("The user was

@@ -1,4 +1,4 @@
-"""Prompts and output schemas of fact extraction (issues 19, 27), in one place.
+"""Prompts and output schemas of fact extraction, in one place.
 
 Two structured-output steps, each a forced tool call whose input JSON Schema comes from the
 pydantic models below (and is validated by them):
@@ -255,7 +255,7 @@ def render_batch(
     aliases: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Step 1's user prompt: the keys in use (with their counts) and the other keys
-    learned to name the same attributes (issue 45), the stored facts bearing on the
+    learned to name the same attributes, the stored facts bearing on the
     batch, then the messages with seq, date and speaker."""
     lines = [message_line(m) for m in messages]
     first, last = messages[0].seq, messages[-1].seq

@@ -1,7 +1,7 @@
 """Step 3 of a batch: the first call (`record_facts`) proposes candidate facts, repaired
 where they can be (`app.facts.repair`), each key named by its attribute's canonical key
-(issue 45: the aliases the scope learned), put in time order, with the restatements later
-in the batch split from their first statement (issue 37)."""
+(the aliases the scope learned), put in time order, with the restatements later
+in the batch split from their first statement."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def split_restatements(
     """The first statement of each fact, and its restatements later in the batch (index of
     the first, the restatement with only its new seqs), so that one batch records what ten
     would: the fact from its first statement, then a `confirm` per restatement; a
-    restatement never moves `valid_from` (issue 37). A repeated text after another state
+    restatement never moves `valid_from`. A repeated text after another state
     of its key ("Paris", "Berlin", "Paris" again) is a new statement, not a restatement."""
     order = sorted(range(len(found)), key=lambda i: (min(found[i].source_seqs), i))
     firsts: list[prompts.CandidateFact] = []
@@ -69,7 +69,7 @@ def _candidate(c: prompts.CandidateFact, at: dict[int, datetime]) -> Candidate:
     stated = min(at[s] for s in c.source_seqs)
     try:
         event = parse_event_time(c.valid_from, stated)
-    except ValueError:  # "2026-02-30": repaired as no event time (issue 37)
+    except ValueError:  # "2026-02-30": repaired as no event time
         event = None
     return Candidate(
         c.text.strip(),
@@ -102,7 +102,7 @@ def candidates_in_time_order(
 def canonical(
     found: list[prompts.CandidateFact], attrs: Mapping[str, str]
 ) -> list[prompts.CandidateFact]:
-    """Each candidate's key named by its attribute's canonical key (issue 45)."""
+    """Each candidate's key named by its attribute's canonical key."""
     return [c.model_copy(update={"key": attrs[c.key]}) if c.key in attrs else c for c in found]
 
 

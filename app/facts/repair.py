@@ -1,4 +1,4 @@
-"""Repairing the model's step-1 answer (issue 37, finding 7), with no I/O.
+"""Repairing the model's step-1 answer, with no I/O.
 
 One malformed field used to fail a whole batch (schema validation of the whole answer): a
 key such as `user.favourite-food` or a sentence cost every good fact of the batch after
@@ -101,7 +101,7 @@ def _one(i: int, raw: Any, batch_seqs: Set[int]) -> tuple[CandidateFact | None, 
     key = repair_key(raw.get("key"))
     if key is None:
         return None, False, f"fact {i} does not match the schema (key: {raw.get('key')!r})"
-    if key != raw.get("key"):  # a repair never moves a fact to another subject (issue 45)
+    if key != raw.get("key"):  # a repair never moves a fact to another subject
         moved = subject_from_text(key, text)
         key = moved if _KEY.match(moved) and len(moved) <= KEY_CHARS else key
     seqs_raw = raw.get("source_seqs")

@@ -1,4 +1,4 @@
-"""SQL of the facts store (issue 45: every statement on facts in one place): nearest facts
+"""SQL of the facts store (every statement on facts in one place): nearest facts
 by full text, the scope's keys and the pairs of keys its decisions joined (attributes),
 what a decision is shown (current facts of keys, text neighbours ranked by BM25 over the
 facts of the scope), an attribute's whole history, the facts a session delete touches.
@@ -174,7 +174,7 @@ async def chain_of(db: AsyncSession, tenant_id: uuid.UUID, item: MemoryItem) -> 
     return list(out.values())
 
 
-# --- attributes and what a decision is shown (issue 45) ---------------------------------
+# --- attributes and what a decision is shown ---------------------------------
 
 
 def _facts_of(tenant_id: uuid.UUID, scope: Scope) -> tuple[sa.ColumnElement[bool], ...]:
@@ -258,7 +258,7 @@ async def attribute_facts(
     db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, keys: Sequence[str]
 ) -> list[MemoryItem]:
     """Every fact of an attribute (its keys), valid or not, row-locked: the history a
-    late statement is placed in and the one-value rule works on (issue 45)."""
+    late statement is placed in and the one-value rule works on."""
     if not keys:
         return []
     rows = await db.execute(

@@ -1,4 +1,4 @@
-"""What every step of an extraction run shares (issue 45): its dependencies (`Deps`), what it
+"""What every step of an extraction run shares: its dependencies (`Deps`), what it
 did so far (`Outcome`), and the session's scope (`fact_scope`)."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ class Outcome:
     invalidated: int = 0
     unchanged: int = 0
     history: int = 0
-    automatic: int = 0  # superseded by the one-value safety net (issue 37)
-    # candidates of the model's answers dropped as irreparable, and repaired (issue 37)
+    automatic: int = 0  # superseded by the one-value safety net
+    # candidates of the model's answers dropped as irreparable, and repaired
     dropped: int = 0
     repaired: int = 0
     llm_calls: int = 0

@@ -1,8 +1,8 @@
-"""What the extraction prompts show (issues 27, 37, 45), within `LOOM_FACTS_INPUT_TOKENS`
+"""What the extraction prompts show, within `LOOM_FACTS_INPUT_TOKENS`
 counted on the rendered prompt: the messages of a batch (`fit_batch`), the scope's keys in
 use and the aliases its decisions taught (`key_vocabulary`) and the stored facts bearing on
 them for step 1 (`known_facts`), and the stored facts a decision is shown
-(`stored_for_decision`, issue 45): every current fact that could conflict with a
+(`stored_for_decision`): every current fact that could conflict with a
 candidate, found from all facts of the scope whatever its size (no importance cut), in
 tiers, each taken while the prompt fits: the current facts of the candidate's attribute
 (its key and the keys learned as its aliases: at most `SAME_KEY_SHOWN` of a key holding
@@ -39,7 +39,7 @@ from app.knowledge.scopes import Scope
 
 CHARS_PER_TOKEN = 4
 KNOWN_SHARE = 0.25  # of the cap: stored facts shown in step 1
-KEYS_SHARE = 0.05  # of the cap: the scope's attributes in use shown in step 1 (issue 45: 0.1)
+KEYS_SHARE = 0.05  # of the cap: the scope's attributes in use shown in step 1 (0.1)
 SAME_KEY_SHOWN = 6  # current facts shown of a candidate's key that holds several values
 FAMILY_SHOWN = 2  # ... of a related key that holds several values
 FAMILY_KEYS = 8  # related keys shown per candidate
@@ -123,7 +123,7 @@ async def known_facts(
     text = " ".join(r.text for r in rows if r.role == "user")[: cap * CHARS_PER_TOKEN]
     if not text.strip():
         return []
-    # the index finds them without reading every fact that says "user" (issue 45)
+    # the index finds them without reading every fact that says "user"
     [found] = await repo.text_neighbours(db, tenant_id, scope, [text], limit=50)
     out: list[prompts.ShownFact] = []
     used = 0
@@ -153,7 +153,7 @@ def key_vocabulary(
             counts[a] = counts.get(a, 0) + stat.current
     first = {attrs.get(f.key, f.key) for f in known if f.key}
     # a key of one fact is shown when it bears on the batch or holds one value (a home, a
-    # job); one-off keys (user.vinyl.r123) would fill the list at 2,000 facts (issue 45)
+    # job); one-off keys (user.vinyl.r123) would fill the list at 2,000 facts
     ordered = sorted(
         (
             (k, n)
@@ -273,7 +273,7 @@ def decision_prompt(
 ) -> tuple[str, list[prompts.ShownFact]]:
     """The rendered decision prompt and the facts it shows, measured whole: lines are
     dropped from the least related end until system, tool schema and prompt fit `cap`
-    (issue 45: the prompt never exceeds its budget)."""
+    (the prompt never exceeds its budget)."""
     fixed = fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut)
     shown = list(stored)
     while True:

@@ -59,7 +59,7 @@ async def extract_now(
     tid, sid = session.tenant_id, session.id
     loop = asyncio.get_running_loop()
     began = loop.time()
-    # one run at a time (issue 45): a job running now is waited for, then what it left
+    # one run at a time: a job running now is waited for, then what it left
     if not await claimed(deps, tid, sid, f"wait:{uuid.uuid4()}", wait=within):
         return None
     try:

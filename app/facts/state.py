@@ -1,4 +1,4 @@
-"""SQL of a session's fact extraction (issue 45: apart from the facts store's statements,
+"""SQL of a session's fact extraction (apart from the facts store's statements,
 `app.facts.repository`): its state row (watermark, job status, usage, failed ranges, the
 claim that lets one run at a time read a batch), the session and the messages of a batch.
 Every statement names `tenant_id`; callers commit."""
@@ -179,7 +179,7 @@ async def waiting_state(
     db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> tuple[int, bool, int]:
     """The watermark, whether the job is busy (`retry_waiting`), and the user messages
-    after the watermark (what a quiet run needs: issue 37)."""
+    after the watermark (what a quiet run needs)."""
     row = (await db.execute(_WAITING, {"tid": tenant_id, "sid": session_id})).one()
     busy = retry_waiting(row.status, row.last_error, row.started_at, row.enqueued_at)
     return int(row.watermark), busy, int(row.users)
@@ -280,7 +280,7 @@ async def stale_extractions(
     return [(r[0], r[1]) for r in rows]
 
 
-# --- one run at a time (issue 45) --------------------------------------------------------
+# --- one run at a time --------------------------------------------------------
 
 
 async def claim_run(
@@ -297,7 +297,7 @@ async def claim_run(
     moved within `stale_after` seconds (a run crashed without releasing it is taken over
     then). True when taken. A flush answered in the request (`?wait=true`) and the queued
     job both claim before reading a batch, so the two never ask the model for the same
-    messages (issue 45: 2 LLM calls for 0 batches)."""
+    messages (2 LLM calls for 0 batches)."""
     now = sa.func.now()
     values = {
         "status": "running",

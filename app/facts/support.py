@@ -1,4 +1,4 @@
-"""A deleted session takes away its support, not other sessions' facts (issue 37, finding 2).
+"""A deleted session takes away its support, not other sessions' facts.
 
 Deleting the session that first mentioned a peanut allergy used to delete the allergy,
 though a later session had restated it; deleting the session that said "I moved to Berlin"
@@ -14,7 +14,7 @@ the deletion):
   when it was current, else replaced by whatever replaced it; through several doomed
   facts in a row.
 
-A kept fact is re-dated to its earliest remaining source (issue 45: a peanut allergy said
+A kept fact is re-dated to its earliest remaining source (a peanut allergy said
 on 2024-11-20 in the deleted session and again on 2025-08-01 kept `valid_from`
 2024-11-20): when the deleted session said it first, it was said (`stated_at`) when the
 earliest remaining statement was written, and true (`valid_from`) from then at the
@@ -113,8 +113,8 @@ def _supported(r: MemoryItem) -> Supported:
 def redate(
     valid_from: datetime | None, stated_at: datetime | None, earliest: datetime | None
 ) -> tuple[datetime | None, datetime | None]:
-    """A kept fact's (valid_from, stated_at) once the deleted session's statements are gone
-    (issue 45): when it was said before its earliest remaining statement (`earliest`),
+    """A kept fact's (valid_from, stated_at) once the deleted session's statements are
+    gone: when it was said before its earliest remaining statement (`earliest`),
     it was first said then, and became true then at the earliest (an event time after it
     stays). Else unchanged."""
     if earliest is None or stated_at is None or stated_at >= earliest:

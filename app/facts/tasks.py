@@ -83,7 +83,7 @@ async def claimed(
     attempts: int = 1,
 ) -> bool:
     """Claim the session's extraction for `owner` (`app.facts.state.claim_run`), waiting
-    up to `wait` seconds while another run holds it (issue 45: a flush answered in the
+    up to `wait` seconds while another run holds it (a flush answered in the
     request and the queued job read the same batch, 2 LLM calls for 0 batches). The run
     that waited then finds the messages read and asks nothing. False past `wait`."""
     deadline = asyncio.get_running_loop().time() + wait
@@ -170,7 +170,7 @@ async def run_once(
         metrics.JOBS_SKIPPED.labels(reason="no_llm").inc()
         outcome.skipped = "no_llm"
         return outcome
-    if await usage.spent(deps.llm, tenant_id, session_id):  # waits for the budget (issue 47)
+    if await usage.spent(deps.llm, tenant_id, session_id):  # waits for the budget
         outcome.skipped = "budget"
         return outcome
     if retry_failed:
@@ -233,7 +233,7 @@ async def extract_facts(
     retry_failed: bool = False,
 ) -> dict[str, Any]:
     """arq job: extract durable facts from a session's new messages (module doc). `force`
-    is kept for jobs queued before issue 27 (every run now reads every new message)."""
+    is kept for jobs queued by older versions (every run now reads every new message)."""
     state = worker_state(ctx)
     settings = state.settings
     tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
@@ -294,7 +294,7 @@ async def extract_facts(
             metrics.JOBS_RUN.labels(outcome="failed").inc()
             _follow_up(ctx, tid, sid)
             return {"failed": error}
-        # no follow-up here: it would move the retry to the quiet time (issue 37)
+        # no follow-up here: it would move the retry to the quiet time
         await record(deps.sessionmaker, tid, sid, status="pending", last_error=error)
         metrics.JOBS_RETRIED.inc()
         raise Retry(defer=backoff_seconds(settings.facts_retry_base_seconds, job_try)) from None

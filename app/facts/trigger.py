@@ -1,11 +1,11 @@
-"""When a session's facts are extracted (issue 27): extraction follows the conversation, not
+"""When a session's facts are extracted: extraction follows the conversation, not
 compression.
 
 After each append to a session with facts on, its extraction job (`facts:<session>`, one
 per session) is scheduled: at once when `N` messages are waiting (`config.facts.min_batch`,
 else `LOOM_FACTS_EVERY_MESSAGES`, 6), else `T` seconds later (`LOOM_FACTS_QUIET_SECONDS`,
 60) once `LOOM_FACTS_QUIET_MIN_USER` (3) user messages wait, else after the idle time
-(`LOOM_FACTS_IDLE_SECONDS`, 900; issue 37), and every later append moves that time again
+(`LOOM_FACTS_IDLE_SECONDS`, 900), and every later append moves that time again
 (a debounce). A run reads what waited when it started; messages that arrive meanwhile are
 read by it only while `N` of them wait, else by the next run. A
 flush (`POST .../memory/extract`, or a session that ends) runs it at once. A job that ran
@@ -51,7 +51,7 @@ def extraction_due(
     idle_seconds: float | None = None,
 ) -> float | None:
     """Seconds until the extraction should run: 0 once `every` messages wait; the quiet
-    time once `quiet_min_user` user messages wait; else the idle time (issue 37: turns
+    time once `quiet_min_user` user messages wait; else the idle time (turns
     further apart than the quiet time cost a run of two messages each, 592 calls per
     1,000 messages); None when nothing waits."""
     if waiting <= 0:
@@ -117,7 +117,7 @@ async def follow(
     )
     if delay is None or (retrying and delay > 0):
         # a retry waiting for its backoff reads these messages too: moving it to the quiet
-        # time would postpone it (issue 37: each retry came ~60 s later)
+        # time would postpone it (each retry came ~60 s later)
         return False
     return await schedule_extraction(queue, sessionmaker, tenant_id, session_id, delay=delay)
 
@@ -167,7 +167,7 @@ def flush_on_end(
 async def flush_if_on(
     queue: Queue, sessionmaker: async_sessionmaker[AsyncSession], session: Any
 ) -> bool:
-    """A session that ends (issue 37): extract now when its facts are on."""
+    """A session that ends: extract now when its facts are on."""
     if not FactsConfig.from_stored((session.config or {}).get("facts")).enabled:
         return False
     return await flush(queue, sessionmaker, session.tenant_id, session.id)

@@ -1,4 +1,4 @@
-"""Step 6 of a batch, done as each call returns (issue 45): one structured LLM call with its
+"""Step 6 of a batch, done as each call returns: one structured LLM call with its
 usage recorded at once (a killed attempt's calls count too) and its metrics."""
 
 from __future__ import annotations
