@@ -2163,7 +2163,7 @@ export interface components {
             runs?: number;
             /**
              * Skipped
-             * @description no_llm, disabled or budget (issue 47).
+             * @description no_llm, disabled or budget.
              */
             skipped?: string | null;
             /** Started At */
@@ -2181,7 +2181,7 @@ export interface components {
         };
         /**
          * FactsInput
-         * @description Durable facts (issue 19): extracted from this session's messages after each
+         * @description Durable facts: extracted from this session's messages after each
          *     compression (or on demand) into `scope`, and the best-matching valid ones placed in the
          *     context after ROM and Kernel within `share` of the budget.
          */
@@ -4171,7 +4171,7 @@ export interface components {
         };
         /**
          * UserRecallInput
-         * @description Recall across the user's other sessions (issue 28, `app.users.recall`).
+         * @description Recall across the user's other sessions (`app.users.recall`).
          */
         UserRecallInput: {
             /**
