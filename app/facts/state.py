@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -322,7 +322,10 @@ async def claim_run(
         & sa.not_(
             (X.c.status == "running")
             & (X.c.job_id.is_distinct_from(owner))
-            & (X.c.updated_at > fresh - sa.func.make_interval(0, 0, 0, 0, 0, 0, stale_after))
+            # a moment from this process's clock: Citus takes no function but immutable
+            # ones in an upsert's WHERE (a claim goes stale in tens of seconds, far more
+            # than the clocks of the app and the database differ)
+            & (X.c.updated_at > datetime.now(UTC) - timedelta(seconds=stale_after))
         ),
     ).returning(X.c.session_id)
     return (await db.execute(stmt)).first() is not None

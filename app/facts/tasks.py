@@ -100,7 +100,7 @@ async def claimed(
                 )
                 await db.commit()
         except Exception as exc:  # the claim is bookkeeping: never worse than before it
-            log.warning("could not claim the fact extraction: %s", type(exc).__name__)
+            log.warning("could not claim the fact extraction: %s: %s", type(exc).__name__, exc)
             return True
         if ok:
             return True

@@ -6,7 +6,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Body, Query, Request
+from fastapi.openapi.models import Example
 from sqlalchemy import text
 
 from app.auth.deps import CallerDep, PrincipalDep
@@ -17,6 +18,14 @@ from app.state import app_state
 from app.usage import repository as repo
 from app.usage import service
 from app.usage.schemas import BudgetPublic, BudgetSet, GroupBy, UsageGroup, UsageReport
+
+BUDGET_EXAMPLES: dict[str, Example] = {
+    "two_million": Example(
+        summary="Two million tokens a day",
+        value={"daily_tokens": 2_000_000},
+    ),
+    "none": Example(summary="No budget for this tenant", value={"daily_tokens": None}),
+}
 
 router = APIRouter(tags=["usage"], responses=ERROR_RESPONSES)
 
@@ -137,7 +146,11 @@ async def _changed(request: Request, db: Any, tenant_id: uuid.UUID) -> BudgetPub
     tags=["admin"],
 )
 async def set_budget(
-    tenant_id: uuid.UUID, body: BudgetSet, request: Request, db: DbDep, principal: PrincipalDep
+    tenant_id: uuid.UUID,
+    body: Annotated[BudgetSet, Body(openapi_examples=BUDGET_EXAMPLES)],
+    request: Request,
+    db: DbDep,
+    principal: PrincipalDep,
 ) -> BudgetPublic:
     """Set the tenant's own budget (admin). Past it, LLM work degrades instead of
     spending: heuristic summaries, fact extraction waits, no rerank. Raising it resumes

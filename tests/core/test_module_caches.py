@@ -62,6 +62,8 @@ ALLOWED: dict[str, str] = {
     "core/pagination.py:_key": "the cursor signing key, set by wiring.configure",
     "knowledge/filters.py:MAX_LIST_VALUES": "LOOM_FILTER_MAX_VALUES, set by wiring.configure",
     "core/config.py:get_settings": "the environment's settings, read once",
+    # a fact about the process's one database, learned from its first connection
+    "core/pg.py:_on_citus": "whether the database is a Citus coordinator (app.core.citus)",
     # memos of code, not of data: the same for every tenant, bounded by the code
     "core/tokens.py:encoding": "the tokenizer, loaded once",
     "core/query_params.py:_DECLARED": "each route's declared query names (one per route)",
