@@ -312,6 +312,12 @@ def _fake_clone(tmp_path: Path) -> tuple[Path, Path]:
     for name in ("pyproject.toml", "clients/python/pyproject.toml"):
         (clone / name).parent.mkdir(parents=True, exist_ok=True)
         (clone / name).write_text("[project]\nname = 'x'\n")
+    # the Citus pass (scripts/test-citus): logs its run; FAIL_PASS=citus makes it fail
+    citus = clone / "scripts" / "test-citus"
+    citus.write_text(
+        f'#!{BASH}\necho "citus pass" >> {calls}\n[ "${{FAIL_PASS:-}}" != citus ] || exit 1\n'
+    )
+    citus.chmod(0o755)
     python = clone / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text(
@@ -358,11 +364,11 @@ def test_scripts_test_installs_only_when_the_package_definitions_changed(tmp_pat
     assert run() == pytest_only
 
 
-@pytest.mark.parametrize("failing", ["", "0", "8"])
+@pytest.mark.parametrize("failing", ["", "0", "8", "citus"])
 def test_scripts_test_runs_the_partitioned_pass_when_the_first_fails(tmp_path, failing):
-    """`./scripts/test` runs the whole suite, then the 8-partition pass, even when the
-    first failed (FAIL_PASS=0; 8: the partitioned pass fails); it says which failed, and
-    exits non-zero when one did."""
+    """`./scripts/test` runs the whole suite, the 8-partition pass and the Citus pass, each
+    even when one before it failed (FAIL_PASS=0: the first fails; 8: the partitioned pass;
+    citus: the Citus pass); it says which failed, and exits non-zero when one did."""
     clone, calls = _fake_clone(tmp_path)
     r = subprocess.run(
         [BASH, str(clone / "scripts" / "test")],
@@ -371,11 +377,14 @@ def test_scripts_test_runs_the_partitioned_pass_when_the_first_fails(tmp_path, f
         text=True,
         timeout=60,
     )
-    passes = [c for c in calls.read_text().splitlines() if c.startswith("-m pytest")]
-    assert len(passes) == 2 and "--db-tests-only" in passes[1], (passes, r.stderr)
+    passes = [
+        c for c in calls.read_text().splitlines() if c.startswith(("-m pytest", "citus pass"))
+    ]
+    assert len(passes) == 3 and "--db-tests-only" in passes[1], (passes, r.stderr)
+    assert passes[2] == "citus pass", passes
     assert "8 hash partitions" in r.stdout
     if failing:
-        which = {"0": "the suite", "8": "the 8-partition pass"}[failing]
+        which = {"0": "the suite", "8": "the 8-partition pass", "citus": "the Citus pass"}[failing]
         assert r.returncode == 1 and f"--- failed: {which}" in r.stderr, r.stderr
     else:
         assert r.returncode == 0 and "failed" not in r.stderr, r.stderr

@@ -27,7 +27,16 @@ PARTITIONS = 8
 BEFORE = [
     t
     for t in TENANT_TABLES
-    if t not in ("memory_item_versions", "fact_extractions", "erasures", "context_manifests")
+    if t
+    not in (
+        "memory_item_versions",
+        "fact_extractions",
+        "erasures",
+        "context_manifests",
+        # no LLM here: no calls, no budgets
+        "llm_usage",
+        "tenant_budgets",
+    )
 ]
 
 
