@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,9 @@ class Recorder:
     """Distinct statements (by text) with the arguments of their first run."""
 
     seen: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    hooked: set[int] = field(default_factory=set)
+    # the app's connections, held weakly: by id() a closed one's id could come back as
+    # one of the tests' own connections, whose statements were then logged as the app's
+    hooked: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
 
     def log(self, record: Any) -> None:
         query = record.query
@@ -55,8 +58,8 @@ class Recorder:
             self.seen[query] = tuple(args)
 
     def attach(self, conn: asyncpg.Connection) -> None:
-        if id(conn) not in self.hooked:
-            self.hooked.add(id(conn))
+        if conn not in self.hooked:
+            self.hooked.add(conn)
             conn.add_query_logger(self.log)
 
 
@@ -85,7 +88,7 @@ def install(recorder: Recorder, database: str | None = None) -> Callable[[], Non
 
     def logged(name: str, method: Any) -> Any:
         async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if id(self._connection) in recorder.hooked:
+            if self._connection in recorder.hooked:
                 recorder.log(
                     _Logged(self.get_query(), [args[0]] if name == "executemany" and args else args)
                 )
