@@ -12,12 +12,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
+from app.core.partitions import FAN_OUT
 from app.llm.usage import UsageRow
 
-# agent and user come from the call's session when the call site did not name them
+# agent and user come from the call's session when the call site did not name them. One
+# row per run, of one tenant; marked fan-out because Citus plans an INSERT ... SELECT over
+# parameters joined to `sessions` on the coordinator (a ledger write, off every request's
+# path, batched: routing it to one shard is a follow-up)
 _INSERT = sa.text(
-    """
-    INSERT INTO llm_usage (tenant_id, id, at, agent_id, user_id, session_id, purpose,
+    f"""
+    INSERT {FAN_OUT} INTO llm_usage (tenant_id, id, at, agent_id, user_id, session_id, purpose,
                            provider, model, input_tokens, output_tokens, latency_ms, outcome)
     SELECT v.tenant_id, v.id, v.at, COALESCE(v.agent_id, s.agent_id),
            COALESCE(v.user_id, s.user_id), v.session_id, v.purpose, v.provider, v.model,
@@ -130,9 +134,12 @@ async def get_budget(conn: AsyncConnection | AsyncSession, tenant_id: uuid.UUID)
 async def set_budget(db: AsyncSession, tenant_id: uuid.UUID, daily_tokens: int | None) -> None:
     await db.execute(
         sa.text(
-            "INSERT INTO tenant_budgets (tenant_id, daily_tokens) VALUES (:t, :d) "
+            # the update's time is the inserted row's (Citus calls no function but
+            # immutable ones in DO UPDATE)
+            "INSERT INTO tenant_budgets (tenant_id, daily_tokens, updated_at) "
+            "VALUES (:t, :d, now()) "
             "ON CONFLICT (tenant_id) DO UPDATE SET daily_tokens = EXCLUDED.daily_tokens, "
-            "updated_at = now()"
+            "updated_at = EXCLUDED.updated_at"
         ),
         {"t": tenant_id, "d": daily_tokens},
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -145,9 +145,10 @@ async def test_past_the_budget_llm_work_degrades_and_resumes_when_raised(
     await startup(ctx)
     try:
         assert (await resume_budget_waits(ctx))["resumed"] == 0  # still today
+        # yesterday's spending (a constant: Citus takes no time arithmetic on a column)
         await db.execute(
-            sa.text("UPDATE llm_usage SET at = at - interval '1 day' WHERE tenant_id = :t"),
-            {"t": tenant.id},
+            sa.text("UPDATE llm_usage SET at = :yesterday WHERE tenant_id = :t"),
+            {"t": tenant.id, "yesterday": datetime.now(UTC) - timedelta(days=1, minutes=1)},
         )
         await db.commit()
         assert (await resume_budget_waits(ctx))["resumed"] == 1  # a new day
