@@ -27,6 +27,7 @@ one (tests/core/test_pg_release.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from typing import Any
@@ -72,6 +73,42 @@ def positional(sql: str) -> tuple[str, list[str]]:
         return f"${names.index(m.group(1)) + 1}"
 
     return re.sub(r"(?<![:\w]):([a-z_][a-z0-9_]*)\b", sub, sql), names
+
+
+@functools.lru_cache(maxsize=1024)
+def _positional_cached(sql: str) -> tuple[str, tuple[str, ...]]:
+    text, names = positional(sql)
+    return text, tuple(names)
+
+
+class Params:
+    """Bind parameters of a statement composed from parts (a scope's condition, a
+    filter, the `readable` rule): each part adds its values and writes the `:name` it got,
+    and `sql` numbers them for asyncpg. A value added twice under one hint keeps one name.
+
+        p = Params()
+        where = readable_sql(p, tenant_id, agent_id)
+        rows = await conn.fetch(*p.sql(f"SELECT ... FROM memory_items m WHERE {where}"))
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, **values: Any) -> None:
+        self.values: dict[str, Any] = dict(values)
+
+    def add(self, value: Any, hint: str = "p") -> str:
+        """`:name` for `value` (`hint` in lower case letters, digits and `_`)."""
+        if hint in self.values and type(self.values[hint]) is type(value):
+            if self.values[hint] == value:
+                return f":{hint}"
+        name = hint if hint not in self.values else f"{hint}_{len(self.values)}"
+        self.values[name] = value
+        return f":{name}"
+
+    def sql(self, text: str) -> tuple[Any, ...]:
+        """`(statement, *arguments)` for `conn.fetch(*p.sql(...))`."""
+        statement, names = _positional_cached(text)
+        return (statement, *(self.values[n] for n in names))
 
 
 async def driver_connection(db: Any) -> asyncpg.Connection:

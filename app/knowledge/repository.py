@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from app.core import pg
 from app.knowledge.filters import Condition, OrderBy
 from app.knowledge.scopes import Scope, parse_scope
 from app.models.base import table_of
@@ -77,6 +78,40 @@ def readable(
     if not include_invalidated:
         clauses.append(M.invalid_at.is_(None))
     return clauses
+
+
+def scope_sql(p: pg.Params, scope: Scope, m: str = "m") -> str:
+    """`scope_clause` as SQL on alias `m`, its values added to `p`."""
+    kind = p.add(scope.kind, "scope_kind")
+    if scope.kind in ("agent", "user") and scope.id is None:
+        return f"{m}.scope_kind = {kind}"
+    return f"({m}.scope_kind = {kind} AND {m}.scope_id = {p.add(scope.storage_id, 'scope_id')})"
+
+
+def readable_sql(
+    p: pg.Params,
+    tenant_id: uuid.UUID,
+    agent_id: str | None,
+    *,
+    include_invalidated: bool = True,
+    every_user: bool = False,
+    m: str = "m",
+) -> str:
+    """`readable` as SQL on alias `m` (memory_items), its values added to `p`: the one
+    rule for every item read, written once for statements composed as text."""
+    tenant = p.add(tenant_id, "tenant_id")
+    agent = None if agent_id is None else p.add(agent_id, "agent_id")
+    parts = [f"{m}.tenant_id = {tenant}"]
+    if agent is None:
+        parts.append(f"{m}.scope_kind <> 'agent'")
+    else:
+        parts.append(f"({m}.scope_kind <> 'agent' OR {m}.scope_id = {agent})")
+    if not every_user:
+        knows = users_access.knows_user_sql(tenant, agent, f"{m}.scope_id")
+        parts.append(f"({m}.scope_kind <> 'user' OR {knows})")
+    if not include_invalidated:
+        parts.append(f"{m}.invalid_at IS NULL")
+    return " AND ".join(parts)
 
 
 def compile_condition(c: Condition) -> sa.ColumnElement[bool]:

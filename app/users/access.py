@@ -56,6 +56,17 @@ def agent_knows_user(tenant_id: Any, agent_id: str | None, user_id: Any) -> sa.C
     )
 
 
+def knows_user_sql(tenant: str, agent: str | None, user: str) -> str:
+    """`agent_knows_user` as SQL: `tenant`, `agent` and `user` are bind names (`:x`) or
+    column references, as a statement composed with `app.core.pg.Params` writes them."""
+    if agent is None:
+        return "false"
+    return (
+        f"EXISTS (SELECT 1 FROM sessions ks WHERE ks.tenant_id = {tenant} AND ks.agent_id = "
+        f"{agent} AND ks.user_id = {user} AND ks.erasure_id IS NULL)"
+    )
+
+
 # `agent_knows_user` for one user, on the asyncpg connection under the route's session
 _KNOWS_SQL = """
 SELECT EXISTS (SELECT 1 FROM sessions WHERE tenant_id = $1 AND agent_id = $2
