@@ -251,6 +251,8 @@ async def create_database(t: Target, name: str) -> None:
             await conn.execute("CREATE EXTENSION citus")
         finally:
             await conn.close()
+    for dsn in dsns:
+        await _ssl_on(dsn)
     conn = await asyncpg.connect(dsns[0])
     try:
         await conn.execute(f"SELECT citus_set_coordinator_host('127.0.0.1', {t.coordinator_port})")
@@ -263,6 +265,25 @@ async def create_database(t: Target, name: str) -> None:
         await conn.execute(f'ALTER DATABASE "{name}" SET citus.shard_count = 8')
     finally:
         await conn.close()
+
+
+async def _ssl_on(dsn: str, within: float = 60.0) -> None:
+    """Wait until a new connection to the node finds SSL on. The first `CREATE EXTENSION
+    citus` of a node without SSL makes a certificate and turns `ssl` on by a configuration
+    reload, which the postmaster takes asynchronously; the coordinator connects to its
+    workers with `sslmode=require` (`citus.node_conninfo`), so adding a worker before its
+    reload fails ("failure on connection marked as essential"): seen on a loaded machine."""
+    deadline = time.monotonic() + within
+    while True:
+        conn = await asyncpg.connect(dsn)
+        try:
+            if await conn.fetchval("SHOW ssl") == "on":
+                return
+        finally:
+            await conn.close()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{dsn}: ssl still off {within:.0f} s after CREATE EXTENSION citus")
+        await asyncio.sleep(0.05)
 
 
 async def drop_database(t: Target, name: str) -> None:
