@@ -16,7 +16,7 @@ here, so nothing depends on which module was imported first:
 - a context built: manifests give it its `context_id` and record its manifest (their group
   writer, one per process);
 - a recorded build replayed: each provider block rendered again from its sources (facts,
-  knowledge, learned: `block_replays`).
+  knowledge, learned: `manifest_service.BlockReplays`, by block name).
 
 The arq worker runs no request path (it neither creates sessions nor appends), so it
 needs none of these hooks; it does build the same configuration (`configure`) and caches

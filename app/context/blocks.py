@@ -34,13 +34,16 @@ log = logging.getLogger("loom.context")
 class ContextBlock:
     """A provider's block. `sources` (what it was made from: ids, versions, scores) and
     `replay` (what re-renders it from those sources, `app.context.replay_blocks`) go into
-    the build's manifest (`app.manifests.record`); neither is shown to the model."""
+    the build's manifest (`app.manifests.record`), with `why` (the block's reason, in its
+    provider's words: the manifest adds the share of the budget); none is shown to the
+    model."""
 
     name: str
     text: str
     token_count: int
     sources: tuple[dict[str, Any], ...] = ()
     replay: dict[str, Any] = field(default_factory=dict)
+    why: str = ""  # the manifest's reason for the block, in the provider's words
 
 
 OpenDb = Callable[[], AbstractAsyncContextManager[Any]]

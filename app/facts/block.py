@@ -170,4 +170,9 @@ async def facts_provider(
         token_count=n,
         sources=sources,
         replay={"header": head, "limit": tokens, "share": cfg.share, "query": query},
+        why=(
+            f"{len(sources)} valid fact(s) of the session's fact scope: "
+            f"{sum(s['score'] is not None for s in sources)} matched the newest user message "
+            "(BM25 score in each source), the rest are the most important others"
+        ),
     )

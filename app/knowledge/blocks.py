@@ -89,6 +89,7 @@ async def knowledge_provider(
         token_count=count_text(text),
         sources=sources,
         replay={"header": header, "limit": limit, "share": cfg.share},
+        why=f"{len(sources)} item(s) of the session's knowledge package ({header})",
     )
 
 
@@ -119,4 +120,5 @@ async def learned_provider(
         token_count=count_text(text),
         sources=({"kind": "learned", "agent_id": session_row.agent_id, "version": row.version},),
         replay={"limit": limit, "share": cfg.learned_share},
+        why=f"The agent's active learned version {row.version}",
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.context.blocks import ContextBlock
 from app.context.builder import Built
 from app.context.render import CACHE
 from app.core.tokens import count_message
@@ -125,9 +126,10 @@ def _summary_block(
     )
 
 
-def _provider_block(block: Any) -> dict[str, Any]:
+def provider_block(block: ContextBlock) -> dict[str, Any]:
+    """A provider's block: its reason in the provider's words (a block without one is
+    named), with the share of the budget it was offered."""
     name, replay = block.name, dict(block.replay)
-    n = len(block.sources)
     share = replay.get("share")
     offered = replay.get("limit")
     within = (
@@ -135,20 +137,7 @@ def _provider_block(block: Any) -> dict[str, Any]:
         if share is not None
         else ""
     )
-    if name == "facts":
-        scored = [s for s in block.sources if s.get("score") is not None]
-        why = (
-            f"{n} valid fact(s) of the session's fact scope: "
-            f"{len(scored)} matched the newest user message (BM25 score in each source), "
-            f"the rest are the most important others;{within}."
-        )
-    elif name == "knowledge":
-        why = f"{n} item(s) of the session's knowledge package ({replay.get('header')}){within}."
-    elif name == "learned":
-        version = block.sources[0]["version"] if block.sources else "?"
-        why = f"The agent's active learned version {version}{within}."
-    else:
-        why = f"Context block {name!r} of a provider{within}."
+    why = f"{block.why or f'Context block {name!r} of a provider'}{within}."
     return _block(
         "block",
         f"block:{name}",
@@ -260,7 +249,7 @@ def blocks_of(
                 cache_control=CACHE,
             )
         )
-    out += [_provider_block(b) for b in built.blocks]
+    out += [provider_block(b) for b in built.blocks]
     triggers = list(view.plan.triggers) if view.plan else []
     out += [
         _summary_block(rec, s, triggers) for rec, s in zip(view.l2, built.summaries, strict=True)

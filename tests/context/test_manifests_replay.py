@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import uuid
 from typing import Any
 
@@ -26,6 +27,11 @@ from app.manifests.hashes import FORMATS
 from app.state import app_state
 
 BUILDS = 1000
+WHY = {  # how each provider's reason begins in a manifest (its own words)
+    "block:facts": r"\d+ valid fact\(s\) of the session's fact scope: \d+ matched ",
+    "block:knowledge": r"\d+ item\(s\) of the session's knowledge package \(",
+    "block:learned": r"The agent's active learned version \d+ ",
+}
 WORDS = (
     "invoice order billing database migration cache redis postgres deploy review "
     "schema search recall context budget summary token window agent tool"
@@ -196,6 +202,9 @@ async def test_a_thousand_recorded_builds_replay_to_the_same_bytes(app, tenant, 
                     seen["truncated"] += b["truncated_to"] is not None
                     if b["layer"] == "block":
                         seen[b["key"]] += 1
+                        # the reason is the provider's own, with its share of the budget
+                        assert re.match(WHY[b["key"]], b["why"]), b["why"]
+                        assert "within its share" in b["why"] and b["why"].endswith(".")
     # every mechanism took part
     assert all(v > 0 for k, v in seen.items() if k != "gap"), seen
 
