@@ -30,6 +30,8 @@ import asyncio
 import functools
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -124,6 +126,17 @@ async def driver_connection(db: Any) -> asyncpg.Connection:
     if adapter._transaction is None:
         await adapter._start_transaction()
     return raw.driver_connection
+
+
+@asynccontextmanager
+async def engine_connection(engine: Any) -> AsyncIterator[asyncpg.Connection]:
+    """The asyncpg connection of one of a SQLAlchemy engine's pooled connections, for a
+    process part with no pool of its own (the LLM meter's ledger, in the API and the
+    worker). SQLAlchemy runs nothing on it, so no transaction is open: the caller begins
+    its own (`conn.transaction()`) or runs autocommitted statements."""
+    async with engine.connect() as sa_conn:
+        raw = await sa_conn.get_raw_connection()
+        yield raw.driver_connection
 
 
 def _json_bytes(value: str) -> bytes:

@@ -28,8 +28,8 @@ async def resume_erasures(ctx: dict[str, Any]) -> int:
     """Queue the `erase` job of every running erasure nobody advanced for
     LOOM_ERASURE_RECOVERY_SECONDS (the job id dedupes it against one still queued)."""
     state = worker_state(ctx)
-    async with state.sessionmaker() as db:
-        found = await repo.stalled(db, float(state.settings.erasure_recovery_seconds))
+    async with runner.session_transaction(state.sessionmaker)() as conn:
+        found = await repo.stalled(conn, float(state.settings.erasure_recovery_seconds))
     for tenant_id, erasure_id in found:
         log.info("resuming erasure %s", erasure_id)
         await enqueue(
