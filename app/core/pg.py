@@ -328,16 +328,16 @@ class engine_connection:  # noqa: N801 (used as a function: `async with engine_c
     open: the caller begins its own (`conn.transaction()`) or runs autocommitted
     statements."""
 
-    __slots__ = ("_engine", "_sa")
+    __slots__ = ("_conn", "_engine", "_sa")
 
     def __init__(self, engine: Any) -> None:
         self._engine = engine
 
     async def __aenter__(self) -> asyncpg.Connection:
         self._sa = self._engine.connect()
-        sa_conn = await self._sa.__aenter__()
+        self._conn = await self._sa.__aenter__()
         try:
-            raw = await sa_conn.get_raw_connection()
+            raw = await self._conn.get_raw_connection()
         except BaseException as exc:
             await self._sa.__aexit__(type(exc), exc, exc.__traceback__)
             raise
@@ -346,4 +346,8 @@ class engine_connection:  # noqa: N801 (used as a function: `async with engine_c
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
-        await self._sa.__aexit__(exc_type, exc, tb)
+        try:
+            if exc is not None and _cut(exc):  # not back to the engine's pool as it is
+                await self._conn.invalidate(exc if isinstance(exc, Exception) else None)
+        finally:
+            await self._sa.__aexit__(exc_type, exc, tb)

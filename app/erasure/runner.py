@@ -25,7 +25,7 @@ from typing import Any
 
 import asyncpg
 from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core import pg
 from app.core.config import Settings
@@ -62,14 +62,14 @@ def pool_transaction(
     return begin
 
 
-def session_transaction(sessionmaker: async_sessionmaker[AsyncSession]) -> Begin:
-    """A transaction on the connection under a SQLAlchemy session (`app.core.db.
-    transaction`: the worker, which has no pool of its own)."""
+def engine_transaction(engine: AsyncEngine) -> Begin:
+    """A transaction on a connection of a SQLAlchemy engine's pool (`app.core.pg.
+    engine_connection`: the worker, which has no asyncpg pool of its own)."""
 
     @asynccontextmanager
     async def begin() -> AsyncIterator[asyncpg.Connection]:
-        async with transaction(sessionmaker) as db:
-            yield await pg.driver_connection(db)
+        async with pg.engine_connection(engine) as conn, conn.transaction():
+            yield conn
 
     return begin
 
@@ -99,14 +99,14 @@ class Deps:
 
 def deps_from(
     settings: Settings,
+    begin: Begin,
     sessionmaker: async_sessionmaker[AsyncSession],
     redis: Redis | None,
-    begin: Begin | None = None,
 ) -> Deps:
-    """The runner's parts; `begin`: the pool's transactions (an API process), else the
-    sessions' (the worker)."""
+    """The runner's parts; `begin`: the pool's transactions (an API process,
+    `pool_transaction`) or the engine's (the worker, `engine_transaction`)."""
     return Deps(
-        begin or session_transaction(sessionmaker),
+        begin,
         sessionmaker,
         redis,
         settings.queue_name,

@@ -90,10 +90,7 @@ async def _new(
 
 def _deps(state: AppState) -> runner.Deps:
     return runner.deps_from(
-        state.settings,
-        state.sessionmaker,
-        state.redis,
-        runner.pool_transaction(state.connection),
+        state.settings, runner.pool_transaction(state.connection), state.sessionmaker, state.redis
     )
 
 
