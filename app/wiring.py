@@ -45,7 +45,7 @@ from app.context.recent_reads import (
     RecallSearches,
 )
 from app.context.service import ContextHooks
-from app.core import jsonlimits, pagination
+from app.core import jsonlimits, pagination, pg
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.core.tokens import count_text
@@ -69,7 +69,7 @@ from app.session_resource.service import SessionHooks
 from app.shared_memory import offload
 from app.shared_memory.runtime import SharedMemoryRuntime
 from app.state import Caches
-from app.usage.repository import EngineStore
+from app.usage.repository import LedgerStore
 
 # a connection of the hot paths' asyncpg pool (`app.core.pg.connection`)
 Connect = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
@@ -89,7 +89,7 @@ def meter_llm(llm: Any, engine: AsyncEngine, settings: Settings) -> None:
     meter = meter_of(llm)
     if meter is not None:
         meter.attach(
-            EngineStore(engine),
+            LedgerStore(lambda: pg.engine_connection(engine)),
             default_budget=settings.daily_token_budget,
             refresh=settings.usage_budget_refresh_seconds,
         )

@@ -30,7 +30,7 @@ import asyncio
 import functools
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 import orjson
@@ -39,6 +39,13 @@ from app.core import deadline
 from app.core.config import Settings, libpq_dsn
 from app.core.db_errors import is_connection_error
 from app.core.jsonlimits import long_integer_possible
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+# What the functions reached by callers still holding a SQLAlchemy session take
+# (`connection_of`); transitional, until those callers pass their connection.
+Handle: TypeAlias = "asyncpg.Connection | AsyncSession"
 
 # orjson decodes several times faster than the stdlib, but it reads integers beyond 64 bits
 # as floats; stored content must come back exactly as it was sent, so a text that may hold
@@ -124,6 +131,18 @@ async def driver_connection(db: Any) -> asyncpg.Connection:
     if adapter._transaction is None:
         await adapter._start_transaction()
     return raw.driver_connection
+
+
+async def connection_of(handle: Handle) -> asyncpg.Connection:
+    """The asyncpg connection of `handle`: itself, or the one under a SQLAlchemy
+    `AsyncSession` (`driver_connection`), flushed first so what its ORM holds is in the
+    database before SQL reads it. Transitional: for the functions that callers still
+    holding a session reach (facts, erasure, search, portability) until they pass their
+    connection; a converted route takes its connection once, at its entry."""
+    if isinstance(handle, asyncpg.Connection):  # a pooled connection's proxy too
+        return handle
+    await handle.flush()
+    return await driver_connection(handle)
 
 
 def _json_bytes(value: str) -> bytes:
@@ -300,3 +319,35 @@ async def close(pool: asyncpg.Pool, grace: float = 2.0) -> None:
         await asyncio.wait_for(pool.close(), grace)
     except TimeoutError:
         pool.terminate()
+
+
+class engine_connection:  # noqa: N801 (used as a function: `async with engine_connection(e)`)
+    """The asyncpg connection of one of a SQLAlchemy engine's pooled connections, for a
+    part of a process with no pool of its own (the LLM meter's ledger in the API and the
+    worker, the worker's cron passes). SQLAlchemy runs nothing on it, so no transaction is
+    open: the caller begins its own (`conn.transaction()`) or runs autocommitted
+    statements."""
+
+    __slots__ = ("_conn", "_engine", "_sa")
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+
+    async def __aenter__(self) -> asyncpg.Connection:
+        self._sa = self._engine.connect()
+        self._conn = await self._sa.__aenter__()
+        try:
+            raw = await self._conn.get_raw_connection()
+        except BaseException as exc:
+            await self._sa.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        return raw.driver_connection
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        try:
+            if exc is not None and _cut(exc):  # not back to the engine's pool as it is
+                await self._conn.invalidate(exc if isinstance(exc, Exception) else None)
+        finally:
+            await self._sa.__aexit__(exc_type, exc, tb)

@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import secrets
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 SubjectKind = Literal["user", "session", "agent"]
@@ -52,12 +52,12 @@ COUNT_KINDS: tuple[str, ...] = SESSION_KINDS
 
 # arq keeps a job under these key prefixes (arq.constants); the queue is a sorted set.
 ARQ_KEY_PREFIXES: tuple[str, ...] = ("arq:job:", "arq:retry:", "arq:result:", "arq:in-progress:")
-# The jobs a session can have queued (app.jobs.service, app.facts.tasks).
-SESSION_JOB_IDS: tuple[str, ...] = ("compress:{sid}", "facts:{sid}")
 
 
-def job_ids(session_id: uuid.UUID | str) -> list[str]:
-    return [j.format(sid=session_id) for j in SESSION_JOB_IDS]
+def job_ids(session_id: uuid.UUID, makers: Iterable[Callable[[uuid.UUID], str]]) -> list[str]:
+    """The ids of the jobs a session can have queued, each from its owner's function
+    (`app.erasure.runner.SESSION_JOBS`: the job ids are theirs, not copied here)."""
+    return [make(session_id) for make in makers]
 
 
 def empty_counts() -> dict[str, int]:

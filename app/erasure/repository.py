@@ -1,25 +1,27 @@
-"""Erasure SQL. Every statement names its tenant, except the recovery sweep (FAN_OUT).
+"""Erasure SQL, on an asyncpg connection (the caller's transaction). Every statement
+names its tenant, except the recovery sweep (FAN_OUT). An erasure comes back as
+`ErasureRow` (`app.models.erasure`), whose select list comes from the table model.
 
 Each delete runs as `counted`: one statement that deletes and adds the number of deleted
 rows to the receipt (`erasures.counts`), so the count commits with the deletion and a
-runner killed between two statements leaves an exact receipt.
+runner killed between two statements leaves an exact receipt. The deletes are written
+with named binds (`:t` tenant, `:e` erasure, ...) and numbered for asyncpg by
+`app.core.pg.Params` when they are composed.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
+from app.core import pg
 from app.core.partitions import FAN_OUT
-from app.models.base import table_of
-from app.models.erasure import Erasure
+from app.models.erasure import ERASURE_ROW_COLUMNS, ErasureRow
 
-E = table_of(Erasure)
+__all__ = ["ErasureRow"]
 
 # (jsonb_set and casts, not jsonb_build_object: Citus calls no stable function of a
 # row's columns in an UPDATE)
@@ -168,35 +170,13 @@ AGENT_NAMESPACE_DELETES: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ErasureRow:
-    tenant_id: uuid.UUID
-    id: uuid.UUID
-    kind: str
-    subject: str | None
-    status: str
-    counts: dict[str, Any]
-    started_at: datetime
-    finished_at: datetime | None
-    requested_by: uuid.UUID | None
-
-
-def _row(r: Any) -> ErasureRow:
-    return ErasureRow(
-        r.tenant_id,
-        r.id,
-        r.kind,
-        r.subject,
-        r.status,
-        dict(r.counts or {}),
-        r.started_at,
-        r.finished_at,
-        r.requested_by,
-    )
+def _row(r: asyncpg.Record) -> ErasureRow:
+    row = ErasureRow._make(r)
+    return row._replace(counts=dict(row.counts or {}))
 
 
 async def counted(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     erasure_id: uuid.UUID,
     kind: str,
@@ -204,194 +184,211 @@ async def counted(
     params: dict[str, Any],
 ) -> int:
     """Run `delete` (a DELETE ... RETURNING 1) and add its row count to the receipt."""
-    n = await db.scalar(
-        sa.text(_COUNTED.format(delete=delete)),
-        {**params, "t": tenant_id, "e": erasure_id, "kind": kind},
-    )
+    p = pg.Params(**params, t=tenant_id, e=erasure_id, kind=kind)
+    n = await conn.fetchval(*p.sql(_COUNTED.format(delete=delete)))
     return int(n or 0)
 
 
 async def run_combined(
-    db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID, sql: str, params: dict[str, Any]
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    erasure_id: uuid.UUID,
+    sql: str,
+    params: dict[str, Any],
 ) -> None:
-    await db.execute(sa.text(sql), {**params, "t": tenant_id, "e": erasure_id})
+    await conn.execute(*pg.Params(**params, t=tenant_id, e=erasure_id).sql(sql))
+
+
+_ADD_COUNT = """
+UPDATE erasures SET counts = jsonb_set(counts, ARRAY[CAST($3 AS text)],
+       CAST(CAST(coalesce((counts ->> CAST($3 AS text))::bigint, 0) + $4 AS text) AS jsonb)),
+       updated_at = now()
+WHERE tenant_id = $1 AND id = $2
+"""
 
 
 async def add_count(
-    db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID, kind: str, n: int
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, erasure_id: uuid.UUID, kind: str, n: int
 ) -> None:
-    await db.execute(
-        sa.text(
-            "UPDATE erasures SET counts = jsonb_set(counts, ARRAY[CAST(:kind AS text)], "
-            "CAST(CAST(coalesce((counts ->> CAST(:kind AS text))::bigint, 0) + :n AS text) "
-            "AS jsonb)), updated_at = now() "
-            "WHERE tenant_id = :t AND id = :e"
-        ),
-        {"t": tenant_id, "e": erasure_id, "kind": kind, "n": n},
+    await conn.execute(_ADD_COUNT, tenant_id, erasure_id, kind, n)
+
+
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
+
+
+async def lock_subject(conn: asyncpg.Connection, key: str) -> None:
+    """The exclusive side of the write guards' lock (held to the end of the transaction)."""
+    await conn.execute(_LOCK, key)
+
+
+_INSERT = """
+INSERT INTO erasures (tenant_id, id, kind, subject, subject_hash, status, requested_by,
+                      requested_role, counts, started_at, finished_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, CAST('{}' AS jsonb), $8, NULL, $8)
+"""
+
+
+async def insert(
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    erasure_id: uuid.UUID,
+    kind: str,
+    subject: str,
+    subject_hash: str,
+    requested_by: uuid.UUID | None,
+    requested_role: str,
+) -> None:
+    """A running erasure with empty counts, started now."""
+    await conn.execute(
+        _INSERT,
+        tenant_id,
+        erasure_id,
+        kind,
+        subject,
+        subject_hash,
+        requested_by,
+        requested_role,
+        datetime.now(UTC),
     )
 
 
-async def lock_subject(db: AsyncSession, key: str) -> None:
-    """The exclusive side of the write guards' lock (held to the end of the transaction)."""
-    await db.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
+_COLUMNS = ", ".join(ERASURE_ROW_COLUMNS)
+_GET = f"SELECT {_COLUMNS} FROM erasures WHERE tenant_id = $1 AND id = $2"
 
 
-async def insert(db: AsyncSession, row: Erasure) -> None:
-    db.add(row)
-    await db.flush()
-
-
-async def get(db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> ErasureRow | None:
-    r = (
-        await db.execute(sa.select(E).where(E.c.tenant_id == tenant_id, E.c.id == erasure_id))
-    ).first()
+async def get(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, erasure_id: uuid.UUID
+) -> ErasureRow | None:
+    r = await conn.fetchrow(_GET, tenant_id, erasure_id)
     return None if r is None else _row(r)
+
+
+_RUNNING_FOR = f"""
+SELECT {_COLUMNS} FROM erasures
+WHERE tenant_id = $1 AND kind = $2 AND subject = $3 AND status = 'running'
+ORDER BY started_at LIMIT 1
+"""
 
 
 async def running_for(
-    db: AsyncSession, tenant_id: uuid.UUID, kind: str, subject: str
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, kind: str, subject: str
 ) -> ErasureRow | None:
-    r = (
-        await db.execute(
-            sa.select(E)
-            .where(
-                E.c.tenant_id == tenant_id,
-                E.c.kind == kind,
-                E.c.subject == subject,
-                E.c.status == "running",
-            )
-            .order_by(E.c.started_at)
-            .limit(1)
-        )
-    ).first()
+    r = await conn.fetchrow(_RUNNING_FOR, tenant_id, kind, subject)
     return None if r is None else _row(r)
 
 
-async def latest(db: AsyncSession, tenant_id: uuid.UUID, limit: int) -> list[ErasureRow]:
-    rows = await db.execute(
-        sa.select(E)
-        .where(E.c.tenant_id == tenant_id)
-        .order_by(E.c.started_at.desc(), E.c.id)
-        .limit(limit)
-    )
-    return [_row(r) for r in rows]
+_LATEST = f"""
+SELECT {_COLUMNS} FROM erasures WHERE tenant_id = $1
+ORDER BY started_at DESC, id LIMIT $2
+"""
+_BY_HASH = f"""
+SELECT {_COLUMNS} FROM erasures WHERE tenant_id = $1 AND subject_hash = $2
+ORDER BY started_at DESC, id LIMIT $3
+"""
+
+
+async def latest(conn: asyncpg.Connection, tenant_id: uuid.UUID, limit: int) -> list[ErasureRow]:
+    return [_row(r) for r in await conn.fetch(_LATEST, tenant_id, limit)]
 
 
 async def by_hash(
-    db: AsyncSession, tenant_id: uuid.UUID, subject_hash: str, limit: int
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, subject_hash: str, limit: int
 ) -> list[ErasureRow]:
-    rows = await db.execute(
-        sa.select(E)
-        .where(E.c.tenant_id == tenant_id, E.c.subject_hash == subject_hash)
-        .order_by(E.c.started_at.desc(), E.c.id)
-        .limit(limit)
-    )
-    return [_row(r) for r in rows]
+    return [_row(r) for r in await conn.fetch(_BY_HASH, tenant_id, subject_hash, limit)]
+
+
+_TOMBSTONE_USER = """
+WITH l AS (SELECT id FROM sessions WHERE tenant_id = $1 AND user_id = $2
+           AND erasure_id IS NULL ORDER BY id FOR UPDATE),
+     u AS (UPDATE sessions SET erasure_id = $3 WHERE tenant_id = $1
+           AND id IN (SELECT id FROM l) RETURNING last_seq)
+SELECT count(*), coalesce(sum(last_seq), 0) FROM u
+"""
 
 
 async def tombstone_user_sessions(
-    db: AsyncSession, tenant_id: uuid.UUID, user_id: str, erasure_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, user_id: str, erasure_id: uuid.UUID
 ) -> tuple[int, int]:
     """Take every live session of the user: (sessions, messages in them). FOR UPDATE
     first: it waits for the writers holding KEY SHARE on a session (migration 0016)."""
-    row = (
-        await db.execute(
-            sa.text(
-                "WITH l AS (SELECT id FROM sessions WHERE tenant_id = :t AND user_id = :u "
-                "AND erasure_id IS NULL ORDER BY id FOR UPDATE), "
-                "u AS (UPDATE sessions SET erasure_id = :e WHERE tenant_id = :t "
-                "AND id IN (SELECT id FROM l) RETURNING last_seq) "
-                "SELECT count(*), coalesce(sum(last_seq), 0) FROM u"
-            ),
-            {"t": tenant_id, "u": user_id, "e": erasure_id},
-        )
-    ).one()
+    row = await conn.fetchrow(_TOMBSTONE_USER, tenant_id, user_id, erasure_id)
+    assert row is not None
     return int(row[0]), int(row[1])
 
 
+_TOMBSTONE_SESSION = """
+WITH l AS (SELECT id FROM sessions WHERE tenant_id = $1 AND id = $2
+           AND erasure_id IS NULL FOR UPDATE)
+UPDATE sessions SET erasure_id = $3 WHERE tenant_id = $1
+AND id IN (SELECT id FROM l) RETURNING last_seq
+"""
+
+
 async def tombstone_session(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, erasure_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, erasure_id: uuid.UUID
 ) -> int | None:
     """Take one live session: its message count, None when it is not there (any more)."""
-    n = await db.scalar(
-        sa.text(
-            "WITH l AS (SELECT id FROM sessions WHERE tenant_id = :t AND id = :s "
-            "AND erasure_id IS NULL FOR UPDATE) "
-            "UPDATE sessions SET erasure_id = :e WHERE tenant_id = :t "
-            "AND id IN (SELECT id FROM l) RETURNING last_seq"
-        ),
-        {"t": tenant_id, "s": session_id, "e": erasure_id},
-    )
+    n = await conn.fetchval(_TOMBSTONE_SESSION, tenant_id, session_id, erasure_id)
     return None if n is None else int(n)
 
 
-async def tier_size(db: AsyncSession, tenant_id: uuid.UUID, kind: str, subject: str) -> int:
-    return int(
-        await db.scalar(
-            sa.text(
-                "SELECT count(*) FROM memory_items WHERE tenant_id = :t AND scope_kind = :k "
-                "AND scope_id = :sub"
-            ),
-            {"t": tenant_id, "k": kind, "sub": subject},
-        )
-        or 0
-    )
+_TIER_SIZE = """
+SELECT count(*) FROM memory_items WHERE tenant_id = $1 AND scope_kind = $2 AND scope_id = $3
+"""
+_AGENT_ENTRIES = """
+SELECT count(*) FROM shared_memory_entries WHERE tenant_id = $1
+AND namespace = 'agent' AND scope_id = $2
+"""
 
 
-async def agent_entries(db: AsyncSession, tenant_id: uuid.UUID, agent_id: str) -> int:
-    return int(
-        await db.scalar(
-            sa.text(
-                "SELECT count(*) FROM shared_memory_entries WHERE tenant_id = :t "
-                "AND namespace = 'agent' AND scope_id = :a"
-            ),
-            {"t": tenant_id, "a": agent_id},
-        )
-        or 0
-    )
+async def tier_size(conn: asyncpg.Connection, tenant_id: uuid.UUID, kind: str, subject: str) -> int:
+    return int(await conn.fetchval(_TIER_SIZE, tenant_id, kind, subject) or 0)
+
+
+async def agent_entries(conn: asyncpg.Connection, tenant_id: uuid.UUID, agent_id: str) -> int:
+    return int(await conn.fetchval(_AGENT_ENTRIES, tenant_id, agent_id) or 0)
+
+
+_NEXT_SESSION = """
+SELECT id, greatest(last_seq, coalesce((SELECT max(m.seq) FROM messages m
+           WHERE m.tenant_id = $1 AND m.session_id = s.id), 0)) AS hi,
+       coalesce((SELECT min(m.seq) FROM messages m WHERE m.tenant_id = $1
+           AND m.session_id = s.id), 1) AS lo
+FROM sessions s WHERE s.tenant_id = $1 AND s.erasure_id = $2
+ORDER BY s.created_at, s.id LIMIT 1
+"""
 
 
 async def next_session(
-    db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, erasure_id: uuid.UUID
 ) -> tuple[uuid.UUID, int, int] | None:
     """A session the erasure still holds, with the seq range its messages still cover
     (exclusive low, inclusive high; None: all sessions gone)."""
-    r = (
-        await db.execute(
-            sa.text(
-                "SELECT id, greatest(last_seq, coalesce((SELECT max(m.seq) FROM messages m "
-                "WHERE m.tenant_id = :t AND m.session_id = s.id), 0)) AS hi, "
-                "coalesce((SELECT min(m.seq) FROM messages m WHERE m.tenant_id = :t "
-                "AND m.session_id = s.id), 1) AS lo "
-                "FROM sessions s WHERE s.tenant_id = :t AND s.erasure_id = :e "
-                "ORDER BY s.created_at, s.id LIMIT 1"
-            ),
-            {"t": tenant_id, "e": erasure_id},
-        )
-    ).first()
-    return None if r is None else (r.id, int(r.lo) - 1, int(r.hi))
+    r = await conn.fetchrow(_NEXT_SESSION, tenant_id, erasure_id)
+    return None if r is None else (r["id"], int(r["lo"]) - 1, int(r["hi"]))
 
 
-async def complete(db: AsyncSession, tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> None:
+_COMPLETE = """
+UPDATE erasures SET status = 'completed', subject = NULL, finished_at = now(),
+       updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND status = 'running'
+"""
+
+
+async def complete(conn: asyncpg.Connection, tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> None:
     """The end: the raw subject goes, the hash and the counts stay."""
-    await db.execute(
-        sa.text(
-            "UPDATE erasures SET status = 'completed', subject = NULL, finished_at = now(), "
-            "updated_at = now() WHERE tenant_id = :t AND id = :e AND status = 'running'"
-        ),
-        {"t": tenant_id, "e": erasure_id},
-    )
+    await conn.execute(_COMPLETE, tenant_id, erasure_id)
+
+
+_STALLED = f"""
+{FAN_OUT} SELECT tenant_id, id FROM erasures WHERE status = 'running'
+AND updated_at < now() - make_interval(secs => $1) ORDER BY updated_at LIMIT $2
+"""
 
 
 async def stalled(
-    db: AsyncSession, older_than_seconds: float, limit: int = 100
+    conn: asyncpg.Connection, older_than_seconds: float, limit: int = 100
 ) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """Running erasures nobody has advanced lately, across tenants (the sweep's look)."""
-    rows = await db.execute(
-        sa.text(
-            f"{FAN_OUT} SELECT tenant_id, id FROM erasures WHERE status = 'running' "
-            "AND updated_at < now() - make_interval(secs => :age) ORDER BY updated_at LIMIT :n"
-        ),
-        {"age": older_than_seconds, "n": limit},
-    )
-    return [(r.tenant_id, r.id) for r in rows]
+    rows = await conn.fetch(_STALLED, float(older_than_seconds), limit)
+    return [(r["tenant_id"], r["id"]) for r in rows]

@@ -18,27 +18,64 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.core import pg
 from app.core.config import Settings
 from app.core.db import transaction
 from app.erasure import caches, policy
 from app.erasure import repository as repo
 from app.facts.support import release_session
+from app.facts.trigger import extract_job_id
+from app.jobs.service import compress_job_id
 
 log = logging.getLogger("loom.erasure")
 
 MIN_BATCH = 500
 
+# The jobs a session can have queued, by their owners' job ids (`app.jobs.service`,
+# `app.facts.trigger`): a new kind of per-session job is added here.
+SESSION_JOBS: tuple[Callable[[uuid.UUID], str], ...] = (compress_job_id, extract_job_id)
+
+# A connection in a transaction of its own: committed when the block ends, rolled back
+# when it raises.
+Begin = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
+
+
+def pool_transaction(
+    connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]],
+) -> Begin:
+    """A transaction on a pooled connection (an API process's `AppState.connection`)."""
+
+    @asynccontextmanager
+    async def begin() -> AsyncIterator[asyncpg.Connection]:
+        async with connection() as conn, conn.transaction():
+            yield conn
+
+    return begin
+
+
+def engine_transaction(engine: AsyncEngine) -> Begin:
+    """A transaction on a connection of a SQLAlchemy engine's pool (`app.core.pg.
+    engine_connection`: the worker, which has no asyncpg pool of its own)."""
+
+    @asynccontextmanager
+    async def begin() -> AsyncIterator[asyncpg.Connection]:
+        async with pg.engine_connection(engine) as conn, conn.transaction():
+            yield conn
+
+    return begin
+
 
 def _timed_out(exc: BaseException) -> bool:
     """The statement timeout cancelled it (asyncpg's QueryCanceledError, maybe wrapped)."""
-    import asyncpg
-
     cur: BaseException | None = exc
     while cur is not None:
         if isinstance(cur, asyncpg.exceptions.QueryCanceledError):
@@ -49,17 +86,27 @@ def _timed_out(exc: BaseException) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Deps:
+    begin: Begin
+    # facts' release of a session runs on a SQLAlchemy session (`app.facts.support`), in
+    # one transaction with the session's other rows
     sessionmaker: async_sessionmaker[AsyncSession]
     redis: Redis | None  # None: no Redis (queued jobs then go when they find their session gone)
     queue_name: str
     batch: int
     pause_seconds: float = 0.0
+    session_jobs: Sequence[Callable[[uuid.UUID], str]] = SESSION_JOBS
 
 
 def deps_from(
-    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], redis: Redis | None
+    settings: Settings,
+    begin: Begin,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    redis: Redis | None,
 ) -> Deps:
+    """The runner's parts; `begin`: the pool's transactions (an API process,
+    `pool_transaction`) or the engine's (the worker, `engine_transaction`)."""
     return Deps(
+        begin,
         sessionmaker,
         redis,
         settings.queue_name,
@@ -71,15 +118,15 @@ def deps_from(
 async def _step(
     deps: Deps, t: uuid.UUID, e: uuid.UUID, kind: str, sql: str, params: dict[str, Any]
 ) -> int:
-    async with transaction(deps.sessionmaker) as db:
-        return await repo.counted(db, t, e, kind, sql, params)
+    async with deps.begin() as conn:
+        return await repo.counted(conn, t, e, kind, sql, params)
 
 
 async def _drop_jobs(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UUID) -> None:
     """The session's queued jobs (their arguments name the session) leave Redis."""
     if deps.redis is None:
         return
-    ids = policy.job_ids(session_id)
+    ids = policy.job_ids(session_id, deps.session_jobs)
     try:
         pipe = deps.redis.pipeline(transaction=False)
         for job_id in ids:
@@ -92,8 +139,8 @@ async def _drop_jobs(deps: Deps, t: uuid.UUID, e: uuid.UUID, session_id: uuid.UU
         return
     queued = sum(1 for n in found[: len(ids)] if n)
     if queued:
-        async with transaction(deps.sessionmaker) as db:
-            await repo.add_count(db, t, e, "queued_jobs", queued)
+        async with deps.begin() as conn:
+            await repo.add_count(conn, t, e, "queued_jobs", queued)
 
 
 async def erase_session(
@@ -118,7 +165,7 @@ async def erase_session(
     async with transaction(deps.sessionmaker) as db:
         # facts other sessions support stay, without this one
         await release_session(db, t, session_id)
-        await repo.run_combined(db, t, e, repo.SESSION_REST, params)
+        await repo.run_combined(await pg.driver_connection(db), t, e, repo.SESSION_REST, params)
     await _drop_jobs(deps, t, e, session_id)
     await _step(deps, t, e, *repo.SESSION_ROW, params)
     await caches.publish(deps.redis, caches.purge_event(t, sessions=[session_id]))
@@ -126,13 +173,13 @@ async def erase_session(
 
 async def run(deps: Deps, tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> repo.ErasureRow | None:
     """Carry the erasure to its end (or return None when there is no such erasure)."""
-    async with deps.sessionmaker() as db:
-        row = await repo.get(db, tenant_id, erasure_id)
+    async with deps.begin() as conn:
+        row = await repo.get(conn, tenant_id, erasure_id)
     if row is None or row.status != "running":
         return row
     while True:
-        async with deps.sessionmaker() as db:
-            nxt = await repo.next_session(db, tenant_id, erasure_id)
+        async with deps.begin() as conn:
+            nxt = await repo.next_session(conn, tenant_id, erasure_id)
         if nxt is None:
             break
         await erase_session(deps, tenant_id, erasure_id, *nxt)
@@ -143,9 +190,8 @@ async def run(deps: Deps, tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> repo.E
             await _step(deps, tenant_id, erasure_id, kind, sql, params)
         if row.kind == "agent":
             await caches.publish(deps.redis, caches.purge_event(tenant_id, agents=[row.subject]))
-    async with transaction(deps.sessionmaker) as db:
-        await repo.complete(db, tenant_id, erasure_id)
-    async with deps.sessionmaker() as db:
-        done = await repo.get(db, tenant_id, erasure_id)
+    async with deps.begin() as conn:
+        await repo.complete(conn, tenant_id, erasure_id)
+        done = await repo.get(conn, tenant_id, erasure_id)
     log.info("erasure %s completed", erasure_id)
     return done

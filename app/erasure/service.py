@@ -17,16 +17,16 @@ import functools
 import logging
 import uuid
 
+import asyncpg
+
 from app.auth.caller import Caller
 from app.core.config import Settings
-from app.core.db import transaction
 from app.core.errors import Forbidden, NotFound
 from app.core.queue import enqueue
 from app.erasure import policy, runner
 from app.erasure import repository as repo
-from app.erasure.repository import ErasureRow
 from app.erasure.schemas import ErasurePublic
-from app.models.erasure import Erasure
+from app.models.erasure import ErasureRow
 from app.sessions.access import SessionNotFound
 from app.state import AppState
 from app.users import access as users_access
@@ -70,17 +70,27 @@ def to_public(row: ErasureRow) -> ErasurePublic:
     )
 
 
-def _new(state: AppState, caller: Caller, kind: str, subject: str) -> Erasure:
-    return Erasure(
-        id=uuid.uuid4(),
-        tenant_id=caller.tenant_id,
-        kind=kind,
-        subject=subject,
-        subject_hash=policy.subject_hash(hmac_key(state.settings), caller.tenant_id, kind, subject),
-        status="running",
-        requested_by=caller.key_id,
-        requested_role=caller.role,
-        counts={},
+async def _new(
+    conn: asyncpg.Connection, state: AppState, caller: Caller, kind: str, subject: str
+) -> uuid.UUID:
+    """A running erasure of `subject`, asked by `caller`: its id."""
+    erasure_id = uuid.uuid4()
+    await repo.insert(
+        conn,
+        caller.tenant_id,
+        erasure_id,
+        kind,
+        subject,
+        policy.subject_hash(hmac_key(state.settings), caller.tenant_id, kind, subject),
+        caller.key_id,
+        caller.role,
+    )
+    return erasure_id
+
+
+def _deps(state: AppState) -> runner.Deps:
+    return runner.deps_from(
+        state.settings, runner.pool_transaction(state.connection), state.sessionmaker, state.redis
     )
 
 
@@ -90,11 +100,7 @@ async def _carry_out(
     """Erase now (small subjects), else queue the job; the sweep covers a failed enqueue."""
     if policy.runs_inline(messages, state.settings.erasure_inline_messages):
         try:
-            return await runner.run(
-                runner.deps_from(state.settings, state.sessionmaker, state.redis),
-                tenant_id,
-                erasure_id,
-            )
+            return await runner.run(_deps(state), tenant_id, erasure_id)
         except Exception as exc:  # the worker finishes it (same erasure, same receipt)
             log.warning("erasure %s continues in the worker: %s", erasure_id, type(exc).__name__)
     await enqueue(
@@ -104,8 +110,8 @@ async def _carry_out(
 
 
 async def _current(state: AppState, tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> ErasureRow:
-    async with state.sessionmaker() as db:
-        row = await repo.get(db, tenant_id, erasure_id)
+    async with state.connection() as conn:
+        row = await repo.get(conn, tenant_id, erasure_id)
     assert row is not None
     return row
 
@@ -118,55 +124,52 @@ async def erase_user(state: AppState, caller: Caller, user_id: str) -> ErasureRo
             "Erasing a user needs a service key: it reaches every agent's sessions with them.",
             code="erasure_forbidden",
         )
-    async with transaction(state.sessionmaker) as db:
-        await repo.lock_subject(db, policy.lock_key(caller.tenant_id, "user", user_id))
-        running = await repo.running_for(db, caller.tenant_id, "user", user_id)
+    async with state.connection() as conn, conn.transaction():
+        await repo.lock_subject(conn, policy.lock_key(caller.tenant_id, "user", user_id))
+        running = await repo.running_for(conn, caller.tenant_id, "user", user_id)
         if running is not None:
             return running
-        row = _new(state, caller, "user", user_id)
-        await repo.insert(db, row)
+        erasure_id = await _new(conn, state, caller, "user", user_id)
         sessions, messages = await repo.tombstone_user_sessions(
-            db, caller.tenant_id, user_id, row.id
+            conn, caller.tenant_id, user_id, erasure_id
         )
-        if not sessions and not await repo.tier_size(db, caller.tenant_id, "user", user_id):
+        if not sessions and not await repo.tier_size(conn, caller.tenant_id, "user", user_id):
             raise users_access.UserNotFound()  # rolls the erasure back
-    done = await _carry_out(state, caller.tenant_id, row.id, messages)
-    return done or await _current(state, caller.tenant_id, row.id)
+    done = await _carry_out(state, caller.tenant_id, erasure_id, messages)
+    return done or await _current(state, caller.tenant_id, erasure_id)
 
 
 async def erase_session(state: AppState, caller: Caller, session_id: uuid.UUID) -> ErasureRow:
     """The caller may see the session (checked by the route's loader)."""
-    async with transaction(state.sessionmaker) as db:
-        row = _new(state, caller, "session", str(session_id))
-        await repo.insert(db, row)
-        messages = await repo.tombstone_session(db, caller.tenant_id, session_id, row.id)
+    async with state.connection() as conn, conn.transaction():
+        erasure_id = await _new(conn, state, caller, "session", str(session_id))
+        messages = await repo.tombstone_session(conn, caller.tenant_id, session_id, erasure_id)
         if messages is None:
             raise SessionNotFound()
-    done = await _carry_out(state, caller.tenant_id, row.id, messages)
-    return done or await _current(state, caller.tenant_id, row.id)
+    done = await _carry_out(state, caller.tenant_id, erasure_id, messages)
+    return done or await _current(state, caller.tenant_id, erasure_id)
 
 
 async def erase_agent_memory(state: AppState, caller: Caller, agent_id: str) -> ErasureRow:
     caller.require_agent_access(agent_id)
-    async with transaction(state.sessionmaker) as db:
-        await repo.lock_subject(db, policy.lock_key(caller.tenant_id, "agent", agent_id))
-        running = await repo.running_for(db, caller.tenant_id, "agent", agent_id)
+    async with state.connection() as conn, conn.transaction():
+        await repo.lock_subject(conn, policy.lock_key(caller.tenant_id, "agent", agent_id))
+        running = await repo.running_for(conn, caller.tenant_id, "agent", agent_id)
         if running is not None:
             return running
-        row = _new(state, caller, "agent", agent_id)
-        await repo.insert(db, row)
+        erasure_id = await _new(conn, state, caller, "agent", agent_id)
         size = await repo.tier_size(
-            db, caller.tenant_id, "agent", agent_id
-        ) + await repo.agent_entries(db, caller.tenant_id, agent_id)
-    done = await _carry_out(state, caller.tenant_id, row.id, size)
-    return done or await _current(state, caller.tenant_id, row.id)
+            conn, caller.tenant_id, "agent", agent_id
+        ) + await repo.agent_entries(conn, caller.tenant_id, agent_id)
+    done = await _carry_out(state, caller.tenant_id, erasure_id, size)
+    return done or await _current(state, caller.tenant_id, erasure_id)
 
 
 async def get_receipt(state: AppState, caller: Caller, erasure_id: uuid.UUID) -> ErasurePublic:
     """Service and admin keys read their tenant's receipts; an agent key the ones it asked
     for (any other: 404)."""
-    async with state.read_sessionmaker() as db:
-        row = await repo.get(db, caller.tenant_id, erasure_id)
+    async with state.connection() as conn:
+        row = await repo.get(conn, caller.tenant_id, erasure_id)
     if row is None or (caller.role == "agent" and row.requested_by != caller.key_id):
         raise ErasureNotFound()
     return to_public(row)
@@ -181,16 +184,16 @@ async def find(
     if len(subjects) > 1:
         return []
     key = hmac_key(state.settings)
-    async with state.read_sessionmaker() as db:
+    async with state.connection() as conn:
         if subjects:
             kind, subject = subjects[0]
             rows = await repo.by_hash(
-                db,
+                conn,
                 caller.tenant_id,
                 policy.subject_hash(key, caller.tenant_id, kind, subject),
                 limit=limit,
             )
             rows = [r for r in rows if r.kind == kind]
         else:
-            rows = await repo.latest(db, caller.tenant_id, limit=limit)
+            rows = await repo.latest(conn, caller.tenant_id, limit=limit)
     return [to_public(r) for r in rows]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 from prometheus_client import Gauge
-from sqlalchemy.pool import QueuePool
 
 from app.core import metrics
 from app.state import AppState
@@ -66,8 +66,10 @@ def refresh_pools(state: AppState) -> None:
     """Set this process's pool gauges from the pools (no I/O)."""
     pg = state.pg
     _set("asyncpg", pg.get_size(), pg.get_idle_size(), pg.get_max_size())
-    pool = state.engine.pool
-    if isinstance(pool, QueuePool):
+    # the engine's pool, when it is a queue pool (SQLAlchemy's default: the one with
+    # counts; read by its methods, so this module need not import SQLAlchemy)
+    pool: Any = state.engine.pool
+    if callable(getattr(pool, "checkedin", None)) and callable(getattr(pool, "checkedout", None)):
         checked_in = pool.checkedin()
         # the pool has no public accessor for its overflow bound
         max_ = pool.size() + max(0, getattr(pool, "_max_overflow", 0))

@@ -1,11 +1,11 @@
 """Queries on `compression_jobs` (one row per session). Callers commit.
 
-Every statement is SQL on an asyncpg connection: a route's or a job's is the one under its
-SQLAlchemy session (`app.core.pg.driver_connection`, inside its transaction; the functions
-take the session, as the worker's bookkeeping hands it over), the append's compression
-trigger a connection of the hot paths' pool (`mark_pending_pg`). A job row comes back as
-`CompressionJobRow`, whose select list comes from the table model; no ORM instance is read
-or built.
+Every statement is SQL on an asyncpg connection: the route's (the job list), the recorder's
+(`app.jobs.service`: a session's connection or one of the hot paths' pool), and in the
+functions the memory domain's compression job and read reach, whatever handle it holds
+(`app.core.pg.Handle`: transitional, until it passes its connection). A job row comes back
+as `CompressionJobRow`, whose select list comes from the table model; no ORM instance is
+read or built.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import pg
 from app.core.partitions import FAN_OUT
-from app.core.pg import positional
+from app.core.pg import Handle, positional
 from app.models.compression_job import COMPRESSION_JOB_ROW_COLUMNS, CompressionJobRow
 from app.models.memory_state import L1_COUNT_SQL, PRESSURE_SQL
 
@@ -38,10 +37,10 @@ WHERE tenant_id = $1 AND session_id = $2
 
 
 async def get(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> CompressionJobRow | None:
     """The session's job row, or None if it never had a job."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_GET, tenant_id, session_id)
     return None if row is None else CompressionJobRow._make(row)
 
@@ -50,8 +49,8 @@ async def get(
 # function but immutable ones there.)
 # Queued (or waiting for the queue). A running job keeps its `running` status: the queue
 # deduplicates per session and the running job re-plans before it ends. The error is kept
-# unless a new one is given. One statement for a session's connection (`mark_pending`) and
-# the hot paths' pool (`mark_pending_pg`: the append's compression trigger, no transaction).
+# unless a new one is given. On a transaction's connection or, autocommitted, on one of the
+# hot paths' pool (the append's compression trigger).
 _MARK_PENDING = """
 INSERT INTO compression_jobs AS j (session_id, tenant_id, status, job_id, attempts,
                                    enqueued_at, updated_at, last_error)
@@ -66,7 +65,7 @@ SET status = CASE WHEN j.status = 'running' THEN j.status ELSE 'pending' END,
 
 
 async def mark_pending(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     job_id: str,
@@ -76,18 +75,6 @@ async def mark_pending(
     `running` status (the queue deduplicates per session) but the ask is kept in
     `enqueued_at`: the job enqueues itself again once it has ended
     (`app.memory.tasks.requeue_if_asked`)."""
-    await mark_pending_pg(await pg.driver_connection(db), tenant_id, session_id, job_id, error)
-
-
-async def mark_pending_pg(
-    conn: asyncpg.Connection,
-    tenant_id: uuid.UUID,
-    session_id: uuid.UUID,
-    job_id: str,
-    error: str | None = None,
-) -> None:
-    """`mark_pending` on an asyncpg connection: on one of the pool, one autocommitted
-    statement."""
     await conn.execute(_MARK_PENDING, tenant_id, session_id, job_id, _clip(error))
 
 
@@ -97,10 +84,10 @@ WHERE tenant_id = $1 AND session_id = $2
 """
 
 
-async def asked_since_start(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
+async def asked_since_start(handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
     """A compression was asked for after the latest try started (and the job is not
     running any more)."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_ASKED, tenant_id, session_id)
     if row is None or row["status"] == "running":
         return False
@@ -121,10 +108,10 @@ SET status = 'running', job_id = excluded.job_id, attempts = excluded.attempts,
 
 
 async def mark_running(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, attempt: int
+    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, attempt: int
 ) -> None:
     """A worker started try number `attempt`."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     await conn.execute(_MARK_RUNNING, tenant_id, session_id, job_id, attempt)
 
 
@@ -135,10 +122,10 @@ WHERE tenant_id = $1 AND session_id = $2
 
 
 async def mark_retrying(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, error: str
+    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID, error: str
 ) -> None:
     """This try failed and the job was rescheduled: back to pending, with the reason."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     await conn.execute(_MARK_RETRYING, tenant_id, session_id, _clip(error))
 
 
@@ -152,7 +139,7 @@ WHERE tenant_id = $1 AND session_id = $2
 
 
 async def mark_finished(
-    db: AsyncSession,
+    handle: Handle,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
@@ -162,7 +149,7 @@ async def mark_finished(
     tokens_saved: int,
 ) -> None:
     """The job ended: `succeeded` (clears the error) or `failed` (keeps it)."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     await conn.execute(
         _MARK_FINISHED,
         tenant_id,
@@ -183,13 +170,13 @@ LIMIT $3
 
 
 async def stale_jobs(
-    db: AsyncSession, *, pending_before: datetime, running_before: datetime, limit: int
+    handle: Handle, *, pending_before: datetime, running_before: datetime, limit: int
 ) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """(tenant_id, session_id) of jobs pending since before `pending_before` (their
     enqueue may have been lost while Redis was down) or running since before
     `running_before` (the worker died and Redis lost the job), oldest first.
     Deliberately cross-tenant: only the worker's cron pass calls it."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     rows = await conn.fetch(_STALE, pending_before, running_before, limit)
     return [(row[0], row[1]) for row in rows]
 
@@ -203,13 +190,13 @@ WHERE s.tenant_id = $1 AND s.id = $2
 
 
 async def pressure(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> dict[str, Any] | None:
     """What decides whether a session is busy, in one query: its config, last seq, L1 start,
     stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens (from the stored
     counters, see `MemoryState.swapped_tokens`), and the status of its compression job (None
     if it never had one)."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_PRESSURE, tenant_id, session_id)
     return dict(row) if row is not None else None
 
@@ -230,12 +217,12 @@ LIMIT $3
 
 
 async def busy_candidates(
-    db: AsyncSession, *, since: datetime, default_l1_max: int, limit: int
+    handle: Handle, *, since: datetime, default_l1_max: int, limit: int
 ) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """Sessions that may need compression: changed since `since`, or with more L1
     messages than their `l1_max_messages`; skipping sessions whose job is queued or
     running, or whose last job finished after their last change. Cross-tenant (cron)."""
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     rows = await conn.fetch(_CANDIDATES, since, default_l1_max, limit)
     return [(row[0], row[1]) for row in rows]
 
@@ -301,7 +288,7 @@ _LIST_SQL = {
 
 
 async def list_jobs(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     *,
     kind: str | None,
@@ -322,6 +309,5 @@ async def list_jobs(
     }
     if after is not None:
         values.update(at=after[0], sid=after[1], k=after[2])
-    conn = await pg.driver_connection(db)
     rows = await conn.fetch(sql, *[values[n] for n in names])
     return [JobListRow._make(r) for r in rows]

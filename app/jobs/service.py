@@ -17,6 +17,8 @@ from typing import Any
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core import pg
+from app.core.pg import Handle
 from app.core.queue import enqueue
 from app.jobs import metrics, repository
 from app.jobs.schemas import CompressionJobPublic
@@ -32,10 +34,10 @@ def compress_job_id(session_id: uuid.UUID | str) -> str:
 
 
 async def compression_status(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID
+    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> CompressionJobPublic | None:
     """The session's latest compression job for the API, or None if it never had one."""
-    row = await repository.get(db, tenant_id, session_id)
+    row = await repository.get(handle, tenant_id, session_id)
     if row is None:
         return None
     return CompressionJobPublic(**row._asdict())
@@ -52,7 +54,8 @@ def session_recorder(sessionmaker: async_sessionmaker[AsyncSession]) -> Recorder
         tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, error: str | None
     ) -> None:
         async with sessionmaker() as db:
-            await repository.mark_pending(db, tenant_id, session_id, job_id, error)
+            conn = await pg.driver_connection(db)
+            await repository.mark_pending(conn, tenant_id, session_id, job_id, error)
             await db.commit()
 
     return record
@@ -67,7 +70,7 @@ def pool_recorder(
         tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, error: str | None
     ) -> None:
         async with connection() as conn:
-            await repository.mark_pending_pg(conn, tenant_id, session_id, job_id, error)
+            await repository.mark_pending(conn, tenant_id, session_id, job_id, error)
 
     return record
 

@@ -154,7 +154,7 @@ class UsageRow(NamedTuple):
 
 
 class UsageStore(Protocol):
-    """Where the ledger lives (`app.usage.repository.EngineStore`)."""
+    """Where the ledger lives (`app.usage.repository.LedgerStore`)."""
 
     async def insert(self, rows: Sequence[UsageRow]) -> None: ...
 

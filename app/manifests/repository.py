@@ -2,10 +2,10 @@
 
 The insert runs on the hot paths' asyncpg pool, in the request that built the context and
 before its response is sent: a build whose answer a client got has its row committed (a
-kill -9 of the API afterwards loses nothing). Reads and the sweep run on the connection
-under the caller's SQLAlchemy session (`app.core.pg.driver_connection`, in its
-transaction). Rows are read as `ManifestRow` (select list from the table model); writes
-take `NewRow`; no ORM instance is read or built.
+kill -9 of the API afterwards loses nothing). Reads run on the route's connection, the
+sweep on the worker's (in a transaction of its own). Rows are read as `ManifestRow`
+(select list from the table model); writes take `NewRow`; no ORM instance is read or
+built.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core import pg
 from app.core.partitions import FAN_OUT
 from app.manifests import record as manifests
 from app.models.base import row_columns
@@ -139,9 +137,8 @@ WHERE tenant_id = $1 AND session_id = $2 AND id = $3
 
 
 async def get(
-    db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID, context_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, context_id: uuid.UUID
 ) -> ManifestRow | None:
-    conn = await pg.driver_connection(db)
     r = await conn.fetchrow(_GET, tenant_id, session_id, context_id)
     return _read(r) if r is not None else None
 
@@ -157,7 +154,7 @@ _PAGE_BEFORE = _PAGE.format(before=" AND (created_at, id) < ($3, $4)", limit="$5
 
 
 async def page(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
@@ -165,7 +162,6 @@ async def page(
     limit: int,
 ) -> list[ManifestRow]:
     """A session's recorded builds, newest first, older than `before` (created_at, id)."""
-    conn = await pg.driver_connection(db)
     if before is None:
         rows = await conn.fetch(_PAGE_FIRST, tenant_id, session_id, limit)
     else:
@@ -196,12 +192,11 @@ SELECT count(*) FROM gone
 
 
 async def sweep(
-    db: AsyncSession, *, keep: int, older_than: datetime | None, batch: int
+    conn: asyncpg.Connection, *, keep: int, older_than: datetime | None, batch: int
 ) -> dict[str, int]:
     """Delete rows past the age limit and past the newest `keep` of their session (0: no
     count limit); at most `batch` of each kind, in the session's transaction. Counts per
     kind."""
-    conn = await pg.driver_connection(db)
     aged = extra = 0
     if older_than is not None:
         aged = await conn.fetchval(_SWEEP_OLD, older_than, batch)

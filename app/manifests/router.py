@@ -6,9 +6,11 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import asyncpg
 from fastapi import APIRouter, Query, Request
 
 from app.context.schemas import ManifestPublic
+from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, NotFound
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
@@ -35,8 +37,10 @@ class ContextNotFound(NotFound):
         )
 
 
-async def _load(db: DbDep, session: SessionRow, context_id: uuid.UUID) -> repo.ManifestRow:
-    row = await repo.get(db, session.tenant_id, session.id, context_id)
+async def _load(
+    conn: asyncpg.Connection, session: SessionRow, context_id: uuid.UUID
+) -> repo.ManifestRow:
+    row = await repo.get(conn, session.tenant_id, session.id, context_id)
     if row is None:
         raise ContextNotFound()
     return row
@@ -77,7 +81,11 @@ async def list_contexts(
         except ValueError as exc:
             raise invalid_cursor() from exc
     rows = await repo.page(
-        db, session.tenant_id, session.id, before=before, limit=fetch_limit(limit)
+        await pg.driver_connection(db),
+        session.tenant_id,
+        session.id,
+        before=before,
+        limit=fetch_limit(limit),
     )
     shown, nxt = page(rows, limit, lambda r: {"t": r.created_at.isoformat(), "i": str(r.id)})
     return ContextList(items=[_summary(r) for r in shown], next_cursor=nxt)
@@ -94,9 +102,11 @@ async def get_context_manifest(
     """Every block the model read, in order, with its layer, sources, tokens,
     cache_control and why it is there; what was dropped or shrunk; budget, usage,
     tokenizer, versions, config hash and the SHA-256 of the rendered bytes per format."""
-    manifest = (await _load(db, session, context_id)).manifest
+    conn = await pg.driver_connection(db)
+    manifest = (await _load(conn, session, context_id)).manifest
     if all(f in manifest["sha256"] for f in FORMATS):
         return replay.fill_hashes(manifest, None)
+    # (the session: the knowledge rows' reads take it until they take a connection)
     sources = await replay.load_sources(db, session.tenant_id, session.id, manifest)
     built, _ = replay.rebuild(manifest, sources, app_state(request.app).parts[BlockReplays].by_name)
     return replay.fill_hashes(manifest, built)
@@ -117,8 +127,9 @@ async def replay_context(
     """Re-render the build from the sources its manifest names: the same bytes (the
     recorded SHA-256), or 409 `context_changed` naming every source that changed or was
     erased since (`details.changed`). `format`: the build's own by default."""
-    row = await _load(db, session, context_id)
+    row = await _load(await pg.driver_connection(db), session, context_id)
     fmt = format or row.format
+    # (the session: the knowledge rows' reads take it until they take a connection)
     sources = await replay.load_sources(db, session.tenant_id, session.id, row.manifest)
     built, changes = replay.rebuild(
         row.manifest, sources, app_state(request.app).parts[BlockReplays].by_name
@@ -150,6 +161,7 @@ async def diff_contexts(
 ) -> ContextDiffPublic:
     """Blocks added, removed and changed from build `context_id` (a) to `other_id` (b),
     with token deltas (b - a)."""
-    a = await _load(db, session, context_id)
-    b = await _load(db, session, other_id)
+    conn = await pg.driver_connection(db)
+    a = await _load(conn, session, context_id)
+    b = await _load(conn, session, other_id)
     return ContextDiffPublic(a=a.id, b=b.id, **manifest_diff.diff(a.manifest, b.manifest))

@@ -4,6 +4,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from app.core import pg
 from app.manifests import repository as repo
 from app.state import worker_state
 
@@ -19,14 +20,13 @@ async def sweep_context_manifests(ctx: dict[str, Any]) -> dict[str, int]:
     settings = state.settings
     days = settings.context_manifests_days
     cutoff = datetime.now(UTC) - timedelta(days=days) if days > 0 else None
-    async with state.sessionmaker() as db:
+    async with pg.engine_connection(state.engine) as conn, conn.transaction():
         counts = await repo.sweep(
-            db,
+            conn,
             keep=settings.context_manifests_keep,
             older_than=cutoff,
             batch=settings.context_manifests_sweep_batch,
         )
-        await db.commit()
     if any(counts.values()):
         log.info("context manifests swept: %s", counts)
     return counts

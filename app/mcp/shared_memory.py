@@ -5,14 +5,13 @@ values are JSON (what a model writes and reads)."""
 
 import base64
 import json
-from functools import partial
+import logging
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from app.core.db import transaction
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA, INT64_MAX
 from app.mcp.calls import call_of, ok
 from app.mcp.registry import ToolSpec
@@ -60,6 +59,8 @@ IfVersion = Annotated[
     ),
 ]
 
+log = logging.getLogger("loom.shared_memory")
+
 
 def _entry(loaded: service.Loaded, key: str) -> dict[str, Any]:
     out = loaded.head(key)
@@ -73,6 +74,15 @@ def _entry(loaded: service.Loaded, key: str) -> dict[str, Any]:
     return out
 
 
+async def _published(publish: service.Publish) -> None:
+    """Run a write's publish once its transaction has committed; never fails the call (as
+    a route's `app.core.db.after_commit`)."""
+    try:
+        await publish()
+    except Exception:
+        log.exception("shared memory: publishing a change failed")
+
+
 def _if_match(version: int | None) -> str | None:
     return etag.format_etag(version) if version is not None else None
 
@@ -83,7 +93,7 @@ async def shared_memory_get(
     call = call_of(ctx)
     state = call.state
     loaded = await service.read(
-        partial(transaction, state.read_sessionmaker),
+        state.connection,
         responses.runtime_of(state),
         call.caller,
         namespace,
@@ -116,10 +126,10 @@ async def shared_memory_put(
     body = SharedMemoryPut.model_validate(
         {"value": value, "metadata": metadata or {}, "ttl_seconds": ttl_seconds}
     )
-    async with transaction(state.sessionmaker) as db:
-        addr = await service.resolve(db, call.caller, namespace, key, scope_id)
-        loaded, created = await service.write(
-            db,
+    async with state.connection() as conn, conn.transaction():
+        addr = await service.resolve(conn, call.caller, namespace, key, scope_id)
+        loaded, created, publish = await service.write(
+            conn,
             responses.runtime_of(state),
             call.caller,
             addr,
@@ -132,6 +142,7 @@ async def shared_memory_put(
             compress_threshold=settings.shared_memory_compress_threshold_bytes,
             require_if_match=settings.shared_memory_require_if_match,
         )
+    await _published(publish)
     return ok(loaded.head(key, created))
 
 
@@ -148,9 +159,9 @@ async def shared_memory_list(
     ] = None,
 ) -> CallToolResult:
     call = call_of(ctx)
-    async with transaction(call.state.sessionmaker) as db:
+    async with call.state.connection() as conn:
         page = await responses.list_keys(
-            db, call.caller, namespace, scope_id, prefix, limit, cursor
+            conn, call.caller, namespace, scope_id, prefix, limit, cursor
         )
     return ok(SharedMemoryKeyList.model_validate(page))
 
@@ -164,16 +175,17 @@ async def shared_memory_delete(
 ) -> CallToolResult:
     call = call_of(ctx)
     state = call.state
-    async with transaction(state.sessionmaker) as db:
-        addr = await service.resolve(db, call.caller, namespace, key, scope_id)
-        version = await service.delete(
-            db,
+    async with state.connection() as conn, conn.transaction():
+        addr = await service.resolve(conn, call.caller, namespace, key, scope_id)
+        version, publish = await service.delete(
+            conn,
             responses.runtime_of(state),
             call.caller,
             addr,
             if_match=_if_match(if_version),
             require_if_match=state.settings.shared_memory_require_if_match,
         )
+    await _published(publish)
     return ok(
         {
             "namespace": namespace.value,

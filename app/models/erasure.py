@@ -1,12 +1,20 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, optional_ts_column, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    new_id,
+    optional_ts_column,
+    row_columns,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class Erasure(SQLModel, table=True):
@@ -52,3 +60,22 @@ class Erasure(SQLModel, table=True):
     started_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
     finished_at: datetime | None = Field(default=None, sa_column=optional_ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class ErasureRow(NamedTuple):
+    """An erasure as its readers take it (`app.erasure.repository`): plain and immutable,
+    `Erasure`'s attribute names; the select list comes from the model
+    (`ERASURE_ROW_COLUMNS`)."""
+
+    tenant_id: uuid.UUID
+    id: uuid.UUID
+    kind: str
+    subject: str | None
+    status: str
+    counts: dict[str, Any]
+    started_at: datetime
+    finished_at: datetime | None
+    requested_by: uuid.UUID | None
+
+
+ERASURE_ROW_COLUMNS = row_columns(ErasureRow._fields, Erasure)

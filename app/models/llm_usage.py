@@ -2,18 +2,20 @@
 
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import row_columns, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class LlmUsage(SQLModel, table=True):
     """One LLM call (`app.llm.usage`): who it was for, why, and what it cost. Written in
     batches by the process that made the call; no key to its session (a deleted session's
     spending still counts), and an erasure blanks its `user_id` and `session_id`
-    (`app.usage.repository.anonymise`), leaving the day, purpose and model's totals."""
+    (`llm_usage_anonymised` in `app.erasure.repository`), leaving the day, purpose and
+    model's totals."""
 
     __tablename__ = "llm_usage"
     __table_args__ = (
@@ -51,3 +53,13 @@ class TenantBudget(SQLModel, table=True):
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
     daily_tokens: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger))
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class BudgetRow(NamedTuple):
+    """A tenant's own budget as `app.usage.repository.get_budget` reads it."""
+
+    daily_tokens: int | None
+    updated_at: datetime
+
+
+BUDGET_ROW_COLUMNS = row_columns(BudgetRow._fields, TenantBudget)

@@ -1,14 +1,14 @@
 """HTTP glue for shared memory: responses, headers, listing, stats and the watch stream."""
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import asyncpg
 from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.errors import ServiceUnavailable
 from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.shared_memory import etag, keys, repository, service
@@ -88,7 +88,7 @@ def entry_response(
 
 
 async def list_keys(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     caller: Caller,
     namespace: Namespace,
     scope_id: str | None,
@@ -96,7 +96,7 @@ async def list_keys(
     limit: int,
     cursor: str | None,
 ) -> dict[str, Any]:
-    addr = await service.resolve(db, caller, namespace, None, scope_id)
+    addr = await service.resolve(conn, caller, namespace, None, scope_id)
     sprefix = keys.storage_prefix(namespace, addr.scope_id, prefix)
     after = None
     data = decode_cursor(cursor, {"after": str})
@@ -105,7 +105,7 @@ async def list_keys(
         if not after.startswith(sprefix):
             raise invalid_cursor()
     rows = await repository.list_keys(
-        await pg.driver_connection(db),
+        conn,
         caller.tenant_id,
         namespace.value,
         addr.scope_id,
@@ -134,11 +134,13 @@ async def list_keys(
     }
 
 
-async def stats(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller) -> dict[str, Any]:
+async def stats(
+    conn: asyncpg.Connection, rt: SharedMemoryRuntime, caller: Caller
+) -> dict[str, Any]:
     totals = {
         r[0]: r
         for r in await repository.namespace_totals(
-            await pg.driver_connection(db),
+            conn,
             caller.tenant_id,
             caller.agent_id,
             service._now(),
@@ -175,7 +177,8 @@ async def stats(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller) -> di
 
 
 async def watch(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
+    release: Callable[[], Awaitable[None]],
     rt: SharedMemoryRuntime,
     caller: Caller,
     request: Request,
@@ -185,7 +188,9 @@ async def watch(
     include_initial: bool,
     heartbeat: float | None,
 ) -> StreamingResponse:
-    addr = await service.resolve(db, caller, namespace, None, scope_id)
+    """The event stream; `release` gives the connection back once the initial state is
+    read (the stream may stay open for hours)."""
+    addr = await service.resolve(conn, caller, namespace, None, scope_id)
     scope = addr.scope_id
     sprefix = keys.storage_prefix(namespace, scope, prefix)
     tenant = str(caller.tenant_id)
@@ -196,9 +201,9 @@ async def watch(
     initial: list[bytes] = []
     try:
         if include_initial:
-            initial = await _initial(db, caller, namespace, scope, sprefix, scope_out)
+            initial = await _initial(conn, caller, namespace, scope, sprefix, scope_out)
         # Give the pooled connection back: the stream may stay open for hours.
-        await db.commit()
+        await release()
     except BaseException:
         rt.remove_watcher(tenant, namespace.value, scope, watcher)
         raise
@@ -228,7 +233,7 @@ async def watch(
 
 
 async def _initial(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     caller: Caller,
     namespace: Namespace,
     scope: str,
@@ -237,7 +242,6 @@ async def _initial(
 ) -> list[bytes]:
     frames: list[bytes] = []
     after: str | None = None
-    conn = await pg.driver_connection(db)
     while True:
         rows = await repository.list_keys(
             conn, caller.tenant_id, namespace.value, scope, sprefix, after, 500, service._now()

@@ -11,7 +11,6 @@ with their content type. Either way the headers carry `ETag`, `X-Loom-Version`,
 """
 
 import json
-from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
@@ -19,8 +18,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from app.auth.deps import CallerDep
-from app.core import jsonlimits
-from app.core.db import DbDep, transaction
+from app.core import jsonlimits, pg
+from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
 from app.shared_memory import etag, examples, responses, service
@@ -140,7 +139,7 @@ PUT_BODY = {
 )
 async def shared_memory_stats(db: DbDep, caller: CallerDep, request: Request) -> Any:
     """Per namespace: live keys and bytes you can see, reads, writes, tier hits and misses."""
-    return await responses.stats(db, responses.runtime(request), caller)
+    return await responses.stats(await pg.driver_connection(db), responses.runtime(request), caller)
 
 
 @router.get(
@@ -167,7 +166,8 @@ async def watch_shared_memory(
 ) -> StreamingResponse:
     """Stream puts and deletes under `prefix` (agent namespace: only your own keys)."""
     return await responses.watch(
-        db,
+        await pg.driver_connection(db),
+        db.commit,
         responses.runtime(request),
         caller,
         request,
@@ -194,7 +194,8 @@ async def list_shared_memory_keys(
     cursor: CursorQuery = None,
 ) -> Any:
     """Keys (without any agent prefix) in key order, cursor-paginated."""
-    return await responses.list_keys(db, caller, namespace, scope_id, prefix, limit, cursor)
+    conn = await pg.driver_connection(db)
+    return await responses.list_keys(conn, caller, namespace, scope_id, prefix, limit, cursor)
 
 
 @router.put(
@@ -233,9 +234,10 @@ async def put_shared_memory_entry(
         if len(ctype) > 255:
             raise BadRequest("Content-Type is too long.", code="invalid_content_type")
     _check_tags(if_match, if_none_match)
-    addr = await service.resolve(db, caller, namespace, key, scope_id)
-    loaded, created = await service.write(
-        db,
+    conn = await pg.driver_connection(db)
+    addr = await service.resolve(conn, caller, namespace, key, scope_id)
+    loaded, created, publish = await service.write(
+        conn,
         responses.runtime(request),
         caller,
         addr,
@@ -249,6 +251,7 @@ async def put_shared_memory_entry(
         compress_threshold=settings.shared_memory_compress_threshold_bytes,
         require_if_match=settings.shared_memory_require_if_match,
     )
+    after_commit(db, publish)
     response.status_code = 201 if created else 200
     responses.set_headers(response, loaded)
     return loaded.head(key, created)
@@ -286,7 +289,7 @@ async def get_shared_memory_entry(
     """The value (JSON entries: description + `value`; raw: the bytes), or its reference."""
     state = app_state(request.app)
     loaded = await service.read(
-        partial(transaction, state.read_sessionmaker),
+        state.connection,
         responses.runtime_of(state),
         caller,
         namespace,
@@ -313,15 +316,17 @@ async def delete_shared_memory_entry(
 ) -> Response:
     """Delete an entry (409 `entry_referenced` while a message holds its reference)."""
     _check_tags(if_match, None)
-    addr = await service.resolve(db, caller, namespace, key, scope_id)
-    await service.delete(
-        db,
+    conn = await pg.driver_connection(db)
+    addr = await service.resolve(conn, caller, namespace, key, scope_id)
+    _, publish = await service.delete(
+        conn,
         responses.runtime(request),
         caller,
         addr,
         if_match=if_match,
         require_if_match=app_state(request.app).settings.shared_memory_require_if_match,
     )
+    after_commit(db, publish)
     return Response(status_code=204)
 
 
@@ -347,7 +352,8 @@ async def get_data_reference(
     meta: Annotated[bool, Query(description="return the reference, not the data")] = False,
 ) -> Response:
     """The full data behind a `ref_...` id (raw bytes with their content type)."""
-    loaded = await service.resolve_ref(db, responses.runtime(request), caller, ref_id)
+    conn = await pg.driver_connection(db)
+    loaded = await service.resolve_ref(conn, responses.runtime(request), caller, ref_id)
     if meta:
         return responses.json_response(loaded.reference().model_dump(mode="json"))
     return responses.raw_response(loaded)

@@ -13,11 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core import pg
-from app.core.db import after_commit
 from app.models.shared_memory_entry import EntryRow
 from app.sessions import access
 from app.shared_memory import codec, etag, keys, repository
@@ -135,7 +132,11 @@ def _tier_key(ra: repository.Addr) -> tuple[str, str, str, str]:
 
 
 async def resolve(
-    db: AsyncSession, caller: Caller, namespace: Namespace, key: str | None, scope_id: str | None
+    conn: asyncpg.Connection,
+    caller: Caller,
+    namespace: Namespace,
+    key: str | None,
+    scope_id: str | None,
 ) -> Address:
     """Validate namespace/scope/key for this caller (session scopes must exist in-tenant)."""
     if key is None:
@@ -147,7 +148,7 @@ async def resolve(
         sid = access.parse_session_id(a.scope_id)
         if sid is None:
             raise InvalidScope("scope_id of the session namespace is a session id")
-        await access.require_visible(db, caller, sid)
+        await access.require_visible_pg(conn, caller, sid)
     return a
 
 
@@ -177,20 +178,22 @@ def _from_tier(rt: SharedMemoryRuntime, ra: repository.Addr, now: datetime) -> L
     return _check(replace(cached, location="memory"))
 
 
-async def load(db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr) -> Loaded | None:
+async def load(
+    conn: asyncpg.Connection, rt: SharedMemoryRuntime, ra: repository.Addr
+) -> Loaded | None:
     """The live entry with verified bytes, from the memory tier when possible."""
     now = _now()
     hit = _from_tier(rt, ra, now)
     if hit is not None:
         return hit
-    return await _load_stored(db, rt, ra, now)
+    return await _load_stored(conn, rt, ra, now)
 
 
 async def _load_stored(
-    db: AsyncSession, rt: SharedMemoryRuntime, ra: repository.Addr, now: datetime
+    conn: asyncpg.Connection, rt: SharedMemoryRuntime, ra: repository.Addr, now: datetime
 ) -> Loaded | None:
     rt.count(str(ra.tenant_id), ra.namespace, "misses")
-    found = await repository.get(await pg.driver_connection(db), ra, now)
+    found = await repository.get(conn, ra, now)
     if found is None:
         return None
     row, stored = found
@@ -207,11 +210,13 @@ async def _load_stored(
     return loaded
 
 
-async def read_at(db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, a: Address) -> Loaded:
+async def read_at(
+    conn: asyncpg.Connection, rt: SharedMemoryRuntime, caller: Caller, a: Address
+) -> Loaded:
     """The entry at an address already resolved for this caller (`resolve`)."""
     ra = _addr(caller, a)
     rt.count(str(caller.tenant_id), ra.namespace, "reads")
-    loaded = await load(db, rt, ra)
+    loaded = await load(conn, rt, ra)
     if loaded is None:
         raise _not_found(a)
     return loaded
@@ -222,7 +227,7 @@ def _not_found(a: Address) -> EntryNotFound:
 
 
 async def read(
-    open_db: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+    connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]],
     rt: SharedMemoryRuntime,
     caller: Caller,
     namespace: Namespace,
@@ -231,11 +236,11 @@ async def read(
 ) -> Loaded:
     """The entry at namespace/key for this caller. A memory-tier hit of a namespace whose
     address needs no lookup (all but `session`, whose scope must be a visible session)
-    opens no database session: `open_db()` is entered only when PostgreSQL is needed."""
+    takes no connection: `connection()` is entered only when PostgreSQL is needed."""
     if namespace is Namespace.SESSION:
-        async with open_db() as db:
+        async with connection() as conn:
             return await read_at(
-                db, rt, caller, await resolve(db, caller, namespace, key, scope_id)
+                conn, rt, caller, await resolve(conn, caller, namespace, key, scope_id)
             )
     a = keys.address(namespace, key, scope_id, caller.agent_id)
     ra = _addr(caller, a)
@@ -243,8 +248,8 @@ async def read(
     now = _now()
     loaded = _from_tier(rt, ra, now)
     if loaded is None:
-        async with open_db() as db:
-            loaded = await _load_stored(db, rt, ra, now)
+        async with connection() as conn:
+            loaded = await _load_stored(conn, rt, ra, now)
     if loaded is None:
         raise _not_found(a)
     return loaded
@@ -273,8 +278,12 @@ def _event(op: str, ra: repository.Addr, key: str, version: int, **extra: Any) -
     }
 
 
+# What a write leaves to do once its transaction has committed (the event, the tier).
+Publish = Callable[[], Awaitable[None]]
+
+
 async def write(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     rt: SharedMemoryRuntime,
     caller: Caller,
     a: Address,
@@ -288,8 +297,9 @@ async def write(
     max_bytes: int,
     compress_threshold: int,
     require_if_match: bool = False,
-) -> tuple[Loaded, bool]:
-    """Store `data` at `a`; returns (entry without data, created?)."""
+) -> tuple[Loaded, bool, Publish]:
+    """Store `data` at `a` (in the caller's transaction); returns the entry without data,
+    whether it was created, and the publish to run once the transaction has committed."""
     if len(data) > max_bytes:
         raise ValueTooLarge(
             f"The value is over the {max_bytes}-byte limit.",
@@ -297,7 +307,6 @@ async def write(
         )
     ra = _addr(caller, a)
     now = _now()
-    conn = await pg.driver_connection(db)
     current = await repository.current(conn, ra, now)
     cur_version = current[0] if current is not None else None
     etag.check_write(
@@ -325,8 +334,7 @@ async def write(
             raise EntryPreconditionFailed("entry already exists")
     created = cur_version is None
     loaded = _from_row(row)
-    after_commit(db, _written(rt, caller, ra, a, loaded, data))
-    return loaded, created
+    return loaded, created, _written(rt, caller, ra, a, loaded, data)
 
 
 def _fields(
@@ -421,18 +429,19 @@ async def create(
 
 
 async def delete(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     rt: SharedMemoryRuntime,
     caller: Caller,
     a: Address,
     *,
     if_match: str | None,
     require_if_match: bool = False,
-) -> int:
-    """Delete the entry; referenced entries are refused (409 `entry_referenced`)."""
+) -> tuple[int, Publish]:
+    """Delete the entry (in the caller's transaction); referenced entries are refused (409
+    `entry_referenced`). Returns the deleted version and the publish to run once the
+    transaction has committed."""
     ra = _addr(caller, a)
     now = _now()
-    conn = await pg.driver_connection(db)
     current = await repository.current(conn, ra, now)
     if current is None:
         if if_match is not None:
@@ -461,11 +470,12 @@ async def delete(
     async def publish() -> None:
         await rt.publish(event)
 
-    after_commit(db, publish)
-    return gone
+    return gone, publish
 
 
-async def _may_see_scope(db: AsyncSession, caller: Caller, namespace: str, scope_id: str) -> bool:
+async def _may_see_scope(
+    conn: asyncpg.Connection, caller: Caller, namespace: str, scope_id: str
+) -> bool:
     """Whether an entry's scope is visible to `caller` (the rules `resolve` applies to
     addresses, applied to a stored entry): `agent` entries only to their own agent,
     `session` entries only to those who may see that session."""
@@ -473,18 +483,18 @@ async def _may_see_scope(db: AsyncSession, caller: Caller, namespace: str, scope
         return bool(caller.agent_id) and scope_id == caller.agent_id
     if namespace == Namespace.SESSION.value:
         sid = access.parse_session_id(scope_id)
-        return sid is not None and await access.visible_agent(db, caller, sid) is not None
+        return sid is not None and await access.visible_agent_pg(conn, caller, sid) is not None
     return True
 
 
 async def resolve_ref(
-    db: AsyncSession, rt: SharedMemoryRuntime, caller: Caller, ref_id: str
+    conn: asyncpg.Connection, rt: SharedMemoryRuntime, caller: Caller, ref_id: str
 ) -> Loaded:
     """The entry behind a data reference, with the visibility of its namespace."""
-    found = await repository.get_by_ref(
-        await pg.driver_connection(db), caller.tenant_id, ref_id, _now()
-    )
-    if found is None or not await _may_see_scope(db, caller, found[0].namespace, found[0].scope_id):
+    found = await repository.get_by_ref(conn, caller.tenant_id, ref_id, _now())
+    if found is None or not await _may_see_scope(
+        conn, caller, found[0].namespace, found[0].scope_id
+    ):
         raise RefNotFound("No such data reference.")
     row, stored = found
     try:

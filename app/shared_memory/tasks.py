@@ -26,11 +26,8 @@ async def cleanup_expired_shared_memory(ctx: dict[str, Any]) -> int:
     state = worker_state(ctx)
     total = 0
     while True:
-        async with state.sessionmaker() as db:
-            gone = await repository.delete_expired(
-                await pg.driver_connection(db), datetime.now(UTC), BATCH
-            )
-            await db.commit()
+        async with pg.engine_connection(state.engine) as conn, conn.transaction():
+            gone = await repository.delete_expired(conn, datetime.now(UTC), BATCH)
         total += len(gone)
         await _announce(state.redis, gone)
         if len(gone) < BATCH:

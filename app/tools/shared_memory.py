@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.auth.caller import Caller
 from app.core import pg
+from app.core.db import after_commit
 from app.core.pagination import INT64_MAX
 from app.shared_memory import etag, keys, repository, service
 from app.shared_memory.keys import Namespace
@@ -56,8 +57,9 @@ def _caller(ctx: ToolContext) -> Caller:
 async def shared_memory_read(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Target, args)
     caller = _caller(ctx)
-    addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
-    loaded = await service.read_at(ctx.db, ctx.state.parts[SharedMemoryRuntime], caller, addr)
+    conn = await pg.driver_connection(ctx.db)
+    addr = await service.resolve(conn, caller, a.namespace, a.key, a.scope_id)
+    loaded = await service.read_at(conn, ctx.state.parts[SharedMemoryRuntime], caller, addr)
     out: dict[str, Any] = {
         "namespace": a.namespace.value,
         "key": a.key,
@@ -79,10 +81,11 @@ async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Write, args)
     caller = _caller(ctx)
     s = ctx.state.settings
-    addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
+    conn = await pg.driver_connection(ctx.db)
+    addr = await service.resolve(conn, caller, a.namespace, a.key, a.scope_id)
     if_match = etag.format_etag(a.if_version) if a.if_version is not None else None
-    loaded, created = await service.write(
-        ctx.db,
+    loaded, created, publish = await service.write(
+        conn,
         ctx.state.parts[SharedMemoryRuntime],
         caller,
         addr,
@@ -95,6 +98,7 @@ async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
         compress_threshold=s.shared_memory_compress_threshold_bytes,
         require_if_match=s.shared_memory_require_if_match,
     )
+    after_commit(ctx.db, publish)
     return {
         "namespace": a.namespace.value,
         "key": a.key,
@@ -106,10 +110,11 @@ async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
 async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_List, args)
     caller = _caller(ctx)
-    addr = await service.resolve(ctx.db, caller, a.namespace, None, a.scope_id)
+    conn = await pg.driver_connection(ctx.db)
+    addr = await service.resolve(conn, caller, a.namespace, None, a.scope_id)
     sprefix = keys.storage_prefix(a.namespace, addr.scope_id, a.prefix)
     rows = await repository.list_keys(
-        await pg.driver_connection(ctx.db),
+        conn,
         caller.tenant_id,
         a.namespace.value,
         addr.scope_id,
@@ -130,15 +135,17 @@ async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
 async def shared_memory_delete(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Target, args)
     caller = _caller(ctx)
-    addr = await service.resolve(ctx.db, caller, a.namespace, a.key, a.scope_id)
-    await service.delete(
-        ctx.db,
+    conn = await pg.driver_connection(ctx.db)
+    addr = await service.resolve(conn, caller, a.namespace, a.key, a.scope_id)
+    _, publish = await service.delete(
+        conn,
         ctx.state.parts[SharedMemoryRuntime],
         caller,
         addr,
         if_match=None,
         require_if_match=False,
     )
+    after_commit(ctx.db, publish)
     return {"namespace": a.namespace.value, "key": a.key, "deleted": True}
 
 

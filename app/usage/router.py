@@ -6,11 +6,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
+import asyncpg
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.openapi.models import Example
-from sqlalchemy import text
 
 from app.auth.deps import CallerDep, PrincipalDep
+from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden, NotFound
 from app.llm.usage import meter_of
@@ -33,7 +34,7 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 400
 
 
-def _group(row: Any) -> UsageGroup:
+def _group(row: repo.GroupRow) -> UsageGroup:
     calls = int(row.calls)
     return UsageGroup(
         key=None if row.key is None else str(row.key),
@@ -83,8 +84,9 @@ async def get_usage(
     if meter is not None:
         await meter.flush()  # this process's calls of the last half second count too
     agent = caller.agent_id if caller.role == "agent" else None
-    rows = await repo.report(db, caller.tenant_id, group_by, start, end, limit + 1, agent)
-    [total] = await repo.report(db, caller.tenant_id, "total", start, end, 1, agent)
+    conn = await pg.driver_connection(db)
+    rows = await repo.report(conn, caller.tenant_id, group_by, start, end, limit + 1, agent)
+    [total] = await repo.report(conn, caller.tenant_id, "total", start, end, 1, agent)
     return UsageReport(
         group_by=group_by,
         since=start,
@@ -92,7 +94,7 @@ async def get_usage(
         items=[_group(r) for r in rows[:limit]],
         total=_group(total),
         truncated=len(rows) > limit,
-        budget=await service.budget_of(db, state.settings, caller.tenant_id),
+        budget=await service.budget_of(conn, state.settings, caller.tenant_id),
     )
 
 
@@ -103,11 +105,8 @@ def _admin_tenant(principal: Any, tenant_id: uuid.UUID, *, write: bool) -> None:
         raise Forbidden("Only admin keys set a tenant's budget." if write else "Not your tenant.")
 
 
-async def _existing(db: Any, tenant_id: uuid.UUID) -> None:
-    found = (
-        await db.execute(text("SELECT 1 FROM tenants WHERE id = :t"), {"t": tenant_id})
-    ).first()
-    if found is None:
+async def _existing(conn: asyncpg.Connection, tenant_id: uuid.UUID) -> None:
+    if not await repo.tenant_exists(conn, tenant_id):
         raise NotFound("No such tenant.", code="tenant_not_found")
 
 
@@ -123,19 +122,24 @@ async def get_budget(
     """The budget in force (the tenant's own, else LOOM_DAILY_TOKEN_BUDGET) and today's
     spending. Admin keys, or a key of the tenant."""
     _admin_tenant(principal, tenant_id, write=False)
-    await _existing(db, tenant_id)
-    return await service.budget_of(db, app_state(request.app).settings, tenant_id)
+    conn = await pg.driver_connection(db)
+    await _existing(conn, tenant_id)
+    return await service.budget_of(conn, app_state(request.app).settings, tenant_id)
 
 
 async def _changed(request: Request, db: Any, tenant_id: uuid.UUID) -> BudgetPublic:
+    """After the change: committed first (other processes read it), then the budget read
+    and the waiting extractions resumed in the route's next transaction."""
     state = app_state(request.app)
     await db.commit()
     meter = meter_of(state.llm)
     if meter is not None:
         meter.forget(tenant_id)
-    budget = await service.budget_of(db, state.settings, tenant_id)
+    # the commit gave the session's connection back: take the one it holds now
+    conn = await pg.driver_connection(db)
+    budget = await service.budget_of(conn, state.settings, tenant_id)
     if not budget.spent:  # room again: the extractions that waited go on now
-        await service.resume_waiting(state.queue, state.sessionmaker, tenant_id)
+        await service.resume_waiting(state.queue, conn, tenant_id)
     return budget
 
 
@@ -157,8 +161,9 @@ async def set_budget(
     the waiting extractions at once (other processes see it within
     LOOM_USAGE_BUDGET_REFRESH_SECONDS)."""
     _admin_tenant(principal, tenant_id, write=True)
-    await _existing(db, tenant_id)
-    await repo.set_budget(db, tenant_id, body.daily_tokens)
+    conn = await pg.driver_connection(db)
+    await _existing(conn, tenant_id)
+    await repo.set_budget(conn, tenant_id, body.daily_tokens)
     return await _changed(request, db, tenant_id)
 
 
@@ -173,6 +178,7 @@ async def reset_budget(
 ) -> BudgetPublic:
     """Drop the tenant's own budget: LOOM_DAILY_TOKEN_BUDGET applies again (admin)."""
     _admin_tenant(principal, tenant_id, write=True)
-    await _existing(db, tenant_id)
-    await repo.clear_budget(db, tenant_id)
+    conn = await pg.driver_connection(db)
+    await _existing(conn, tenant_id)
+    await repo.clear_budget(conn, tenant_id)
     return await _changed(request, db, tenant_id)

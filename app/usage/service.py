@@ -7,8 +7,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+import asyncpg
 
+from app.core import pg
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.llm.usage import day_start, meter_of, next_day
@@ -22,16 +23,18 @@ EXTRACT_JOB = "extract_facts"  # app.facts.trigger.EXTRACT_JOB (facts sit above 
 RESUME_BATCH = 100
 
 
-async def budget_of(db: AsyncSession, settings: Settings, tenant_id: uuid.UUID) -> BudgetPublic:
+async def budget_of(
+    conn: asyncpg.Connection, settings: Settings, tenant_id: uuid.UUID
+) -> BudgetPublic:
     """The tenant's budget in force and today's spending."""
     now = datetime.now(UTC)
-    own = await repo.get_budget(db, tenant_id)
+    own = await repo.get_budget(conn, tenant_id)
     if own is not None:
         daily, source = own.daily_tokens, "tenant" if own.daily_tokens is not None else "none"
     else:
         daily = settings.daily_token_budget
         source = "default" if daily is not None else "none"
-    used = await repo.used_since(db, tenant_id, day_start(now))
+    used = await repo.used_since(conn, tenant_id, day_start(now))
     return BudgetPublic(
         tenant_id=tenant_id,
         daily_tokens=daily,
@@ -42,13 +45,9 @@ async def budget_of(db: AsyncSession, settings: Settings, tenant_id: uuid.UUID) 
     )
 
 
-async def resume_waiting(
-    queue: Queue, sessionmaker: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID
-) -> int:
+async def resume_waiting(queue: Queue, conn: asyncpg.Connection, tenant_id: uuid.UUID) -> int:
     """Queue the tenant's fact extractions that wait for the budget; how many."""
-    async with sessionmaker() as db:
-        sessions = await repo.waiting_extractions(db, tenant_id)
-        await db.rollback()
+    sessions = await repo.waiting_extractions(conn, tenant_id)
     queued = 0
     for sid in sessions:
         # now, even if a run was scheduled for later (the trigger's quiet time)
@@ -64,15 +63,14 @@ async def resume_budget_waits(ctx: dict[str, Any]) -> dict[str, int]:
     """arq cron: extractions that waited for a tenant's budget go on once it has room (a
     new UTC day, or a budget raised while no API process could queue them)."""
     state = worker_state(ctx)
-    async with state.sessionmaker() as db:
-        tenants = await repo.tenants_waiting(db, RESUME_BATCH)
-        await db.rollback()
-    meter = meter_of(state.llm)
-    resumed = 0
-    for tenant in tenants:
-        if meter is not None:
-            meter.forget(tenant)
-            if await meter.spent(tenant):
-                continue
-        resumed += await resume_waiting(state.queue, state.sessionmaker, tenant)
+    async with pg.engine_connection(state.engine) as conn:
+        tenants = await repo.tenants_waiting(conn, RESUME_BATCH)
+        meter = meter_of(state.llm)
+        resumed = 0
+        for tenant in tenants:
+            if meter is not None:
+                meter.forget(tenant)
+                if await meter.spent(tenant):
+                    continue
+            resumed += await resume_waiting(state.queue, conn, tenant)
     return {"tenants": len(tenants), "resumed": resumed}

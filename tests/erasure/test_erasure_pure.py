@@ -25,8 +25,21 @@ def test_receipts_list_every_kind_in_order() -> None:
     counts = policy.receipt_counts({"messages": 3, "sessions": 1})
     assert list(counts) == list(policy.COUNT_KINDS)
     assert counts["messages"] == 3 and counts["facts"] == 0
-    assert policy.job_ids("s1") == ["compress:s1", "facts:s1"]
     assert policy.runs_inline(10, 10) and not policy.runs_inline(11, 10)
+
+
+def test_the_queued_jobs_erased_are_the_ids_their_owners_enqueue_with() -> None:
+    """Erasure takes a session's job ids from the functions the jobs are enqueued with
+    (compression, fact extraction), not from copies of their formats."""
+    import uuid
+
+    from app.erasure import runner
+    from app.facts.trigger import extract_job_id
+    from app.jobs.service import compress_job_id
+
+    sid = uuid.uuid4()
+    assert policy.job_ids(sid, runner.SESSION_JOBS) == [compress_job_id(sid), extract_job_id(sid)]
+    assert policy.job_ids(sid, (lambda s: f"x:{s}",)) == [f"x:{sid}"]
 
 
 def test_every_table_that_names_a_session_is_erased_explicitly() -> None:
