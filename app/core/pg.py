@@ -126,6 +126,18 @@ async def driver_connection(db: Any) -> asyncpg.Connection:
     return raw.driver_connection
 
 
+async def connection_of(handle: Any) -> asyncpg.Connection:
+    """The asyncpg connection of `handle`: itself, or the one under a SQLAlchemy
+    `AsyncSession` (`driver_connection`), flushed first so what its ORM holds is in the
+    database before SQL reads it. Transitional: for the functions that callers still
+    holding a session reach (facts, erasure, search, portability) until they pass their
+    connection; a converted route takes its connection once, at its entry."""
+    if isinstance(handle, asyncpg.Connection):  # a pooled connection's proxy too
+        return handle
+    await handle.flush()
+    return await driver_connection(handle)
+
+
 def _json_bytes(value: str) -> bytes:
     if not isinstance(value, str):
         raise TypeError("json/jsonb parameters are passed as JSON text")

@@ -1,6 +1,8 @@
 """`as_of`: what was true at a time. The SQL side keeps the items true then
-(`valid_at`, here); this module shows each as it read then: the version in
-effect at that time (`app.knowledge.timeline.version_at`) over the item's current row."""
+(`app.knowledge.repository.valid_at_sql`; `valid_at` here is its Core form, for the facts
+domain's statements until they are SQL text); this module shows each as it read then: the
+version in effect at that time (`app.knowledge.timeline.version_at`) over the item's
+current row."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.knowledge import versions
+from app.knowledge.repository import Handle
 from app.knowledge.timeline import version_at
 from app.knowledge.versions import V
 from app.models.base import table_of
@@ -89,10 +91,10 @@ def as_read_then(item: Any, version: Any | None) -> Any:
 
 
 async def read_then(
-    db: AsyncSession, tenant_id: uuid.UUID, rows: Sequence[Any], at: datetime
+    handle: Handle, tenant_id: uuid.UUID, rows: Sequence[Any], at: datetime
 ) -> list[Any]:
     """Each row as it read at `at` (rows already filtered to those true then)."""
-    found = await versions.versions_of(db, tenant_id, [r.id for r in rows])
+    found = await versions.versions_of(handle, tenant_id, [r.id for r in rows])
     return [
         as_read_then(r, version_at(found.get(r.id, []), at, created_at=r.created_at)) for r in rows
     ]

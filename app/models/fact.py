@@ -2,7 +2,7 @@
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
@@ -11,6 +11,7 @@ from sqlmodel import Field, SQLModel
 from app.models.base import (
     counter_column,
     optional_ts_column,
+    row_columns,
     session_fk,
     tenant_key,
     tenant_pk,
@@ -76,6 +77,35 @@ class MemoryItemVersion(SQLModel, table=True):
     actor: str | None = Field(default=None, sa_column=sa.Column(sa.String(16)))
     actor_key_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(sa.Uuid))
     actor_agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+
+
+class MemoryItemVersionRow(NamedTuple):
+    """A version row as its readers take it (every column of `MemoryItemVersion`, in
+    table order; the select list: `MEMORY_ITEM_VERSION_ROW_COLUMNS`)."""
+
+    tenant_id: uuid.UUID
+    item_id: uuid.UUID
+    version: int
+    text: str | None
+    importance: float
+    tags: list[str]
+    valid_from: datetime | None
+    invalid_at: datetime | None
+    superseded_by: uuid.UUID | None
+    source_session_id: uuid.UUID | None
+    source_seqs: list[int]
+    change: str
+    reason: str | None
+    changed_at: datetime
+    fact_key: str | None
+    stated_at: datetime | None
+    sources: list[dict[str, Any]]
+    actor: str | None
+    actor_key_id: uuid.UUID | None
+    actor_agent_id: str | None
+
+
+MEMORY_ITEM_VERSION_ROW_COLUMNS = row_columns(MemoryItemVersionRow._fields, MemoryItemVersion)
 
 
 class FactExtraction(SQLModel, table=True):
