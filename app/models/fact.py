@@ -80,8 +80,8 @@ class MemoryItemVersion(SQLModel, table=True):
 
 
 class MemoryItemVersionRow(NamedTuple):
-    """A version row as its readers take it (every column of `MemoryItemVersion`, in
-    table order; the select list: `MEMORY_ITEM_VERSION_ROW_COLUMNS`)."""
+    """A version row as the SQL reads take it: every column of `MemoryItemVersion`, in the
+    table's order (`MEMORY_ITEM_VERSION_ROW_COLUMNS`)."""
 
     tenant_id: uuid.UUID
     item_id: uuid.UUID
@@ -148,3 +148,30 @@ class FactExtraction(SQLModel, table=True):
         default_factory=list,
         sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
     )
+
+
+class FactExtractionRow(NamedTuple):
+    """A session's extraction state as `app.facts.state` reads it: every column of
+    `FactExtraction`, in the table's order (`FACT_EXTRACTION_ROW_COLUMNS`)."""
+
+    tenant_id: uuid.UUID
+    session_id: uuid.UUID
+    watermark_seq: int
+    status: str
+    job_id: str | None
+    attempts: int
+    last_error: str | None
+    skipped: str | None
+    runs: int
+    last_result: dict[str, Any] | None
+    llm_calls: int
+    llm_input_tokens: int
+    llm_output_tokens: int
+    enqueued_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+    failed_ranges: list[dict[str, Any]]
+
+
+FACT_EXTRACTION_ROW_COLUMNS = row_columns(FactExtractionRow._fields, FactExtraction)

@@ -111,9 +111,10 @@ class MemoryItem(SQLModel, table=True):
 
 
 class MemoryItemRow(NamedTuple):
-    """A memory item as its readers take it: plain and immutable, every column of
-    `MemoryItem` in table order. The select list comes from the model
-    (`MEMORY_ITEM_ROW_COLUMNS`)."""
+    """A memory item as the SQL reads take it: plain and immutable, every column of
+    `MemoryItem` in the table's order. The select list comes from the model
+    (`MEMORY_ITEM_ROW_COLUMNS`); `payload` and `sources` come back decoded (the pool's
+    jsonb codec), `tags` and `source_seqs` as lists."""
 
     id: uuid.UUID
     tenant_id: uuid.UUID
