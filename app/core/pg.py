@@ -30,7 +30,7 @@ import asyncio
 import functools
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 import orjson
@@ -39,6 +39,13 @@ from app.core import deadline
 from app.core.config import Settings, libpq_dsn
 from app.core.db_errors import is_connection_error
 from app.core.jsonlimits import long_integer_possible
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+# What the functions reached by callers still holding a SQLAlchemy session take
+# (`connection_of`); transitional, until those callers pass their connection.
+Handle: TypeAlias = "asyncpg.Connection | AsyncSession"
 
 # orjson decodes several times faster than the stdlib, but it reads integers beyond 64 bits
 # as floats; stored content must come back exactly as it was sent, so a text that may hold
@@ -126,7 +133,7 @@ async def driver_connection(db: Any) -> asyncpg.Connection:
     return raw.driver_connection
 
 
-async def connection_of(handle: Any) -> asyncpg.Connection:
+async def connection_of(handle: Handle) -> asyncpg.Connection:
     """The asyncpg connection of `handle`: itself, or the one under a SQLAlchemy
     `AsyncSession` (`driver_connection`), flushed first so what its ORM holds is in the
     database before SQL reads it. Transitional: for the functions that callers still

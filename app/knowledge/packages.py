@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 
@@ -100,7 +100,7 @@ async def build(
     cands: list[Candidate[uuid.UUID]] = [
         Candidate(
             id=r.id,
-            tier=r.scope_kind,
+            tier=cast(Tier, r.scope_kind),
             importance=r.importance,
             created_at=r.created_at,
             token_cost=r.token_cost,

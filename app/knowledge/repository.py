@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 
 import asyncpg
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import pg
 from app.knowledge.filters import Condition, OrderBy
@@ -34,7 +33,7 @@ from app.models.learned import (
 from app.models.memory_item import MEMORY_ITEM_ROW_COLUMNS, MemoryItem, MemoryItemRow
 from app.users import access as users_access
 
-Handle = AsyncSession | asyncpg.Connection
+Handle = pg.Handle
 
 
 async def connection_of(handle: Handle) -> asyncpg.Connection:

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core import pg
@@ -77,7 +75,7 @@ SELECT EXISTS (SELECT 1 FROM sessions WHERE tenant_id = $1 AND agent_id = $2
 """
 
 
-async def may_see(handle: asyncpg.Connection | AsyncSession, caller: Caller, user_id: str) -> bool:
+async def may_see(handle: pg.Handle, caller: Caller, user_id: str) -> bool:
     """Whether `caller` may see user `user_id` (the user need not have sessions: a service
     key may, e.g., write facts about a user before their first session). `handle`: the
     connection, or (erasure, search, portability, until they pass theirs) a session."""
@@ -89,9 +87,7 @@ async def may_see(handle: asyncpg.Connection | AsyncSession, caller: Caller, use
     return bool(await conn.fetchval(_KNOWS_SQL, caller.tenant_id, caller.agent_id, user_id))
 
 
-async def require_visible(
-    handle: asyncpg.Connection | AsyncSession, caller: Caller, user_id: str
-) -> None:
+async def require_visible(handle: pg.Handle, caller: Caller, user_id: str) -> None:
     """404 `user_not_found` unless `caller` may see the user."""
     if not await may_see(handle, caller, user_id):
         raise UserNotFound()
