@@ -9,7 +9,7 @@ Decisions where the spec is silent:
 - ``source`` defaults to the caller's agent id, else ``api``.
 - Clearing ``global`` without ``confirm: true`` is 400 ``confirmation_required``.
 - The ``agent`` tier is the exception to tenant-wide knowledge: private to its
-  agent (``app.knowledge.repository.readable``); another agent's item is 404.
+  agent (``app.knowledge.repository.readable_sql``); another agent's item is 404.
 - Every change (create, edit, promote, delete, clear, eviction) writes a version row saying
   who, when and why (``app.knowledge.versions``); an item written by hand is valid
   from when it was written.

@@ -68,6 +68,7 @@ ALLOWED: dict[str, str] = {
     "core/tokens.py:encoding": "the tokenizer, loaded once",
     "core/query_params.py:_DECLARED": "each route's declared query names (one per route)",
     "memory/repository.py:_read_sql": "the memory read's statement text per window kind",
+    "core/pg.py:_positional_cached": "a composed statement's $n text and bind names (no values)",
     "search/repository.py:_BM25": "the ranking statement text per scope kind and window",
     "context/builder.py:_note_base_tokens": "the tokens of the empty recall note",
     "portability/checks.py:_columns": "per table, the checks of its columns",
