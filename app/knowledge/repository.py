@@ -149,7 +149,9 @@ def valid_at_sql(p: pg.Params, tenant_id: uuid.UUID, at: datetime, m: str = "m")
     )
 
 
-# the filterable columns (`app.knowledge.filters.FIELDS` but `scope`) and their array types
+# the filterable columns (`app.knowledge.filters.FIELDS` but `scope`) and the array type of
+# a list of their values (`token_cost`'s as float8: a filter may give it 1.5, which an int
+# array would truncate)
 _ARRAY_TYPES: dict[str, str] = {
     "id": "uuid[]",
     "kind": "text[]",
@@ -157,11 +159,26 @@ _ARRAY_TYPES: dict[str, str] = {
     "text": "text[]",
     "tags": "text[]",
     "importance": "float8[]",
-    "token_cost": "int[]",
+    "token_cost": "float8[]",
     "created_at": "timestamptz[]",
     "updated_at": "timestamptz[]",
 }
 _COMPARE = {"eq": "=", "ne": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def _typed(p: pg.Params, value: Any, hint: str) -> str:
+    """A bind for a filter's value, cast to the value's own type (a float compared with an
+    integer column stays a float: `token_cost < 1.5` is not `token_cost < 1`)."""
+    name = p.add(value, hint)
+    if isinstance(value, float):
+        return f"{name}::float8"
+    if isinstance(value, int):
+        return f"{name}::int8"
+    if isinstance(value, datetime):
+        return f"{name}::timestamptz"
+    if isinstance(value, uuid.UUID):
+        return f"{name}::uuid"
+    return f"{name}::text"
 
 
 def condition_sql(p: pg.Params, c: Condition, m: str = "m") -> str:
@@ -185,7 +202,7 @@ def condition_sql(p: pg.Params, c: Condition, m: str = "m") -> str:
         return f"{column} = ANY({p.add(list(v), c.field)}::{array})"
     if op == "nin":
         return f"{column} <> ALL({p.add(list(v), c.field)}::{array})"
-    return f"{column} {_COMPARE[op]} {p.add(v, c.field)}"
+    return f"{column} {_COMPARE[op]} {_typed(p, v, c.field)}"
 
 
 def where_sql(
@@ -340,7 +357,7 @@ async def query(
     column = f"m.{order.field}"
     if after is not None:
         cmp = "<" if order.descending else ">"
-        value, last = p.add(after[0], "after_value"), p.add(after[1], "after_id")
+        value, last = _typed(p, after[0], "after_value"), p.add(after[1], "after_id")
         parts.append(f"({column}, m.id) {cmp} ({value}, {last})")
     direction = "DESC" if order.descending else "ASC"
     sql = (
