@@ -10,6 +10,7 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -89,7 +90,7 @@ def as_read_then(item: Any, version: Any | None) -> Any:
 
 
 async def read_then(
-    db: AsyncSession, tenant_id: uuid.UUID, rows: Sequence[Any], at: datetime
+    db: AsyncSession | asyncpg.Connection, tenant_id: uuid.UUID, rows: Sequence[Any], at: datetime
 ) -> list[Any]:
     """Each row as it read at `at` (rows already filtered to those true then)."""
     found = await versions.versions_of(db, tenant_id, [r.id for r in rows])

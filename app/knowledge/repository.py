@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,7 +22,7 @@ from app.knowledge.filters import Condition, OrderBy
 from app.knowledge.scopes import Scope, parse_scope
 from app.models.base import table_of
 from app.models.learned import LearnedHead, LearnedVersion
-from app.models.memory_item import MemoryItem
+from app.models.memory_item import MEMORY_ITEM_ROW_COLUMNS, MemoryItem, MemoryItemRow
 from app.users import access as users_access
 
 M = table_of(MemoryItem).c
@@ -114,6 +115,26 @@ def readable_sql(
     return " AND ".join(parts)
 
 
+def valid_at_sql(p: pg.Params, tenant_id: uuid.UUID, at: datetime, m: str = "m") -> str:
+    """`app.knowledge.asof.valid_at` as SQL on alias `m`, its values added to `p`: taken
+    effect by `at` (the earliest version's `valid_from`, else the item's, else its
+    creation) and not invalid yet."""
+    tenant, when = p.add(tenant_id, "tenant_id"), p.add(at, "at")
+    earliest = (
+        f"(SELECT min(v.valid_from) FROM memory_item_versions v "
+        f"WHERE v.tenant_id = {tenant} AND v.item_id = {m}.id)"
+    )
+    return (
+        f"coalesce(least({m}.valid_from, {earliest}), {m}.created_at) <= {when} "
+        f"AND ({m}.invalid_at IS NULL OR {m}.invalid_at > {when})"
+    )
+
+
+# The forms taking an asyncpg connection beside a session (the facts domain's SQL);
+# knowledge's own move to asyncpg replaces the session forms.
+ITEM_COLUMNS = ", ".join(f"m.{c}" for c in MEMORY_ITEM_ROW_COLUMNS)
+
+
 def compile_condition(c: Condition) -> sa.ColumnElement[bool]:
     """One AST condition as a SQL boolean expression."""
     if c.field == "scope":
@@ -160,7 +181,7 @@ async def add(db: AsyncSession, item: MemoryItem) -> MemoryItem:
 
 
 async def get(
-    db: AsyncSession,
+    db: AsyncSession | asyncpg.Connection,
     tenant_id: uuid.UUID,
     item_id: uuid.UUID,
     *,
@@ -168,6 +189,14 @@ async def get(
     for_update: bool = False,
     every_user: bool = False,
 ) -> MemoryItem | None:
+    if isinstance(db, asyncpg.Connection):
+        p = pg.Params()
+        where = readable_sql(p, tenant_id, agent_id, every_user=every_user)
+        lock = " FOR UPDATE" if for_update else ""
+        ident = p.add(item_id, "id")
+        sql = f"SELECT {ITEM_COLUMNS} FROM memory_items m WHERE {where} AND m.id = {ident}{lock}"
+        row = await db.fetchrow(*p.sql(sql))
+        return None if row is None else MemoryItemRow._make(row)  # type: ignore[return-value]
     q = sa.select(MemoryItem).where(
         *readable(tenant_id, agent_id, every_user=every_user), M.id == item_id
     )
@@ -258,13 +287,23 @@ async def query(
     return list((await db.execute(q)).scalars())
 
 
-async def lock_scope(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> None:
+async def lock_scope(
+    db: AsyncSession | asyncpg.Connection, tenant_id: uuid.UUID, scope: Scope
+) -> None:
     """Serialise writers of one scope for this transaction (eviction must not race)."""
     key = f"knowledge:{tenant_id}:{scope}"
+    if isinstance(db, asyncpg.Connection):
+        await db.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key)
+        return
     await db.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
 
 
-async def count(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> int:
+async def count(db: AsyncSession | asyncpg.Connection, tenant_id: uuid.UUID, scope: Scope) -> int:
+    if isinstance(db, asyncpg.Connection):
+        p = pg.Params(tenant_id=tenant_id)
+        where = f"m.tenant_id = :tenant_id AND {scope_sql(p, scope)}"
+        sql = f"SELECT count(*) FROM memory_items m WHERE {where}"
+        return int(await db.fetchval(*p.sql(sql)))
     result = await db.execute(
         sa.select(sa.func.count())
         .select_from(table_of(MemoryItem))
@@ -274,12 +313,23 @@ async def count(db: AsyncSession, tenant_id: uuid.UUID, scope: Scope) -> int:
 
 
 async def evict_lowest(
-    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, n: int
+    db: AsyncSession | asyncpg.Connection, tenant_id: uuid.UUID, scope: Scope, n: int
 ) -> list[AnyRow]:
     """Delete the ``n`` lowest-importance, oldest items (ties by id), as eviction.py orders;
     the deleted rows."""
     if n <= 0:
         return []
+    if isinstance(db, asyncpg.Connection):
+        p = pg.Params(tenant_id=tenant_id)
+        victims = (
+            f"SELECT m.id FROM memory_items m WHERE m.tenant_id = :tenant_id AND "
+            f"{scope_sql(p, scope)} ORDER BY m.importance, m.created_at, m.id LIMIT {p.add(n, 'n')}"
+        )
+        sql = (
+            f"DELETE FROM memory_items m WHERE m.tenant_id = :tenant_id AND m.id IN ({victims}) "
+            f"RETURNING {ITEM_COLUMNS}"
+        )
+        return [MemoryItemRow._make(r) for r in await db.fetch(*p.sql(sql))]  # type: ignore[misc]
     victims = (
         sa.select(M.id)
         .where(*_where(tenant_id, (), scope))

@@ -24,6 +24,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import AgentMismatch, Caller
@@ -174,7 +175,11 @@ async def create_item(
 
 
 async def enforce_max_items(
-    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, max_items: int, actor: Actor | None = None
+    db: AsyncSession | asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    max_items: int,
+    actor: Actor | None = None,
 ) -> int:
     """Evict per eviction.py when the project is past its cap; returns how many went."""
     n = eviction_count(await repository.count(db, tenant_id, scope), max_items)
@@ -186,7 +191,11 @@ async def enforce_max_items(
 
 
 async def get_item(
-    db: AsyncSession, caller: Caller, item_id: uuid.UUID, *, for_update: bool = False
+    db: AsyncSession | asyncpg.Connection,
+    caller: Caller,
+    item_id: uuid.UUID,
+    *,
+    for_update: bool = False,
 ) -> MemoryItem:
     item = await repository.get(
         db,

@@ -11,12 +11,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.pg import dumps
 from app.models.base import table_of
-from app.models.fact import MemoryItemVersion
+from app.models.fact import (
+    MEMORY_ITEM_VERSION_ROW_COLUMNS,
+    MemoryItemVersion,
+    MemoryItemVersionRow,
+)
 
 V = table_of(MemoryItemVersion)
 
@@ -62,19 +68,72 @@ def _values(
     }
 
 
+# An asyncpg connection is taken beside a session (the facts domain's SQL); knowledge's
+# own move to asyncpg replaces the session forms.
+_INSERT_SQL = """
+INSERT INTO memory_item_versions (tenant_id, item_id, version, text, importance, tags,
+    valid_from, invalid_at, superseded_by, source_session_id, source_seqs, change, reason,
+    changed_at, fact_key, stated_at, sources, actor, actor_key_id, actor_agent_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, coalesce($14, now()), $15,
+    $16, $17, $18, $19, $20)
+"""
+
+
+def _args(
+    item: Any, version: int, change: str, reason: str | None, actor: Actor, at: datetime | None
+) -> tuple[Any, ...]:
+    return (
+        item.tenant_id,
+        item.id,
+        version,
+        item.text,
+        item.importance,
+        list(item.tags or []),
+        item.valid_from,
+        item.invalid_at,
+        item.superseded_by,
+        item.source_session_id,
+        list(item.source_seqs or []),
+        change,
+        reason,
+        at,
+        item.fact_key,
+        item.stated_at,
+        dumps(list(item.sources or [])),
+        actor.via,
+        actor.key_id,
+        actor.agent_id,
+    )
+
+
 async def record(
-    db: AsyncSession, item: Any, change: str, actor: Actor, reason: str | None = None
+    db: AsyncSession | asyncpg.Connection,
+    item: Any,
+    change: str,
+    actor: Actor,
+    reason: str | None = None,
 ) -> None:
     """Record `item` as it is now as its version `item.version`."""
+    if isinstance(db, asyncpg.Connection):
+        await db.execute(_INSERT_SQL, *_args(item, item.version, change, reason, actor, None))
+        return
     await db.execute(insert(V).values(**_values(item, item.version, change, reason, actor)))
 
 
-async def record_removed(db: AsyncSession, rows: Sequence[Any], actor: Actor, reason: str) -> None:
+async def record_removed(
+    db: AsyncSession | asyncpg.Connection, rows: Sequence[Any], actor: Actor, reason: str
+) -> None:
     """A `delete` version (the item's version + 1) for each removed item (plain rows with
     every column, e.g. a DELETE ... RETURNING)."""
     if not rows:
         return
     now = datetime.now(UTC)
+    if isinstance(db, asyncpg.Connection):
+        await db.executemany(
+            _INSERT_SQL,
+            [_args(r, int(r.version) + 1, "delete", reason, actor, now) for r in rows],
+        )
+        return
     await db.execute(
         insert(V),
         [
@@ -84,7 +143,19 @@ async def record_removed(db: AsyncSession, rows: Sequence[Any], actor: Actor, re
     )
 
 
-async def versions(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> list[Any]:
+_V_COLUMNS = ", ".join(MEMORY_ITEM_VERSION_ROW_COLUMNS)
+_VERSIONS_SQL = f"""
+SELECT {_V_COLUMNS} FROM memory_item_versions
+WHERE tenant_id = $1 AND item_id = ANY($2::uuid[]) ORDER BY item_id, version
+"""
+
+
+async def versions(
+    db: AsyncSession | asyncpg.Connection, tenant_id: uuid.UUID, item_id: uuid.UUID
+) -> list[Any]:
+    if isinstance(db, asyncpg.Connection):
+        found = await db.fetch(_VERSIONS_SQL, tenant_id, [item_id])
+        return [MemoryItemVersionRow._make(r) for r in found]
     rows = await db.execute(
         sa.select(V).where(V.c.tenant_id == tenant_id, V.c.item_id == item_id).order_by(V.c.version)
     )
@@ -92,11 +163,15 @@ async def versions(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -
 
 
 async def versions_of(
-    db: AsyncSession, tenant_id: uuid.UUID, item_ids: Sequence[uuid.UUID]
+    db: AsyncSession | asyncpg.Connection, tenant_id: uuid.UUID, item_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, list[Any]]:
     """Versions of several items (oldest first), by item."""
     out: dict[uuid.UUID, list[Any]] = {i: [] for i in item_ids}
     if not item_ids:
+        return out
+    if isinstance(db, asyncpg.Connection):
+        for r in await db.fetch(_VERSIONS_SQL, tenant_id, list(item_ids)):
+            out[r["item_id"]].append(MemoryItemVersionRow._make(r))
         return out
     rows = await db.execute(
         sa.select(V)

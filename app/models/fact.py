@@ -79,7 +79,6 @@ class MemoryItemVersion(SQLModel, table=True):
     actor_agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
 
 
-
 class MemoryItemVersionRow(NamedTuple):
     """A version row as the SQL reads take it: every column of `MemoryItemVersion`, in the
     table's order (`MEMORY_ITEM_VERSION_ROW_COLUMNS`)."""
@@ -107,6 +106,7 @@ class MemoryItemVersionRow(NamedTuple):
 
 
 MEMORY_ITEM_VERSION_ROW_COLUMNS = row_columns(MemoryItemVersionRow._fields, MemoryItemVersion)
+
 
 class FactExtraction(SQLModel, table=True):
     """A session's fact extraction: the watermark (last extracted seq) and the latest job.
