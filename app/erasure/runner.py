@@ -24,6 +24,7 @@ from typing import Any
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core import pg
 from app.core.config import Settings
 from app.core.db import transaction
 from app.erasure import caches, policy
@@ -117,7 +118,7 @@ async def erase_session(
             await asyncio.sleep(deps.pause_seconds)
     async with transaction(deps.sessionmaker) as db:
         # facts other sessions support stay, without this one
-        await release_session(db, t, session_id)
+        await release_session(await pg.driver_connection(db), t, session_id)
         await repo.run_combined(db, t, e, repo.SESSION_REST, params)
     await _drop_jobs(deps, t, e, session_id)
     await _step(deps, t, e, *repo.SESSION_ROW, params)
