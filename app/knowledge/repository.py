@@ -6,8 +6,9 @@ read or built. The filter AST of ``app.knowledge.filters`` is compiled here to S
 (`condition_sql`) with `app.core.pg.Params`, so filtering, ordering and paging all run in
 PostgreSQL; the visibility rule is `readable_sql`, the one condition of every item read.
 
-The functions other domains call with the route's SQLAlchemy session (facts, the manifests'
-replay) take either handle (`connection_of`) until those domains pass their connection.
+The two reads the manifests' replay makes with what it holds (`get_rows`,
+`get_learned_version`) take a connection or, until it passes its connection, a session
+(`app.core.pg.connection_of`).
 """
 
 from __future__ import annotations
@@ -18,27 +19,18 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import asyncpg
-import sqlalchemy as sa
 
 from app.core import pg
 from app.knowledge.filters import Condition, OrderBy
 from app.knowledge.scopes import Scope, parse_scope
-from app.models.base import table_of
 from app.models.learned import (
     LEARNED_HEAD_ROW_COLUMNS,
     LEARNED_VERSION_ROW_COLUMNS,
     LearnedHeadRow,
     LearnedVersionRow,
 )
-from app.models.memory_item import MEMORY_ITEM_ROW_COLUMNS, MemoryItem, MemoryItemRow
+from app.models.memory_item import MEMORY_ITEM_ROW_COLUMNS, MemoryItemRow
 from app.users import access as users_access
-
-Handle = pg.Handle
-
-
-async def connection_of(handle: Handle) -> asyncpg.Connection:
-    """`app.core.pg.connection_of`: the functions other domains reach with their session."""
-    return await pg.connection_of(handle)
 
 
 def item_columns(m: str = "m") -> str:
@@ -52,43 +44,6 @@ _ITEM_D = item_columns("d")
 
 def _items(rows: Sequence[asyncpg.Record]) -> list[MemoryItemRow]:
     return [MemoryItemRow._make(r) for r in rows]
-
-
-# --- the Core forms, for the facts domain until it composes SQL text (then deleted) -----
-
-M = table_of(MemoryItem).c
-
-
-def scope_clause(scope: Scope) -> sa.ColumnElement[bool]:
-    """`scope_sql` as a SQLAlchemy expression (facts' Core statements)."""
-    if scope.kind in ("agent", "user") and scope.id is None:
-        return M.scope_kind == scope.kind
-    return sa.and_(M.scope_kind == scope.kind, M.scope_id == scope.storage_id)
-
-
-def readable(
-    tenant_id: uuid.UUID,
-    agent_id: str | None,
-    *,
-    include_invalidated: bool = True,
-    every_user: bool = False,
-) -> list[sa.ColumnElement[bool]]:
-    """`readable_sql` as SQLAlchemy expressions (facts' Core statements)."""
-    clauses: list[sa.ColumnElement[bool]] = [M.tenant_id == tenant_id]
-    if agent_id is None:
-        clauses.append(M.scope_kind != "agent")
-    else:
-        clauses.append(sa.or_(M.scope_kind != "agent", M.scope_id == agent_id))
-    if not every_user:
-        clauses.append(
-            sa.or_(
-                M.scope_kind != "user",
-                users_access.agent_knows_user(tenant_id, agent_id, M.scope_id),
-            )
-        )
-    if not include_invalidated:
-        clauses.append(M.invalid_at.is_(None))
-    return clauses
 
 
 # --- the rules, as SQL text ----------------------------------------------------------------
@@ -268,12 +223,12 @@ _GET_ROWS = f"SELECT {_ITEM} FROM memory_items m WHERE m.tenant_id = $1 AND m.id
 
 
 async def get_rows(
-    handle: Handle, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
+    handle: pg.Handle, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
 ) -> list[MemoryItemRow]:
     """Full items by id (no visibility rule: ids a package or a manifest chose)."""
     if not ids:
         return []
-    conn = await connection_of(handle)
+    conn = await pg.connection_of(handle)
     return _items(await conn.fetch(_GET_ROWS, tenant_id, list(ids)))
 
 
@@ -367,9 +322,8 @@ async def query(
     return _items(await conn.fetch(*p.sql(sql)))
 
 
-async def lock_scope(handle: Handle, tenant_id: uuid.UUID, scope: Scope) -> None:
+async def lock_scope(conn: asyncpg.Connection, tenant_id: uuid.UUID, scope: Scope) -> None:
     """Serialise writers of one scope for this transaction (eviction must not race)."""
-    conn = await connection_of(handle)
     key = f"knowledge:{tenant_id}:{scope}"
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key)
 
@@ -591,9 +545,9 @@ WHERE v.tenant_id = $1 AND v.agent_id = $2 AND v.version = $3
 
 
 async def get_learned_version(
-    handle: Handle, tenant_id: uuid.UUID, agent_id: str, version: int
+    handle: pg.Handle, tenant_id: uuid.UUID, agent_id: str, version: int
 ) -> LearnedVersionRow | None:
-    conn = await connection_of(handle)
+    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_GET_LEARNED, tenant_id, agent_id, version)
     return None if row is None else LearnedVersionRow._make(row)
 

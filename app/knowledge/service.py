@@ -25,8 +25,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import AgentMismatch, Caller
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
@@ -37,7 +35,6 @@ from app.knowledge.asof import read_then
 from app.knowledge.eviction import eviction_count
 from app.knowledge.filters import FIELDS, Condition, FilterError, ItemQuery, parse_query
 from app.knowledge.render import item_line
-from app.knowledge.repository import Handle, connection_of
 from app.knowledge.schemas import (
     ClearRequest,
     ClearResult,
@@ -57,7 +54,7 @@ from app.knowledge.scopes import (
     scope_from_columns,
 )
 from app.knowledge.versions import Actor, actor_of
-from app.models.memory_item import MemoryItem, MemoryItemRow
+from app.models.memory_item import MemoryItemRow
 from app.users import access as users_access
 
 
@@ -66,7 +63,7 @@ def item_scope(item: Any) -> Scope:
 
 
 def to_public(item: Any) -> MemoryItemPublic:
-    """An item (a row, or an ORM instance of facts) for the API."""
+    """An item (a row, or a fact as facts reads it) for the API."""
     return MemoryItemPublic(
         id=item.id,
         scope=str(scope_from_columns(item.scope_kind, item.scope_id)),
@@ -189,10 +186,13 @@ async def create_item(
 
 
 async def enforce_max_items(
-    handle: Handle, tenant_id: uuid.UUID, scope: Scope, max_items: int, actor: Actor | None = None
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    max_items: int,
+    actor: Actor | None = None,
 ) -> int:
     """Evict per eviction.py when the project is past its cap; returns how many went."""
-    conn = await connection_of(handle)
     n = eviction_count(await repository.count(conn, tenant_id, scope), max_items)
     gone = await repository.evict_lowest(conn, tenant_id, scope, n)
     await versions.record_removed(
@@ -202,37 +202,17 @@ async def enforce_max_items(
 
 
 async def get_item(
-    handle: Handle, caller: Caller, item_id: uuid.UUID, *, for_update: bool = False
-) -> Any:
-    """The item if the caller may read it (404 ``memory_item_not_found`` otherwise): a
-    `MemoryItemRow`; given a SQLAlchemy session (the facts domain, which still edits ORM
-    instances: transitional), the ORM instance."""
-    if isinstance(handle, AsyncSession):
-        return await _get_instance(handle, caller, item_id, for_update=for_update)
+    conn: asyncpg.Connection, caller: Caller, item_id: uuid.UUID, *, for_update: bool = False
+) -> MemoryItemRow:
+    """The item if the caller may read it (404 ``memory_item_not_found`` otherwise)."""
     item = await repository.get(
-        handle,
+        conn,
         caller.tenant_id,
         item_id,
         agent_id=caller.agent_id,
         for_update=for_update,
         every_user=every_user(caller),
     )
-    if item is None:
-        raise NotFound("No such memory item.", code="memory_item_not_found")
-    return item
-
-
-async def _get_instance(
-    db: AsyncSession, caller: Caller, item_id: uuid.UUID, *, for_update: bool
-) -> MemoryItem:
-    """`get_item` as an ORM instance (for the facts domain until it edits rows by SQL)."""
-    q = sa.select(MemoryItem).where(
-        *repository.readable(caller.tenant_id, caller.agent_id, every_user=every_user(caller)),
-        repository.M.id == item_id,
-    )
-    if for_update:
-        q = q.with_for_update()
-    item = (await db.execute(q)).scalar_one_or_none()
     if item is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
     return item

@@ -11,16 +11,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.core import pg
-from app.knowledge.repository import Handle, connection_of
-from app.models.base import table_of
-from app.models.fact import (
-    MEMORY_ITEM_VERSION_ROW_COLUMNS,
-    MemoryItemVersion,
-    MemoryItemVersionRow,
-)
+import asyncpg
 
-V = table_of(MemoryItemVersion)  # `app.knowledge.asof.valid_at`'s Core form reads it
+from app.core import pg
+from app.models.fact import MEMORY_ITEM_VERSION_ROW_COLUMNS, MemoryItemVersionRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +44,7 @@ VALUES ({", ".join(f"${i + 1}" for i in range(len(_FIELDS)))},
 def _values(
     item: Any, version: int, change: str, reason: str | None, actor: Actor, at: datetime | None
 ) -> tuple[Any, ...]:
-    """The parameters of `_INSERT` for `item` (an item row, or an ORM instance of facts)."""
+    """The parameters of `_INSERT` for `item` (an item row, or a fact being written)."""
     values = {
         "tenant_id": item.tenant_id,
         "item_id": item.id,
@@ -76,19 +70,19 @@ def _values(
 
 
 async def record(
-    handle: Handle, item: Any, change: str, actor: Actor, reason: str | None = None
+    conn: asyncpg.Connection, item: Any, change: str, actor: Actor, reason: str | None = None
 ) -> None:
     """Record `item` as it is now as its version `item.version`."""
-    conn = await connection_of(handle)
     await conn.execute(_INSERT, *_values(item, item.version, change, reason, actor, None))
 
 
-async def record_removed(handle: Handle, rows: Sequence[Any], actor: Actor, reason: str) -> None:
+async def record_removed(
+    conn: asyncpg.Connection, rows: Sequence[Any], actor: Actor, reason: str
+) -> None:
     """A `delete` version (the item's version + 1) for each removed item (plain rows with
     every column, e.g. a DELETE ... RETURNING)."""
     if not rows:
         return
-    conn = await connection_of(handle)
     now = datetime.now(UTC)
     await conn.executemany(
         _INSERT, [_values(r, int(r.version) + 1, "delete", reason, actor, now) for r in rows]
@@ -103,9 +97,8 @@ ORDER BY version
 
 
 async def versions(
-    handle: Handle, tenant_id: uuid.UUID, item_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, item_id: uuid.UUID
 ) -> list[MemoryItemVersionRow]:
-    conn = await connection_of(handle)
     return [MemoryItemVersionRow._make(r) for r in await conn.fetch(_VERSIONS, tenant_id, item_id)]
 
 
@@ -116,13 +109,12 @@ ORDER BY item_id, version
 
 
 async def versions_of(
-    handle: Handle, tenant_id: uuid.UUID, item_ids: Sequence[uuid.UUID]
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, item_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, list[MemoryItemVersionRow]]:
     """Versions of several items (oldest first), by item."""
     out: dict[uuid.UUID, list[MemoryItemVersionRow]] = {i: [] for i in item_ids}
     if not item_ids:
         return out
-    conn = await connection_of(handle)
     for r in await conn.fetch(_VERSIONS_OF, tenant_id, list(item_ids)):
         row = MemoryItemVersionRow._make(r)
         out[row.item_id].append(row)

@@ -11,25 +11,15 @@ id. An agent key that sees a user still sees only its own agent's sessions of th
 
 `sees_every_user` is the pure part; the agent-key side is one condition, written as SQL
 (`knows_user_sql`, over a bind or a column holding user ids) for the knowledge tier's
-`readable_sql` (the `user/<id>` tier) and for `may_see` below; `agent_knows_user` is its
-SQLAlchemy form, kept only while the facts domain's Core statements use the knowledge
-repository's `readable`. The users list keeps an agent key to its own agent's sessions,
-which is the same rule.
+`readable_sql` (the `user/<id>` tier) and for `may_see` below. The users list keeps an
+agent key to its own agent's sessions, which is the same rule.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import sqlalchemy as sa
-
 from app.auth.caller import Caller
 from app.core import pg
 from app.core.errors import NotFound
-from app.models import Session
-from app.models.base import table_of
-
-_S = table_of(Session)
 
 
 class UserNotFound(NotFound):
@@ -44,22 +34,10 @@ def sees_every_user(role: str) -> bool:
     return role != "agent"
 
 
-def agent_knows_user(tenant_id: Any, agent_id: str | None, user_id: Any) -> sa.ColumnElement[bool]:
-    """`knows_user_sql` as a SQLAlchemy expression (`user_id`: a value or a column), for
-    the Core `readable` of facts (transitional)."""
-    if agent_id is None:
-        return sa.false()
-    return sa.exists().where(
-        _S.c.tenant_id == tenant_id,
-        _S.c.agent_id == agent_id,
-        _S.c.user_id == user_id,
-        _S.c.erasure_id.is_(None),
-    )
-
-
 def knows_user_sql(tenant: str, agent: str | None, user: str) -> str:
-    """`agent_knows_user` as SQL: `tenant`, `agent` and `user` are bind names (`:x`) or
-    column references, as a statement composed with `app.core.pg.Params` writes them."""
+    """The agent has a live session with the user: `tenant`, `agent` and `user` are bind
+    names (`:x`) or column references, as a statement composed with `app.core.pg.Params`
+    writes them."""
     if agent is None:
         return "false"
     return (
