@@ -1,19 +1,18 @@
 """Tenants and API keys: who may create, list and revoke what.
 
-The functions take the route's (or the CLI's) SQLAlchemy session and run the repository's
-SQL on the connection under it (`app.core.pg.driver_connection`), in its transaction."""
+The functions take the asyncpg connection of the route (or of the CLI), the one under its
+SQLAlchemy session (`app.core.pg.driver_connection`, taken once at the route), and run the
+repository's SQL in its transaction."""
 
 import uuid
 from datetime import UTC, datetime
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import repository
 from app.auth.deps import Principal
 from app.auth.keys import display_prefix, generate_key, hash_key
 from app.auth.schemas import ApiKeyCreate, TenantCreate
-from app.core import pg
 from app.core.errors import Conflict, Forbidden, NotFound
 from app.models.api_key import ApiKeyRow
 from app.models.base import new_id, utcnow
@@ -28,9 +27,8 @@ def _tenant_exists(existing: TenantRow) -> Conflict:
     )
 
 
-async def create_tenant(db: AsyncSession, body: TenantCreate) -> TenantRow:
+async def create_tenant(conn: asyncpg.Connection, body: TenantCreate) -> TenantRow:
     """Create a tenant; its name must be new (409 `tenant_exists` names the existing one)."""
-    conn = await pg.driver_connection(db)
     existing = await repository.get_tenant_by_name(conn, body.name)
     if existing is not None:
         raise _tenant_exists(existing)
@@ -51,7 +49,7 @@ async def create_tenant(db: AsyncSession, body: TenantCreate) -> TenantRow:
 
 
 async def create_cli_key(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     *,
     role: str,
     tenant_id: uuid.UUID | None,
@@ -61,7 +59,6 @@ async def create_cli_key(
     """`loom-memory create-key`: a key for the tenant with this id, else for the tenant with
     this name (created when there is none). Returns (tenant, tenant created now, secret)."""
     created = False
-    conn = await pg.driver_connection(db)
     if tenant_id is not None:
         tenant = await repository.get_tenant(conn, tenant_id)
         if tenant is None:
@@ -69,7 +66,7 @@ async def create_cli_key(
     else:
         tenant = await repository.get_tenant_by_name(conn, tenant_name)
         if tenant is None:
-            tenant = await create_tenant(db, TenantCreate(name=tenant_name))
+            tenant = await create_tenant(conn, TenantCreate(name=tenant_name))
             created = True
     secret = generate_key()
     await _add_key(conn, tenant.id, name="cli", role=role, agent_id=agent_id, secret=secret)
@@ -115,7 +112,7 @@ def _target_tenant(principal: Principal, requested: uuid.UUID | None) -> uuid.UU
 
 
 async def create_key(
-    db: AsyncSession, principal: Principal, body: ApiKeyCreate
+    conn: asyncpg.Connection, principal: Principal, body: ApiKeyCreate
 ) -> tuple[ApiKeyRow, str]:
     """Create a key and return it with its secret (which is never stored or shown again).
 
@@ -125,7 +122,6 @@ async def create_key(
     tenant_id = _target_tenant(principal, body.tenant_id)
     if principal.role == "service" and body.role != "agent":
         raise Forbidden("Service keys may only create agent keys.")
-    conn = await pg.driver_connection(db)
     if await repository.get_tenant(conn, tenant_id) is None:
         raise NotFound("No such tenant.")
     secret = generate_key()
@@ -136,7 +132,7 @@ async def create_key(
 
 
 async def list_keys(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     principal: Principal,
     tenant_id: uuid.UUID | None,
     *,
@@ -145,16 +141,14 @@ async def list_keys(
 ) -> list[ApiKeyRow]:
     target = _target_tenant(principal, tenant_id)
     role = "agent" if principal.role == "service" else None
-    conn = await pg.driver_connection(db)
     return await repository.list_keys(conn, target, after=after, limit=limit, role=role)
 
 
 async def revoke_key(
-    db: AsyncSession, principal: Principal, tenant_id: uuid.UUID | None, key_id: uuid.UUID
+    conn: asyncpg.Connection, principal: Principal, tenant_id: uuid.UUID | None, key_id: uuid.UUID
 ) -> ApiKeyRow:
     """Revoke the key (a key revoked already stays as it was); the key as it now is."""
     target = _target_tenant(principal, tenant_id)
-    conn = await pg.driver_connection(db)
     key = await repository.get_key(conn, target, key_id)
     if key is None or (principal.role == "service" and key.role != "agent"):
         raise NotFound("No such API key.")

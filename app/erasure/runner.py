@@ -25,11 +25,10 @@ from typing import Any
 
 import asyncpg
 from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core import pg
 from app.core.config import Settings
-from app.core.db import transaction
 from app.erasure import caches, policy
 from app.erasure import repository as repo
 from app.facts.support import release_session
@@ -87,9 +86,6 @@ def _timed_out(exc: BaseException) -> bool:
 @dataclass(frozen=True, slots=True)
 class Deps:
     begin: Begin
-    # facts' release of a session runs on a SQLAlchemy session (`app.facts.support`), in
-    # one transaction with the session's other rows
-    sessionmaker: async_sessionmaker[AsyncSession]
     redis: Redis | None  # None: no Redis (queued jobs then go when they find their session gone)
     queue_name: str
     batch: int
@@ -100,14 +96,12 @@ class Deps:
 def deps_from(
     settings: Settings,
     begin: Begin,
-    sessionmaker: async_sessionmaker[AsyncSession],
     redis: Redis | None,
 ) -> Deps:
     """The runner's parts; `begin`: the pool's transactions (an API process,
     `pool_transaction`) or the engine's (the worker, `engine_transaction`)."""
     return Deps(
         begin,
-        sessionmaker,
         redis,
         settings.queue_name,
         int(settings.erasure_batch),
@@ -162,10 +156,10 @@ async def erase_session(
         lo = top
         if deps.pause_seconds:
             await asyncio.sleep(deps.pause_seconds)
-    async with transaction(deps.sessionmaker) as db:
+    async with deps.begin() as conn:
         # facts other sessions support stay, without this one
-        await release_session(db, t, session_id)
-        await repo.run_combined(await pg.driver_connection(db), t, e, repo.SESSION_REST, params)
+        await release_session(conn, t, session_id)
+        await repo.run_combined(conn, t, e, repo.SESSION_REST, params)
     await _drop_jobs(deps, t, e, session_id)
     await _step(deps, t, e, *repo.SESSION_ROW, params)
     await caches.publish(deps.redis, caches.purge_event(t, sessions=[session_id]))

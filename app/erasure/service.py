@@ -89,9 +89,7 @@ async def _new(
 
 
 def _deps(state: AppState) -> runner.Deps:
-    return runner.deps_from(
-        state.settings, runner.pool_transaction(state.connection), state.sessionmaker, state.redis
-    )
+    return runner.deps_from(state.settings, runner.pool_transaction(state.connection), state.redis)
 
 
 async def _carry_out(

@@ -20,9 +20,7 @@ log = logging.getLogger("loom.erasure")
 
 async def erase(ctx: dict[str, Any], tenant_id: str, erasure_id: str) -> str:
     state = worker_state(ctx)
-    deps = runner.deps_from(
-        state.settings, runner.engine_transaction(state.engine), state.sessionmaker, state.redis
-    )
+    deps = runner.deps_from(state.settings, runner.engine_transaction(state.engine), state.redis)
     row = await runner.run(deps, uuid.UUID(tenant_id), uuid.UUID(erasure_id))
     return "missing" if row is None else row.status
 

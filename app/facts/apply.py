@@ -25,10 +25,14 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.facts import metrics
 from app.facts import repository as repo
+from app.facts.item import MERGED, Fact, Facts, older, said_in, when_text
+from app.facts.item import holding as _holding
+from app.facts.item import merged as _merged
+from app.facts.item import same_text_loose as _same_text
 from app.facts.policy import (
     FACT_KIND,
     FactOutputError,
@@ -41,8 +45,7 @@ from app.knowledge import repository as items_repo
 from app.knowledge import versions
 from app.knowledge.scopes import Scope
 from app.knowledge.service import enforce_max_items, token_cost
-from app.knowledge.timeline import Said, fit_in_timeline, is_older, merge_sources, said_of
-from app.models.memory_item import MemoryItem
+from app.knowledge.timeline import fit_in_timeline, merge_sources
 
 
 class StaleFacts(Exception):
@@ -91,59 +94,25 @@ class Applied:
     automatic: int = 0  # superseded by the one-value safety net (no decision named them)
 
 
-CommitPoint = Callable[[AsyncSession], Awaitable[None]]
+CommitPoint = Callable[[asyncpg.Connection], Awaitable[None]]
 
 
-def _older(c: Candidate, target: MemoryItem) -> bool:
-    """Like with like (`app.knowledge.timeline.is_older`)."""
-    return is_older(
-        Said(c.valid_from, c.stated_at),
-        said_of(target.valid_from, target.stated_at, target.created_at),
-    )
-
-
-def _same_text(a: str | None, b: str | None) -> bool:
-    return " ".join((a or "").lower().split()) == " ".join((b or "").lower().split())
-
-
-MERGED = "a restatement of fact"  # the reason of a duplicate merged into its fact
-
-
-def _merged(f: MemoryItem) -> bool:
-    """A duplicate merged into another fact: it ended where it began."""
-    return f.invalid_at is not None and f.valid_from is not None and f.invalid_at <= f.valid_from
-
-
-def _holding(facts: list[MemoryItem], at: datetime) -> MemoryItem | None:
-    """The state of an attribute holding at `at` (began last on or before it, not ended)."""
-    held = [
-        f
-        for f in facts
-        if (f.valid_from or f.created_at) <= at
-        and (f.invalid_at is None or at < f.invalid_at)
-        and not _merged(f)
-    ]
-    return max(held, key=lambda f: (f.valid_from or f.created_at, str(f.id))) if held else None
-
-
-def _when(t: datetime) -> str:
-    return f"{t:%Y-%m-%d %H:%M} UTC"
-
-
-def _said(session_id: uuid.UUID, seqs: list[int]) -> str:
-    return f"session {session_id} msg {', '.join(map(str, seqs))}"
+def _older(c: Candidate, target: Fact) -> bool:
+    return older(c.valid_from, c.stated_at, target)  # like with like
 
 
 class _Batch:
     def __init__(
         self,
-        db: AsyncSession,
+        conn: asyncpg.Connection,
         tenant_id: uuid.UUID,
         session_id: uuid.UUID,
         scope: Scope,
         actor: versions.Actor,
+        facts: Facts,
     ) -> None:
-        self.db, self.tenant_id, self.session_id = db, tenant_id, session_id
+        self.conn, self.tenant_id, self.session_id = conn, tenant_id, session_id
+        self.facts = facts
         self.scope, self.actor = scope, actor
         self.now = datetime.now(UTC)
         self.out = Applied()
@@ -180,14 +149,11 @@ class _Batch:
     def source(self, c: Candidate) -> list[dict[str, Any]]:
         return [{"session_id": str(self.session_id), "seqs": sorted(set(c.seqs))}]
 
-    async def write(self, item: MemoryItem, change: str, reason: str | None = None) -> None:
-        await self.db.flush()
-        await versions.record(self.db, item, change, self.actor, reason)
-
-    async def bump(self, item: MemoryItem, change: str, reason: str) -> None:
+    async def bump(self, item: Fact, change: str, reason: str) -> None:
         item.version += 1
         item.updated_at = self.now
-        await self.write(item, change, reason)
+        await repo.update_item(self.conn, item)
+        await versions.record(self.conn, item, change, self.actor, reason)
 
     async def add(
         self,
@@ -196,9 +162,9 @@ class _Batch:
         invalid_at: datetime | None = None,
         superseded_by: uuid.UUID | None = None,
         reason: str | None = None,
-    ) -> MemoryItem:
+    ) -> Fact:
         text = c.text.strip()
-        item = MemoryItem(
+        item = Fact(
             id=uuid.uuid4(),
             tenant_id=self.tenant_id,
             scope_kind=self.scope.kind,
@@ -222,12 +188,19 @@ class _Batch:
             stated_at=c.stated_at,
             sources=self.source(c),
         )
-        self.db.add(item)
-        await self.write(item, "add", reason or f"stated in {_said(self.session_id, c.seqs)}")
+        await repo.insert_item(self.conn, item)
+        self.facts.own(item)
+        await versions.record(
+            self.conn,
+            item,
+            "add",
+            self.actor,
+            reason or f"stated in {said_in(self.session_id, c.seqs)}",
+        )
         self.out.added += 1
         return item
 
-    async def invalidate(self, c: Candidate, target: MemoryItem) -> MemoryItem:
+    async def invalidate(self, c: Candidate, target: Fact) -> Fact:
         self.join(target.fact_key, c.key)
         if same_text(c.text, target.text):  # a restatement is never a new value
             return await self.confirm(c, target, older=_older(c, target))
@@ -241,27 +214,26 @@ class _Batch:
         await self.bump(
             target,
             "invalidate",
-            f"contradicted by {_said(self.session_id, c.seqs)}"
-            f" (fact {item.id}, true from {_when(c.valid_from)})",
+            f"contradicted by {said_in(self.session_id, c.seqs)}"
+            f" (fact {item.id}, true from {when_text(c.valid_from)})",
         )
         self.out.invalidated += 1
         return item
 
-    async def timeline_of(self, *facts: MemoryItem, key: str | None = None) -> list[MemoryItem]:
+    async def timeline_of(self, *facts: Fact, key: str | None = None) -> list[Fact]:
         """The whole history of the attribute of `facts` (and of `key`): every fact of its
         keys, valid or not, and the facts they replaced (a late statement was
         fitted among the current fact's `superseded_by` chain only)."""
         keys = sorted({k for f in facts for k in self.keys_of(f.fact_key)} | set(self.keys_of(key)))
-        out = {
-            f.id: f for f in await repo.attribute_facts(self.db, self.tenant_id, self.scope, keys)
-        }
+        found = await repo.attribute_facts(self.conn, self.tenant_id, self.scope, keys)
+        out = {f.id: f for f in self.facts.all(found)}
         for f in facts:
-            for g in await repo.chain_of(self.db, self.tenant_id, f):
+            for g in self.facts.all(await repo.chain_of(self.conn, self.tenant_id, f)):
                 out.setdefault(g.id, g)
         # a restatement merged into another fact holds no time of its own
         return [f for f in out.values() if not _merged(f)]
 
-    async def history(self, c: Candidate, target: MemoryItem) -> MemoryItem:
+    async def history(self, c: Candidate, target: Fact) -> Fact:
         """An older statement of another value: a fact of its own, placed in the whole
         history of its attribute: true from its own time until the next
         state began, and the state holding then ends where it began; when that state says
@@ -281,7 +253,8 @@ class _Batch:
             invalid_at=slot.until,
             superseded_by=successor.id,
             reason=(
-                f"older than fact {successor.id} (true from {_when(slot.until)}): kept as history"
+                f"older than fact {successor.id} (true from {when_text(slot.until)}): "
+                "kept as history"
             ),
         )
         self.out.history += 1
@@ -291,13 +264,13 @@ class _Batch:
             await self.bump(
                 p,
                 "invalidate",
-                f"contradicted by {_said(self.session_id, c.seqs)}"
-                f" (fact {item.id}, true from {_when(c.valid_from)})",
+                f"contradicted by {said_in(self.session_id, c.seqs)}"
+                f" (fact {item.id}, true from {when_text(c.valid_from)})",
             )
             self.out.invalidated += 1
         return item
 
-    async def add_new(self, c: Candidate) -> MemoryItem:
+    async def add_new(self, c: Candidate) -> Fact:
         """An ADD: a new fact, unless its attribute already holds it: a
         restatement of a current fact, or a late statement of the state that held then,
         is another source of that fact, never a second one."""
@@ -311,7 +284,7 @@ class _Batch:
             return await self.confirm(c, same[0], older=_older(c, same[0]))
         return await self.add(c)
 
-    async def update(self, c: Candidate, target: MemoryItem, text: str) -> MemoryItem:
+    async def update(self, c: Candidate, target: Fact, text: str) -> Fact:
         self.join(target.fact_key, c.key)
         if _older(c, target):
             if _same_text(c.text, target.text):
@@ -327,7 +300,7 @@ class _Batch:
         target.valid_from, target.stated_at = c.valid_from, c.stated_at
         target.source_session_id, target.source_seqs = self.session_id, sorted(set(c.seqs))
         target.sources = merge_sources(target.sources or [], self.source(c))
-        await self.bump(target, "update", f"restated in {_said(self.session_id, c.seqs)}")
+        await self.bump(target, "update", f"restated in {said_in(self.session_id, c.seqs)}")
         self.out.updated += 1
         return target
 
@@ -339,7 +312,6 @@ class _Batch:
         own); any other is placed in the attribute's whole history (until the next state
         began, cutting the state that held when it began), an automatic `invalidate`
         saying why."""
-        await self.db.flush()
         facts = await self.timeline_of(key=key)
         current = sorted(
             (f for f in facts if f.invalid_at is None),
@@ -362,13 +334,13 @@ class _Batch:
             f.invalid_at, f.superseded_by = slot.until, slot.successor
             why = (
                 f"automatic: {key} holds one value at a time and fact {slot.successor} "
-                f"(true from {_when(slot.until)}) is later; no decision named this fact"
+                f"(true from {when_text(slot.until)}) is later; no decision named this fact"
             )
             if slot.successor != newest.id:
                 why = (
                     f"automatic: {key} holds one value at a time; an older statement, "
                     f"placed in its history: true until fact {slot.successor} began "
-                    f"({_when(slot.until)}); no decision named this fact"
+                    f"({when_text(slot.until)}); no decision named this fact"
                 )
             await self.bump(f, "invalidate", why)
             self.out.invalidated += 1
@@ -384,7 +356,7 @@ class _Batch:
                         p,
                         "invalidate",
                         f"automatic: {key} holds one value at a time and fact {f.id} "
-                        f"(true from {_when(start)}) began while this held",
+                        f"(true from {when_text(start)}) began while this held",
                     )
                     self.out.invalidated += 1
             current = sorted(
@@ -396,7 +368,7 @@ class _Batch:
                 ),
             )
 
-    async def merge(self, dup: MemoryItem, into: MemoryItem) -> None:
+    async def merge(self, dup: Fact, into: Fact) -> None:
         """`dup` says what the current `into` says: its sources join `into` (a
         `confirm`), and it ends where it began, replaced by `into` (a duplicate
         is never a second current fact)."""
@@ -409,18 +381,18 @@ class _Batch:
         await self.bump(dup, "invalidate", f"{MERGED} {into.id}")
         self.out.unchanged += 1
 
-    async def confirm(self, c: Candidate, target: MemoryItem, *, older: bool = False) -> MemoryItem:
+    async def confirm(self, c: Candidate, target: Fact, *, older: bool = False) -> Fact:
         merged = merge_sources(target.sources or [], self.source(c))
         if merged == list(target.sources or []):
             return target
         target.sources = merged
         why = "an older statement of the same fact" if older else "said again"
-        await self.bump(target, "confirm", f"{why}: {_said(self.session_id, c.seqs)}")
+        await self.bump(target, "confirm", f"{why}: {said_in(self.session_id, c.seqs)}")
         return target
 
 
 async def apply(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     scope: Scope,
@@ -432,16 +404,18 @@ async def apply(
 ) -> Applied:
     """Write one batch's operations (module doc); `commit_point` first checks the
     watermark (raising `StaleFacts`) and moves it."""
-    await commit_point(db)
+    await commit_point(conn)
     ops = proposal.operations
     if ops:
-        await items_repo.lock_scope(db, tenant_id, scope)
+        await items_repo.lock_scope(conn, tenant_id, scope)
     stored_ids = [
         uuid.UUID(o.target)
         for o in ops
         if o.target is not None and earlier_candidate(o.target, o.candidate) is None
     ]
-    targets = await repo.lock_targets(db, tenant_id, stored_ids)
+    facts = Facts()
+    locked = await repo.lock_targets(conn, tenant_id, stored_ids)
+    targets = {k: facts.own(r) for k, r in locked.items()}
     for key in stored_ids:
         t = targets.get(key)
         if (
@@ -451,15 +425,15 @@ async def apply(
             or (t.scope_kind, t.scope_id) != (scope.kind, scope.storage_id)
         ):
             raise StaleFacts(f"fact {key} changed meanwhile")
-    batch = _Batch(db, tenant_id, session_id, scope, actor)
+    batch = _Batch(conn, tenant_id, session_id, scope, actor, facts)
     batch.learn(proposal.attrs)
     batch.out.unchanged = proposal.unchanged
     # a stored fact targeted by several candidates: each applies to it as the one before
     # left it (an INVALIDATE hands it on to the fact that replaced it)
-    current: dict[uuid.UUID, MemoryItem] = dict(targets)
-    result: dict[int, MemoryItem] = {}  # candidate -> the fact it ended up as
+    current: dict[uuid.UUID, Fact] = dict(targets)
+    result: dict[int, Fact] = {}  # candidate -> the fact it ended up as
 
-    def resolve(o: Operation) -> MemoryItem:
+    def resolve(o: Operation) -> Fact:
         assert o.target is not None
         j = earlier_candidate(o.target, o.candidate)
         if j is None:
@@ -514,7 +488,7 @@ async def apply(
     for attribute in one_value_attributes:
         await batch.one_value(attribute)
     if scope.kind == "project" and (batch.out.added or batch.out.invalidated):
-        await enforce_max_items(db, tenant_id, scope, max_items)
+        await enforce_max_items(conn, tenant_id, scope, max_items)
     for op, n in (
         ("add", batch.out.added),
         ("update", batch.out.updated),

@@ -12,7 +12,7 @@ from app.facts import prompts
 from app.facts import repository as repo
 from app.facts import state as runs
 from app.facts.policy import attributes
-from app.facts.run import Deps
+from app.facts.run import Deps, connected
 from app.facts.selection import fit_batch, key_vocabulary, known_facts
 from app.knowledge.scopes import Scope
 
@@ -43,19 +43,17 @@ async def read_batch(
     upto: int,
 ) -> Batch:
     cap = int(deps.settings.facts_input_tokens)
-    async with deps.sessionmaker() as db:
+    async with connected(deps.sessionmaker, commit=False) as conn:
         rows = await runs.messages_after(
-            db, tenant_id, session_id, after=after, upto=upto, limit=READ_LIMIT
+            conn, tenant_id, session_id, after=after, upto=upto, limit=READ_LIMIT
         )
         if not rows:
-            await db.rollback()
             return Batch([], [], [], [], [], [], {})
-        keys = await repo.scope_keys(db, tenant_id, scope)
+        keys = await repo.scope_keys(conn, tenant_id, scope)
         attrs = attributes(
-            [(k.key, k.first) for k in keys], await repo.joined_keys(db, tenant_id, scope)
+            [(k.key, k.first) for k in keys], await repo.joined_keys(conn, tenant_id, scope)
         )
-        known = await known_facts(db, tenant_id, scope, info.agent_id, rows, cap)
-        await db.rollback()
+        known = await known_facts(conn, tenant_id, scope, info.agent_id, rows, cap)
     vocabulary, aliases = key_vocabulary(keys, attrs, known, cap)
     taken, messages = fit_batch(rows, info.agent_id, known, cap, vocabulary, aliases)
     return Batch(taken, messages, known, vocabulary, aliases, keys, attrs)

@@ -13,7 +13,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+import asyncpg
+
 from app.context.blocks import ContextBlock, OpenDb, newest_user_text
+from app.core import pg
 from app.core.tokens import count_text
 from app.facts import repository as repo
 from app.facts.extract import fact_scope
@@ -41,7 +44,7 @@ WHEN_DOC = (
 
 
 async def _candidates(
-    db: Any, tid: Any, scope: Any, agent: str, query: str, as_of: datetime | None
+    conn: asyncpg.Connection, tid: Any, scope: Any, agent: str, query: str, as_of: datetime | None
 ) -> list[Any]:
     """The facts the block may show, best first (`app.facts.policy.context_tier`): those
     whose key's attribute the query asks about, the text matches of the query (the
@@ -50,14 +53,14 @@ async def _candidates(
     words = words_of(query)
     rows: dict[Any, Any] = {}
     if words:
-        keys = await repo.key_counts(db, tid, scope, agent_id=agent, limit=500, as_of=as_of)
+        keys = await repo.key_counts(conn, tid, scope, agent_id=agent, limit=500, as_of=as_of)
         asked = [k for k, _ in keys if key_matches_query(k, words)]
         for r in await repo.facts_of_keys(
-            db, tid, scope, asked, agent_id=agent, limit=CANDIDATES, as_of=as_of
+            conn, tid, scope, asked, agent_id=agent, limit=CANDIDATES, as_of=as_of
         ):
             rows.setdefault(r.id, r)
         for r in await repo.nearest_facts(
-            db,
+            conn,
             tid,
             scope,
             query,
@@ -67,7 +70,7 @@ async def _candidates(
             drop_stop_words=True,
         ):
             rows[r.id] = r  # with its score
-    for r in await repo.top_facts(db, tid, scope, limit=CANDIDATES, agent_id=agent, as_of=as_of):
+    for r in await repo.top_facts(conn, tid, scope, limit=CANDIDATES, agent_id=agent, as_of=as_of):
         rows.setdefault(r.id, r)
 
     def rank(r: Any) -> tuple[int, float, float, float]:
@@ -121,10 +124,11 @@ async def facts_provider(
     tid, agent = session_row.tenant_id, session_row.agent_id
     async with open_db() as db:
         query = query or await newest_user_text(db, session_row, newest_user)
-        rows = await _candidates(db, tid, scope, agent, query, as_of)
+        conn = await pg.driver_connection(db)  # the build's read session's (app.context)
+        rows = await _candidates(conn, tid, scope, agent, query, as_of)
         if as_of is not None:
-            rows = await read_then(db, tid, rows, as_of)
-        replaced = await repo.replaced_any(db, tid, [r.id for r in rows])
+            rows = await read_then(conn, tid, rows, as_of)
+        replaced = await repo.replaced_any(conn, tid, [r.id for r in rows])
     if not rows:
         return None
     head = header(str(scope), as_of)

@@ -13,7 +13,7 @@ from app.facts.apply import Candidate, Proposal
 from app.facts.batch import Batch
 from app.facts.policy import Operation, plan_operations
 from app.facts.propose import Proposed
-from app.facts.run import Deps, Outcome
+from app.facts.run import Deps, Outcome, connected
 from app.facts.selection import decision_prompt, fixed_tokens, stored_for_decision
 from app.facts.usage import ask
 from app.knowledge.scopes import Scope
@@ -69,11 +69,10 @@ async def decide(
         - fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut)
         - count_text(prompts.render_decisions(news, []))
     )
-    async with deps.sessionmaker() as db:
+    async with connected(deps.sessionmaker, commit=False) as conn:
         stored, affected = await stored_for_decision(
-            db, tenant_id, scope, cands, max(0, budget), batch.keys, batch.attrs
+            conn, tenant_id, scope, cands, max(0, budget), batch.keys, batch.attrs
         )
-        await db.rollback()
     cand_keys = [c.key for c in cands if c.key]
     if not affected and len(set(cand_keys)) == len(cand_keys):  # nothing affected: all new
         ops = tuple(Operation("add", i) for i in range(len(cands)))

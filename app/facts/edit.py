@@ -9,18 +9,19 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, PreconditionRequired, Unprocessable
+from app.facts import repository as repo
+from app.facts.item import Fact
 from app.knowledge import versions
 from app.knowledge.schemas import MemoryItemUpdate
 from app.knowledge.service import get_item, token_cost
-from app.models.memory_item import MemoryItem
 from app.shared_memory.etag import format_etag, parse_match_header
 
 
-def etag(item: MemoryItem) -> str:
+def etag(item: Fact) -> str:
     return format_etag(item.version)
 
 
@@ -46,15 +47,15 @@ def check_if_match(if_match: str | None, version: int) -> None:
 
 
 async def edit_item(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     caller: Caller,
     item_id: uuid.UUID,
     body: MemoryItemUpdate,
     if_match: str | None,
     *,
     via: str = "api",
-) -> MemoryItem:
-    item = await get_item(db, caller, item_id, for_update=True)
+) -> Fact:
+    item = Fact.of(await get_item(conn, caller, item_id, for_update=True))
     check_if_match(if_match, item.version)
     given = body.model_fields_set
     if "text" in given:
@@ -85,6 +86,8 @@ async def edit_item(
     item.token_cost = token_cost(item.kind, item.text, item.payload)
     item.version += 1
     item.updated_at = datetime.now(UTC)
-    await db.flush()
-    await versions.record(db, item, "edit", versions.actor_of(caller, via), body.reason or "edited")
+    await repo.update_item(conn, item)
+    await versions.record(
+        conn, item, "edit", versions.actor_of(caller, via), body.reason or "edited"
+    )
     return item

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.facts import metrics
 from app.facts import state as runs
@@ -45,7 +45,7 @@ from app.facts.batch import read_batch
 from app.facts.decide import decide
 from app.facts.policy import FactsConfig
 from app.facts.propose import propose
-from app.facts.run import Deps, LeaseLost, Outcome, fact_scope
+from app.facts.run import Deps, LeaseLost, Outcome, connected, fact_scope
 from app.knowledge.scopes import Scope
 from app.knowledge.versions import Actor
 
@@ -93,13 +93,13 @@ def count(outcome: Outcome, proposal: Proposal, applied: Applied, messages: int)
 def _watermark_point(
     tenant_id: uuid.UUID, session_id: uuid.UUID, expected: int, last_seq: int
 ) -> CommitPoint:
-    async def check_and_advance(db: AsyncSession) -> None:
-        await runs.ensure_state(db, tenant_id, session_id)
-        state = await runs.get_state(db, tenant_id, session_id, for_update=True)
+    async def check_and_advance(conn: asyncpg.Connection) -> None:
+        await runs.ensure_state(conn, tenant_id, session_id)
+        state = await runs.get_state(conn, tenant_id, session_id, for_update=True)
         assert state is not None
         if state.watermark_seq != expected:
             raise StaleFacts("the watermark moved")
-        await runs.advance(db, tenant_id, session_id, last_seq)
+        await runs.advance(conn, tenant_id, session_id, last_seq)
 
     return check_and_advance
 
@@ -114,9 +114,9 @@ async def apply_batch(
     point: CommitPoint,
 ) -> Applied:
     """Step 4: the batch's operations and its commit point, in one transaction."""
-    async with deps.sessionmaker() as db:
+    async with connected(deps.sessionmaker, commit=True) as conn:
         applied = await apply(
-            db,
+            conn,
             tenant_id,
             session_id,
             scope,
@@ -125,15 +125,12 @@ async def apply_batch(
             actor=Actor("extraction", None, agent_id),
             max_items=int(deps.settings.knowledge_max_items),
         )
-        await db.commit()
     return applied
 
 
 async def _session(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID) -> Any:
-    async with deps.sessionmaker() as db:
-        info = await runs.session_facts(db, tenant_id, session_id)
-        await db.rollback()
-    return info
+    async with connected(deps.sessionmaker, commit=False) as conn:
+        return await runs.session_facts(conn, tenant_id, session_id)
 
 
 async def run_extraction(
@@ -203,8 +200,8 @@ def _range_point(
     """A failed range's batch: the range must still start at `first`; it then starts after
     the batch (and is gone once read)."""
 
-    async def check_and_shrink(db: AsyncSession) -> None:
-        state = await runs.get_state(db, tenant_id, session_id, for_update=True)
+    async def check_and_shrink(conn: asyncpg.Connection) -> None:
+        state = await runs.get_state(conn, tenant_id, session_id, for_update=True)
         ranges = list(state.failed_ranges or []) if state is not None else []
         match = [r for r in ranges if int(r["first_seq"]) == first]
         if not match:
@@ -214,7 +211,7 @@ def _range_point(
         if last_seq < int(r["last_seq"]):
             rest.append({**r, "first_seq": last_seq + 1})
         await runs.set_failed_ranges(
-            db, tenant_id, session_id, sorted(rest, key=lambda x: int(x["first_seq"]))
+            conn, tenant_id, session_id, sorted(rest, key=lambda x: int(x["first_seq"]))
         )
 
     return check_and_shrink

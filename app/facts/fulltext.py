@@ -10,25 +10,28 @@ import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
+from app.core import pg
 from app.facts.policy import FACT_KIND
-from app.knowledge.asof import valid_at
-from app.knowledge.repository import readable, scope_clause
+from app.knowledge.repository import readable_sql, scope_sql, valid_at_sql
 from app.knowledge.scopes import Scope
-from app.models.base import table_of
-from app.models.memory_item import MemoryItem
+from app.models.memory_item import MEMORY_ITEM_ROW_COLUMNS, MemoryItemRow
 from app.search import bm25
 
-M = table_of(MemoryItem).c
+# a `MemoryItemRow`'s select list on alias `m`
+ITEM = ", ".join(f"m.{c}" for c in MEMORY_ITEM_ROW_COLUMNS)
+_WIDTH = len(MEMORY_ITEM_ROW_COLUMNS)
 
 
-def _facts_of(tenant_id: uuid.UUID, scope: Scope) -> tuple[sa.ColumnElement[bool], ...]:
-    return (M.tenant_id == tenant_id, scope_clause(scope), M.kind == FACT_KIND)
+def facts_of_sql(p: pg.Params, tenant_id: uuid.UUID, scope: Scope) -> str:
+    """The facts of one scope (extraction reads its own scope: no visibility filter)."""
+    tenant = p.add(tenant_id, "tenant_id")
+    return (
+        f"m.tenant_id = {tenant} AND {scope_sql(p, scope)} AND m.kind = {p.add(FACT_KIND, 'kind')}"
+    )
 
 
 # a query word in more than this share of the scope's facts is one of its stop words
@@ -39,23 +42,23 @@ STOP_MIN_FACTS = 6
 RARE_SHARE = 0.02
 RARE_MIN = 5
 # the expression of ix_memory_items_text_fts (the planner matches it literally)
-_VECTOR = sa.func.to_tsvector(
-    sa.literal_column("'english'::regconfig"),
-    sa.func.coalesce(M.text, sa.literal_column("''::text")),
-)
-
-
-def _or_query(text: str) -> sa.ColumnElement[Any]:
-    """Any of the text's lexemes (plainto_tsquery ANDs them; a fact matching some words of
-    a message is still a neighbour)."""
-    plain = sa.cast(
-        sa.func.plainto_tsquery(sa.literal_column("'english'::regconfig"), text), sa.Text
-    )
-    return sa.cast(sa.func.replace(plain, " & ", " | "), sa.dialects.postgresql.TSQUERY)
-
-
+_VECTOR = "to_tsvector('english'::regconfig, coalesce(m.text, ''::text))"
 # |d| of a fact: its lexeme positions (the function of migration 0006, as for messages)
-_LENGTH = sa.func.coalesce(sa.func.loom_tsvector_length(_VECTOR), 0)
+_LENGTH = f"coalesce(loom_tsvector_length({_VECTOR}), 0)"
+
+
+def _or_query(text: str) -> str:
+    """Any of the text's lexemes (plainto_tsquery ANDs them; a fact matching some words of
+    a message is still a neighbour): SQL of the tsquery, `text` a bind name."""
+    plain = f"CAST(plainto_tsquery('english'::regconfig, {text}) AS text)"
+    return f"CAST(replace({plain}, ' & ', ' | ') AS tsquery)"
+
+
+def _hits(lexemes: str) -> str:
+    """A fact's vector filtered to `lexemes` (SQL of a text[]), as text (`_tfs` reads it)."""
+    return f"CAST(ts_filter(setweight({_VECTOR}, 'A', {lexemes}), '{{a}}'::\"char\"[]) AS text)"
+
+
 # `'lexeme':1,4 'other':2` (a tsvector as text): lexeme and its positions
 _ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
 
@@ -69,7 +72,7 @@ def _tfs(hits: str | None) -> dict[str, int]:
 
 
 async def nearest_facts(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     scope: Scope,
     text: str,
@@ -88,45 +91,36 @@ async def nearest_facts(
     scope's own stop words (a word in most of its facts, as "user" is) are left out of the
     query once the scope has a few facts, and facts matching nothing else are not
     neighbours."""
-    q = _or_query(text)
-    lexemes = sa.func.tsvector_to_array(
-        sa.func.to_tsvector(sa.literal_column("'english'::regconfig"), text)
-    )
-    hits = sa.cast(
-        sa.func.ts_filter(
-            sa.func.setweight(_VECTOR, sa.literal_column("'A'"), lexemes),
-            sa.literal_column("'{a}'::\"char\"[]"),
+    p = pg.Params()
+    said = p.add(text, "text")
+    lexemes = f"tsvector_to_array(to_tsvector('english'::regconfig, {said}))"
+    parts = [
+        readable_sql(
+            p, tenant_id, agent_id, include_invalidated=include_invalidated or as_of is not None
         ),
-        sa.Text,
-    )
-    in_scope = (
-        *readable(
-            tenant_id, agent_id, include_invalidated=include_invalidated or as_of is not None
-        ),
-        scope_clause(scope),
-        M.kind == FACT_KIND,
-    )
+        scope_sql(p, scope),
+        f"m.kind = {p.add(FACT_KIND, 'kind')}",
+    ]
     if as_of is not None and not include_invalidated:
-        in_scope = (*in_scope, valid_at(tenant_id, as_of))
-    stats = (
-        await db.execute(
-            sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(_LENGTH), 0)).where(
-                *in_scope, _LENGTH > 0
-            )
+        parts.append(valid_at_sql(p, tenant_id, as_of))
+    in_scope = " AND ".join(parts)
+    stats = await conn.fetchrow(
+        *p.sql(
+            f"SELECT count(*), coalesce(sum({_LENGTH}), 0) FROM memory_items m "
+            f"WHERE {in_scope} AND {_LENGTH} > 0"
         )
-    ).one()
+    )
+    assert stats is not None  # an aggregate: one row
     n_docs, total = int(stats[0]), int(stats[1])
     if not n_docs:
         return []
-    rows = list(
-        (
-            await db.execute(
-                sa.select(*M, _LENGTH.label("dl"), hits.label("hits")).where(
-                    *in_scope, _VECTOR.op("@@")(q)
-                )
-            )
-        ).all()
+    found = await conn.fetch(
+        *p.sql(
+            f"SELECT {ITEM}, {_LENGTH} AS dl, {_hits(lexemes)} AS hits FROM memory_items m "
+            f"WHERE {in_scope} AND {_VECTOR} @@ {_or_query(said)}"
+        )
     )
+    rows = [_Scored(MemoryItemRow._make(r[:_WIDTH]), int(r[_WIDTH]), r[_WIDTH + 1]) for r in found]
     avgdl = total / n_docs
     tfs = [_tfs(r.hits) for r in rows]
     params = bm25.BM25Params()
@@ -148,8 +142,23 @@ async def nearest_facts(
     ]
     if stop:
         scored = [(score, r) for score, r in scored if score > 0]
-    scored.sort(key=lambda p: (-p[0], -p[1].importance, -p[1].created_at.timestamp(), str(p[1].id)))
-    return [_Ranked(r, score) for score, r in scored[:limit]]
+    scored.sort(
+        key=lambda s: (
+            -s[0],
+            -s[1].row.importance,
+            -s[1].row.created_at.timestamp(),
+            str(s[1].row.id),
+        )
+    )
+    return [_Ranked(r.row, score) for score, r in scored[:limit]]
+
+
+class _Scored(NamedTuple):
+    """A fact of `nearest_facts` with its length and matching lexemes."""
+
+    row: MemoryItemRow
+    dl: int
+    hits: str | None
 
 
 class _Ranked:
@@ -164,14 +173,29 @@ class _Ranked:
         return getattr(self._row, name)
 
 
-_LEXEMES = sa.text(
+_LEXEMES = (
     "SELECT x.n, tsvector_to_array(to_tsvector('english'::regconfig, x.t)) "
-    "FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS x(t, n)"
+    "FROM unnest($1::text[]) WITH ORDINALITY AS x(t, n)"
 )
 
 
+class _Neighbour(NamedTuple):
+    """What the decision step reads of a neighbouring fact, with its length and matching
+    lexemes."""
+
+    id: uuid.UUID
+    text: str | None
+    valid_from: datetime | None
+    fact_key: str | None
+    stated_at: datetime | None
+    importance: float
+    created_at: datetime
+    dl: int
+    hits: str | None
+
+
 async def text_neighbours(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     scope: Scope,
     texts: Sequence[str],
@@ -190,23 +214,31 @@ async def text_neighbours(
     a cousin's town a neighbour of the user's home."""
     if not texts:
         return []
-    rows = await db.execute(_LEXEMES, {"texts": list(texts)})
+    rows = await conn.fetch(_LEXEMES, list(texts))
     lexemes = {int(r[0]) - 1: list(r[1] or []) for r in rows}
     every = sorted({x for ls in lexemes.values() for x in ls})
     if not every:
         return [[] for _ in texts]
-    current = (*_facts_of(tenant_id, scope), M.invalid_at.is_(None))
-    n_docs = int((await db.execute(sa.select(sa.func.count()).where(*current))).scalar_one())
+    p = pg.Params()
+    current = f"{facts_of_sql(p, tenant_id, scope)} AND m.invalid_at IS NULL"
+    n_docs = int(
+        await conn.fetchval(*p.sql(f"SELECT count(*) FROM memory_items m WHERE {current}"))
+    )
     if not n_docs:
         return [[] for _ in texts]
-    simple: sa.ColumnElement[Any] = sa.literal_column("'simple'::regconfig")
-    lex = sa.func.unnest(sa.literal(every, ARRAY(sa.Text))).table_valued("l").render_derived()
     df_of = (
-        sa.select(sa.func.count())
-        .where(*current, _VECTOR.op("@@")(sa.func.plainto_tsquery(simple, lex.c.l)))
-        .scalar_subquery()
+        f"(SELECT count(*) FROM memory_items m WHERE {current} "
+        f"AND {_VECTOR} @@ plainto_tsquery('simple'::regconfig, lex.l))"
     )
-    dfs = {str(r[0]): int(r[1]) for r in await db.execute(sa.select(lex.c.l, df_of))}
+    dfs = {
+        str(r[0]): int(r[1])
+        for r in await conn.fetch(
+            *p.sql(
+                f"SELECT lex.l, {df_of} "
+                f"FROM unnest(CAST({p.add(every, 'every')} AS text[])) AS lex(l)"
+            )
+        )
+    }
     stop = (
         {x for x, n in dfs.items() if n > STOP_SHARE * n_docs}
         if n_docs >= STOP_MIN_FACTS
@@ -220,28 +252,18 @@ async def text_neighbours(
     if not rare:
         return [[] for _ in texts]
     wanted = [x for x in every if dfs.get(x) and x not in stop]
-    query = sa.func.to_tsquery(
-        simple, " | ".join("'" + x.replace("'", "''") + "'" for x in sorted(rare))
-    )
-    hits = sa.cast(
-        sa.func.ts_filter(
-            sa.func.setweight(
-                _VECTOR, sa.literal_column("'A'"), sa.literal(wanted, ARRAY(sa.Text))
-            ),
-            sa.literal_column("'{a}'::\"char\"[]"),
-        ),
-        sa.Text,
-    )
-    shown = (M.id, M.text, M.valid_from, M.fact_key, M.stated_at, M.importance, M.created_at)
-    found = list(
-        (
-            await db.execute(
-                sa.select(*shown, _LENGTH.label("dl"), hits.label("hits")).where(
-                    *current, _VECTOR.op("@@")(query)
-                )
+    query = p.add(" | ".join("'" + x.replace("'", "''") + "'" for x in sorted(rare)), "query")
+    hits = _hits(f"CAST({p.add(wanted, 'wanted')} AS text[])")
+    shown = "m.id, m.text, m.valid_from, m.fact_key, m.stated_at, m.importance, m.created_at"
+    found = [
+        _Neighbour._make(r)
+        for r in await conn.fetch(
+            *p.sql(
+                f"SELECT {shown}, {_LENGTH} AS dl, {hits} AS hits FROM memory_items m "
+                f"WHERE {current} AND {_VECTOR} @@ to_tsquery('simple'::regconfig, {query})"
             )
-        ).all()
-    )
+        )
+    ]
     if not found:
         return [[] for _ in texts]
     tfs = [_tfs(r.hits) for r in found]

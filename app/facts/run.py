@@ -1,17 +1,24 @@
 """What every step of an extraction run shares: its dependencies (`Deps`), what it
-did so far (`Outcome`), and the session's scope (`fact_scope`)."""
+did so far (`Outcome`), the session's scope (`fact_scope`), and the one way its steps
+reach the database (`connected`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+import asyncpg
 
+from app.core import pg
 from app.core.config import Settings
 from app.facts.policy import FactsConfig
 from app.knowledge.scopes import Scope, agent_scope, parse_scope, user_scope
 from app.llm.client import LLMClient
+
+if TYPE_CHECKING:  # the handle opener of the API and the worker alike (see `connected`)
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 
 class LeaseLost(Exception):
@@ -50,6 +57,24 @@ class Deps:
     sessionmaker: async_sessionmaker[AsyncSession]
     llm: LLMClient | None
     settings: Settings
+
+
+@asynccontextmanager
+async def connected(
+    sessionmaker: async_sessionmaker[AsyncSession], *, commit: bool
+) -> AsyncIterator[asyncpg.Connection]:
+    """A connection in a transaction of its own, for a step of a run, a job's bookkeeping
+    or a trigger (in the API and in the worker, which has no asyncpg pool): the one under
+    a session of `sessionmaker` (`app.core.pg.driver_connection`). With `commit`, what the
+    body wrote commits when it ends without raising; else (and on any error) it is
+    rolled back."""
+    async with sessionmaker() as db:
+        conn = await pg.driver_connection(db)
+        yield conn
+        if commit:
+            await db.commit()
+        else:
+            await db.rollback()
 
 
 def fact_scope(cfg: FactsConfig, agent_id: str, user_id: str | None = None) -> Scope:

@@ -19,8 +19,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import asyncpg
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.tokens import count_text
 from app.facts import prompts
@@ -111,7 +111,7 @@ def shown_fact(r: Any) -> prompts.ShownFact:
 
 
 async def known_facts(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     scope: Scope,
     agent_id: str,
@@ -124,7 +124,7 @@ async def known_facts(
     if not text.strip():
         return []
     # the index finds them without reading every fact that says "user"
-    [found] = await repo.text_neighbours(db, tenant_id, scope, [text], limit=50)
+    [found] = await repo.text_neighbours(conn, tenant_id, scope, [text], limit=50)
     out: list[prompts.ShownFact] = []
     used = 0
     for r in found:
@@ -203,7 +203,7 @@ def _pick(facts: Sequence[Any], c: Candidate, one_value: bool, many: int) -> lis
 
 
 async def stored_for_decision(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     scope: Scope,
     cands: Sequence[Candidate],
@@ -231,12 +231,12 @@ async def stored_for_decision(
         related.sort(key=lambda k: (k.count("."), -len(attribute_words(k) & words), k))
         family.append(set(related[:FAMILY_KEYS]))
     wanted = sorted(set().union(*same, *family))
-    rows = await repo.current_of_keys(db, tenant_id, scope, wanted, limit=KEY_FACTS_READ)
-    by_key: dict[str, list[Any]] = {}
+    rows = await repo.current_of_keys(conn, tenant_id, scope, wanted, limit=KEY_FACTS_READ)
+    by_key: dict[str | None, list[Any]] = {}  # keyed by fact_key (the wanted ones)
     for r in rows:
         by_key.setdefault(r.fact_key, []).append(r)
     near = await repo.text_neighbours(
-        db, tenant_id, scope, [c.text for c in cands], limit=NEAR_SHOWN
+        conn, tenant_id, scope, [c.text for c in cands], limit=NEAR_SHOWN
     )
     tiers: list[list[list[Any]]] = [[], [], []]
     for i, c in enumerate(cands):

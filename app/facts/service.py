@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
@@ -17,6 +17,7 @@ from app.core.queue import Queue
 from app.facts import repository as repo
 from app.facts import state as runs
 from app.facts.extract import Deps, Outcome
+from app.facts.item import Fact
 from app.facts.policy import FACT_KIND, FactsConfig
 from app.facts.schemas import FactExtractionPublic, FactList, FactSearch
 from app.facts.tasks import claimed, finished, record, run_once
@@ -35,8 +36,8 @@ from app.knowledge.versions import Actor
 from app.models.session import SessionRow
 
 
-async def status(db: AsyncSession, session: SessionRow) -> FactExtractionPublic:
-    row = await runs.get_state(db, session.tenant_id, session.id)
+async def status(conn: asyncpg.Connection, session: SessionRow) -> FactExtractionPublic:
+    row = await runs.get_state(conn, session.tenant_id, session.id)
     if row is None:
         return FactExtractionPublic(status="idle", watermark_seq=0, skipped=None, last_result=None)
     return FactExtractionPublic.model_validate(row, from_attributes=True)
@@ -122,12 +123,12 @@ def version_public(v: Any) -> MemoryItemVersionPublic:
 
 
 async def history(
-    db: AsyncSession, caller: Caller, item_id: uuid.UUID, as_of: datetime | None = None
+    conn: asyncpg.Connection, caller: Caller, item_id: uuid.UUID, as_of: datetime | None = None
 ) -> MemoryItemHistory:
     """An item's versions (oldest first), the fact that replaced it and those it replaced;
     with `as_of`, the version in effect then (none when it was not true then)."""
-    item = await get_item(db, caller, item_id)
-    rows = await item_versions.versions(db, caller.tenant_id, item.id)
+    item = await get_item(conn, caller, item_id)
+    rows = await item_versions.versions(conn, caller.tenant_id, item.id)
     versions = [version_public(v) for v in rows]
     then = None
     if as_of is not None and (item.invalid_at is None or item.invalid_at > as_of):
@@ -136,10 +137,10 @@ async def history(
     successor = None
     if item.superseded_by is not None:
         try:
-            successor = to_public(await get_item(db, caller, item.superseded_by))
+            successor = to_public(await get_item(conn, caller, item.superseded_by))
         except NotFound:
             successor = None
-    replaced = await repo.superseded(db, caller.tenant_id, item.id, agent_id=caller.agent_id)
+    replaced = await repo.superseded(conn, caller.tenant_id, item.id, agent_id=caller.agent_id)
     return MemoryItemHistory(
         item=to_public(item),
         versions=versions,
@@ -150,12 +151,12 @@ async def history(
     )
 
 
-async def search_facts(db: AsyncSession, caller: Caller, body: FactSearch) -> FactList:
+async def search_facts(conn: asyncpg.Connection, caller: Caller, body: FactSearch) -> FactList:
     """The facts of a scope best matching a query (valid ones unless asked; with `as_of`,
     those true then, as they read then)."""
     scope = resolve_scope(caller, parse_scope(body.scope))
     rows = await repo.nearest_facts(
-        db,
+        conn,
         caller.tenant_id,
         scope,
         body.query,
@@ -165,16 +166,20 @@ async def search_facts(db: AsyncSession, caller: Caller, body: FactSearch) -> Fa
         as_of=body.as_of,
     )
     if body.as_of is not None:
-        rows = await read_then(db, caller.tenant_id, rows, body.as_of)
+        rows = await read_then(conn, caller.tenant_id, rows, body.as_of)
     return FactList(items=[to_public(r) for r in rows])
 
 
 async def forget_fact(
-    db: AsyncSession, caller: Caller, item_id: uuid.UUID, reason: str, actor: Actor | None = None
+    conn: asyncpg.Connection,
+    caller: Caller,
+    item_id: uuid.UUID,
+    reason: str,
+    actor: Actor | None = None,
 ) -> MemoryItemPublic:
     """Invalidate a fact now (kept, with the reason in its history); a fact already
     invalid is 409 `fact_already_invalid`, an item that is not a fact 409 `not_a_fact`."""
-    item = await get_item(db, caller, item_id, for_update=True)
+    item = Fact.of(await get_item(conn, caller, item_id, for_update=True))
     if item.kind != FACT_KIND:
         raise Conflict(
             "Only facts (kind 'fact') are forgotten this way; delete other items.",
@@ -185,8 +190,8 @@ async def forget_fact(
     now = datetime.now(UTC)
     item.invalid_at, item.updated_at = now, now
     item.version += 1
-    await db.flush()
+    await repo.update_item(conn, item)
     await item_versions.record(
-        db, item, "forget", actor or Actor("api", caller.key_id, caller.agent_id), reason
+        conn, item, "forget", actor or Actor("api", caller.key_id, caller.agent_id), reason
     )
     return to_public(item)

@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.facts import repository as repo
+from app.facts.item import Fact, Facts
 from app.knowledge import versions
 from app.knowledge.timeline import merge_sources
-from app.models.memory_item import MemoryItem
 
 ERASURE = versions.Actor("erasure")
 
@@ -100,7 +100,7 @@ def plan_release(
     return Release(kept, frozenset(doomed), restored)
 
 
-def _supported(r: MemoryItem) -> Supported:
+def _supported(r: Fact) -> Supported:
     return Supported(
         r.id,
         list(r.sources or []),
@@ -123,15 +123,18 @@ def redate(
     return start, earliest
 
 
-async def release_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: uuid.UUID) -> int:
+async def release_session(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> int:
     """Apply `plan_release` for a session about to be deleted (the caller's transaction;
     the erasure then deletes the facts still drawn from it). Returns the facts kept."""
     sid = str(session_id)
-    touched = await repo.facts_of_session(db, tenant_id, session_id)
+    facts = Facts()
+    touched = facts.all(await repo.facts_of_session(conn, tenant_id, session_id))
     if not touched:
         return 0
     ids = [t.id for t in touched]
-    neighbours = await repo.replaced_by_any(db, tenant_id, ids)
+    neighbours = facts.all(await repo.replaced_by_any(conn, tenant_id, ids))
     plan = plan_release([_supported(t) for t in touched], [_supported(n) for n in neighbours], sid)
     items = {r.id: r for r in [*touched, *neighbours]}
     now = datetime.now(UTC)
@@ -143,29 +146,29 @@ async def release_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: uu
             item.source_session_id = uuid.UUID(str(latest["session_id"]))
             item.source_seqs = list(latest["seqs"])
         old_start = item.valid_from
-        earliest = await repo.first_said(db, tenant_id, rest)
+        earliest = await repo.first_said(conn, tenant_id, rest)
         item.valid_from, item.stated_at = redate(item.valid_from, item.stated_at, earliest)
         item.version += 1
         item.updated_at = now
-        await db.flush()
+        await repo.update_item(conn, item)
         why = f"session {sid} deleted: it no longer supports this"
         if item.valid_from != old_start and item.valid_from is not None:
             why += f"; first said {item.stated_at:%Y-%m-%d %H:%M} UTC by what remains"
-        await versions.record(db, item, "unsupport", ERASURE, why)
-        await repo.forget_in_versions(db, tenant_id, fid, session_id)
+        await versions.record(conn, item, "unsupport", ERASURE, why)
+        await repo.forget_in_versions(conn, tenant_id, fid, session_id)
         if item.stated_at is not None and earliest is not None and item.stated_at == earliest:
-            await repo.redate_versions(db, tenant_id, fid, earliest)
+            await repo.redate_versions(conn, tenant_id, fid, earliest)
         if item.valid_from != old_start and old_start is not None:
-            await _moved_start(db, tenant_id, item, old_start, [*touched, *neighbours], plan)
+            await _moved_start(conn, tenant_id, item, old_start, facts, plan)
     for fid, (end, succ) in plan.restored.items():
         item = items[fid]
         item.invalid_at, item.superseded_by = end, succ
         item.version += 1
         item.updated_at = now
-        await db.flush()
+        await repo.update_item(conn, item)
         why = "true again" if succ is None else f"now replaced by fact {succ}"
         await versions.record(
-            db,
+            conn,
             item,
             "restore",
             ERASURE,
@@ -175,25 +178,23 @@ async def release_session(db: AsyncSession, tenant_id: uuid.UUID, session_id: uu
 
 
 async def _moved_start(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
-    item: MemoryItem,
+    item: Fact,
     old_start: datetime,
-    loaded: list[MemoryItem],
+    facts: Facts,
     plan: Release,
 ) -> None:
     """The facts `item` replaced at its old start now end at its new one."""
-    known = {f.id: f for f in loaded}
-    for f in await repo.replaced_by_any(db, tenant_id, [item.id]):
-        f = known.get(f.id, f)
+    for f in facts.all(await repo.replaced_by_any(conn, tenant_id, [item.id])):
         if f.id in plan.doomed or f.invalid_at != old_start or f.superseded_by != item.id:
             continue
         f.invalid_at = item.valid_from
         f.version += 1
         f.updated_at = datetime.now(UTC)
-        await db.flush()
+        await repo.update_item(conn, f)
         await versions.record(
-            db,
+            conn,
             f,
             "restore",
             ERASURE,

@@ -23,24 +23,24 @@ import asyncio
 import logging
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
 from arq import Retry
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.facts import metrics
 from app.facts import state as runs
 from app.facts.extract import Deps, LeaseLost, Outcome, run_extraction, run_range, stated_range
+from app.facts.run import connected
 from app.facts.trigger import EXTRACT_JOB, extract_job_id, follow, schedule_extraction
 from app.jobs.followup import after_job
 from app.jobs.lease import lease_lost
 from app.llm import usage
-from app.models.base import table_of
-from app.models.fact import FactExtraction
 from app.state import worker_state
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 log = logging.getLogger("loom.facts.jobs")
 
@@ -89,16 +89,15 @@ async def claimed(
     deadline = asyncio.get_running_loop().time() + wait
     while True:
         try:
-            async with deps.sessionmaker() as db:
+            async with connected(deps.sessionmaker, commit=True) as conn:
                 ok = await runs.claim_run(
-                    db,
+                    conn,
                     tenant_id,
                     session_id,
                     owner,
                     stale_after=claim_stale_after(deps.settings),
                     attempts=attempts,
                 )
-                await db.commit()
         except Exception as exc:  # the claim is bookkeeping: never worse than before it
             log.warning("could not claim the fact extraction: %s: %s", type(exc).__name__, exc)
             return True
@@ -122,9 +121,8 @@ async def record(
 ) -> None:
     """Write job status; bookkeeping never decides the job's fate."""
     try:
-        async with sessionmaker() as db:
-            await runs.mark(db, tenant_id, session_id, **values)
-            await db.commit()
+        async with connected(sessionmaker, commit=True) as conn:
+            await runs.mark(conn, tenant_id, session_id, **values)
     except Exception as exc:
         log.warning("could not record fact extraction status: %s", type(exc).__name__)
 
@@ -146,11 +144,11 @@ def finished(outcome: Outcome) -> dict[str, Any]:
 
 
 def _now() -> Any:
-    return sa.func.now()
+    return runs.NOW
 
 
 def _runs_plus_one() -> Any:
-    return table_of(FactExtraction).c.runs + 1
+    return runs.RUNS_PLUS_ONE
 
 
 async def run_once(
@@ -174,10 +172,9 @@ async def run_once(
         outcome.skipped = "budget"
         return outcome
     if retry_failed:
-        async with deps.sessionmaker() as db:
-            state = await runs.get_state(db, tenant_id, session_id)
+        async with connected(deps.sessionmaker, commit=False) as conn:
+            state = await runs.get_state(conn, tenant_id, session_id)
             ranges = list(state.failed_ranges or []) if state is not None else []
-            await db.rollback()
         for r in ranges:
             await run_range(
                 deps, tenant_id, session_id, int(r["first_seq"]), int(r["last_seq"]), outcome
@@ -195,6 +192,10 @@ async def run_once(
     return outcome
 
 
+class _Moved(Exception):
+    """The watermark moved off a batch about to be set aside."""
+
+
 async def give_up_on(
     sessionmaker: async_sessionmaker[AsyncSession],
     tenant_id: uuid.UUID,
@@ -206,20 +207,20 @@ async def give_up_on(
     it (only if it is still the next batch). True when marked."""
     first, last = batch
     try:
-        async with sessionmaker() as db:
-            await runs.ensure_state(db, tenant_id, session_id)
-            state = await runs.get_state(db, tenant_id, session_id, for_update=True)
+        async with connected(sessionmaker, commit=True) as conn:
+            await runs.ensure_state(conn, tenant_id, session_id)
+            state = await runs.get_state(conn, tenant_id, session_id, for_update=True)
             if state is None or state.watermark_seq != first - 1:
-                await db.rollback()
-                return False
+                raise _Moved
             ranges = [
                 *(state.failed_ranges or []),
                 stated_range(first, last, error, datetime.now(UTC)),
             ]
-            await runs.set_failed_ranges(db, tenant_id, session_id, ranges)
-            await runs.advance(db, tenant_id, session_id, last)
-            await db.commit()
+            await runs.set_failed_ranges(conn, tenant_id, session_id, ranges)
+            await runs.advance(conn, tenant_id, session_id, last)
             return True
+    except _Moved:  # rolled back: the batch is no longer the next one
+        return False
     except Exception as exc:
         log.warning("could not mark a failed fact range: %s", type(exc).__name__)
         return False
@@ -331,9 +332,9 @@ async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
     settings = state.settings
     now = datetime.now(UTC)
     interval = timedelta(seconds=settings.compress_cron_seconds)
-    async with state.sessionmaker() as db:
+    async with connected(state.sessionmaker, commit=False) as conn:
         lost = await runs.stale_extractions(
-            db,
+            conn,
             pending_before=now
             - 2 * interval
             - timedelta(seconds=max(settings.facts_quiet_seconds, settings.facts_idle_seconds)),

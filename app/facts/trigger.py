@@ -22,12 +22,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from app.facts import state as runs
 from app.facts.policy import FactsConfig
+from app.facts.run import connected
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
     from app.core.config import Settings
     from app.core.queue import Queue
     from app.messages.hooks import AppendedBatch
@@ -74,9 +75,8 @@ async def schedule_extraction(
     """Record the job as pending, then schedule it `delay` seconds from now. Never raises."""
     job_id = extract_job_id(session_id)
     try:
-        async with sessionmaker() as db:
-            await runs.mark_pending(db, tenant_id, session_id, job_id)
-            await db.commit()
+        async with connected(sessionmaker, commit=True) as conn:
+            await runs.mark_pending(conn, tenant_id, session_id, job_id)
     except Exception as exc:
         log.warning("could not record pending extraction of %s: %s", session_id, type(exc).__name__)
     return await queue.schedule(
@@ -95,15 +95,13 @@ async def follow(
     config: Mapping[str, Any] | None = None,
 ) -> bool:
     """Schedule the session's extraction as its waiting messages say (module doc)."""
-    async with sessionmaker() as db:
+    async with connected(sessionmaker, commit=False) as conn:
         if last_seq is None or config is None:
-            info = await runs.session_facts(db, tenant_id, session_id)
+            info = await runs.session_facts(conn, tenant_id, session_id)
             if info is None:
-                await db.rollback()
                 return False
             last_seq, config = info.last_seq, info.config
-        watermark, retrying, users = await runs.waiting_state(db, tenant_id, session_id)
-        await db.rollback()
+        watermark, retrying, users = await runs.waiting_state(conn, tenant_id, session_id)
     cfg = FactsConfig.from_stored((config or {}).get("facts"))
     if not cfg.enabled:
         return False

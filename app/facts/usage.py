@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from app.facts import metrics, prompts
 from app.facts import state as runs
 from app.facts.policy import FactOutputError
-from app.facts.run import Deps, Outcome
+from app.facts.run import Deps, Outcome, connected
 from app.llm.errors import LLMError
 
 log = logging.getLogger("loom.facts")
@@ -28,16 +28,15 @@ async def record_usage(
     output_tokens: int,
 ) -> None:
     try:
-        async with deps.sessionmaker() as db:
+        async with connected(deps.sessionmaker, commit=True) as conn:
             await runs.add_usage(
-                db,
+                conn,
                 tenant_id,
                 session_id,
                 calls=calls,
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
             )
-            await db.commit()
     except Exception as exc:  # bookkeeping never decides the job's fate
         log.warning("could not record fact extraction usage: %s", type(exc).__name__)
 

@@ -1,6 +1,7 @@
 """`as_of`: what was true at a time. The SQL side keeps the items true then
-(`valid_at`, here); this module shows each as it read then: the version in
-effect at that time (`app.knowledge.timeline.version_at`) over the item's current row."""
+(`app.knowledge.repository.valid_at_sql`); this module shows each as it read then: the
+version in effect at that time (`app.knowledge.timeline.version_at`) over the item's
+current row."""
 
 from __future__ import annotations
 
@@ -10,16 +11,10 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.knowledge import versions
 from app.knowledge.timeline import version_at
-from app.knowledge.versions import V
-from app.models.base import table_of
-from app.models.memory_item import MemoryItem
-
-M = table_of(MemoryItem).c
 
 # the fields a version holds; the rest (id, scope, kind, payload, created...) is the item's
 _FROM_VERSION = (
@@ -60,25 +55,6 @@ _ITEM_FIELDS = (
 )
 
 
-def first_valid_from(tenant_id: uuid.UUID) -> sa.ColumnElement[Any]:
-    """When an item first took effect: its earliest version's `valid_from`, else its own,
-    else its creation (the versions read names the tenant: one partition)."""
-    earliest = (
-        sa.select(sa.func.min(V.c.valid_from))
-        .where(V.c.tenant_id == tenant_id, V.c.item_id == M.id)
-        .scalar_subquery()
-    )
-    return sa.func.coalesce(sa.func.least(M.valid_from, earliest), M.created_at)
-
-
-def valid_at(tenant_id: uuid.UUID, at: datetime) -> sa.ColumnElement[bool]:
-    """A tenant's items true at `at` (world time): taken effect by then and not invalid
-    yet."""
-    return sa.and_(
-        first_valid_from(tenant_id) <= at, sa.or_(M.invalid_at.is_(None), M.invalid_at > at)
-    )
-
-
 def as_read_then(item: Any, version: Any | None) -> Any:
     """The item with the fields of `version` (itself when None)."""
     if version is None:
@@ -89,10 +65,10 @@ def as_read_then(item: Any, version: Any | None) -> Any:
 
 
 async def read_then(
-    db: AsyncSession, tenant_id: uuid.UUID, rows: Sequence[Any], at: datetime
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, rows: Sequence[Any], at: datetime
 ) -> list[Any]:
     """Each row as it read at `at` (rows already filtered to those true then)."""
-    found = await versions.versions_of(db, tenant_id, [r.id for r in rows])
+    found = await versions.versions_of(conn, tenant_id, [r.id for r in rows])
     return [
         as_read_then(r, version_at(found.get(r.id, []), at, created_at=r.created_at)) for r in rows
     ]

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.context.blocks import ContextBlock, OpenDb
+from app.core import pg
 from app.core.config import get_settings
 from app.core.tokens import count_text
 from app.knowledge import packages, repository
@@ -60,7 +61,7 @@ async def knowledge_provider(
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.share))
     async with open_db() as db:
         found = await packages.knowledge_block(
-            db,
+            await pg.driver_connection(db),
             session_row.tenant_id,
             task_id=cfg.task_id,
             project_id=cfg.project_id,
@@ -107,7 +108,8 @@ async def learned_provider(
     if cfg is None or not cfg.learned:
         return None
     async with open_db() as db:
-        row = await repository.get_active_learned(db, session_row.tenant_id, session_row.agent_id)
+        conn = await pg.driver_connection(db)
+        row = await repository.get_active_learned(conn, session_row.tenant_id, session_row.agent_id)
     if row is None:
         return None
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.learned_share))

@@ -10,21 +10,21 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import Caller
 from app.core.errors import Conflict, NotFound
 from app.knowledge import repository
 from app.knowledge.learned import LearnedError, rollback_target
 from app.knowledge.schemas import LearnedContent, LearnedPublic
-from app.models.learned import LearnedHead, LearnedVersion
+from app.models.learned import LearnedHeadRow, LearnedVersionRow
 
 
 def check_agent(caller: Caller, agent_id: str) -> None:
     caller.require_agent_access(agent_id)
 
 
-def to_public(row: LearnedVersion, head: LearnedHead) -> LearnedPublic:
+def to_public(row: LearnedVersionRow, head: LearnedHeadRow) -> LearnedPublic:
     content = LearnedContent.model_validate(row.content)
     return LearnedPublic(
         **content.model_dump(),
@@ -37,35 +37,35 @@ def to_public(row: LearnedVersion, head: LearnedHead) -> LearnedPublic:
 
 
 async def put(
-    db: AsyncSession, caller: Caller, agent_id: str, body: LearnedContent
+    conn: asyncpg.Connection, caller: Caller, agent_id: str, body: LearnedContent
 ) -> LearnedPublic:
     """Store a new version and make it active."""
     check_agent(caller, agent_id)
-    version = await repository.allocate_learned_version(db, caller.tenant_id, agent_id)
-    row = LearnedVersion(
-        id=uuid.uuid4(),
-        tenant_id=caller.tenant_id,
-        agent_id=agent_id,
-        version=version,
-        content=body.model_dump(),
+    head = await repository.allocate_learned_version(conn, caller.tenant_id, agent_id)
+    row = await repository.add_learned_version(
+        conn,
+        LearnedVersionRow(
+            id=uuid.uuid4(),
+            tenant_id=caller.tenant_id,
+            agent_id=agent_id,
+            version=head.latest_version,
+            content=body.model_dump(),
+            created_at=datetime.now(UTC),
+        ),
     )
-    await repository.add_learned_version(db, row)
-    head = await repository.get_learned_head(db, caller.tenant_id, agent_id)
-    assert head is not None
-    await db.refresh(head)  # the upsert changed it behind the ORM's back
     return to_public(row, head)
 
 
 async def get(
-    db: AsyncSession, caller: Caller, agent_id: str, version: int | None = None
+    conn: asyncpg.Connection, caller: Caller, agent_id: str, version: int | None = None
 ) -> LearnedPublic:
     """The active version, or a given one."""
     check_agent(caller, agent_id)
-    head = await repository.get_learned_head(db, caller.tenant_id, agent_id)
+    head = await repository.get_learned_head(conn, caller.tenant_id, agent_id)
     if head is None:
         raise NotFound("This agent has no learned artifacts.", code="learned_not_found")
     row = await repository.get_learned_version(
-        db, caller.tenant_id, agent_id, version or head.active_version
+        conn, caller.tenant_id, agent_id, version or head.active_version
     )
     if row is None:
         raise NotFound(f"No learned version {version}.", code="learned_version_not_found")
@@ -73,23 +73,24 @@ async def get(
 
 
 async def rollback(
-    db: AsyncSession, caller: Caller, agent_id: str, to_version: int | None
+    conn: asyncpg.Connection, caller: Caller, agent_id: str, to_version: int | None
 ) -> LearnedPublic:
     """Make an earlier version active (the previous one by default)."""
     check_agent(caller, agent_id)
-    head = await repository.get_learned_head(db, caller.tenant_id, agent_id, for_update=True)
+    head = await repository.get_learned_head(conn, caller.tenant_id, agent_id, for_update=True)
     if head is None:
         raise NotFound("This agent has no learned artifacts.", code="learned_not_found")
-    versions = await repository.learned_version_numbers(db, caller.tenant_id, agent_id)
+    versions = await repository.learned_version_numbers(conn, caller.tenant_id, agent_id)
     try:
         target = rollback_target(versions, head.active_version, to_version)
     except LearnedError as exc:
         if to_version is not None and to_version not in versions:
             raise NotFound(str(exc), code="learned_version_not_found") from exc
         raise Conflict(str(exc), code="cannot_rollback") from exc
-    head.active_version = target
-    head.updated_at = datetime.now(UTC)
-    await db.flush()
-    row = await repository.get_learned_version(db, caller.tenant_id, agent_id, target)
+    moved = await repository.activate_learned_version(
+        conn, caller.tenant_id, agent_id, target, datetime.now(UTC)
+    )
+    assert moved is not None  # its row is locked
+    row = await repository.get_learned_version(conn, caller.tenant_id, agent_id, target)
     assert row is not None
-    return to_public(row, head)
+    return to_public(row, moved)

@@ -13,13 +13,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.core.tokens import count_text
 from app.knowledge import repository
-from app.knowledge.asof import read_then, valid_at
+from app.knowledge.asof import read_then
 from app.knowledge.assembler import Candidate, Package, assemble
 from app.knowledge.budget import Tier, TierShares, allocate
 from app.knowledge.filters import Condition
@@ -65,7 +65,7 @@ def header_for(scopes: dict[Tier, Scope]) -> str:
 
 
 async def build(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     *,
     task_id: str | None,
@@ -82,18 +82,17 @@ async def build(
     the items true then, as they read then)."""
     scopes = tier_scopes(task_id, project_id, include_global)
     allowance = allocate(budget_tokens, shares)
-    valid = None if as_of is None else valid_at(tenant_id, as_of)
-    raw = await repository.tier_totals(db, tenant_id, list(scopes.values()), conditions, valid)
+    raw = await repository.tier_totals(conn, tenant_id, list(scopes.values()), conditions, as_of)
     totals: dict[Tier, tuple[int, int]] = {t: raw.get(t, (0, 0)) for t in scopes}
     open_tiers = [(scopes[t], allowance[t]) for t in scopes if totals[t][0] and allowance[t]]
     rows = await repository.tier_candidates(
-        db, tenant_id, open_tiers, conditions, limit=max_candidates, valid=valid
+        conn, tenant_id, open_tiers, conditions, limit=max_candidates, as_of=as_of
     )
     if head_tail:
         seen = {r.id for r in rows}
         for scope, cap in open_tiers:
             more = await repository.head_tail_candidates(
-                db, tenant_id, scope, conditions, max_cost=cap, n=head_tail, valid=valid
+                conn, tenant_id, scope, conditions, max_cost=cap, n=head_tail, as_of=as_of
             )
             rows += [r for r in more if r.id not in seen]
             seen |= {r.id for r in more}
@@ -101,7 +100,7 @@ async def build(
     cands: list[Candidate[uuid.UUID]] = [
         Candidate(
             id=r.id,
-            tier=r.scope_kind,
+            tier=cast(Tier, r.scope_kind),
             importance=r.importance,
             created_at=r.created_at,
             token_cost=r.token_cost,
@@ -109,9 +108,9 @@ async def build(
         for r in rows
     ]
     pkg = assemble(cands, budget_tokens, shares, head_tail=head_tail, candidate_totals=totals)
-    fetched = await repository.get_rows(db, tenant_id, [c.id for c in pkg.items])
+    fetched: list[Any] = await repository.get_rows(conn, tenant_id, [c.id for c in pkg.items])
     if as_of is not None:
-        fetched = await read_then(db, tenant_id, fetched, as_of)
+        fetched = await read_then(conn, tenant_id, fetched, as_of)
     full = {r.id: r for r in fetched}
     rows_out = [(c.tier, full[c.id]) for c in pkg.items if c.id in full]
     return BuiltPackage(pkg, rows_out, header_for(scopes))
@@ -124,12 +123,16 @@ def render(built: BuiltPackage) -> str:
 
 
 async def create_package(
-    db: AsyncSession, tenant_id: uuid.UUID, body: ContextPackageCreate, *, max_candidates: int
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    body: ContextPackageCreate,
+    *,
+    max_candidates: int,
 ) -> ContextPackagePublic:
     """POST /v1/context-packages."""
     conditions = parse_filters(body.filters).conditions
     built = await build(
-        db,
+        conn,
         tenant_id,
         task_id=body.task_id,
         project_id=body.project_id,
@@ -162,7 +165,7 @@ async def create_package(
 
 
 async def knowledge_block(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     *,
     task_id: str | None,
@@ -188,7 +191,7 @@ async def knowledge_block(
     if inner <= 0:
         return None
     built = await build(
-        db,
+        conn,
         tenant_id,
         task_id=task_id,
         project_id=project_id,

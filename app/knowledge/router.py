@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Path, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.times import AS_OF_DOC, AsOf
@@ -57,7 +58,8 @@ async def create_memory_item(
 ) -> MemoryItemPublic:
     """Store a task/project/global knowledge item (a project past max_items evicts 10%).
     Its ETag (its version) is what a `PATCH` names in If-Match."""
-    item = await service.create_item(db, caller, body, max_items=_max_items(request))
+    conn = await pg.driver_connection(db)
+    item = await service.create_item(conn, caller, body, max_items=_max_items(request))
     response.headers["ETag"] = f'"{item.version}"'
     return service.to_public(item)
 
@@ -80,8 +82,9 @@ async def query_memory_items(
     """Filter, order and page items (filters run in SQL; unknown fields/operators are 422).
     Facts superseded or forgotten are left out unless `include_invalidated=true`; with
     `as_of`, the items true at that time."""
+    conn = await pg.driver_connection(db)
     return await service.query_items(
-        db, caller, body, include_invalidated=include_invalidated, as_of=as_of
+        conn, caller, body, include_invalidated=include_invalidated, as_of=as_of
     )
 
 
@@ -92,7 +95,8 @@ async def clear_memory_items(
     caller: CallerDep,
 ) -> ClearResult:
     """Delete a scope's items (optionally only matching ones); `global` needs confirm: true."""
-    return await service.clear_items(db, caller, body)
+    conn = await pg.driver_connection(db)
+    return await service.clear_items(conn, caller, body)
 
 
 @router.get(
@@ -102,7 +106,8 @@ async def get_memory_item(
     item_id: uuid.UUID, db: DbDep, caller: CallerDep, response: Response
 ) -> MemoryItemPublic:
     """One item (its ETag: its version, for `PATCH`'s If-Match)."""
-    item = await service.get_item(db, caller, item_id)
+    conn = await pg.driver_connection(db)
+    item = await service.get_item(conn, caller, item_id)
     response.headers["ETag"] = f'"{item.version}"'
     return service.to_public(item)
 
@@ -110,7 +115,8 @@ async def get_memory_item(
 @router.delete("/memory-items/{item_id:uuid}", status_code=204, summary="Delete a knowledge item")
 async def delete_memory_item(item_id: uuid.UUID, db: DbDep, caller: CallerDep) -> Response:
     """Delete one item."""
-    await service.delete_item(db, caller, item_id)
+    conn = await pg.driver_connection(db)
+    await service.delete_item(conn, caller, item_id)
     return Response(status_code=204)
 
 
@@ -127,8 +133,9 @@ async def promote_memory_item(
     body: Annotated[PromoteRequest | None, Body(openapi_examples=examples.PROMOTE)] = None,
 ) -> MemoryItemPublic:
     """Move an item one tier up: task -> project (needs project_id) -> global."""
+    conn = await pg.driver_connection(db)
     item = await service.promote_item(
-        db, caller, item_id, body.project_id if body else None, max_items=_max_items(request)
+        conn, caller, item_id, body.project_id if body else None, max_items=_max_items(request)
     )
     return service.to_public(item)
 
@@ -146,8 +153,9 @@ async def complete_task(
     body: Annotated[TaskComplete | None, Body(openapi_examples=examples.TASK_COMPLETE)] = None,
 ) -> TaskCompleteResult:
     """Promote the listed task items to the project, then clear the task's memory."""
+    conn = await pg.driver_connection(db)
     return await service.complete_task(
-        db, caller, task_id, body or TaskComplete(), max_items=_max_items(request)
+        conn, caller, task_id, body or TaskComplete(), max_items=_max_items(request)
     )
 
 
@@ -163,8 +171,9 @@ async def create_context_package(
     caller: CallerDep,
 ) -> ContextPackagePublic:
     """Items of the task, project and global tiers within budget_tokens (40/40/20 default)."""
+    conn = await pg.driver_connection(db)
     return await packages.create_package(
-        db,
+        conn,
         caller.tenant_id,
         body,
         max_candidates=int(app_state(request.app).settings.knowledge_max_candidates),
@@ -183,7 +192,8 @@ async def put_learned(
     caller: CallerDep,
 ) -> LearnedPublic:
     """Store a new learned version for the agent and make it active."""
-    return await learned_service.put(db, caller, agent_id, body)
+    conn = await pg.driver_connection(db)
+    return await learned_service.put(conn, caller, agent_id, body)
 
 
 @router.get(
@@ -198,7 +208,8 @@ async def get_learned(
     version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
 ) -> LearnedPublic:
     """The active learned version (or `version`)."""
-    return await learned_service.get(db, caller, agent_id, version)
+    conn = await pg.driver_connection(db)
+    return await learned_service.get(conn, caller, agent_id, version)
 
 
 @router.post(
@@ -213,4 +224,5 @@ async def rollback_learned(
     body: Annotated[LearnedRollback | None, Body(openapi_examples=examples.ROLLBACK)] = None,
 ) -> LearnedPublic:
     """Make an earlier version active (default: the one before the active version)."""
-    return await learned_service.rollback(db, caller, agent_id, body.to_version if body else None)
+    conn = await pg.driver_connection(db)
+    return await learned_service.rollback(conn, caller, agent_id, body.to_version if body else None)

@@ -9,7 +9,7 @@ Decisions where the spec is silent:
 - ``source`` defaults to the caller's agent id, else ``api``.
 - Clearing ``global`` without ``confirm: true`` is 400 ``confirmation_required``.
 - The ``agent`` tier is the exception to tenant-wide knowledge: private to its
-  agent (``app.knowledge.repository.readable``); another agent's item is 404.
+  agent (``app.knowledge.repository.readable_sql``); another agent's item is 404.
 - Every change (create, edit, promote, delete, clear, eviction) writes a version row saying
   who, when and why (``app.knowledge.versions``); an item written by hand is valid
   from when it was written.
@@ -24,14 +24,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import AgentMismatch, Caller
 from app.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from app.core.pagination import decode_cursor, fetch_limit, invalid_cursor, page
 from app.core.tokens import count_text
 from app.knowledge import repository, versions
-from app.knowledge.asof import read_then, valid_at
+from app.knowledge.asof import read_then
 from app.knowledge.eviction import eviction_count
 from app.knowledge.filters import FIELDS, Condition, FilterError, ItemQuery, parse_query
 from app.knowledge.render import item_line
@@ -54,16 +54,16 @@ from app.knowledge.scopes import (
     scope_from_columns,
 )
 from app.knowledge.versions import Actor, actor_of
-from app.models.memory_item import MemoryItem
+from app.models.memory_item import MemoryItemRow
 from app.users import access as users_access
 
 
-def item_scope(item: MemoryItem) -> Scope:
+def item_scope(item: Any) -> Scope:
     return scope_from_columns(item.scope_kind, item.scope_id)
 
 
 def to_public(item: Any) -> MemoryItemPublic:
-    """An item (ORM object or plain row) for the API."""
+    """An item (a row, or a fact as facts reads it) for the API."""
     return MemoryItemPublic(
         id=item.id,
         scope=str(scope_from_columns(item.scope_kind, item.scope_id)),
@@ -105,10 +105,10 @@ def resolve_scope(caller: Caller, scope: Scope) -> Scope:
     return agent_scope(own)
 
 
-async def require_scope_access(db: AsyncSession, caller: Caller, scope: Scope) -> None:
+async def require_scope_access(conn: asyncpg.Connection, caller: Caller, scope: Scope) -> None:
     """A ``user/<id>`` scope the caller may not see is 404 ``user_not_found``."""
     if scope.kind == "user" and scope.id is not None:
-        await users_access.require_visible(db, caller, scope.id)
+        await users_access.require_visible(conn, caller, scope.id)
 
 
 def every_user(caller: Caller) -> bool:
@@ -139,14 +139,19 @@ def parse_filters(filters: dict[str, Any], *, loc: str = "filters", **kw: Any) -
 
 
 async def create_item(
-    db: AsyncSession, caller: Caller, body: MemoryItemCreate, *, max_items: int, via: str = "api"
-) -> MemoryItem:
+    conn: asyncpg.Connection,
+    caller: Caller,
+    body: MemoryItemCreate,
+    *,
+    max_items: int,
+    via: str = "api",
+) -> MemoryItemRow:
     """Store an item (valid from now, version 1 `add`); a project past ``max_items`` then
     evicts its lowest/oldest 10%."""
     scope = resolve_scope(caller, parse_scope(body.scope))
-    await require_scope_access(db, caller, scope)
+    await require_scope_access(conn, caller, scope)
     now = datetime.now(UTC)
-    item = MemoryItem(
+    item = MemoryItemRow(
         id=uuid.uuid4(),
         tenant_id=caller.tenant_id,
         scope_kind=scope.kind,
@@ -161,35 +166,47 @@ async def create_item(
         created_at=now,
         updated_at=now,
         valid_from=now,
+        invalid_at=None,
+        superseded_by=None,
+        source_session_id=None,
+        source_seqs=[],
+        version=1,
+        fact_key=None,
         stated_at=now,
+        sources=[],
     )
     actor = actor_of(caller, via)
     if scope.kind == "project":
-        await repository.lock_scope(db, caller.tenant_id, scope)
-    await repository.add(db, item)
-    await versions.record(db, item, "add", actor, "written")
+        await repository.lock_scope(conn, caller.tenant_id, scope)
+    item = await repository.add(conn, item)
+    await versions.record(conn, item, "add", actor, "written")
     if scope.kind == "project":
-        await enforce_max_items(db, caller.tenant_id, scope, max_items, actor)
+        await enforce_max_items(conn, caller.tenant_id, scope, max_items, actor)
     return item
 
 
 async def enforce_max_items(
-    db: AsyncSession, tenant_id: uuid.UUID, scope: Scope, max_items: int, actor: Actor | None = None
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    scope: Scope,
+    max_items: int,
+    actor: Actor | None = None,
 ) -> int:
     """Evict per eviction.py when the project is past its cap; returns how many went."""
-    n = eviction_count(await repository.count(db, tenant_id, scope), max_items)
-    gone = await repository.evict_lowest(db, tenant_id, scope, n)
+    n = eviction_count(await repository.count(conn, tenant_id, scope), max_items)
+    gone = await repository.evict_lowest(conn, tenant_id, scope, n)
     await versions.record_removed(
-        db, gone, actor or Actor("extraction"), f"evicted: {scope} passed max_items ({max_items})"
+        conn, gone, actor or Actor("extraction"), f"evicted: {scope} passed max_items ({max_items})"
     )
     return len(gone)
 
 
 async def get_item(
-    db: AsyncSession, caller: Caller, item_id: uuid.UUID, *, for_update: bool = False
-) -> MemoryItem:
+    conn: asyncpg.Connection, caller: Caller, item_id: uuid.UUID, *, for_update: bool = False
+) -> MemoryItemRow:
+    """The item if the caller may read it (404 ``memory_item_not_found`` otherwise)."""
     item = await repository.get(
-        db,
+        conn,
         caller.tenant_id,
         item_id,
         agent_id=caller.agent_id,
@@ -202,14 +219,14 @@ async def get_item(
 
 
 async def delete_item(
-    db: AsyncSession, caller: Caller, item_id: uuid.UUID, *, via: str = "api"
+    conn: asyncpg.Connection, caller: Caller, item_id: uuid.UUID, *, via: str = "api"
 ) -> None:
     gone = await repository.delete(
-        db, caller.tenant_id, item_id, agent_id=caller.agent_id, every_user=every_user(caller)
+        conn, caller.tenant_id, item_id, agent_id=caller.agent_id, every_user=every_user(caller)
     )
     if gone is None:
         raise NotFound("No such memory item.", code="memory_item_not_found")
-    await versions.record_removed(db, [gone], actor_of(caller, via), "deleted")
+    await versions.record_removed(conn, [gone], actor_of(caller, via), "deleted")
 
 
 def _cursor_value(field: str, raw: Any) -> Any:
@@ -230,7 +247,7 @@ def _cursor_value(field: str, raw: Any) -> Any:
 
 
 async def query_items(
-    db: AsyncSession,
+    conn: asyncpg.Connection,
     caller: Caller,
     body: MemoryItemQuery,
     *,
@@ -251,9 +268,8 @@ async def query_items(
             after = (_cursor_value(q.order.field, data["v"]), uuid.UUID(data["i"]))
         except (ValueError, TypeError) as exc:
             raise invalid_cursor("The cursor does not belong to this query.") from exc
-    valid = None if as_of is None else valid_at(caller.tenant_id, as_of)
     fetched = await repository.query(
-        db,
+        conn,
         caller.tenant_id,
         q.conditions,
         q.order,
@@ -261,7 +277,7 @@ async def query_items(
         after,
         agent_id=caller.agent_id,
         include_invalidated=include_invalidated,
-        valid=valid,
+        as_of=as_of,
         every_user=every_user(caller),
     )
 
@@ -278,15 +294,20 @@ async def query_items(
         }
 
     rows, next_cursor = page(fetched, q.limit, cursor_after)
-    shown = rows if as_of is None else await read_then(db, caller.tenant_id, rows, as_of)
+    shown = rows if as_of is None else await read_then(conn, caller.tenant_id, rows, as_of)
     return MemoryItemList(items=[to_public(r) for r in shown], next_cursor=next_cursor)
 
 
 async def promote_item(
-    db: AsyncSession, caller: Caller, item_id: uuid.UUID, project_id: str | None, *, max_items: int
-) -> MemoryItem:
+    conn: asyncpg.Connection,
+    caller: Caller,
+    item_id: uuid.UUID,
+    project_id: str | None,
+    *,
+    max_items: int,
+) -> MemoryItemRow:
     """Move an item one tier up: task -> project (project_id needed) -> global."""
-    item = await get_item(db, caller, item_id)
+    item = await get_item(conn, caller, item_id)
     try:
         target = promotion_target(item_scope(item), project_id=project_id)
     except ScopeError as exc:
@@ -294,23 +315,22 @@ async def promote_item(
         # well-formed request that does not fit it is a conflict with its state.
         raise Conflict(str(exc), code="cannot_promote") from exc
     if target.kind == "project":
-        await repository.lock_scope(db, caller.tenant_id, target)
+        await repository.lock_scope(conn, caller.tenant_id, target)
     origin = item_scope(item)
-    item.scope_kind, item.scope_id = target.kind, target.storage_id
-    item.updated_at = datetime.now(UTC)
-    item.version += 1
-    await db.flush()
+    moved = await repository.move_one(conn, caller.tenant_id, item.id, target, datetime.now(UTC))
+    if moved is None:  # deleted since it was read
+        raise NotFound("No such memory item.", code="memory_item_not_found")
     await versions.record(
-        db, item, "promote", actor_of(caller), f"promoted from {origin} to {target}"
+        conn, moved, "promote", actor_of(caller), f"promoted from {origin} to {target}"
     )
     if target.kind == "project":
         # The promoted item itself may be among the evicted if it ranks lowest.
-        await enforce_max_items(db, caller.tenant_id, target, max_items, actor_of(caller))
-    return item
+        await enforce_max_items(conn, caller.tenant_id, target, max_items, actor_of(caller))
+    return moved
 
 
 async def complete_task(
-    db: AsyncSession, caller: Caller, task_id: str, body: TaskComplete, *, max_items: int
+    conn: asyncpg.Connection, caller: Caller, task_id: str, body: TaskComplete, *, max_items: int
 ) -> TaskCompleteResult:
     """Promote the listed task items to the project, then clear the task.
 
@@ -318,7 +338,7 @@ async def complete_task(
     that is neither in the task nor in that project is a 404 and nothing changes.
     """
     task = Scope("task", task_id)
-    await repository.lock_scope(db, caller.tenant_id, task)
+    await repository.lock_scope(conn, caller.tenant_id, task)
     ids = list(dict.fromkeys(body.promote))
     evicted = 0
     if ids:
@@ -327,7 +347,7 @@ async def complete_task(
         rows = {
             r.id: item_scope(r)
             for r in await repository.get_many(
-                db, caller.tenant_id, ids, agent_id=caller.agent_id, every_user=every_user(caller)
+                conn, caller.tenant_id, ids, agent_id=caller.agent_id, every_user=every_user(caller)
             )
         }
         missing = [str(i) for i in ids if rows.get(i) not in (task, project)]
@@ -337,39 +357,38 @@ async def complete_task(
                 code="memory_item_not_found",
                 details={"ids": missing},
             )
-        await repository.lock_scope(db, caller.tenant_id, project)
-        moving = [i for i in ids if rows[i] == task]
-        await repository.move(db, caller.tenant_id, moving, project, datetime.now(UTC))
-        for moved in await repository.get_many(
-            db, caller.tenant_id, moving, agent_id=caller.agent_id
-        ):
-            moved.version += 1
-            await db.flush()
+        await repository.lock_scope(conn, caller.tenant_id, project)
+        now = datetime.now(UTC)
+        for i in ids:
+            if rows[i] != task:
+                continue
+            moved = await repository.move_one(conn, caller.tenant_id, i, project, now)
+            assert moved is not None  # the task's lock is held: no writer of it deleted it
             await versions.record(
-                db,
+                conn,
                 moved,
                 "promote",
                 actor_of(caller),
                 f"promoted from {task} to {project} (task completed)",
             )
         evicted = await enforce_max_items(
-            db, caller.tenant_id, project, max_items, actor_of(caller)
+            conn, caller.tenant_id, project, max_items, actor_of(caller)
         )
-    cleared = await repository.clear(db, caller.tenant_id, task)
-    await versions.record_removed(db, cleared, actor_of(caller), f"{task} completed")
+    cleared = await repository.clear(conn, caller.tenant_id, task)
+    await versions.record_removed(conn, cleared, actor_of(caller), f"{task} completed")
     return TaskCompleteResult(task_id=task_id, promoted=ids, cleared=len(cleared), evicted=evicted)
 
 
-async def clear_items(db: AsyncSession, caller: Caller, body: ClearRequest) -> ClearResult:
+async def clear_items(conn: asyncpg.Connection, caller: Caller, body: ClearRequest) -> ClearResult:
     """Delete a scope's (matching) items; ``global`` needs ``confirm: true``."""
     scope = resolve_scope(caller, parse_scope(body.scope))
-    await require_scope_access(db, caller, scope)
+    await require_scope_access(conn, caller, scope)
     if scope.kind == "global" and not body.confirm:
         raise BadRequest(
             'Clearing global memory needs "confirm": true.', code="confirmation_required"
         )
     conditions: tuple[Condition, ...] = parse_filters(body.filters).conditions
-    await repository.lock_scope(db, caller.tenant_id, scope)
-    removed = await repository.clear(db, caller.tenant_id, scope, conditions)
-    await versions.record_removed(db, removed, actor_of(caller), f"{scope} cleared")
+    await repository.lock_scope(conn, caller.tenant_id, scope)
+    removed = await repository.clear(conn, caller.tenant_id, scope, conditions)
+    await versions.record_removed(conn, removed, actor_of(caller), f"{scope} cleared")
     return ClearResult(scope=str(scope), removed=len(removed))

@@ -11,14 +11,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
-from app.models.base import table_of
-from app.models.fact import MemoryItemVersion
-
-V = table_of(MemoryItemVersion)
+from app.core import pg
+from app.models.fact import MEMORY_ITEM_VERSION_ROW_COLUMNS, MemoryItemVersionRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +31,21 @@ def actor_of(caller: Any, via: str = "api") -> Actor:
     return Actor(via, getattr(caller, "key_id", None), getattr(caller, "agent_id", None))
 
 
+# every column but `changed_at` is a parameter; `changed_at`: the given time, else the
+# transaction's (now())
+_FIELDS = tuple(c for c in MEMORY_ITEM_VERSION_ROW_COLUMNS if c != "changed_at")
+_INSERT = f"""
+INSERT INTO memory_item_versions ({", ".join(_FIELDS)}, changed_at)
+VALUES ({", ".join(f"${i + 1}" for i in range(len(_FIELDS)))},
+        coalesce(${len(_FIELDS) + 1}::timestamptz, now()))
+"""
+
+
 def _values(
-    item: Any, version: int, change: str, reason: str | None, actor: Actor
-) -> dict[str, Any]:
-    return {
+    item: Any, version: int, change: str, reason: str | None, actor: Actor, at: datetime | None
+) -> tuple[Any, ...]:
+    """The parameters of `_INSERT` for `item` (an item row, or a fact being written)."""
+    values = {
         "tenant_id": item.tenant_id,
         "item_id": item.id,
         "version": version,
@@ -52,57 +59,63 @@ def _values(
         "source_seqs": list(item.source_seqs or []),
         "change": change,
         "reason": reason,
-        "changed_at": sa.func.now(),
         "fact_key": item.fact_key,
         "stated_at": item.stated_at,
-        "sources": list(item.sources or []),
+        "sources": pg.dumps(list(item.sources or [])),
         "actor": actor.via,
         "actor_key_id": actor.key_id,
         "actor_agent_id": actor.agent_id,
     }
+    return (*(values[f] for f in _FIELDS), at)
 
 
 async def record(
-    db: AsyncSession, item: Any, change: str, actor: Actor, reason: str | None = None
+    conn: asyncpg.Connection, item: Any, change: str, actor: Actor, reason: str | None = None
 ) -> None:
     """Record `item` as it is now as its version `item.version`."""
-    await db.execute(insert(V).values(**_values(item, item.version, change, reason, actor)))
+    await conn.execute(_INSERT, *_values(item, item.version, change, reason, actor, None))
 
 
-async def record_removed(db: AsyncSession, rows: Sequence[Any], actor: Actor, reason: str) -> None:
+async def record_removed(
+    conn: asyncpg.Connection, rows: Sequence[Any], actor: Actor, reason: str
+) -> None:
     """A `delete` version (the item's version + 1) for each removed item (plain rows with
     every column, e.g. a DELETE ... RETURNING)."""
     if not rows:
         return
     now = datetime.now(UTC)
-    await db.execute(
-        insert(V),
-        [
-            {**_values(r, int(r.version) + 1, "delete", reason, actor), "changed_at": now}
-            for r in rows
-        ],
+    await conn.executemany(
+        _INSERT, [_values(r, int(r.version) + 1, "delete", reason, actor, now) for r in rows]
     )
 
 
-async def versions(db: AsyncSession, tenant_id: uuid.UUID, item_id: uuid.UUID) -> list[Any]:
-    rows = await db.execute(
-        sa.select(V).where(V.c.tenant_id == tenant_id, V.c.item_id == item_id).order_by(V.c.version)
-    )
-    return list(rows.all())
+_COLUMNS = ", ".join(MEMORY_ITEM_VERSION_ROW_COLUMNS)
+_VERSIONS = f"""
+SELECT {_COLUMNS} FROM memory_item_versions WHERE tenant_id = $1 AND item_id = $2
+ORDER BY version
+"""
+
+
+async def versions(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, item_id: uuid.UUID
+) -> list[MemoryItemVersionRow]:
+    return [MemoryItemVersionRow._make(r) for r in await conn.fetch(_VERSIONS, tenant_id, item_id)]
+
+
+_VERSIONS_OF = f"""
+SELECT {_COLUMNS} FROM memory_item_versions WHERE tenant_id = $1 AND item_id = ANY($2::uuid[])
+ORDER BY item_id, version
+"""
 
 
 async def versions_of(
-    db: AsyncSession, tenant_id: uuid.UUID, item_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, list[Any]]:
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, item_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[MemoryItemVersionRow]]:
     """Versions of several items (oldest first), by item."""
-    out: dict[uuid.UUID, list[Any]] = {i: [] for i in item_ids}
+    out: dict[uuid.UUID, list[MemoryItemVersionRow]] = {i: [] for i in item_ids}
     if not item_ids:
         return out
-    rows = await db.execute(
-        sa.select(V)
-        .where(V.c.tenant_id == tenant_id, V.c.item_id.in_(list(item_ids)))
-        .order_by(V.c.item_id, V.c.version)
-    )
-    for r in rows.all():
-        out[r.item_id].append(r)
+    for r in await conn.fetch(_VERSIONS_OF, tenant_id, list(item_ids)):
+        row = MemoryItemVersionRow._make(r)
+        out[row.item_id].append(row)
     return out

@@ -139,13 +139,14 @@ def cmd_worker(_: argparse.Namespace) -> int:
 
 async def _create_key(url: str, args: argparse.Namespace) -> dict[str, str]:
     from app.auth.service import create_cli_key
+    from app.core import pg
     from app.core.db import create_engine, create_sessionmaker
 
     engine = create_engine(url, 1)
     try:
         async with create_sessionmaker(engine)() as db:
             tenant, created, secret = await create_cli_key(
-                db,
+                await pg.driver_connection(db),
                 role=args.role,
                 tenant_id=args.tenant_id,
                 tenant_name=args.tenant_name or "default",

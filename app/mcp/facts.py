@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from app.core import pg
 from app.core.db import transaction
 from app.facts import service as facts_service
 from app.facts.schemas import FactForget, FactSearch
@@ -56,7 +57,7 @@ async def search_facts(
         }
     )
     async with transaction(call.state.sessionmaker) as db:
-        found = await facts_service.search_facts(db, call.caller, body)
+        found = await facts_service.search_facts(await pg.driver_connection(db), call.caller, body)
     return ok(found)
 
 
@@ -71,7 +72,11 @@ async def forget_fact(
     body = FactForget.model_validate({"id": id, "reason": reason})
     async with transaction(call.state.sessionmaker) as db:
         item = await facts_service.forget_fact(
-            db, call.caller, body.id, body.reason, actor_of(call.caller, "mcp")
+            await pg.driver_connection(db),
+            call.caller,
+            body.id,
+            body.reason,
+            actor_of(call.caller, "mcp"),
         )
     return ok(item)
 

@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from app.core import pg
 from app.core.db import transaction
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
 from app.knowledge import packages, service
@@ -82,7 +83,11 @@ async def knowledge_add_item(
     )
     async with transaction(call.state.sessionmaker) as db:
         item = await service.create_item(
-            db, call.caller, body, max_items=int(call.state.settings.knowledge_max_items), via="mcp"
+            await pg.driver_connection(db),
+            call.caller,
+            body,
+            max_items=int(call.state.settings.knowledge_max_items),
+            via="mcp",
         )
         public = service.to_public(item)
     return ok(public)
@@ -108,7 +113,7 @@ async def knowledge_query_items(
         {"filters": filters or {}, "order_by": order_by, "limit": limit, "cursor": cursor}
     )
     async with transaction(call.state.sessionmaker) as db:
-        found = await service.query_items(db, call.caller, body)
+        found = await service.query_items(await pg.driver_connection(db), call.caller, body)
     return ok(found)
 
 
@@ -156,7 +161,7 @@ async def knowledge_build_package(
     body = ContextPackageCreate.model_validate(fields)
     async with transaction(call.state.sessionmaker) as db:
         package = await packages.create_package(
-            db,
+            await pg.driver_connection(db),
             call.caller.tenant_id,
             body,
             max_candidates=int(call.state.settings.knowledge_max_candidates),

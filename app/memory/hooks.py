@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.tokens import count_text
 from app.memory import repository
 from app.memory.aggregate import memory_config
@@ -19,7 +18,7 @@ from app.models.session import SessionRow
 from app.shared_memory.offload import holds_reference
 
 
-async def freeze_rom(db: AsyncSession, session: SessionRow, rom: Rom) -> None:
+async def freeze_rom(conn: asyncpg.Connection, session: SessionRow, rom: Rom) -> None:
     """Freeze the ROM the session's creation resolved (its inline one, else its agent
     profile's current version): at most half the budget, kept in the memory state."""
 
@@ -33,7 +32,7 @@ async def freeze_rom(db: AsyncSession, session: SessionRow, rom: Rom) -> None:
             f"({budget // 2}) is allowed so the conversation fits."
         )
     await repository.insert_state(
-        await pg.driver_connection(db),
+        conn,
         tenant_id=session.tenant_id,
         session_id=session.id,
         rom=stored,

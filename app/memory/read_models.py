@@ -1,26 +1,25 @@
 """Read models of a session's memory (for GET /memory and GET /sessions/{id}).
 
-They take the request's SQLAlchemy session: `memory_public` also reads the compression
-job's status (`app.jobs.service`, on that session), and the session routes pass theirs. Their
-memory reads run on the connection under it (`app.core.pg.driver_connection`)."""
+They take the route's asyncpg connection (the one under its SQLAlchemy session,
+`app.core.pg.driver_connection`, taken once by the route); `memory_public` is given the
+compression job's status, which the route reads through `app.jobs.service`."""
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
-from app.core import pg
-from app.jobs.service import compression_status
+from app.jobs.schemas import CompressionJobPublic
 from app.memory import policy, repository
 from app.memory.aggregate import load
 from app.memory.schemas import LayerTokens, MemoryPublic, SummaryPublic
 from app.models.session import SessionRow
 
 
-async def memory_public(db: AsyncSession, session_row: SessionRow) -> MemoryPublic:
-    conn = await pg.driver_connection(db)
+async def memory_public(
+    conn: asyncpg.Connection, session_row: SessionRow, compression: CompressionJobPublic | None
+) -> MemoryPublic:
     loaded = await load(conn, session_row.tenant_id, session_row.id)
     layers = loaded.layers
     state = loaded.state
     pending = policy.plan(layers, loaded.cfg)
-    compression = await compression_status(db, session_row.tenant_id, session_row.id)
     return MemoryPublic(
         version=state.version,
         rom_profile_version=(state.rom or {}).get("profile_version"),
@@ -54,19 +53,20 @@ async def memory_public(db: AsyncSession, session_row: SessionRow) -> MemoryPubl
     )
 
 
-async def layer_tokens(db: AsyncSession, session_row: SessionRow) -> LayerTokens:
+async def layer_tokens(conn: asyncpg.Connection, session_row: SessionRow) -> LayerTokens:
     """Stored tokens per layer (ROM, Kernel, L2, promoted, L1) of one session
     (`layer_tokens_of_page`)."""
-    return (await layer_tokens_of_page(db, [session_row]))[0]
+    return (await layer_tokens_of_page(conn, [session_row]))[0]
 
 
-async def layer_tokens_of_page(db: AsyncSession, rows: list[SessionRow]) -> list[LayerTokens]:
+async def layer_tokens_of_page(
+    conn: asyncpg.Connection, rows: list[SessionRow]
+) -> list[LayerTokens]:
     """Tokens per layer of a page of sessions, in one read of their stored counters
     (`app.models.memory_state.L1_TOKENS_SQL`, as the append and compression keep them; no
     message rows are read)."""
     if not rows:
         return []
-    conn = await pg.driver_connection(db)
     counters = await repository.layer_counters(conn, rows[0].tenant_id, [r.id for r in rows])
     out = []
     for row in rows:

@@ -13,7 +13,7 @@ from app.core.pagination import (
     fetch_limit,
     page,
 )
-from app.jobs.service import enqueue_compression
+from app.jobs.service import compression_status, enqueue_compression
 from app.memory import examples, kernel_service, read_models, repository, service, tasks
 from app.memory.schemas import (
     ClearedPublic,
@@ -28,6 +28,7 @@ from app.memory.schemas import (
     SnapshotList,
     SnapshotPublic,
 )
+from app.models.session import SessionRow
 from app.sessions.deps import SessionDep
 from app.state import app_state
 
@@ -42,7 +43,13 @@ SchemaName = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,200}$")]
 )
 async def get_memory(session: SessionDep, db: DbDep) -> MemoryPublic:
     """The layers: L1 seqs, L2 summaries, promoted seqs, tokens and usage."""
-    return await read_models.memory_public(db, session)
+    return await _memory(db, session)
+
+
+async def _memory(db: DbDep, session: SessionRow) -> MemoryPublic:
+    """The session's memory read model, with its compression job's status."""
+    compression = await compression_status(db, session.tenant_id, session.id)
+    return await read_models.memory_public(await pg.driver_connection(db), session, compression)
 
 
 @router.get(
@@ -110,12 +117,10 @@ async def compress_memory(
                 trigger="api",
                 force=True,
             )
-            return CompressPublic(
-                enqueued=True, memory=await read_models.memory_public(db, session)
-            )
+            return CompressPublic(enqueued=True, memory=await _memory(db, session))
         response.status_code = 200
         return CompressPublic(
-            summaries_written=outcome.summaries, memory=await read_models.memory_public(db, session)
+            summaries_written=outcome.summaries, memory=await _memory(db, session)
         )
     # this request writes nothing the job needs, so it may enqueue now; the pending row is
     # written in its own transaction so GET /memory shows it at once

@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Body, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
+from app.core import pg
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.limits import BODY_BYTES_SCOPE_KEY
@@ -95,7 +96,11 @@ async def list_messages(
     elif offset is not None:
         start = offset  # seqs start at 1 and have no gaps, so offset n = after seq n
     rows = await service.read_page(
-        db, caller, session.id, after_seq=start, limit=fetch_limit(limit)
+        await pg.driver_connection(db),
+        caller,
+        session.id,
+        after_seq=start,
+        limit=fetch_limit(limit),
     )
     shown, nxt = page(rows, limit, lambda m: {"after_seq": m.seq})
     return MessageList(items=[service.to_public(m) for m in shown], next_cursor=nxt)

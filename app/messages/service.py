@@ -13,10 +13,9 @@ from typing import Any, Protocol, TypeVar
 
 import asyncpg
 from pydantic_core import PydanticSerializationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core import pg, tracing
+from app.core import tracing
 from app.core.config import Settings
 from app.core.errors import Conflict, PayloadTooLarge, Unprocessable
 from app.messages import repository
@@ -425,11 +424,16 @@ async def _append_on(
 
 
 async def read_page(
-    db: AsyncSession, caller: Caller, session_id: uuid.UUID, *, after_seq: int, limit: int
+    conn: asyncpg.Connection,
+    caller: Caller,
+    session_id: uuid.UUID,
+    *,
+    after_seq: int,
+    limit: int,
 ) -> list[StoredMessage]:
-    """A page of the history, on the connection under `db` (the session's lookup ran on it)."""
+    """A page of the history (on the route's connection: the session's lookup ran on it)."""
     return await repository.page(
-        await pg.driver_connection(db),
+        conn,
         caller.tenant_id,
         session_id,
         after_seq=after_seq,

@@ -2,7 +2,7 @@
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
@@ -11,6 +11,7 @@ from sqlmodel import Field, SQLModel
 from app.models.base import (
     counter_column,
     optional_ts_column,
+    row_columns,
     session_fk,
     tenant_key,
     tenant_pk,
@@ -78,6 +79,35 @@ class MemoryItemVersion(SQLModel, table=True):
     actor_agent_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
 
 
+class MemoryItemVersionRow(NamedTuple):
+    """A version row as the SQL reads take it: every column of `MemoryItemVersion`, in the
+    table's order (`MEMORY_ITEM_VERSION_ROW_COLUMNS`)."""
+
+    tenant_id: uuid.UUID
+    item_id: uuid.UUID
+    version: int
+    text: str | None
+    importance: float
+    tags: list[str]
+    valid_from: datetime | None
+    invalid_at: datetime | None
+    superseded_by: uuid.UUID | None
+    source_session_id: uuid.UUID | None
+    source_seqs: list[int]
+    change: str
+    reason: str | None
+    changed_at: datetime
+    fact_key: str | None
+    stated_at: datetime | None
+    sources: list[dict[str, Any]]
+    actor: str | None
+    actor_key_id: uuid.UUID | None
+    actor_agent_id: str | None
+
+
+MEMORY_ITEM_VERSION_ROW_COLUMNS = row_columns(MemoryItemVersionRow._fields, MemoryItemVersion)
+
+
 class FactExtraction(SQLModel, table=True):
     """A session's fact extraction: the watermark (last extracted seq) and the latest job.
 
@@ -118,3 +148,30 @@ class FactExtraction(SQLModel, table=True):
         default_factory=list,
         sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
     )
+
+
+class FactExtractionRow(NamedTuple):
+    """A session's extraction state as `app.facts.state` reads it: every column of
+    `FactExtraction`, in the table's order (`FACT_EXTRACTION_ROW_COLUMNS`)."""
+
+    tenant_id: uuid.UUID
+    session_id: uuid.UUID
+    watermark_seq: int
+    status: str
+    job_id: str | None
+    attempts: int
+    last_error: str | None
+    skipped: str | None
+    runs: int
+    last_result: dict[str, Any] | None
+    llm_calls: int
+    llm_input_tokens: int
+    llm_output_tokens: int
+    enqueued_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+    failed_ranges: list[dict[str, Any]]
+
+
+FACT_EXTRACTION_ROW_COLUMNS = row_columns(FactExtractionRow._fields, FactExtraction)

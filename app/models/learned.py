@@ -1,12 +1,12 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import new_id, row_columns, tenant_key, tenant_pk, ts_column, utcnow
 
 
 class LearnedVersion(SQLModel, table=True):
@@ -50,3 +50,31 @@ class LearnedHead(SQLModel, table=True):
     active_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     latest_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     updated_at: datetime = Field(default_factory=utcnow, sa_column=ts_column())
+
+
+class LearnedVersionRow(NamedTuple):
+    """A learned version as its readers take it (every column of `LearnedVersion`)."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    agent_id: str
+    version: int
+    content: dict[str, Any]
+    created_at: datetime
+
+
+LEARNED_VERSION_ROW_COLUMNS = row_columns(LearnedVersionRow._fields, LearnedVersion)
+
+
+class LearnedHeadRow(NamedTuple):
+    """An agent's learned head as its readers take it (every column of `LearnedHead`)."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    agent_id: str
+    active_version: int
+    latest_version: int
+    updated_at: datetime
+
+
+LEARNED_HEAD_ROW_COLUMNS = row_columns(LearnedHeadRow._fields, LearnedHead)

@@ -1,12 +1,20 @@
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlmodel import Field, SQLModel
 
-from app.models.base import new_id, optional_ts_column, tenant_key, tenant_pk, ts_column, utcnow
+from app.models.base import (
+    new_id,
+    optional_ts_column,
+    row_columns,
+    tenant_key,
+    tenant_pk,
+    ts_column,
+    utcnow,
+)
 
 
 class MemoryItem(SQLModel, table=True):
@@ -100,3 +108,36 @@ class MemoryItem(SQLModel, table=True):
         default_factory=list,
         sa_column=sa.Column(JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
     )
+
+
+class MemoryItemRow(NamedTuple):
+    """A memory item as the SQL reads take it: plain and immutable, every column of
+    `MemoryItem` in the table's order. The select list comes from the model
+    (`MEMORY_ITEM_ROW_COLUMNS`); `payload` and `sources` come back decoded (the pool's
+    jsonb codec), `tags` and `source_seqs` as lists."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    scope_kind: str
+    scope_id: str
+    kind: str
+    source: str
+    tags: list[str]
+    importance: float
+    text: str | None
+    payload: Any
+    token_cost: int
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime | None
+    invalid_at: datetime | None
+    superseded_by: uuid.UUID | None
+    source_session_id: uuid.UUID | None
+    source_seqs: list[int]
+    version: int
+    fact_key: str | None
+    stated_at: datetime | None
+    sources: list[dict[str, Any]]
+
+
+MEMORY_ITEM_ROW_COLUMNS = row_columns(MemoryItemRow._fields, MemoryItem)

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Body, Path, Query
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
+from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.profiles import examples, service
@@ -27,7 +28,8 @@ async def put_agent_profile(
     caller: CallerDep,
 ) -> ProfilePublic:
     """Publish a new profile version; only sessions created afterwards use it."""
-    return service.to_public(await service.publish(db, caller, agent_id, body))
+    conn = await pg.driver_connection(db)
+    return service.to_public(await service.publish(conn, caller, agent_id, body))
 
 
 @router.get(
@@ -40,4 +42,5 @@ async def get_agent_profile(
     version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
 ) -> ProfilePublic:
     """The latest profile version (or ``version``)."""
-    return service.to_public(await service.get(db, caller, agent_id, version))
+    conn = await pg.driver_connection(db)
+    return service.to_public(await service.get(conn, caller, agent_id, version))

@@ -1,10 +1,9 @@
 """Agent profiles: versioned ROM sources. Publishing a version is the hot-reload: new
 sessions freeze it, existing sessions keep the ROM they started with."""
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import asyncpg
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.errors import Conflict, NotFound
 from app.knowledge.schemas import FactsInput
 from app.models.agent_profile import ProfileRow
@@ -31,11 +30,10 @@ def to_public(p: ProfileRow) -> ProfilePublic:
 
 
 async def publish(
-    db: AsyncSession, caller: Caller, agent_id: str, body: ProfileUpdate
+    conn: asyncpg.Connection, caller: Caller, agent_id: str, body: ProfileUpdate
 ) -> ProfileRow:
     """Store the next version (a concurrent publish of the same version is a 409)."""
     check_agent(caller, agent_id)
-    conn = await pg.driver_connection(db)
     current = await repository.latest(conn, caller.tenant_id, agent_id)
     profile = await repository.publish(
         conn,
@@ -57,9 +55,10 @@ async def publish(
     return profile
 
 
-async def get(db: AsyncSession, caller: Caller, agent_id: str, version: int | None) -> ProfileRow:
+async def get(
+    conn: asyncpg.Connection, caller: Caller, agent_id: str, version: int | None
+) -> ProfileRow:
     check_agent(caller, agent_id)
-    conn = await pg.driver_connection(db)
     if version is None:
         found = await repository.latest(conn, caller.tenant_id, agent_id)
     else:

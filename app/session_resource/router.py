@@ -44,7 +44,10 @@ async def create_session(
     state = app_state(request.app)
     with tracing.memory_span("create_memory_store", store_kind="session") as span:
         session = await service.create(
-            db, caller, body, on_created=state.parts[service.SessionHooks].created
+            await pg.driver_connection(db),
+            caller,
+            body,
+            on_created=state.parts[service.SessionHooks].created,
         )
         if span is not None:
             span.set_attribute("gen_ai.memory.store.id", str(session.id))
@@ -76,8 +79,9 @@ async def list_sessions(
             after = (datetime.fromisoformat(data["t"]), uuid.UUID(data["id"]))
         except ValueError as exc:
             raise invalid_cursor() from exc
+    conn = await pg.driver_connection(db)
     rows = await repository.list_page(
-        await pg.driver_connection(db),
+        conn,
         caller.tenant_id,
         agent_id=agent_id,
         after=after,
@@ -86,7 +90,7 @@ async def list_sessions(
     )
     shown, nxt = page(rows, limit, lambda s: {"t": s.created_at.isoformat(), "id": str(s.id)})
     items = [service.to_public(s) for s in shown]
-    for item, tokens in zip(items, await layer_tokens_of_page(db, shown), strict=True):
+    for item, tokens in zip(items, await layer_tokens_of_page(conn, shown), strict=True):
         item.memory = tokens
     return SessionList(items=items, next_cursor=nxt)
 
@@ -101,7 +105,7 @@ async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     """One session with its counts and tokens per memory layer."""
 
     public = service.to_public(session)
-    public.memory = await layer_tokens(db, session)
+    public.memory = await layer_tokens(await pg.driver_connection(db), session)
     return public
 
 
@@ -120,7 +124,7 @@ async def update_session(
     fact extraction runs at once; an append reopens it)."""
     state = app_state(request.app)
     ending = body.status == "ended" and session.status != "ended"
-    session = await service.update(db, session, body)
+    session = await service.update(await pg.driver_connection(db), session, body)
     if ending:
         after_commit(db, lambda: service.ended(session, state.parts[service.SessionHooks].ended))
     return service.to_public(session)

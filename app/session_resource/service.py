@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.errors import BadRequest, Unprocessable
 from app.memory.errors import RomFrozen
 from app.memory.policy import MemoryConfig
@@ -29,9 +28,9 @@ from app.sessions import repository
 from app.sessions.access import SessionNotFound
 
 # Other domains join session creation (e.g. memory freezes the ROM) without this module
-# knowing them (assembled in `app.wiring`): each hook gets (db, the session just inserted,
-# the ROM its creation resolved).
-CreateHook = Callable[[AsyncSession, SessionRow, Rom], Awaitable[None]]
+# knowing them (assembled in `app.wiring`): each hook gets (the route's connection, the
+# session just inserted, the ROM its creation resolved).
+CreateHook = Callable[[asyncpg.Connection, SessionRow, Rom], Awaitable[None]]
 # ... and the end of a session (`status: ended`), after its commit (facts flush their
 # extraction): each hook gets the ended session.
 EndHook = Callable[[SessionRow], Awaitable[None]]
@@ -99,7 +98,11 @@ def with_profile_defaults(config: dict[str, Any], profile: ProfileRow | None) ->
 
 
 async def create(
-    db: AsyncSession, caller: Caller, body: SessionCreate, *, on_created: Sequence[CreateHook]
+    conn: asyncpg.Connection,
+    caller: Caller,
+    body: SessionCreate,
+    *,
+    on_created: Sequence[CreateHook],
 ) -> SessionRow:
     """Insert the session, then run the create hooks (memory's state references the row).
     Its ROM is the inline one, else its agent profile's current version, whose `facts` and
@@ -110,11 +113,11 @@ async def create(
     if body.rom is not None:
         rom = Rom.inline(body.rom)
     else:
-        profile = await profiles.latest(await pg.driver_connection(db), caller.tenant_id, agent_id)
+        profile = await profiles.latest(conn, caller.tenant_id, agent_id)
         rom = Rom.of_profile(profile)
         config = with_profile_defaults(config, profile)
     session = await repository.insert(
-        await pg.driver_connection(db),
+        conn,
         tenant_id=caller.tenant_id,
         session_id=uuid.uuid4(),
         agent_id=agent_id,
@@ -124,18 +127,17 @@ async def create(
         now=datetime.now(UTC),
     )
     for hook in on_created:
-        await hook(db, session, rom)
+        await hook(conn, session, rom)
     return session
 
 
-async def update(db: AsyncSession, session: SessionRow, body: SessionUpdate) -> SessionRow:
+async def update(conn: asyncpg.Connection, session: SessionRow, body: SessionUpdate) -> SessionRow:
     """Apply the change to the session as it is now (its row locked, so a concurrent change
     is not lost); the row as stored, its counters as the appends left them."""
     if "rom" in body.model_fields_set:
         raise RomFrozen(
             "A session's ROM is frozen at creation; start a new session to use another ROM."
         )
-    conn = await pg.driver_connection(db)
     current = await repository.get(conn, session.tenant_id, session.id, lock=True)
     if current is None:  # erased since it was read
         raise SessionNotFound()

@@ -16,13 +16,13 @@ A session under erasure (its tombstone `erasure_id` set, app.erasure) is deleted
 reader from the moment the erasure is asked for.
 
 The pure part is `Caller.can_see_agent`; `_AGENT_SQL` below is the only query, run on an
-asyncpg connection (`*_pg`, or the one under a route's session).
+asyncpg connection (`*_pg`; `visible_agent` and `require_visible` also take a SQLAlchemy
+session, for the callers still holding one: transitional).
 """
 
 import uuid
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.core import pg
@@ -72,14 +72,14 @@ async def require_visible_pg(
     return agent_id
 
 
-async def visible_agent(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str | None:
-    """`visible_agent_pg` on the connection under a route's session."""
-    return await visible_agent_pg(await pg.driver_connection(db), caller, session_id)
+async def visible_agent(handle: pg.Handle, caller: Caller, session_id: uuid.UUID) -> str | None:
+    """`visible_agent_pg` on `handle`'s connection (`app.core.pg.connection_of`)."""
+    return await visible_agent_pg(await pg.connection_of(handle), caller, session_id)
 
 
-async def require_visible(db: AsyncSession, caller: Caller, session_id: uuid.UUID) -> str:
-    """`require_visible_pg` on the connection under a route's session."""
-    return await require_visible_pg(await pg.driver_connection(db), caller, session_id)
+async def require_visible(handle: pg.Handle, caller: Caller, session_id: uuid.UUID) -> str:
+    """`require_visible_pg` on `handle`'s connection (`app.core.pg.connection_of`)."""
+    return await require_visible_pg(await pg.connection_of(handle), caller, session_id)
 
 
 def visible_session(caller: Caller, session: SessionRow | None) -> SessionRow:

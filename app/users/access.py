@@ -9,27 +9,17 @@ to anyone else the user does not exist: 404 `user_not_found`, exactly as for an 
 id. An agent key that sees a user still sees only its own agent's sessions of that user
 (the session rule, `app.sessions.access`).
 
-`sees_every_user` is the pure part; the agent-key side is one condition, written as a
-SQLAlchemy expression (`agent_knows_user`, over a value or a column holding user ids) for
-the knowledge repository's `readable` (the `user/<id>` tier), which still builds Core
-statements, and as SQL for `may_see` below; the users list keeps an agent key to its own
-agent's sessions, which is the same rule.
+`sees_every_user` is the pure part; the agent-key side is one condition, written as SQL
+(`knows_user_sql`, over a bind or a column holding user ids) for the knowledge tier's
+`readable_sql` (the `user/<id>` tier) and for `may_see` below. The users list keeps an
+agent key to its own agent's sessions, which is the same rule.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from app.auth.caller import Caller
 from app.core import pg
 from app.core.errors import NotFound
-from app.models import Session
-from app.models.base import table_of
-
-_S = table_of(Session)
 
 
 class UserNotFound(NotFound):
@@ -44,21 +34,10 @@ def sees_every_user(role: str) -> bool:
     return role != "agent"
 
 
-def agent_knows_user(tenant_id: Any, agent_id: str | None, user_id: Any) -> sa.ColumnElement[bool]:
-    """The agent has a live session with the user (`user_id`: a value or a column)."""
-    if agent_id is None:
-        return sa.false()
-    return sa.exists().where(
-        _S.c.tenant_id == tenant_id,
-        _S.c.agent_id == agent_id,
-        _S.c.user_id == user_id,
-        _S.c.erasure_id.is_(None),
-    )
-
-
 def knows_user_sql(tenant: str, agent: str | None, user: str) -> str:
-    """`agent_knows_user` as SQL: `tenant`, `agent` and `user` are bind names (`:x`) or
-    column references, as a statement composed with `app.core.pg.Params` writes them."""
+    """The agent has a live session with the user: `tenant`, `agent` and `user` are bind
+    names (`:x`) or column references, as a statement composed with `app.core.pg.Params`
+    writes them."""
     if agent is None:
         return "false"
     return (
@@ -67,25 +46,26 @@ def knows_user_sql(tenant: str, agent: str | None, user: str) -> str:
     )
 
 
-# `agent_knows_user` for one user, on the asyncpg connection under the route's session
+# `knows_user_sql` for one user
 _KNOWS_SQL = """
 SELECT EXISTS (SELECT 1 FROM sessions WHERE tenant_id = $1 AND agent_id = $2
                AND user_id = $3 AND erasure_id IS NULL)
 """
 
 
-async def may_see(db: AsyncSession, caller: Caller, user_id: str) -> bool:
+async def may_see(handle: pg.Handle, caller: Caller, user_id: str) -> bool:
     """Whether `caller` may see user `user_id` (the user need not have sessions: a service
-    key may, e.g., write facts about a user before their first session)."""
+    key may, e.g., write facts about a user before their first session). `handle`: the
+    connection, or (erasure, search, portability, until they pass theirs) a session."""
     if sees_every_user(caller.role):
         return True
     if caller.agent_id is None:
         return False
-    conn = await pg.driver_connection(db)
+    conn = await pg.connection_of(handle)
     return bool(await conn.fetchval(_KNOWS_SQL, caller.tenant_id, caller.agent_id, user_id))
 
 
-async def require_visible(db: AsyncSession, caller: Caller, user_id: str) -> None:
+async def require_visible(handle: pg.Handle, caller: Caller, user_id: str) -> None:
     """404 `user_not_found` unless `caller` may see the user."""
-    if not await may_see(db, caller, user_id):
+    if not await may_see(handle, caller, user_id):
         raise UserNotFound()

@@ -3,8 +3,10 @@ cursors, oversized and chunked bodies, tool inputs, filter lists, agent ids."""
 
 import base64
 import json
+import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 import sqlalchemy as sa
 
@@ -524,12 +526,33 @@ async def wide_filters_app(settings):
     filters.configure(settings.filter_max_values)
 
 
-async def test_too_many_query_arguments_are_422_not_500(wide_filters_app, tenant):
-    many = {f: [f"{f}{i}" for i in range(9_000)] for f in ("kind", "source", "text")}
-    many["id"] = [f"00000000-0000-0000-0000-{i:012d}" for i in range(9_000)]
+async def test_wide_filters_are_one_argument_per_list_not_per_value(wide_filters_app, tenant):
+    # 36,000 values: past asyncpg's 32,767 query arguments when each value was one; a list
+    # is one array argument now, so the query runs (and finds the one item it names)
     async with make_client(wide_filters_app, tenant.service_key, {"X-Agent-Id": "agent-1"}) as c:
+        made = await c.post(
+            "/v1/memory-items", json={"scope": "task/wide", "kind": "kind8999", "text": "text7"}
+        )
+        assert made.status_code == 201, made.text
+        many = {f: [f"{f}{i}" for i in range(9_000)] for f in ("kind", "source", "text")}
+        many["id"] = [made.json()["id"], *(str(uuid.UUID(int=i)) for i in range(8_999))]
+        many["source"][0] = made.json()["source"]
         r = await c.post("/v1/memory-items/query", json={"filters": many})
-    assert_error(r, 422, "too_many_values")
+    assert r.status_code == 200, r.text
+    assert [i["id"] for i in r.json()["items"]] == [made.json()["id"]]
+
+
+def test_a_query_over_the_driver_s_argument_limit_is_422_not_500():
+    from app.core.error_handlers import store_error
+
+    exc = asyncpg.exceptions.InterfaceError("the number of query arguments cannot exceed 32767")
+    err = store_error(RuntimeError("wrapped"))
+    assert err.status_code == 500
+    try:
+        raise RuntimeError("the statement failed") from exc
+    except RuntimeError as wrapped:
+        err = store_error(wrapped)
+    assert (err.status_code, err.code) == (422, "too_many_values")
 
 
 # --- 6. Agent ids -------------------------------------------------------------------------

@@ -131,6 +131,22 @@ async def test_each_filter_matches_the_reference_semantics(client, corpus, filte
     assert set(await _ids(client, filters)) == expected
 
 
+async def test_a_fractional_number_on_token_cost_is_compared_as_it_is(client, corpus) -> None:
+    # token_cost is an integer column: a filter's 1.5 must not become 1
+    cost = min(i["token_cost"] for i in corpus)
+    for filters in (
+        {"token_cost": {"$lt": cost + 0.5}},
+        {"token_cost": {"$lte": cost - 0.5}},
+        {"token_cost": {"$gt": cost - 0.5}},
+        {"token_cost": [cost + 0.5]},
+        {"token_cost": {"$ne": [cost + 0.5]}},
+        {"token_cost": cost + 0.5},
+    ):
+        expected = {i["id"] for i in corpus if matches(parse_query(filters), _record(i))}
+        assert set(await _ids(client, filters)) == expected, filters
+    assert await _ids(client, {"token_cost": {"$lt": cost + 0.5}})
+
+
 async def test_filter_examples_by_hand(client, corpus) -> None:
     by_text = {i["text"]: i["id"] for i in corpus}
     assert set(await _ids(client, {"tags": ["db"], "scope": "project/p1"})) == {
