@@ -15,7 +15,6 @@ from app.auth.keys import hash_key
 from app.console import router as console
 from app.core import heap, pg, tracing
 from app.core.config import Settings, api_pool_sizes, get_settings
-from app.core.db import create_engine, create_read_sessionmaker, create_sessionmaker
 from app.core.edge import Edge
 from app.core.error_handlers import install_error_handlers
 from app.core.queue import Queue
@@ -56,11 +55,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "DATABASE_URL and REDIS_URL must be set "
                 "(`loom-memory serve` without them starts embedded stores)"
             )
-        # the hot paths hold the asyncpg pool (LOOM_DB_POOL_SIZE); the SQLAlchemy engine
-        # serves the other routes with half as many (and half again at peaks)
+        # the hot paths hold one pool (LOOM_DB_POOL_SIZE); the other routes another of half
+        # as many and half again (app.core.db)
         size, overflow = api_pool_sizes(settings.db_pool_size)
-        engine = create_engine(settings.database_url, size, settings, max_overflow=overflow)
         pool = await pg.create_pool(settings.database_url, settings)
+        db_pool = await pg.create_pool(
+            settings.database_url, settings, size=size + overflow, generic_plans=False
+        )
         redis = create_redis(settings.redis_url)
         try:
             llm = get_llm_client(settings)
@@ -68,8 +69,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.warning("LLM client unavailable: %s", exc)
             llm = None
         say_why_facts_wait(settings, llm)
-        wiring.meter_llm(llm, engine, settings)  # the LLM cost ledger and budgets
-        sessionmaker = create_sessionmaker(engine)
+
+        def connection() -> AbstractAsyncContextManager[asyncpg.Connection]:
+            return pg.connection(pool, settings.db_pool_timeout_seconds)
+
+        def db_connection() -> AbstractAsyncContextManager[asyncpg.Connection]:
+            return pg.connection(db_pool, settings.db_pool_timeout_seconds)
+
+        wiring.meter_llm(llm, db_connection, settings)  # the LLM cost ledger and budgets
         queue = Queue(arq_settings(settings.redis_url), settings.queue_name)
         shared_memory = SharedMemoryRuntime(
             redis,
@@ -83,16 +90,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             ttl=settings.key_cache_seconds,
             admin_hash=hash_key(admin) if admin else None,
         )
-
-        def connection() -> AbstractAsyncContextManager[asyncpg.Connection]:
-            return pg.connection(pool, settings.db_pool_timeout_seconds)
-
         state = AppState(
             settings=settings,
-            engine=engine,
-            sessionmaker=sessionmaker,
-            read_sessionmaker=create_read_sessionmaker(engine),
             pg=pool,
+            db=db_pool,
             redis=redis,
             queue=queue,
             llm=llm,
@@ -101,7 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 key_cache,
                 shared_memory,
                 built_in_tools.catalog(),
-                *wiring.assemble(settings, shared_memory, queue, sessionmaker, connection),
+                *wiring.assemble(settings, shared_memory, queue, db_connection, connection),
             ),
         )
         erasure_caches.install(state)
@@ -128,7 +129,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 ("queue", state.queue.close),
                 ("redis", redis.aclose),
                 ("llm", getattr(llm, "aclose", None)),
-                ("database", engine.dispose),
+                ("database", partial(pg.close, db_pool)),
                 ("pool", partial(pg.close, pool)),
             ):
                 if close is None:

@@ -1,6 +1,6 @@
 """The application's typed state: what the lifespan opens and every request reads.
 
-`create_app`'s lifespan builds one `AppState` (engine, sessionmakers, asyncpg pool, Redis,
+`create_app`'s lifespan builds one `AppState` (its two asyncpg pools, Redis,
 queue, LLM client, the process's caches and its parts, see `app.wiring`) and keeps it at
 `app.state.loom`. Everything reads it one way, `app_state(app)`: a route or dependency with
 `app_state(request.app)` (a plain call: no dependency to resolve on the hot paths), the MCP
@@ -35,7 +35,6 @@ from app.core.started import started_state
 if TYPE_CHECKING:
     import asyncpg
     from redis.asyncio import Redis
-    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
     from app.core.config import Settings
     from app.core.queue import Queue
@@ -92,10 +91,8 @@ class Caches(Parts):
 @dataclass(slots=True)
 class AppState:
     settings: Settings
-    engine: AsyncEngine
-    sessionmaker: async_sessionmaker[AsyncSession]
-    read_sessionmaker: async_sessionmaker[AsyncSession]
     pg: asyncpg.Pool  # the hot paths' pool (app.core.pg)
+    db: asyncpg.Pool  # every other route's (app.core.db)
     redis: Redis
     queue: Queue
     llm: LLMClient | None  # summaries/rerank; None without a configured LLM
@@ -108,6 +105,10 @@ class AppState:
         `LOOM_DB_POOL_TIMEOUT_SECONDS` for one."""
         return pg.connection(self.pg, self.settings.db_pool_timeout_seconds)
 
+    def db_connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
+        """A connection of the other routes' pool (`app.core.db`: `DbDep`, `transaction`)."""
+        return pg.connection(self.db, self.settings.db_pool_timeout_seconds)
+
 
 @dataclass(slots=True)
 class WorkerState:
@@ -115,14 +116,17 @@ class WorkerState:
     kept in arq's ctx under `WORKER_STATE`, read with `worker_state(ctx)`."""
 
     settings: Settings
-    engine: AsyncEngine
-    sessionmaker: async_sessionmaker[AsyncSession]
+    db: asyncpg.Pool  # the worker's pool (app.core.db)
     redis: Redis
     queue: Queue
     llm: LLMClient | None  # None = heuristic summaries
     # what the busy-session pass remembers between its runs, per worker start
     # (app.memory.tasks.compress_busy_sessions)
     cron_state: dict[str, Any] = field(default_factory=dict)
+
+    def db_connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
+        """A connection of the worker's pool, waiting at most LOOM_DB_POOL_TIMEOUT_SECONDS."""
+        return pg.connection(self.db, self.settings.db_pool_timeout_seconds)
 
 
 WORKER_STATE = "loom"

@@ -35,7 +35,6 @@ from typing import Any
 
 import asyncpg
 from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.context import earlier_conversations as user_recall
 from app.context.recent_reads import (
@@ -45,7 +44,7 @@ from app.context.recent_reads import (
     RecallSearches,
 )
 from app.context.service import ContextHooks
-from app.core import jsonlimits, pagination, pg
+from app.core import jsonlimits, pagination
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.core.tokens import count_text
@@ -83,13 +82,13 @@ def configure(settings: Settings) -> None:
     filters.configure(settings.filter_max_values)
 
 
-def meter_llm(llm: Any, engine: AsyncEngine, settings: Settings) -> None:
-    """The LLM client's calls go to the cost ledger on `engine`, within the tenants' daily
-    token budgets (`app.llm.usage`); nothing without a client."""
+def meter_llm(llm: Any, connect: Connect, settings: Settings) -> None:
+    """The LLM client's calls go to the cost ledger on `connect`'s pool, within the
+    tenants' daily token budgets (`app.llm.usage`); nothing without a client."""
     meter = meter_of(llm)
     if meter is not None:
         meter.attach(
-            LedgerStore(lambda: pg.engine_connection(engine)),
+            LedgerStore(connect),
             default_budget=settings.daily_token_budget,
             refresh=settings.usage_budget_refresh_seconds,
         )
@@ -110,7 +109,7 @@ def assemble(
     settings: Settings,
     shared_memory: SharedMemoryRuntime,
     queue: Queue,
-    sessionmaker: async_sessionmaker[AsyncSession],
+    connect: Connect,
     connection: Connect,
 ) -> tuple[object, ...]:
     """The hooks of the app whose stores these are (`app.main`'s lifespan puts them in its
@@ -120,14 +119,14 @@ def assemble(
     return (
         SessionHooks(
             created=(memory_hooks.freeze_rom,),
-            ended=(flush_on_end(queue, sessionmaker),),
+            ended=(flush_on_end(queue, connect),),
         ),
         AppendHooks(
             before=before,
             after=after,
             on_pressure=all_of(
                 compression_trigger(queue, settings.compress_busy_usage, pool_recorder(connection)),
-                extraction_trigger(queue, sessionmaker, settings),
+                extraction_trigger(queue, connect, settings),
             ),
         ),
         ContextHooks(

@@ -17,9 +17,8 @@ from arq import cron  # noqa: F401  (domains add cron jobs below)
 from arq.worker import Worker, create_worker, func
 
 from app import wiring
-from app.core import tracing
+from app.core import pg, tracing
 from app.core.config import Settings, get_settings
-from app.core.db import create_engine, create_sessionmaker
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.erasure.service import ERASE_JOB
@@ -28,6 +27,7 @@ from app.facts.startup import say_why_facts_wait
 from app.facts.tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.jobs.followup import run_after_job
 from app.jobs.lease import end_lease, start_lease
+from app.launcher.budget import WORKER_CONNECTIONS
 from app.llm.client import get_llm_client
 from app.manifests.tasks import sweep_context_manifests
 from app.memory.tasks import compress_busy_sessions, compress_session
@@ -47,23 +47,24 @@ async def startup(ctx: dict[str, Any]) -> None:
         raise RuntimeError("DATABASE_URL and REDIS_URL must be set for the worker")
     wiring.configure(settings)
     tracing.configure(settings.otel, settings.otel_content)  # OTEL_* variables (app.core.tracing)
-    engine = create_engine(settings.database_url, pool_size=4, settings=settings, max_overflow=8)
+    db = await pg.create_pool(
+        settings.database_url, settings, size=WORKER_CONNECTIONS, generic_plans=False
+    )
     redis = create_redis(settings.redis_url)
     try:
         state = WorkerState(
             settings=settings,
-            engine=engine,
-            sessionmaker=create_sessionmaker(engine),
+            db=db,
             redis=redis,
             queue=Queue(arq_settings(settings.redis_url), settings.queue_name),
             llm=get_llm_client(settings),  # None = heuristic summaries
         )
     except BaseException:
         await redis.aclose()
-        await engine.dispose()
+        await pg.close(db)
         raise
     ctx[WORKER_STATE] = state
-    wiring.meter_llm(state.llm, engine, settings)  # the LLM cost ledger and budgets
+    wiring.meter_llm(state.llm, state.db_connection, settings)  # the LLM cost ledger and budgets
     say_why_facts_wait(settings, state.llm)
     _start_metrics_server(settings.worker_metrics_port)
 
@@ -76,7 +77,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
         await state.llm.aclose()
     await state.queue.close()
     await state.redis.aclose()
-    await state.engine.dispose()
+    await pg.close(state.db)
     tracing.shutdown()
 
 

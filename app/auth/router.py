@@ -17,7 +17,6 @@ from app.auth.schemas import (
     TenantPublic,
     WhoAmI,
 )
-from app.core import pg
 from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, Forbidden
 from app.core.pagination import (
@@ -55,7 +54,7 @@ async def create_tenant(
     with the existing tenant's id in `details.tenant_id`."""
     if principal.role != "admin":
         raise Forbidden("Only admin keys create tenants.")
-    tenant = await service.create_tenant(await pg.driver_connection(db), body)
+    tenant = await service.create_tenant(db, body)
     return TenantPublic.model_validate(tenant, from_attributes=True)
 
 
@@ -71,7 +70,7 @@ async def create_api_key(
     """Create a key. The secret is in this response only; only its hash is stored."""
     if body.tenant_id is None:
         body.tenant_id = named_tenant
-    key, secret = await service.create_key(await pg.driver_connection(db), principal, body)
+    key, secret = await service.create_key(db, principal, body)
     public = ApiKeyPublic.model_validate(key, from_attributes=True)
     return ApiKeyCreated(**public.model_dump(), secret=secret)
 
@@ -94,7 +93,7 @@ async def list_api_keys(
         except ValueError as exc:
             raise invalid_cursor() from exc
     keys = await service.list_keys(
-        await pg.driver_connection(db),
+        db,
         principal,
         tenant_id or named_tenant,
         after=after,
@@ -118,9 +117,7 @@ async def revoke_api_key(
     tenant_id: uuid.UUID | None = None,
 ) -> Response:
     """Revoke a key; it stops working on the next request."""
-    key = await service.revoke_key(
-        await pg.driver_connection(db), principal, tenant_id or named_tenant, key_id
-    )
+    key = await service.revoke_key(db, principal, tenant_id or named_tenant, key_id)
     cache = app_state(request.app).parts[KeyCache]
     if cache is not None:
         cache.drop(key.key_hash)  # before commit too, so no request here re-caches it

@@ -81,8 +81,8 @@ def provider(
             return None
         query = newest_user
         if query is None:
-            async with open_db() as db:
-                query = await newest_user_text(db, session_row, None)
+            async with open_db() as conn:
+                query = await newest_user_text(conn, session_row, None)
         if not query or not query.strip():
             return None
         most = int(cfg.get("max_messages", 6))

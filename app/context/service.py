@@ -7,7 +7,7 @@ from typing import Any
 
 from app.auth.caller import Caller
 from app.context import builder
-from app.context.blocks import BlockProvider
+from app.context.blocks import BlockProvider, OneConnection
 from app.context.schemas import ContextRequest
 from app.context.swap_recall import SwapRecall, recall_config
 from app.memory.aggregate import StandIns, load
@@ -45,14 +45,20 @@ async def build_and_record(
     session = loaded.session
     hooks = state.parts[ContextHooks]
     recall = recall_config(session.config, body.recall if body is not None else None)
-    built = await builder.build(
-        state.read_sessionmaker,
-        session,
-        loaded,
-        providers=hooks.blocks,
-        recall=SwapRecall(state, caller.tenant_id, session_id, recall) if recall.enabled else None,
-        as_of=body.facts_as_of if body is not None else None,
-        query=recall.query.strip() or None if recall.query else None,
-    )
+    blocks = OneConnection(state.db_connection)  # the providers' one connection
+    try:
+        built = await builder.build(
+            blocks,
+            session,
+            loaded,
+            providers=hooks.blocks,
+            recall=SwapRecall(state, caller.tenant_id, session_id, recall)
+            if recall.enabled
+            else None,
+            as_of=body.facts_as_of if body is not None else None,
+            query=recall.query.strip() or None if recall.query else None,
+        )
+    finally:
+        await blocks.close()
     extra, payload = await hooks.built(built, body, fmt)
     return built, extra, payload

@@ -238,13 +238,23 @@ def pool_server_settings(settings: Settings) -> dict[str, str]:
     return server
 
 
-async def create_pool(url: str, settings: Settings) -> asyncpg.Pool:
+async def create_pool(
+    url: str, settings: Settings, *, size: int | None = None, generic_plans: bool = True
+) -> asyncpg.Pool:
+    """A pool of `size` connections (default `LOOM_DB_POOL_SIZE`) of `app.core.db`'s
+    connection class. `generic_plans`: the hot paths' pool (see `pool_server_settings`);
+    without, PostgreSQL plans as it chooses (the other routes' pool, `app.core.db`)."""
+    from app.core.db import LoomConnection
+
     _, command_timeout = connection_bounds(settings)
-    server = pool_server_settings(settings)
+    server = pool_server_settings(settings) if generic_plans else connection_bounds(settings)[0]
+    if not generic_plans:
+        server["jit"] = "off"
     pool = asyncpg.create_pool(
         libpq_dsn(url),
         min_size=0,
-        max_size=settings.db_pool_size,
+        max_size=size or settings.db_pool_size,
+        connection_class=LoomConnection,
         init=_init,
         timeout=settings.db_connect_timeout_seconds,
         command_timeout=command_timeout,
@@ -298,16 +308,16 @@ class connection:  # noqa: N801 (used as a function: `async with connection(...)
             try:
                 await self._bound.__aexit__(exc_type, exc, tb)  # TimeoutError when it cut
             except BaseException as raised:
-                if _cut(raised):
+                if cut_after(raised):
                     conn.terminate()
                 raise
-            if exc is not None and _cut(exc):
+            if exc is not None and cut_after(exc):
                 conn.terminate()
         finally:
             await self._pool.release(conn)
 
 
-def _cut(exc: BaseException) -> bool:
+def cut_after(exc: BaseException) -> bool:
     """Whether a connection that raised `exc` must be cut rather than go back as it is."""
     return isinstance(exc, asyncio.CancelledError | TimeoutError) or is_connection_error(exc)
 
@@ -347,7 +357,7 @@ class engine_connection:  # noqa: N801 (used as a function: `async with engine_c
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
         try:
-            if exc is not None and _cut(exc):  # not back to the engine's pool as it is
+            if exc is not None and cut_after(exc):  # not back to the engine's pool as it is
                 await self._conn.invalidate(exc if isinstance(exc, Exception) else None)
         finally:
             await self._sa.__aexit__(exc_type, exc, tb)

@@ -18,17 +18,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import asyncpg
 from redis.asyncio import Redis
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core import pg
 from app.core.config import Settings
+from app.core.db import Connect, transaction
 from app.erasure import caches, policy
 from app.erasure import repository as repo
 from app.facts.support import release_session
@@ -48,29 +48,10 @@ SESSION_JOBS: tuple[Callable[[uuid.UUID], str], ...] = (compress_job_id, extract
 Begin = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
 
 
-def pool_transaction(
-    connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]],
-) -> Begin:
-    """A transaction on a pooled connection (an API process's `AppState.connection`)."""
-
-    @asynccontextmanager
-    async def begin() -> AsyncIterator[asyncpg.Connection]:
-        async with connection() as conn, conn.transaction():
-            yield conn
-
-    return begin
-
-
-def engine_transaction(engine: AsyncEngine) -> Begin:
-    """A transaction on a connection of a SQLAlchemy engine's pool (`app.core.pg.
-    engine_connection`: the worker, which has no asyncpg pool of its own)."""
-
-    @asynccontextmanager
-    async def begin() -> AsyncIterator[asyncpg.Connection]:
-        async with pg.engine_connection(engine) as conn, conn.transaction():
-            yield conn
-
-    return begin
+def pool_transaction(connect: Connect) -> Begin:
+    """Transactions on connections of `connect`'s pool (`AppState.db_connection`, the
+    worker's `WorkerState.db_connection`)."""
+    return partial(transaction, connect)
 
 
 def _timed_out(exc: BaseException) -> bool:

@@ -89,7 +89,9 @@ async def _new(
 
 
 def _deps(state: AppState) -> runner.Deps:
-    return runner.deps_from(state.settings, runner.pool_transaction(state.connection), state.redis)
+    return runner.deps_from(
+        state.settings, runner.pool_transaction(state.db_connection), state.redis
+    )
 
 
 async def _carry_out(
@@ -116,8 +118,8 @@ async def _current(state: AppState, tenant_id: uuid.UUID, erasure_id: uuid.UUID)
 
 async def erase_user(state: AppState, caller: Caller, user_id: str) -> ErasureRow:
     if caller.role == "agent":
-        async with state.read_sessionmaker() as db:
-            await users_access.require_visible(db, caller, user_id)
+        async with state.db_connection() as conn:
+            await users_access.require_visible(conn, caller, user_id)
         raise Forbidden(
             "Erasing a user needs a service key: it reaches every agent's sessions with them.",
             code="erasure_forbidden",

@@ -8,7 +8,6 @@ import logging
 import uuid
 from typing import Any
 
-from app.core import pg
 from app.core.queue import enqueue
 from app.erasure import repository as repo
 from app.erasure import runner
@@ -20,7 +19,9 @@ log = logging.getLogger("loom.erasure")
 
 async def erase(ctx: dict[str, Any], tenant_id: str, erasure_id: str) -> str:
     state = worker_state(ctx)
-    deps = runner.deps_from(state.settings, runner.engine_transaction(state.engine), state.redis)
+    deps = runner.deps_from(
+        state.settings, runner.pool_transaction(state.db_connection), state.redis
+    )
     row = await runner.run(deps, uuid.UUID(tenant_id), uuid.UUID(erasure_id))
     return "missing" if row is None else row.status
 
@@ -29,7 +30,7 @@ async def resume_erasures(ctx: dict[str, Any]) -> int:
     """Queue the `erase` job of every running erasure nobody advanced for
     LOOM_ERASURE_RECOVERY_SECONDS (the job id dedupes it against one still queued)."""
     state = worker_state(ctx)
-    async with pg.engine_connection(state.engine) as conn:
+    async with state.db_connection() as conn:
         found = await repo.stalled(conn, float(state.settings.erasure_recovery_seconds))
     for tenant_id, erasure_id in found:
         log.info("resuming erasure %s", erasure_id)

@@ -43,7 +43,7 @@ async def read_batch(
     upto: int,
 ) -> Batch:
     cap = int(deps.settings.facts_input_tokens)
-    async with connected(deps.sessionmaker, commit=False) as conn:
+    async with connected(deps.connect, commit=False) as conn:
         rows = await runs.messages_after(
             conn, tenant_id, session_id, after=after, upto=upto, limit=READ_LIMIT
         )

@@ -16,7 +16,6 @@ from typing import Any
 import asyncpg
 
 from app.context.blocks import ContextBlock, OpenDb, newest_user_text
-from app.core import pg
 from app.core.tokens import count_text
 from app.facts import repository as repo
 from app.facts.extract import fact_scope
@@ -122,9 +121,8 @@ async def facts_provider(
         return None
     scope = fact_scope(cfg, session_row.agent_id, session_row.user_id)
     tid, agent = session_row.tenant_id, session_row.agent_id
-    async with open_db() as db:
-        query = query or await newest_user_text(db, session_row, newest_user)
-        conn = await pg.driver_connection(db)  # the build's read session's (app.context)
+    async with open_db() as conn:  # the build's connection for its blocks (app.context)
+        query = query or await newest_user_text(conn, session_row, newest_user)
         rows = await _candidates(conn, tid, scope, agent, query, as_of)
         if as_of is not None:
             rows = await read_then(conn, tid, rows, as_of)

@@ -69,7 +69,7 @@ async def decide(
         - fixed_tokens(prompts.DECIDE_SYSTEM, prompts.DecisionsOut)
         - count_text(prompts.render_decisions(news, []))
     )
-    async with connected(deps.sessionmaker, commit=False) as conn:
+    async with connected(deps.connect, commit=False) as conn:
         stored, affected = await stored_for_decision(
             conn, tenant_id, scope, cands, max(0, budget), batch.keys, batch.attrs
         )

@@ -114,7 +114,7 @@ async def apply_batch(
     point: CommitPoint,
 ) -> Applied:
     """Step 4: the batch's operations and its commit point, in one transaction."""
-    async with connected(deps.sessionmaker, commit=True) as conn:
+    async with connected(deps.connect, commit=True) as conn:
         applied = await apply(
             conn,
             tenant_id,
@@ -129,7 +129,7 @@ async def apply_batch(
 
 
 async def _session(deps: Deps, tenant_id: uuid.UUID, session_id: uuid.UUID) -> Any:
-    async with connected(deps.sessionmaker, commit=False) as conn:
+    async with connected(deps.connect, commit=False) as conn:
         return await runs.session_facts(conn, tenant_id, session_id)
 
 

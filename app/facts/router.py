@@ -8,7 +8,6 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
-from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, ErrorEnvelope
 from app.core.times import AS_OF_DOC, AsOf
@@ -48,7 +47,7 @@ async def extract_facts(
     `config.facts.enabled`."""
     facts_service.require_enabled(session)
     state = app_state(request.app)
-    deps = Deps(state.sessionmaker, state.llm, state.settings)
+    deps = Deps(state.db_connection, state.llm, state.settings)
     if wait:
         try:
             outcome = await facts_service.extract_now(
@@ -61,13 +60,13 @@ async def extract_facts(
             return ExtractPublic(
                 enqueued=False,
                 result=outcome.as_dict(),
-                extraction=await facts_service.status(await pg.driver_connection(db), session),
+                extraction=await facts_service.status(db, session),
             )
     ok = await facts_service.enqueue(state.queue, deps, session, retry_failed=retry_failed)
     return ExtractPublic(
         enqueued=ok,
         result=None,
-        extraction=await facts_service.status(await pg.driver_connection(db), session),
+        extraction=await facts_service.status(db, session),
     )
 
 
@@ -79,7 +78,7 @@ async def extract_facts(
 async def get_fact_extraction(session: SessionDep, db: DbDep) -> FactExtractionPublic:
     """The watermark, the latest job (status, attempts, last error or skip reason, what it
     did) and the LLM calls and tokens spent on this session's facts."""
-    return await facts_service.status(await pg.driver_connection(db), session)
+    return await facts_service.status(db, session)
 
 
 @router.get(
@@ -102,7 +101,7 @@ async def get_memory_item_history(
 ) -> MemoryItemHistory:
     """Every version of the item (oldest first: who, when, why), the fact that replaced it
     and the facts it replaced."""
-    return await facts_service.history(await pg.driver_connection(db), caller, item_id, as_of)
+    return await facts_service.history(db, caller, item_id, as_of)
 
 
 @router.patch(
@@ -124,6 +123,6 @@ async def patch_memory_item(
     """Change text, importance, tags, key or validity; only the fields given change. Needs
     `If-Match` with the item's version (428 without it, 409 `version_conflict` when it
     moved on). Writes a version `edit` with the reason, the caller's key and agent."""
-    item = await edit.edit_item(await pg.driver_connection(db), caller, item_id, body, if_match)
+    item = await edit.edit_item(db, caller, item_id, body, if_match)
     response.headers["ETag"] = edit.etag(item)
     return to_public(item)

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from app.core import pg
 from app.core.config import Settings
 from app.facts.policy import FactsConfig
 from app.knowledge.scopes import Scope, agent_scope, parse_scope, user_scope
 from app.llm.client import LLMClient
 
-if TYPE_CHECKING:  # the handle opener of the API and the worker alike (see `connected`)
-    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+if TYPE_CHECKING:  # the connection opener of the API and the worker alike (`connected`)
+    from app.core.db import Connect
 
 
 class LeaseLost(Exception):
@@ -54,27 +53,29 @@ class Outcome:
 
 @dataclasses.dataclass(frozen=True)
 class Deps:
-    sessionmaker: async_sessionmaker[AsyncSession]
+    connect: Connect
     llm: LLMClient | None
     settings: Settings
 
 
 @asynccontextmanager
-async def connected(
-    sessionmaker: async_sessionmaker[AsyncSession], *, commit: bool
-) -> AsyncIterator[asyncpg.Connection]:
-    """A connection in a transaction of its own, for a step of a run, a job's bookkeeping
-    or a trigger (in the API and in the worker, which has no asyncpg pool): the one under
-    a session of `sessionmaker` (`app.core.pg.driver_connection`). With `commit`, what the
-    body wrote commits when it ends without raising; else (and on any error) it is
-    rolled back."""
-    async with sessionmaker() as db:
-        conn = await pg.driver_connection(db)
-        yield conn
+async def connected(connect: Connect, *, commit: bool) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection in a transaction of its own, for a step of a run, a job's
+    bookkeeping or a trigger (the API's pool or the worker's: `connect`). With `commit`,
+    what the body wrote commits when it ends without raising; else (and on any error) it
+    is rolled back."""
+    async with connect() as conn:
+        tx = conn.transaction()
+        await tx.start()
+        try:
+            yield conn
+        except BaseException:
+            await tx.rollback()
+            raise
         if commit:
-            await db.commit()
+            await tx.commit()
         else:
-            await db.rollback()
+            await tx.rollback()
 
 
 def fact_scope(cfg: FactsConfig, agent_id: str, user_id: str | None = None) -> Scope:

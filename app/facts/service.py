@@ -67,11 +67,11 @@ async def extract_now(
         async with asyncio.timeout(max(0.0, within - (loop.time() - began))):
             outcome = await run_once(deps, tid, sid, retry_failed=retry_failed)
     except TimeoutError:  # the claim goes: the flush that follows runs what is left
-        await record(deps.sessionmaker, tid, sid, status="pending")
+        await record(deps.connect, tid, sid, status="pending")
         return None
     except Exception as exc:
         await record(
-            deps.sessionmaker,
+            deps.connect,
             tid,
             sid,
             status="failed",
@@ -79,7 +79,7 @@ async def extract_now(
             finished_at=datetime.now(UTC),
         )
         raise
-    await record(deps.sessionmaker, tid, sid, **finished(outcome))
+    await record(deps.connect, tid, sid, **finished(outcome))
     return outcome
 
 
@@ -96,7 +96,7 @@ async def enqueue(
             True,
             _job_id=extract_job_id(session.id),
         )
-    return await flush(queue, deps.sessionmaker, session.tenant_id, session.id)
+    return await flush(queue, deps.connect, session.tenant_id, session.id)
 
 
 def version_public(v: Any) -> MemoryItemVersionPublic:

@@ -40,7 +40,7 @@ from app.llm import usage
 from app.state import worker_state
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+    from app.core.db import Connect
 
 log = logging.getLogger("loom.facts.jobs")
 
@@ -89,7 +89,7 @@ async def claimed(
     deadline = asyncio.get_running_loop().time() + wait
     while True:
         try:
-            async with connected(deps.sessionmaker, commit=True) as conn:
+            async with connected(deps.connect, commit=True) as conn:
                 ok = await runs.claim_run(
                     conn,
                     tenant_id,
@@ -114,14 +114,14 @@ def _error_text(exc: BaseException) -> str:
 
 
 async def record(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    connect: Connect,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     **values: Any,
 ) -> None:
     """Write job status; bookkeeping never decides the job's fate."""
     try:
-        async with connected(sessionmaker, commit=True) as conn:
+        async with connected(connect, commit=True) as conn:
             await runs.mark(conn, tenant_id, session_id, **values)
     except Exception as exc:
         log.warning("could not record fact extraction status: %s", type(exc).__name__)
@@ -172,7 +172,7 @@ async def run_once(
         outcome.skipped = "budget"
         return outcome
     if retry_failed:
-        async with connected(deps.sessionmaker, commit=False) as conn:
+        async with connected(deps.connect, commit=False) as conn:
             state = await runs.get_state(conn, tenant_id, session_id)
             ranges = list(state.failed_ranges or []) if state is not None else []
         for r in ranges:
@@ -197,7 +197,7 @@ class _Moved(Exception):
 
 
 async def give_up_on(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    connect: Connect,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     batch: tuple[int, int],
@@ -207,7 +207,7 @@ async def give_up_on(
     it (only if it is still the next batch). True when marked."""
     first, last = batch
     try:
-        async with connected(sessionmaker, commit=True) as conn:
+        async with connected(connect, commit=True) as conn:
             await runs.ensure_state(conn, tenant_id, session_id)
             state = await runs.get_state(conn, tenant_id, session_id, for_update=True)
             if state is None or state.watermark_seq != first - 1:
@@ -239,7 +239,7 @@ async def extract_facts(
     settings = state.settings
     tid, sid = uuid.UUID(str(tenant_id)), uuid.UUID(str(session_id))
     job_try = int(ctx.get("job_try") or 1)
-    deps = Deps(state.sessionmaker, state.llm, settings)
+    deps = Deps(state.db_connection, state.llm, settings)
     owner = str(ctx.get("job_id") or extract_job_id(sid))
     if not await claimed(
         deps, tid, sid, owner, wait=settings.facts_wait_seconds, attempts=job_try
@@ -276,7 +276,7 @@ async def extract_facts(
             if (
                 outcome.current is not None
                 and not retry_failed
-                and await give_up_on(deps.sessionmaker, tid, sid, outcome.current, error)
+                and await give_up_on(deps.connect, tid, sid, outcome.current, error)
             ):
                 first, last = outcome.current
                 error = (
@@ -284,7 +284,7 @@ async def extract_facts(
                     f"re-runs it): {error}"
                 )[:300]
             await record(
-                deps.sessionmaker,
+                deps.connect,
                 tid,
                 sid,
                 status="failed",
@@ -296,10 +296,10 @@ async def extract_facts(
             _follow_up(ctx, tid, sid)
             return {"failed": error}
         # no follow-up here: it would move the retry to the quiet time
-        await record(deps.sessionmaker, tid, sid, status="pending", last_error=error)
+        await record(deps.connect, tid, sid, status="pending", last_error=error)
         metrics.JOBS_RETRIED.inc()
         raise Retry(defer=backoff_seconds(settings.facts_retry_base_seconds, job_try)) from None
-    await record(deps.sessionmaker, tid, sid, **finished(outcome))
+    await record(deps.connect, tid, sid, **finished(outcome))
     metrics.JOBS_RUN.labels(
         outcome="skipped" if outcome.skipped and not outcome.batches else "succeeded"
     ).inc()
@@ -311,17 +311,17 @@ def _follow_up(ctx: dict[str, Any], tid: uuid.UUID, sid: uuid.UUID) -> None:
     """Once the job has ended (not when it waits for a retry), schedule it again for the
     messages that arrived meanwhile."""
     state = worker_state(ctx)
-    after_job(ctx, lambda: follow(state.queue, state.sessionmaker, state.settings, tid, sid))
+    after_job(ctx, lambda: follow(state.queue, state.db_connection, state.settings, tid, sid))
 
 
 async def enqueue_extraction(
     queue: Queue,
-    sessionmaker: async_sessionmaker[AsyncSession],
+    connect: Connect,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
 ) -> bool:
     """Record the job as pending, then run it as soon as a worker takes it. Never raises."""
-    return await schedule_extraction(queue, sessionmaker, tenant_id, session_id, delay=0.0)
+    return await schedule_extraction(queue, connect, tenant_id, session_id, delay=0.0)
 
 
 async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
@@ -332,7 +332,7 @@ async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
     settings = state.settings
     now = datetime.now(UTC)
     interval = timedelta(seconds=settings.compress_cron_seconds)
-    async with connected(state.sessionmaker, commit=False) as conn:
+    async with connected(state.db_connection, commit=False) as conn:
         lost = await runs.stale_extractions(
             conn,
             pending_before=now
@@ -343,6 +343,6 @@ async def recover_fact_extractions(ctx: dict[str, Any]) -> dict[str, int]:
         )
     enqueued = 0
     for tid, sid in lost:
-        if await enqueue_extraction(state.queue, state.sessionmaker, tid, sid):
+        if await enqueue_extraction(state.queue, state.db_connection, tid, sid):
             enqueued += 1
     return {"lost": len(lost), "enqueued": enqueued}

@@ -27,9 +27,8 @@ from app.facts.policy import FactsConfig
 from app.facts.run import connected
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
     from app.core.config import Settings
+    from app.core.db import Connect
     from app.core.queue import Queue
     from app.messages.hooks import AppendedBatch
 
@@ -66,7 +65,7 @@ def extraction_due(
 
 async def schedule_extraction(
     queue: Queue,
-    sessionmaker: async_sessionmaker[AsyncSession],
+    connect: Connect,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
@@ -75,7 +74,7 @@ async def schedule_extraction(
     """Record the job as pending, then schedule it `delay` seconds from now. Never raises."""
     job_id = extract_job_id(session_id)
     try:
-        async with connected(sessionmaker, commit=True) as conn:
+        async with connected(connect, commit=True) as conn:
             await runs.mark_pending(conn, tenant_id, session_id, job_id)
     except Exception as exc:
         log.warning("could not record pending extraction of %s: %s", session_id, type(exc).__name__)
@@ -86,7 +85,7 @@ async def schedule_extraction(
 
 async def follow(
     queue: Queue,
-    sessionmaker: async_sessionmaker[AsyncSession],
+    connect: Connect,
     settings: Settings,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
@@ -95,7 +94,7 @@ async def follow(
     config: Mapping[str, Any] | None = None,
 ) -> bool:
     """Schedule the session's extraction as its waiting messages say (module doc)."""
-    async with connected(sessionmaker, commit=False) as conn:
+    async with connected(connect, commit=False) as conn:
         if last_seq is None or config is None:
             info = await runs.session_facts(conn, tenant_id, session_id)
             if info is None:
@@ -117,11 +116,11 @@ async def follow(
         # a retry waiting for its backoff reads these messages too: moving it to the quiet
         # time would postpone it (each retry came ~60 s later)
         return False
-    return await schedule_extraction(queue, sessionmaker, tenant_id, session_id, delay=delay)
+    return await schedule_extraction(queue, connect, tenant_id, session_id, delay=delay)
 
 
 def extraction_trigger(
-    queue: Queue, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+    queue: Queue, connect: Connect, settings: Settings
 ) -> Callable[[AppendedBatch, Mapping[str, Any]], Callable[[], Awaitable[None]] | None]:
     """The append's hook (with compression's, see `app.wiring`): sessions with facts on
     schedule their extraction after commit."""
@@ -137,7 +136,7 @@ def extraction_trigger(
         async def _schedule() -> None:
             await follow(
                 queue,
-                sessionmaker,
+                connect,
                 settings,
                 batch.tenant_id,
                 batch.session_id,
@@ -150,32 +149,28 @@ def extraction_trigger(
     return schedule_when_facts_on
 
 
-def flush_on_end(
-    queue: Queue, sessionmaker: async_sessionmaker[AsyncSession]
-) -> Callable[[Any], Awaitable[None]]:
+def flush_on_end(queue: Queue, connect: Connect) -> Callable[[Any], Awaitable[None]]:
     """The session-ended hook (`app.wiring`): a session that ends extracts now when its
     facts are on."""
 
     async def flush_ended(session: Any) -> None:
-        await flush_if_on(queue, sessionmaker, session)
+        await flush_if_on(queue, connect, session)
 
     return flush_ended
 
 
-async def flush_if_on(
-    queue: Queue, sessionmaker: async_sessionmaker[AsyncSession], session: Any
-) -> bool:
+async def flush_if_on(queue: Queue, connect: Connect, session: Any) -> bool:
     """A session that ends: extract now when its facts are on."""
     if not FactsConfig.from_stored((session.config or {}).get("facts")).enabled:
         return False
-    return await flush(queue, sessionmaker, session.tenant_id, session.id)
+    return await flush(queue, connect, session.tenant_id, session.id)
 
 
 async def flush(
     queue: Queue,
-    sessionmaker: async_sessionmaker[AsyncSession],
+    connect: Connect,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
 ) -> bool:
     """Extract now (an explicit call, or a session that ends)."""
-    return await schedule_extraction(queue, sessionmaker, tenant_id, session_id, delay=0.0)
+    return await schedule_extraction(queue, connect, tenant_id, session_id, delay=0.0)

@@ -28,7 +28,7 @@ async def record_usage(
     output_tokens: int,
 ) -> None:
     try:
-        async with connected(deps.sessionmaker, commit=True) as conn:
+        async with connected(deps.connect, commit=True) as conn:
             await runs.add_usage(
                 conn,
                 tenant_id,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 from prometheus_client import Gauge
 
@@ -64,16 +63,9 @@ def _set(pool: str, open_: int, idle: int, max_: int) -> None:
 
 def refresh_pools(state: AppState) -> None:
     """Set this process's pool gauges from the pools (no I/O)."""
-    pg = state.pg
-    _set("asyncpg", pg.get_size(), pg.get_idle_size(), pg.get_max_size())
-    # the engine's pool, when it is a queue pool (SQLAlchemy's default: the one with
-    # counts; read by its methods, so this module need not import SQLAlchemy)
-    pool: Any = state.engine.pool
-    if callable(getattr(pool, "checkedin", None)) and callable(getattr(pool, "checkedout", None)):
-        checked_in = pool.checkedin()
-        # the pool has no public accessor for its overflow bound
-        max_ = pool.size() + max(0, getattr(pool, "_max_overflow", 0))
-        _set("sqlalchemy", checked_in + pool.checkedout(), checked_in, max_)
+    # "asyncpg": the hot paths' pool; "routes": every other route's (app.core.db)
+    for name, pool in (("asyncpg", state.pg), ("routes", state.db)):
+        _set(name, pool.get_size(), pool.get_idle_size(), pool.get_max_size())
 
 
 async def refresh(state: AppState) -> None:

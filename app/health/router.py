@@ -3,7 +3,6 @@
 import asyncio
 from typing import Any
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -30,9 +29,9 @@ async def _check_db(request: Request, seconds: float) -> str:
     try:
         async with asyncio.timeout(seconds):
             # a pooled connection the server closed is replaced on checkout, and a broken
-            # one is discarded (app.core.db), so this follows the database both ways
-            async with app_state(request.app).engine.connect() as conn:
-                await conn.execute(sa.text("SELECT 1"))
+            # one is cut (app.core.pg.connection), so this follows the database both ways
+            async with app_state(request.app).db_connection() as conn:
+                await conn.fetchval("SELECT 1")
         return "ok"
     except Exception as exc:
         return f"unavailable ({type(exc).__name__})"

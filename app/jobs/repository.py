@@ -16,9 +16,8 @@ from typing import Any, Literal, NamedTuple
 
 import asyncpg
 
-from app.core import pg
 from app.core.partitions import FAN_OUT
-from app.core.pg import Handle, positional
+from app.core.pg import positional
 from app.models.compression_job import COMPRESSION_JOB_ROW_COLUMNS, CompressionJobRow
 from app.models.memory_state import L1_COUNT_SQL, PRESSURE_SQL
 
@@ -37,10 +36,9 @@ WHERE tenant_id = $1 AND session_id = $2
 
 
 async def get(
-    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> CompressionJobRow | None:
     """The session's job row, or None if it never had a job."""
-    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_GET, tenant_id, session_id)
     return None if row is None else CompressionJobRow._make(row)
 
@@ -84,10 +82,11 @@ WHERE tenant_id = $1 AND session_id = $2
 """
 
 
-async def asked_since_start(handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
+async def asked_since_start(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> bool:
     """A compression was asked for after the latest try started (and the job is not
     running any more)."""
-    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_ASKED, tenant_id, session_id)
     if row is None or row["status"] == "running":
         return False
@@ -108,10 +107,9 @@ SET status = 'running', job_id = excluded.job_id, attempts = excluded.attempts,
 
 
 async def mark_running(
-    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, attempt: int
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, attempt: int
 ) -> None:
     """A worker started try number `attempt`."""
-    conn = await pg.connection_of(handle)
     await conn.execute(_MARK_RUNNING, tenant_id, session_id, job_id, attempt)
 
 
@@ -122,10 +120,9 @@ WHERE tenant_id = $1 AND session_id = $2
 
 
 async def mark_retrying(
-    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID, error: str
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, error: str
 ) -> None:
     """This try failed and the job was rescheduled: back to pending, with the reason."""
-    conn = await pg.connection_of(handle)
     await conn.execute(_MARK_RETRYING, tenant_id, session_id, _clip(error))
 
 
@@ -139,7 +136,7 @@ WHERE tenant_id = $1 AND session_id = $2
 
 
 async def mark_finished(
-    handle: Handle,
+    conn: asyncpg.Connection,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
@@ -149,7 +146,6 @@ async def mark_finished(
     tokens_saved: int,
 ) -> None:
     """The job ended: `succeeded` (clears the error) or `failed` (keeps it)."""
-    conn = await pg.connection_of(handle)
     await conn.execute(
         _MARK_FINISHED,
         tenant_id,
@@ -170,13 +166,12 @@ LIMIT $3
 
 
 async def stale_jobs(
-    handle: Handle, *, pending_before: datetime, running_before: datetime, limit: int
+    conn: asyncpg.Connection, *, pending_before: datetime, running_before: datetime, limit: int
 ) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """(tenant_id, session_id) of jobs pending since before `pending_before` (their
     enqueue may have been lost while Redis was down) or running since before
     `running_before` (the worker died and Redis lost the job), oldest first.
     Deliberately cross-tenant: only the worker's cron pass calls it."""
-    conn = await pg.connection_of(handle)
     rows = await conn.fetch(_STALE, pending_before, running_before, limit)
     return [(row[0], row[1]) for row in rows]
 
@@ -190,13 +185,12 @@ WHERE s.tenant_id = $1 AND s.id = $2
 
 
 async def pressure(
-    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> dict[str, Any] | None:
     """What decides whether a session is busy, in one query: its config, last seq, L1 start,
     stored non-L1 memory tokens (ROM + Kernel + L2 + promoted), L1 tokens (from the stored
     counters, see `MemoryState.swapped_tokens`), and the status of its compression job (None
     if it never had one)."""
-    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_PRESSURE, tenant_id, session_id)
     return dict(row) if row is not None else None
 
@@ -217,12 +211,11 @@ LIMIT $3
 
 
 async def busy_candidates(
-    handle: Handle, *, since: datetime, default_l1_max: int, limit: int
+    conn: asyncpg.Connection, *, since: datetime, default_l1_max: int, limit: int
 ) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """Sessions that may need compression: changed since `since`, or with more L1
     messages than their `l1_max_messages`; skipping sessions whose job is queued or
     running, or whose last job finished after their last change. Cross-tenant (cron)."""
-    conn = await pg.connection_of(handle)
     rows = await conn.fetch(_CANDIDATES, since, default_l1_max, limit)
     return [(row[0], row[1]) for row in rows]
 

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Query, Request
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import pg
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
@@ -61,7 +60,7 @@ async def list_jobs(
         except ValueError as exc:
             raise invalid_cursor() from exc
     rows = await repository.list_jobs(
-        await pg.driver_connection(db),
+        db,
         caller.tenant_id,
         kind=kind,
         status=status,

@@ -11,14 +11,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.core import pg
-from app.core.pg import Handle
+from app.core.db import Connect
 from app.core.queue import enqueue
 from app.jobs import metrics, repository
 from app.jobs.schemas import CompressionJobPublic
@@ -34,10 +31,10 @@ def compress_job_id(session_id: uuid.UUID | str) -> str:
 
 
 async def compression_status(
-    handle: Handle, tenant_id: uuid.UUID, session_id: uuid.UUID
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
 ) -> CompressionJobPublic | None:
     """The session's latest compression job for the API, or None if it never had one."""
-    row = await repository.get(handle, tenant_id, session_id)
+    row = await repository.get(conn, tenant_id, session_id)
     if row is None:
         return None
     return CompressionJobPublic(**row._asdict())
@@ -47,24 +44,8 @@ async def compression_status(
 Recorder = Callable[[uuid.UUID, uuid.UUID, str, str | None], Awaitable[None]]
 
 
-def session_recorder(sessionmaker: async_sessionmaker[AsyncSession]) -> Recorder:
-    """Record in a transaction of its own (a SQLAlchemy session's, on its connection)."""
-
-    async def record(
-        tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, error: str | None
-    ) -> None:
-        async with sessionmaker() as db:
-            conn = await pg.driver_connection(db)
-            await repository.mark_pending(conn, tenant_id, session_id, job_id, error)
-            await db.commit()
-
-    return record
-
-
-def pool_recorder(
-    connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]],
-) -> Recorder:
-    """Record in one autocommitted statement on the hot paths' pool (the append's trigger)."""
+def pool_recorder(connection: Connect) -> Recorder:
+    """Record in one autocommitted statement on a pool's connection (`connection`)."""
 
     async def record(
         tenant_id: uuid.UUID, session_id: uuid.UUID, job_id: str, error: str | None
@@ -77,7 +58,7 @@ def pool_recorder(
 
 async def enqueue_compression(
     holder: Any,
-    sessionmaker: async_sessionmaker[AsyncSession] | None,
+    connect: Connect | None,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     *,
@@ -90,11 +71,11 @@ async def enqueue_compression(
     Returns True when the queue accepted it (or already holds it). With Redis down the
     row stays `pending` with the reason, and the worker's cron pass enqueues it again.
     `holder` is a Queue or a started app (see `app.core.queue.enqueue`); the
-    row is written by `record`, else through `sessionmaker`.
+    row is written by `record`, else through `connect`.
     """
     if record is None:
-        assert sessionmaker is not None
-        record = session_recorder(sessionmaker)
+        assert connect is not None
+        record = pool_recorder(connect)
     job_id = compress_job_id(session_id)
     try:
         await record(tenant_id, session_id, job_id, None)

@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.context.blocks import ContextBlock, OpenDb
-from app.core import pg
 from app.core.config import get_settings
 from app.core.tokens import count_text
 from app.knowledge import packages, repository
@@ -61,7 +60,7 @@ async def knowledge_provider(
     limit = min(budget_tokens, math.floor(_session_budget(session_row) * cfg.share))
     async with open_db() as db:
         found = await packages.knowledge_block(
-            await pg.driver_connection(db),
+            db,
             session_row.tenant_id,
             task_id=cfg.task_id,
             project_id=cfg.project_id,
@@ -108,7 +107,7 @@ async def learned_provider(
     if cfg is None or not cfg.learned:
         return None
     async with open_db() as db:
-        conn = await pg.driver_connection(db)
+        conn = db
         row = await repository.get_active_learned(conn, session_row.tenant_id, session_row.agent_id)
     if row is None:
         return None

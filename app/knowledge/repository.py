@@ -223,12 +223,11 @@ _GET_ROWS = f"SELECT {_ITEM} FROM memory_items m WHERE m.tenant_id = $1 AND m.id
 
 
 async def get_rows(
-    handle: pg.Handle, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
 ) -> list[MemoryItemRow]:
     """Full items by id (no visibility rule: ids a package or a manifest chose)."""
     if not ids:
         return []
-    conn = await pg.connection_of(handle)
     return _items(await conn.fetch(_GET_ROWS, tenant_id, list(ids)))
 
 
@@ -545,9 +544,8 @@ WHERE v.tenant_id = $1 AND v.agent_id = $2 AND v.version = $3
 
 
 async def get_learned_version(
-    handle: pg.Handle, tenant_id: uuid.UUID, agent_id: str, version: int
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, agent_id: str, version: int
 ) -> LearnedVersionRow | None:
-    conn = await pg.connection_of(handle)
     row = await conn.fetchrow(_GET_LEARNED, tenant_id, agent_id, version)
     return None if row is None else LearnedVersionRow._make(row)
 

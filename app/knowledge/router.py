@@ -9,7 +9,6 @@ from fastapi import APIRouter, Body, Path, Query, Request, Response
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.times import AS_OF_DOC, AsOf
@@ -58,7 +57,7 @@ async def create_memory_item(
 ) -> MemoryItemPublic:
     """Store a task/project/global knowledge item (a project past max_items evicts 10%).
     Its ETag (its version) is what a `PATCH` names in If-Match."""
-    conn = await pg.driver_connection(db)
+    conn = db
     item = await service.create_item(conn, caller, body, max_items=_max_items(request))
     response.headers["ETag"] = f'"{item.version}"'
     return service.to_public(item)
@@ -82,7 +81,7 @@ async def query_memory_items(
     """Filter, order and page items (filters run in SQL; unknown fields/operators are 422).
     Facts superseded or forgotten are left out unless `include_invalidated=true`; with
     `as_of`, the items true at that time."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await service.query_items(
         conn, caller, body, include_invalidated=include_invalidated, as_of=as_of
     )
@@ -95,7 +94,7 @@ async def clear_memory_items(
     caller: CallerDep,
 ) -> ClearResult:
     """Delete a scope's items (optionally only matching ones); `global` needs confirm: true."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await service.clear_items(conn, caller, body)
 
 
@@ -106,7 +105,7 @@ async def get_memory_item(
     item_id: uuid.UUID, db: DbDep, caller: CallerDep, response: Response
 ) -> MemoryItemPublic:
     """One item (its ETag: its version, for `PATCH`'s If-Match)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     item = await service.get_item(conn, caller, item_id)
     response.headers["ETag"] = f'"{item.version}"'
     return service.to_public(item)
@@ -115,7 +114,7 @@ async def get_memory_item(
 @router.delete("/memory-items/{item_id:uuid}", status_code=204, summary="Delete a knowledge item")
 async def delete_memory_item(item_id: uuid.UUID, db: DbDep, caller: CallerDep) -> Response:
     """Delete one item."""
-    conn = await pg.driver_connection(db)
+    conn = db
     await service.delete_item(conn, caller, item_id)
     return Response(status_code=204)
 
@@ -133,7 +132,7 @@ async def promote_memory_item(
     body: Annotated[PromoteRequest | None, Body(openapi_examples=examples.PROMOTE)] = None,
 ) -> MemoryItemPublic:
     """Move an item one tier up: task -> project (needs project_id) -> global."""
-    conn = await pg.driver_connection(db)
+    conn = db
     item = await service.promote_item(
         conn, caller, item_id, body.project_id if body else None, max_items=_max_items(request)
     )
@@ -153,7 +152,7 @@ async def complete_task(
     body: Annotated[TaskComplete | None, Body(openapi_examples=examples.TASK_COMPLETE)] = None,
 ) -> TaskCompleteResult:
     """Promote the listed task items to the project, then clear the task's memory."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await service.complete_task(
         conn, caller, task_id, body or TaskComplete(), max_items=_max_items(request)
     )
@@ -171,7 +170,7 @@ async def create_context_package(
     caller: CallerDep,
 ) -> ContextPackagePublic:
     """Items of the task, project and global tiers within budget_tokens (40/40/20 default)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await packages.create_package(
         conn,
         caller.tenant_id,
@@ -192,7 +191,7 @@ async def put_learned(
     caller: CallerDep,
 ) -> LearnedPublic:
     """Store a new learned version for the agent and make it active."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await learned_service.put(conn, caller, agent_id, body)
 
 
@@ -208,7 +207,7 @@ async def get_learned(
     version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
 ) -> LearnedPublic:
     """The active learned version (or `version`)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await learned_service.get(conn, caller, agent_id, version)
 
 
@@ -224,5 +223,5 @@ async def rollback_learned(
     body: Annotated[LearnedRollback | None, Body(openapi_examples=examples.ROLLBACK)] = None,
 ) -> LearnedPublic:
     """Make an earlier version active (default: the one before the active version)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await learned_service.rollback(conn, caller, agent_id, body.to_version if body else None)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from app.core.config import api_pool_sizes
 
-WORKER_CONNECTIONS = 12  # workers/settings.py: create_engine(pool_size=4, max_overflow=8)
+WORKER_CONNECTIONS = 12  # a worker's pool (workers/settings.py)
 DEFAULT_RESERVE = 10
 MIN_POOL = 2
 

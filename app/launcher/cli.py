@@ -140,21 +140,20 @@ def cmd_worker(_: argparse.Namespace) -> int:
 async def _create_key(url: str, args: argparse.Namespace) -> dict[str, str]:
     from app.auth.service import create_cli_key
     from app.core import pg
-    from app.core.db import create_engine, create_sessionmaker
+    from app.core.config import get_settings
 
-    engine = create_engine(url, 1)
+    pool = await pg.create_pool(url, get_settings(), size=1, generic_plans=False)
     try:
-        async with create_sessionmaker(engine)() as db:
+        async with pg.connection(pool, 30.0) as conn, conn.transaction():
             tenant, created, secret = await create_cli_key(
-                await pg.driver_connection(db),
+                conn,
                 role=args.role,
                 tenant_id=args.tenant_id,
                 tenant_name=args.tenant_name or "default",
                 agent_id=args.agent_id,
             )
-            await db.commit()
     finally:
-        await engine.dispose()
+        await pg.close(pool)
     print(f"{'created' if created else 'existing'} tenant {tenant.name!r}", file=sys.stderr)
     return {
         "tenant_id": str(tenant.id),

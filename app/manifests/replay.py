@@ -18,10 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import asyncpg
+
 from app.context import builder
 from app.context.blocks import ContextBlock
 from app.context.render import RENDERERS
-from app.core import pg
 from app.core.errors import Conflict
 from app.knowledge import repository as knowledge_repository
 from app.manifests import hashes
@@ -61,14 +62,16 @@ def _ranges(blocks: Sequence[Mapping[str, Any]]) -> list[int]:
 
 
 async def load_sources(
-    handle: pg.Handle, tenant_id: uuid.UUID, session_id: uuid.UUID, manifest: Mapping[str, Any]
+    conn: asyncpg.Connection,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    manifest: Mapping[str, Any],
 ) -> Sources:
     """The sources `manifest` names, as they are now: the memory through the aggregate's
     read (`app.memory.aggregate.load`), the summaries it named (in L2 or archived since),
     messages, items and learned versions, on `handle`'s connection. (`handle`: a
     connection, or a session for the knowledge rows' reads that still take one.)"""
     blocks = manifest["blocks"]
-    conn = await pg.connection_of(handle)
     memory = await load(conn, tenant_id, session_id, window=memory_repository.oldest(0))
     out = Sources(memory=memory)
     summary_ids = [
@@ -91,13 +94,13 @@ async def load_sources(
         if s.get("kind") in ("fact", "memory_item")
     ]
     if item_ids:
-        rows = await knowledge_repository.get_rows(handle, tenant_id, item_ids)
+        rows = await knowledge_repository.get_rows(conn, tenant_id, item_ids)
         out.items = {str(r.id): r for r in rows}
     for b in blocks:
         for s in b["sources"]:
             if s.get("kind") == "learned":
                 row = await knowledge_repository.get_learned_version(
-                    handle, tenant_id, s["agent_id"], int(s["version"])
+                    conn, tenant_id, s["agent_id"], int(s["version"])
                 )
                 if row is not None:
                     out.learned[(s["agent_id"], int(s["version"]))] = row

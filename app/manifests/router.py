@@ -10,7 +10,6 @@ import asyncpg
 from fastapi import APIRouter, Query, Request
 
 from app.context.schemas import ManifestPublic
-from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, NotFound
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
@@ -81,7 +80,7 @@ async def list_contexts(
         except ValueError as exc:
             raise invalid_cursor() from exc
     rows = await repo.page(
-        await pg.driver_connection(db),
+        db,
         session.tenant_id,
         session.id,
         before=before,
@@ -102,7 +101,7 @@ async def get_context_manifest(
     """Every block the model read, in order, with its layer, sources, tokens,
     cache_control and why it is there; what was dropped or shrunk; budget, usage,
     tokenizer, versions, config hash and the SHA-256 of the rendered bytes per format."""
-    conn = await pg.driver_connection(db)
+    conn = db
     manifest = (await _load(conn, session, context_id)).manifest
     if all(f in manifest["sha256"] for f in FORMATS):
         return replay.fill_hashes(manifest, None)
@@ -127,7 +126,7 @@ async def replay_context(
     """Re-render the build from the sources its manifest names: the same bytes (the
     recorded SHA-256), or 409 `context_changed` naming every source that changed or was
     erased since (`details.changed`). `format`: the build's own by default."""
-    row = await _load(await pg.driver_connection(db), session, context_id)
+    row = await _load(db, session, context_id)
     fmt = format or row.format
     # (the session: the knowledge rows' reads take it until they take a connection)
     sources = await replay.load_sources(db, session.tenant_id, session.id, row.manifest)
@@ -161,7 +160,7 @@ async def diff_contexts(
 ) -> ContextDiffPublic:
     """Blocks added, removed and changed from build `context_id` (a) to `other_id` (b),
     with token deltas (b - a)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     a = await _load(conn, session, context_id)
     b = await _load(conn, session, other_id)
     return ContextDiffPublic(a=a.id, b=b.id, **manifest_diff.diff(a.manifest, b.manifest))

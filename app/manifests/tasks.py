@@ -4,7 +4,6 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.core import pg
 from app.manifests import repository as repo
 from app.state import worker_state
 
@@ -20,7 +19,7 @@ async def sweep_context_manifests(ctx: dict[str, Any]) -> dict[str, int]:
     settings = state.settings
     days = settings.context_manifests_days
     cutoff = datetime.now(UTC) - timedelta(days=days) if days > 0 else None
-    async with pg.engine_connection(state.engine) as conn, conn.transaction():
+    async with state.db_connection() as conn, conn.transaction():
         counts = await repo.sweep(
             conn,
             keep=settings.context_manifests_keep,

@@ -126,7 +126,7 @@ async def _in_session(
     call: Call, session_id: uuid.UUID, handler: ToolHandler, args: dict[str, Any]
 ) -> Any:
     """Run a built-in session tool in one transaction, on a session the caller may see."""
-    async with transaction(call.state.sessionmaker) as db:
+    async with transaction(call.state.db_connection) as db:
         session = await get_session_row(session_id, db, call.caller)
         return await handler(
             ToolContext(db=db, session=session, caller=call.caller, request=call.request), args

@@ -9,7 +9,6 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from app.core import pg
 from app.core.db import transaction
 from app.facts import service as facts_service
 from app.facts.schemas import FactForget, FactSearch
@@ -56,8 +55,8 @@ async def search_facts(
             "as_of": as_of,
         }
     )
-    async with transaction(call.state.sessionmaker) as db:
-        found = await facts_service.search_facts(await pg.driver_connection(db), call.caller, body)
+    async with transaction(call.state.db_connection) as db:
+        found = await facts_service.search_facts(db, call.caller, body)
     return ok(found)
 
 
@@ -70,9 +69,9 @@ async def forget_fact(
 ) -> CallToolResult:
     call = call_of(ctx)
     body = FactForget.model_validate({"id": id, "reason": reason})
-    async with transaction(call.state.sessionmaker) as db:
+    async with transaction(call.state.db_connection) as db:
         item = await facts_service.forget_fact(
-            await pg.driver_connection(db),
+            db,
             call.caller,
             body.id,
             body.reason,

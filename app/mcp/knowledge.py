@@ -8,7 +8,6 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from app.core import pg
 from app.core.db import transaction
 from app.core.pagination import CURSOR_DESCRIPTION, CURSOR_SCHEMA
 from app.knowledge import packages, service
@@ -81,9 +80,9 @@ async def knowledge_add_item(
             "source": source,
         }
     )
-    async with transaction(call.state.sessionmaker) as db:
+    async with transaction(call.state.db_connection) as db:
         item = await service.create_item(
-            await pg.driver_connection(db),
+            db,
             call.caller,
             body,
             max_items=int(call.state.settings.knowledge_max_items),
@@ -112,8 +111,8 @@ async def knowledge_query_items(
     body = MemoryItemQuery.model_validate(
         {"filters": filters or {}, "order_by": order_by, "limit": limit, "cursor": cursor}
     )
-    async with transaction(call.state.sessionmaker) as db:
-        found = await service.query_items(await pg.driver_connection(db), call.caller, body)
+    async with transaction(call.state.db_connection) as db:
+        found = await service.query_items(db, call.caller, body)
     return ok(found)
 
 
@@ -159,9 +158,9 @@ async def knowledge_build_package(
     if shares is not None:
         fields["shares"] = shares
     body = ContextPackageCreate.model_validate(fields)
-    async with transaction(call.state.sessionmaker) as db:
+    async with transaction(call.state.db_connection) as db:
         package = await packages.create_package(
-            await pg.driver_connection(db),
+            db,
             call.caller.tenant_id,
             body,
             max_candidates=int(call.state.settings.knowledge_max_candidates),

@@ -4,7 +4,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 
-from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
@@ -49,7 +48,7 @@ async def get_memory(session: SessionDep, db: DbDep) -> MemoryPublic:
 async def _memory(db: DbDep, session: SessionRow) -> MemoryPublic:
     """The session's memory read model, with its compression job's status."""
     compression = await compression_status(db, session.tenant_id, session.id)
-    return await read_models.memory_public(await pg.driver_connection(db), session, compression)
+    return await read_models.memory_public(db, session, compression)
 
 
 @router.get(
@@ -67,7 +66,7 @@ async def list_memory_snapshots(
     data = decode_cursor(cursor, {"s": int})
     before = data["s"] if data is not None else None
     rows = await repository.snapshots_page(
-        await pg.driver_connection(db),
+        db,
         session.tenant_id,
         session.id,
         before_start=before,
@@ -111,7 +110,7 @@ async def compress_memory(
         if outcome is None:
             await enqueue_compression(
                 state.queue,
-                state.sessionmaker,
+                state.db_connection,
                 session.tenant_id,
                 session.id,
                 trigger="api",
@@ -125,7 +124,7 @@ async def compress_memory(
     # this request writes nothing the job needs, so it may enqueue now; the pending row is
     # written in its own transaction so GET /memory shows it at once
     ok = await enqueue_compression(
-        state.queue, state.sessionmaker, session.tenant_id, session.id, trigger="api", force=True
+        state.queue, state.db_connection, session.tenant_id, session.id, trigger="api", force=True
     )
     return CompressPublic(enqueued=ok)
 
@@ -141,9 +140,7 @@ async def promote_memory(
     db: DbDep,
 ) -> PromotePublic:
     """Copy older messages into the context (after L2, before L1); 409 over budget."""
-    result = await service.promote_messages(
-        await pg.driver_connection(db), session, body.all_seqs()
-    )
+    result = await service.promote_messages(db, session, body.all_seqs())
     return PromotePublic(
         added=result.added,
         promoted_seqs=result.promoted,
@@ -160,9 +157,7 @@ async def promote_memory(
 )
 async def clear_promoted_memory(session: SessionDep, db: DbDep) -> ClearedPublic:
     """Remove every promoted message from the context; returns the count."""
-    return ClearedPublic(
-        cleared=await service.clear_promoted(await pg.driver_connection(db), session)
-    )
+    return ClearedPublic(cleared=await service.clear_promoted(db, session))
 
 
 @router.get(
@@ -172,9 +167,7 @@ async def clear_promoted_memory(session: SessionDep, db: DbDep) -> ClearedPublic
 )
 async def get_kernel(session: SessionDep, db: DbDep) -> KernelPublic:
     """Tools, cached schemas (most recent first) and the latest large result reference."""
-    return kernel_service.to_public(
-        await kernel_service.get(await pg.driver_connection(db), session)
-    )
+    return kernel_service.to_public(await kernel_service.get(db, session))
 
 
 @router.put(
@@ -189,9 +182,7 @@ async def put_kernel_tools(
 ) -> KernelPublic:
     """Replace the session's tool definitions (409 if ROM + Kernel > half the budget)."""
     tools = [t.model_dump() for t in body.tools]
-    return kernel_service.to_public(
-        await kernel_service.put_tools(await pg.driver_connection(db), session, tools)
-    )
+    return kernel_service.to_public(await kernel_service.put_tools(db, session, tools))
 
 
 @router.put(
@@ -206,9 +197,7 @@ async def put_kernel_schema(
     db: DbDep,
 ) -> KernelSchemaPublic:
     """Cache a schema (LRU of 10: the least recently used one is evicted)."""
-    evicted = await kernel_service.put_schema(
-        await pg.driver_connection(db), session, name, body.schema_
-    )
+    evicted = await kernel_service.put_schema(db, session, name, body.schema_)
     return KernelSchemaPublic(name=name, schema=body.schema_, evicted=evicted)
 
 
@@ -219,5 +208,5 @@ async def put_kernel_schema(
 )
 async def get_kernel_schema(name: SchemaName, session: SessionDep, db: DbDep) -> KernelSchemaPublic:
     """Read a cached schema; the read makes it the most recently used."""
-    schema = await kernel_service.read_schema(await pg.driver_connection(db), session, name)
+    schema = await kernel_service.read_schema(db, session, name)
     return KernelSchemaPublic(name=name, schema=schema)

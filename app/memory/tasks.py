@@ -40,14 +40,16 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+import asyncpg
 from arq import Retry
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.core import pg, tracing
+from app.core import tracing
 from app.core.config import Settings
+from app.core.db import transaction
 from app.core.queue import Queue
 from app.core.tokens import count_message
 from app.jobs import metrics, repository
@@ -85,9 +87,10 @@ class Stores(Protocol):
     (`app.state.AppState`) for `POST .../memory/compress?wait=true`."""
 
     settings: Settings
-    sessionmaker: async_sessionmaker[AsyncSession]
     llm: LLMClient | None
     queue: Queue
+
+    def db_connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]: ...
 
 
 def _never_lost() -> bool:
@@ -158,18 +161,16 @@ async def run_compression(
 ) -> Outcome:
     """Plan / summarise / apply until nothing is due. Raises on failure (see module doc);
     `lost`: whether the job's lease went to another worker (`app.jobs.lease`)."""
-    sessionmaker = state.sessionmaker
+    connect = state.db_connection
     settings = state.settings
     outcome = Outcome()
     stale = 0
     for _ in range(MAX_APPLIES):
-        async with sessionmaker() as db:
-            conn = await pg.driver_connection(db)
+        async with connect() as conn:  # reads only
             row = await sessions_repository.get(conn, tenant_id, session_id)
             if row is None:  # deleted meanwhile: nothing to do
                 return outcome
             plan = await plan_compression(conn, row, force=force and outcome.summaries == 0)
-            await db.rollback()
         if plan is None:
             return outcome
         plan = _first_batch(plan, RANGES_PER_APPLY)
@@ -198,22 +199,19 @@ async def run_compression(
             if keep == 0 and not plan.snapshot_l2:
                 return outcome
             plan, drafts = _first_batch(plan, keep), drafts[:keep]
-        async with sessionmaker() as db:
-            conn = await pg.driver_connection(db)
-            row = await sessions_repository.get(conn, tenant_id, session_id)
-            if row is None:
-                return outcome
-            try:
+        try:
+            async with transaction(connect) as conn:
+                row = await sessions_repository.get(conn, tenant_id, session_id)
+                if row is None:
+                    return outcome
                 with tracing.memory_span("update_memory", session_id, store_kind="session"):
                     await apply_compression(conn, row, plan, drafts)  # the L2 write
-                    await db.commit()
-            except StaleMemoryState:
-                await db.rollback()
-                stale += 1
-                if stale > MAX_STALE_REPLANS:
-                    raise
-                log.info("memory of %s moved during compression; re-planning", session_id)
-                continue
+        except StaleMemoryState:  # rolled back
+            stale += 1
+            if stale > MAX_STALE_REPLANS:
+                raise
+            log.info("memory of %s moved during compression; re-planning", session_id)
+            continue
         outcome.summaries += len(drafts)
         outcome.tokens_saved += _tokens_saved(plan, drafts)
         for d in drafts:
@@ -229,9 +227,8 @@ async def _record(
 ) -> None:
     """Write job status; bookkeeping must never decide the job's fate."""
     try:
-        async with state.sessionmaker() as db:
-            await fn(db, *args, **kwargs)
-            await db.commit()
+        async with transaction(state.db_connection) as conn:
+            await fn(conn, *args, **kwargs)
     except Exception as exc:
         log.warning("could not record compression job status: %s", type(exc).__name__)
 
@@ -300,13 +297,12 @@ async def compress_session(
 async def requeue_if_asked(state: Stores, tenant_id: uuid.UUID, session_id: uuid.UUID) -> bool:
     """After the job has fully ended: a compression asked for since it started (the row
     says `pending`, or was asked while `running`) is enqueued now (module doc)."""
-    async with state.sessionmaker() as db:
-        asked = await repository.asked_since_start(db, tenant_id, session_id)
-        await db.rollback()
+    async with state.db_connection() as conn:
+        asked = await repository.asked_since_start(conn, tenant_id, session_id)
     if not asked:
         return False
     return await enqueue_compression(
-        state.queue, state.sessionmaker, tenant_id, session_id, trigger="requeue"
+        state.queue, state.db_connection, tenant_id, session_id, trigger="requeue"
     )
 
 
@@ -339,7 +335,7 @@ async def _retry_or_fail(
 async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
     """arq cron: enqueue compression for busy sessions and for lost jobs."""
     state = worker_state(ctx)
-    settings, sessionmaker, redis = state.settings, state.sessionmaker, state.redis
+    settings, connect, redis = state.settings, state.db_connection, state.redis
     now = datetime.now(UTC)
     interval = timedelta(seconds=settings.compress_cron_seconds)
     key = CRON_LAST_PASS_KEY.format(queue=settings.queue_name)
@@ -358,7 +354,7 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
     cron_state = state.cron_state
     first_pass = last is None or not cron_state.get("passes")
     cron_state["passes"] = cron_state.get("passes", 0) + 1
-    async with sessionmaker() as db:
+    async with connect() as db:
         lost = await repository.stale_jobs(
             db,
             pending_before=now if first_pass else now - 2 * interval,
@@ -380,7 +376,7 @@ async def compress_busy_sessions(ctx: dict[str, Any]) -> dict[str, int]:
                 busy.append((tid, sid))
     enqueued = 0
     for tid, sid in dict.fromkeys([*lost, *busy]):
-        if await enqueue_compression(state.queue, sessionmaker, tid, sid, trigger="cron"):
+        if await enqueue_compression(state.queue, connect, tid, sid, trigger="cron"):
             enqueued += 1
     try:
         await redis.set(key, str(now.timestamp()))

@@ -6,7 +6,6 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Body, Header, Query, Request, Response
 
 from app.auth.deps import CallerDep
-from app.core import pg
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.limits import BODY_BYTES_SCOPE_KEY
@@ -96,7 +95,7 @@ async def list_messages(
     elif offset is not None:
         start = offset  # seqs start at 1 and have no gaps, so offset n = after seq n
     rows = await service.read_page(
-        await pg.driver_connection(db),
+        db,
         caller,
         session.id,
         after_seq=start,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from app.auth.caller import Caller
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import deadline, pg
+from app.core import deadline
 from app.core.db_errors import is_connection_error
 from app.core.errors import ERROR_RESPONSES, Unprocessable
 from app.portability import export, importer
@@ -84,10 +84,9 @@ async def export_user(
     shared-memory scope, then the `user/<id>` tier and the facts drawn from those sessions,
     with every version. Streamed from one snapshot, in constant memory."""
     state = app_state(request.app)
-    async with deadline.guarded(), state.read_sessionmaker() as db:
-        await users_access.require_visible(db, caller, user_id)
+    async with state.db_connection() as conn:
+        await users_access.require_visible(conn, caller, user_id)
         agent = caller.agent_id if caller.role == "agent" else None
-        conn = await pg.driver_connection(db)
         sessions = await users_repository.session_ids(
             conn, caller.tenant_id, user_id, agent_id=agent
         )

@@ -6,7 +6,6 @@ from fastapi import APIRouter, Body, Path, Query
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import pg
 from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.profiles import examples, service
@@ -28,7 +27,7 @@ async def put_agent_profile(
     caller: CallerDep,
 ) -> ProfilePublic:
     """Publish a new profile version; only sessions created afterwards use it."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return service.to_public(await service.publish(conn, caller, agent_id, body))
 
 
@@ -42,5 +41,5 @@ async def get_agent_profile(
     version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
 ) -> ProfilePublic:
     """The latest profile version (or ``version``)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return service.to_public(await service.get(conn, caller, agent_id, version))

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from app.auth.caller import Caller
-from app.core import pg, tracing
+from app.core import tracing
 from app.core.db import transaction
 from app.core.errors import BadRequest, Forbidden
 from app.messages.service import to_public
@@ -83,12 +83,10 @@ async def search_session(
         outcome = await _search(conn, scope, body, env)
     promoted: list[int] = []
     if body.promote:
-        async with transaction(state.sessionmaker) as db:
-            row = await sessions_repository.get(
-                await pg.driver_connection(db), caller.tenant_id, session_id
-            )
+        async with transaction(state.db_connection) as conn:
+            row = await sessions_repository.get(conn, caller.tenant_id, session_id)
             session = visible_session(caller, row)
-            promoted = await service.promote_hits(db, session, outcome.hits)
+            promoted = await service.promote_hits(conn, session, outcome.hits)
     return public(outcome, promoted)
 
 
@@ -97,8 +95,8 @@ async def user_scope(state: AppState, caller: Caller, user_id: str | None) -> Se
     `app.users.access`, then the session rule: an agent key, its own agent's)."""
     if user_id is None:
         raise BadRequest("scope=user needs user_id.", code="user_required")
-    async with transaction(state.read_sessionmaker) as db:
-        await users_access.require_visible(db, caller, user_id)
+    async with state.db_connection() as conn:
+        await users_access.require_visible(conn, caller, user_id)
     agent = caller.agent_id if caller.role == "agent" else None
     return SearchScope(tenant_id=caller.tenant_id, user_id=user_id, agent_id=agent)
 

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from redis.exceptions import RedisError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core import deadline, pg
+from app.core import deadline
 from app.llm import usage
 from app.memory.service import promote_messages
 from app.messages.prior import asks_when
@@ -260,7 +259,9 @@ async def search(
     return outcome
 
 
-async def promote_seqs(db: AsyncSession, session_row: SessionRow, seqs: list[int]) -> list[int]:
+async def promote_seqs(
+    conn: asyncpg.Connection, session_row: SessionRow, seqs: list[int]
+) -> list[int]:
     """Promote messages of `session_row` into its context; the seqs promoted now.
 
     That is the requested seqs that are promoted after the call (already-promoted ones
@@ -271,14 +272,14 @@ async def promote_seqs(db: AsyncSession, session_row: SessionRow, seqs: list[int
 
     if not seqs:
         return []
-    result = await promote_messages(await pg.driver_connection(db), session_row, seqs)
+    result = await promote_messages(conn, session_row, seqs)
     promoted = set(getattr(result, "promoted", None) or [])
     added = set(getattr(result, "added", None) or [])
     return sorted({s for s in seqs if s in promoted} | added)
 
 
 async def promote_hits(
-    db: AsyncSession, session_row: SessionRow, hits: list[SearchHit]
+    conn: asyncpg.Connection, session_row: SessionRow, hits: list[SearchHit]
 ) -> list[int]:
     """Promote the hits that belong to `session_row` (see `promote_seqs`).
 
@@ -286,5 +287,5 @@ async def promote_hits(
     messages of the session itself into its context.
     """
     return await promote_seqs(
-        db, session_row, [h.message.seq for h in hits if h.message.session_id == session_row.id]
+        conn, session_row, [h.message.seq for h in hits if h.message.session_id == session_row.id]
     )

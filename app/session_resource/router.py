@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Query, Request
 
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import pg, tracing
+from app.core import tracing
 from app.core.db import DbDep, after_commit, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
@@ -44,7 +44,7 @@ async def create_session(
     state = app_state(request.app)
     with tracing.memory_span("create_memory_store", store_kind="session") as span:
         session = await service.create(
-            await pg.driver_connection(db),
+            db,
             caller,
             body,
             on_created=state.parts[service.SessionHooks].created,
@@ -79,7 +79,7 @@ async def list_sessions(
             after = (datetime.fromisoformat(data["t"]), uuid.UUID(data["id"]))
         except ValueError as exc:
             raise invalid_cursor() from exc
-    conn = await pg.driver_connection(db)
+    conn = db
     rows = await repository.list_page(
         conn,
         caller.tenant_id,
@@ -105,7 +105,7 @@ async def get_session(session: SessionDep, db: DbDep) -> SessionPublic:
     """One session with its counts and tokens per memory layer."""
 
     public = service.to_public(session)
-    public.memory = await layer_tokens(await pg.driver_connection(db), session)
+    public.memory = await layer_tokens(db, session)
     return public
 
 
@@ -124,7 +124,7 @@ async def update_session(
     fact extraction runs at once; an append reopens it)."""
     state = app_state(request.app)
     ending = body.status == "ended" and session.status != "ended"
-    session = await service.update(await pg.driver_connection(db), session, body)
+    session = await service.update(db, session, body)
     if ending:
         after_commit(db, lambda: service.ended(session, state.parts[service.SessionHooks].ended))
     return service.to_public(session)

@@ -25,7 +25,6 @@ import uuid
 import asyncpg
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.errors import NotFound
 from app.models.session import SessionRow
 
@@ -72,14 +71,9 @@ async def require_visible_pg(
     return agent_id
 
 
-async def visible_agent(handle: pg.Handle, caller: Caller, session_id: uuid.UUID) -> str | None:
-    """`visible_agent_pg` on `handle`'s connection (`app.core.pg.connection_of`)."""
-    return await visible_agent_pg(await pg.connection_of(handle), caller, session_id)
-
-
-async def require_visible(handle: pg.Handle, caller: Caller, session_id: uuid.UUID) -> str:
-    """`require_visible_pg` on `handle`'s connection (`app.core.pg.connection_of`)."""
-    return await require_visible_pg(await pg.connection_of(handle), caller, session_id)
+# the names the other domains call (one query: `_VISIBLE_AGENT_SQL`)
+visible_agent = visible_agent_pg
+require_visible = require_visible_pg
 
 
 def visible_session(caller: Caller, session: SessionRow | None) -> SessionRow:

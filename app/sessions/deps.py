@@ -6,7 +6,6 @@ from typing import Annotated
 from fastapi import Depends
 
 from app.auth.deps import CallerDep
-from app.core import pg
 from app.core.db import DbDep
 from app.models.session import SessionRow
 from app.sessions import repository
@@ -16,7 +15,7 @@ from app.sessions.access import visible_session
 async def get_session_row(session_id: uuid.UUID, db: DbDep, caller: CallerDep) -> SessionRow:
     """The caller's session or 404 (another tenant's or another agent's looks missing), read
     on the connection under the request's session (in its transaction)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return visible_session(caller, await repository.get(conn, caller.tenant_id, session_id))
 
 

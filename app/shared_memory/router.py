@@ -18,7 +18,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from app.auth.deps import CallerDep
-from app.core import jsonlimits, pg
+from app.core import jsonlimits
 from app.core.db import DbDep, after_commit
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
@@ -139,7 +139,7 @@ PUT_BODY = {
 )
 async def shared_memory_stats(db: DbDep, caller: CallerDep, request: Request) -> Any:
     """Per namespace: live keys and bytes you can see, reads, writes, tier hits and misses."""
-    return await responses.stats(await pg.driver_connection(db), responses.runtime(request), caller)
+    return await responses.stats(db, responses.runtime(request), caller)
 
 
 @router.get(
@@ -166,7 +166,7 @@ async def watch_shared_memory(
 ) -> StreamingResponse:
     """Stream puts and deletes under `prefix` (agent namespace: only your own keys)."""
     return await responses.watch(
-        await pg.driver_connection(db),
+        db,
         db.commit,
         responses.runtime(request),
         caller,
@@ -194,7 +194,7 @@ async def list_shared_memory_keys(
     cursor: CursorQuery = None,
 ) -> Any:
     """Keys (without any agent prefix) in key order, cursor-paginated."""
-    conn = await pg.driver_connection(db)
+    conn = db
     return await responses.list_keys(conn, caller, namespace, scope_id, prefix, limit, cursor)
 
 
@@ -234,7 +234,7 @@ async def put_shared_memory_entry(
         if len(ctype) > 255:
             raise BadRequest("Content-Type is too long.", code="invalid_content_type")
     _check_tags(if_match, if_none_match)
-    conn = await pg.driver_connection(db)
+    conn = db
     addr = await service.resolve(conn, caller, namespace, key, scope_id)
     loaded, created, publish = await service.write(
         conn,
@@ -316,7 +316,7 @@ async def delete_shared_memory_entry(
 ) -> Response:
     """Delete an entry (409 `entry_referenced` while a message holds its reference)."""
     _check_tags(if_match, None)
-    conn = await pg.driver_connection(db)
+    conn = db
     addr = await service.resolve(conn, caller, namespace, key, scope_id)
     _, publish = await service.delete(
         conn,
@@ -352,7 +352,7 @@ async def get_data_reference(
     meta: Annotated[bool, Query(description="return the reference, not the data")] = False,
 ) -> Response:
     """The full data behind a `ref_...` id (raw bytes with their content type)."""
-    conn = await pg.driver_connection(db)
+    conn = db
     loaded = await service.resolve_ref(conn, responses.runtime(request), caller, ref_id)
     if meta:
         return responses.json_response(loaded.reference().model_dump(mode="json"))

@@ -7,7 +7,6 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from app.core import pg
 from app.models.shared_memory_entry import EntryRow
 from app.shared_memory import repository
 from app.shared_memory.metrics import EXPIRED_DELETED
@@ -26,7 +25,7 @@ async def cleanup_expired_shared_memory(ctx: dict[str, Any]) -> int:
     state = worker_state(ctx)
     total = 0
     while True:
-        async with pg.engine_connection(state.engine) as conn, conn.transaction():
+        async with state.db_connection() as conn, conn.transaction():
             gone = await repository.delete_expired(conn, datetime.now(UTC), BATCH)
         total += len(gone)
         await _announce(state.redis, gone)

@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from fastapi import Request
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.caller import Caller
 from app.models.session import SessionRow
@@ -31,7 +31,7 @@ from app.state import AppState, app_state
 class ToolContext:
     """Everything a handler may need: the request's DB session, the session, the caller."""
 
-    db: AsyncSession
+    db: asyncpg.Connection
     session: SessionRow
     caller: Caller
     request: Request

@@ -6,7 +6,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core import pg
 from app.core.errors import AppError
 from app.core.pagination import INT64_MAX
 from app.core.strict import JsonAwareDatetime
@@ -68,7 +67,7 @@ async def recall_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     """Messages offset+1 .. offset+limit of this session."""
     data = parse_args(RecallInput, args)
     rows = await messages_repository.page(
-        await pg.driver_connection(ctx.db),
+        ctx.db,
         ctx.session.tenant_id,
         ctx.session.id,
         after_seq=data.offset,
@@ -103,7 +102,7 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     env = search_env_for(ctx.state)
     try:
         outcome = await search_service.search(
-            await pg.driver_connection(ctx.db),
+            ctx.db,
             scope,
             data.query,
             limit=data.limit,
@@ -136,7 +135,7 @@ async def search_conversation(ctx: ToolContext, args: dict[str, Any]) -> Any:
     }
     if data.promote and outcome.hits:
         try:
-            async with ctx.db.begin_nested():
+            async with ctx.db.transaction():  # a savepoint in the route's transaction
                 result["promoted_seqs"] = await search_service.promote_hits(
                     ctx.db, session, outcome.hits
                 )
@@ -154,7 +153,7 @@ async def clear_recalled_context(ctx: ToolContext, args: dict[str, Any]) -> Any:
     """Drop every promoted message of this session."""
     parse_args(ClearInput, args)
 
-    return {"cleared": int(await clear_promoted(await pg.driver_connection(ctx.db), ctx.session))}
+    return {"cleared": int(await clear_promoted(ctx.db, ctx.session))}
 
 
 __all__ = ["recall_conversation", "search_conversation", "clear_recalled_context"]

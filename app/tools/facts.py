@@ -11,7 +11,6 @@ import dataclasses
 from typing import Any
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.facts import service as facts_service
 from app.facts.policy import FactsConfig
 from app.facts.schemas import FactForget, FactSearch
@@ -41,9 +40,7 @@ async def search_facts(ctx: ToolContext, args: dict[str, Any]) -> Any:
         user_id = ctx.session.user_id
         default = f"user/{user_id}" if user_id else "agent"
     body = parse_args(FactSearch, {"scope": default, **args})
-    found = await facts_service.search_facts(
-        await pg.driver_connection(ctx.db), _as_session_agent(ctx), body
-    )
+    found = await facts_service.search_facts(ctx.db, _as_session_agent(ctx), body)
     return {
         "facts": [
             {
@@ -64,7 +61,7 @@ async def forget_fact(ctx: ToolContext, args: dict[str, Any]) -> Any:
     body = parse_args(FactForget, args)
     caller = _as_session_agent(ctx)
     item = await facts_service.forget_fact(
-        await pg.driver_connection(ctx.db), caller, body.id, body.reason, actor_of(caller, "tool")
+        ctx.db, caller, body.id, body.reason, actor_of(caller, "tool")
     )
     return {
         "forgotten": str(item.id),

@@ -86,7 +86,7 @@ async def execute(ctx: ToolContext, name: str, args: Any) -> ToolOutcome:
     if not isinstance(args, dict):
         return _error("INVALID_PARAMETER", "The tool input must be a JSON object.")
     try:
-        async with ctx.db.begin_nested():
+        async with ctx.db.transaction():  # a savepoint in the route's transaction
             output = await handler(ctx, args)
     except ToolError as exc:
         return _error(exc.code, exc.message, exc.details)

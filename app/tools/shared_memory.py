@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.db import after_commit
 from app.core.pagination import INT64_MAX
 from app.shared_memory import etag, keys, repository, service
@@ -57,7 +56,7 @@ def _caller(ctx: ToolContext) -> Caller:
 async def shared_memory_read(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Target, args)
     caller = _caller(ctx)
-    conn = await pg.driver_connection(ctx.db)
+    conn = ctx.db
     addr = await service.resolve(conn, caller, a.namespace, a.key, a.scope_id)
     loaded = await service.read_at(conn, ctx.state.parts[SharedMemoryRuntime], caller, addr)
     out: dict[str, Any] = {
@@ -81,7 +80,7 @@ async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Write, args)
     caller = _caller(ctx)
     s = ctx.state.settings
-    conn = await pg.driver_connection(ctx.db)
+    conn = ctx.db
     addr = await service.resolve(conn, caller, a.namespace, a.key, a.scope_id)
     if_match = etag.format_etag(a.if_version) if a.if_version is not None else None
     loaded, created, publish = await service.write(
@@ -110,7 +109,7 @@ async def shared_memory_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
 async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_List, args)
     caller = _caller(ctx)
-    conn = await pg.driver_connection(ctx.db)
+    conn = ctx.db
     addr = await service.resolve(conn, caller, a.namespace, None, a.scope_id)
     sprefix = keys.storage_prefix(a.namespace, addr.scope_id, a.prefix)
     rows = await repository.list_keys(
@@ -135,7 +134,7 @@ async def shared_memory_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
 async def shared_memory_delete(ctx: ToolContext, args: dict[str, Any]) -> Any:
     a = parse_args(_Target, args)
     caller = _caller(ctx)
-    conn = await pg.driver_connection(ctx.db)
+    conn = ctx.db
     addr = await service.resolve(conn, caller, a.namespace, a.key, a.scope_id)
     _, publish = await service.delete(
         conn,

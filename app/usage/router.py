@@ -11,8 +11,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.openapi.models import Example
 
 from app.auth.deps import CallerDep, PrincipalDep
-from app.core import pg
-from app.core.db import DbDep
+from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden, NotFound
 from app.llm.usage import meter_of
 from app.state import app_state
@@ -84,7 +83,7 @@ async def get_usage(
     if meter is not None:
         await meter.flush()  # this process's calls of the last half second count too
     agent = caller.agent_id if caller.role == "agent" else None
-    conn = await pg.driver_connection(db)
+    conn = db
     rows = await repo.report(conn, caller.tenant_id, group_by, start, end, limit + 1, agent)
     [total] = await repo.report(conn, caller.tenant_id, "total", start, end, 1, agent)
     return UsageReport(
@@ -122,21 +121,20 @@ async def get_budget(
     """The budget in force (the tenant's own, else LOOM_DAILY_TOKEN_BUDGET) and today's
     spending. Admin keys, or a key of the tenant."""
     _admin_tenant(principal, tenant_id, write=False)
-    conn = await pg.driver_connection(db)
+    conn = db
     await _existing(conn, tenant_id)
     return await service.budget_of(conn, app_state(request.app).settings, tenant_id)
 
 
-async def _changed(request: Request, db: Any, tenant_id: uuid.UUID) -> BudgetPublic:
-    """After the change: committed first (other processes read it), then the budget read
-    and the waiting extractions resumed in the route's next transaction."""
+async def _changed(
+    request: Request, conn: asyncpg.Connection, tenant_id: uuid.UUID
+) -> BudgetPublic:
+    """After the change (committed: other processes read it; the route runs in
+    autocommit), the budget read and the waiting extractions resumed."""
     state = app_state(request.app)
-    await db.commit()
     meter = meter_of(state.llm)
     if meter is not None:
         meter.forget(tenant_id)
-    # the commit gave the session's connection back: take the one it holds now
-    conn = await pg.driver_connection(db)
     budget = await service.budget_of(conn, state.settings, tenant_id)
     if not budget.spent:  # room again: the extractions that waited go on now
         await service.resume_waiting(state.queue, conn, tenant_id)
@@ -149,6 +147,7 @@ async def _changed(request: Request, db: Any, tenant_id: uuid.UUID) -> BudgetPub
     summary="Set a tenant's daily token budget",
     tags=["admin"],
 )
+@read_only  # its change commits in a transaction of its own, before the read (`_changed`)
 async def set_budget(
     tenant_id: uuid.UUID,
     body: Annotated[BudgetSet, Body(openapi_examples=BUDGET_EXAMPLES)],
@@ -161,9 +160,9 @@ async def set_budget(
     the waiting extractions at once (other processes see it within
     LOOM_USAGE_BUDGET_REFRESH_SECONDS)."""
     _admin_tenant(principal, tenant_id, write=True)
-    conn = await pg.driver_connection(db)
-    await _existing(conn, tenant_id)
-    await repo.set_budget(conn, tenant_id, body.daily_tokens)
+    async with db.transaction():
+        await _existing(db, tenant_id)
+        await repo.set_budget(db, tenant_id, body.daily_tokens)
     return await _changed(request, db, tenant_id)
 
 
@@ -173,12 +172,13 @@ async def set_budget(
     summary="Reset a tenant's daily token budget to the default",
     tags=["admin"],
 )
+@read_only  # as `set_budget`
 async def reset_budget(
     tenant_id: uuid.UUID, request: Request, db: DbDep, principal: PrincipalDep
 ) -> BudgetPublic:
     """Drop the tenant's own budget: LOOM_DAILY_TOKEN_BUDGET applies again (admin)."""
     _admin_tenant(principal, tenant_id, write=True)
-    conn = await pg.driver_connection(db)
-    await _existing(conn, tenant_id)
-    await repo.clear_budget(conn, tenant_id)
+    async with db.transaction():
+        await _existing(db, tenant_id)
+        await repo.clear_budget(db, tenant_id)
     return await _changed(request, db, tenant_id)

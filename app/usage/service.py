@@ -9,7 +9,6 @@ from typing import Any
 
 import asyncpg
 
-from app.core import pg
 from app.core.config import Settings
 from app.core.queue import Queue
 from app.llm.usage import day_start, meter_of, next_day
@@ -63,7 +62,7 @@ async def resume_budget_waits(ctx: dict[str, Any]) -> dict[str, int]:
     """arq cron: extractions that waited for a tenant's budget go on once it has room (a
     new UTC day, or a budget raised while no API process could queue them)."""
     state = worker_state(ctx)
-    async with pg.engine_connection(state.engine) as conn:
+    async with state.db_connection() as conn:
         tenants = await repo.tenants_waiting(conn, RESUME_BATCH)
         meter = meter_of(state.llm)
         resumed = 0

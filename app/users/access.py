@@ -17,8 +17,9 @@ agent key to its own agent's sessions, which is the same rule.
 
 from __future__ import annotations
 
+import asyncpg
+
 from app.auth.caller import Caller
-from app.core import pg
 from app.core.errors import NotFound
 
 
@@ -53,7 +54,7 @@ SELECT EXISTS (SELECT 1 FROM sessions WHERE tenant_id = $1 AND agent_id = $2
 """
 
 
-async def may_see(handle: pg.Handle, caller: Caller, user_id: str) -> bool:
+async def may_see(conn: asyncpg.Connection, caller: Caller, user_id: str) -> bool:
     """Whether `caller` may see user `user_id` (the user need not have sessions: a service
     key may, e.g., write facts about a user before their first session). `handle`: the
     connection, or (erasure, search, portability, until they pass theirs) a session."""
@@ -61,11 +62,10 @@ async def may_see(handle: pg.Handle, caller: Caller, user_id: str) -> bool:
         return True
     if caller.agent_id is None:
         return False
-    conn = await pg.connection_of(handle)
     return bool(await conn.fetchval(_KNOWS_SQL, caller.tenant_id, caller.agent_id, user_id))
 
 
-async def require_visible(handle: pg.Handle, caller: Caller, user_id: str) -> None:
+async def require_visible(conn: asyncpg.Connection, caller: Caller, user_id: str) -> None:
     """404 `user_not_found` unless `caller` may see the user."""
-    if not await may_see(handle, caller, user_id):
+    if not await may_see(conn, caller, user_id):
         raise UserNotFound()

@@ -7,7 +7,6 @@ from fastapi import APIRouter, Path, Query
 from app.auth.caller import Caller
 from app.auth.deps import CallerDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core import pg
 from app.core.db import DbDep, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, page
@@ -49,7 +48,7 @@ async def list_users(
     with, counting those sessions only."""
     data = decode_cursor(cursor, {"u": str})
     rows = await repository.list_page(
-        await pg.driver_connection(db),
+        db,
         caller.tenant_id,
         agent_id=_own_agent(caller),
         after=data["u"] if data else None,
@@ -65,7 +64,7 @@ async def get_user(user_id: UserPath, db: DbDep, caller: CallerDep) -> UserPubli
     """One user: sessions, messages, last activity and the size of their facts tier.
     404 `user_not_found` for a user the caller may not see, or with nothing stored."""
     await access.require_visible(db, caller, user_id)
-    conn = await pg.driver_connection(db)
+    conn = db
     row = await repository.summary(conn, caller.tenant_id, user_id, agent_id=_own_agent(caller))
     facts = await repository.fact_count(conn, caller.tenant_id, user_id)
     if row is None:

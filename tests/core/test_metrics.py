@@ -196,8 +196,8 @@ async def test_store_gauges_show_the_pools_and_redis(
         metric(text, "loom_db_pool_idle_connections", pool="asyncpg")
         + metric(text, "loom_db_pool_in_use_connections", pool="asyncpg")
     ) == opened
-    assert 'loom_db_pool_in_use_connections{pool="sqlalchemy"}' in text
-    assert metric(text, "loom_db_pool_max_connections", pool="sqlalchemy") > 0
+    assert 'loom_db_pool_in_use_connections{pool="routes"}' in text
+    assert metric(text, "loom_db_pool_max_connections", pool="routes") > 0
     assert metric(text, "loom_redis_up") == 1
 
     async def no_answer() -> None:

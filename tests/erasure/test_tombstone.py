@@ -109,7 +109,7 @@ async def test_a_running_extraction_and_late_writes_are_refused(
     assert (await llm_client.get(f"/v1/users/{user}")).status_code == 404
 
     done = await runner.run(
-        runner.deps_from(state.settings, runner.engine_transaction(state.engine), state.redis),
+        runner.deps_from(state.settings, runner.pool_transaction(state.db_connection), state.redis),
         uuid.UUID(tenant.id),
         erasure,
     )
