@@ -1,12 +1,12 @@
-"""The asyncpg pool of the hot paths (auth, append, context build, shared-memory reads).
+"""The asyncpg pools: the hot paths' (auth, append, context build, shared-memory reads)
+and every other route's and the worker's (`app.core.db`), and what they share.
 
-Those routes run a few fixed statements per request, so they skip SQLAlchemy (statement
-compilation, ORM instances and the greenlet bridge cost more CPU than the database work
-behind them) and run prepared statements on this pool; asyncpg prepares each statement
-once per connection and caches it. Every other route, migrations and the worker stay on
-SQLAlchemy (`app.core.db`).
+The hot routes run a few fixed statements per request, prepared once per connection and
+cached; their pool plans them generically (`pool_server_settings`). The other pool plans
+as PostgreSQL chooses. Every domain runs SQL text on these connections (`Params` composes
+a statement from parts); SQLAlchemy is the schema's, for the migrations only.
 
-The pool has the engine's bounds (`Settings.db_*`): statement timeout on the server, a
+Each pool has the same bounds (`Settings.db_*`): statement timeout on the server, a
 client-side timeout a little longer, a bounded wait for a connection and for a connect. It
 opens connections on demand (`min_size=0`), so an API process starts while the database is
 down and serves 503 until it is back; asyncpg replaces a pooled connection the server has
@@ -30,7 +30,7 @@ import asyncio
 import functools
 import json
 import re
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 import asyncpg
 import orjson
@@ -39,13 +39,6 @@ from app.core import deadline
 from app.core.config import Settings, libpq_dsn
 from app.core.db_errors import is_connection_error
 from app.core.jsonlimits import long_integer_possible
-
-if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
-
-# What the functions reached by callers still holding a SQLAlchemy session take
-# (`connection_of`); transitional, until those callers pass their connection.
-Handle: TypeAlias = "asyncpg.Connection | AsyncSession"
 
 # orjson decodes several times faster than the stdlib, but it reads integers beyond 64 bits
 # as floats; stored content must come back exactly as it was sent, so a text that may hold
@@ -116,33 +109,6 @@ class Params:
         """`(statement, *arguments)` for `conn.fetch(*p.sql(...))`."""
         statement, names = _positional_cached(text)
         return (statement, *(self.values[n] for n in names))
-
-
-async def driver_connection(db: Any) -> asyncpg.Connection:
-    """The asyncpg connection under a SQLAlchemy `AsyncSession`, in the session's
-    transaction, for statements shared with the pool's paths. SQLAlchemy's asyncpg adapter
-    sends BEGIN lazily, before its own first statement; when the session has run none yet
-    (a route whose first read is `app.sessions.repository.get`), the transaction is begun
-    here, so what runs on the connection commits or rolls back with the session. (A
-    session in autocommit, a `read_only` route's, has none: the adapter begins nothing.)"""
-    conn = await db.connection()
-    raw = await conn.get_raw_connection()
-    adapter: Any = raw.dbapi_connection
-    if adapter._transaction is None:
-        await adapter._start_transaction()
-    return raw.driver_connection
-
-
-async def connection_of(handle: Handle) -> asyncpg.Connection:
-    """The asyncpg connection of `handle`: itself, or the one under a SQLAlchemy
-    `AsyncSession` (`driver_connection`), flushed first so what its ORM holds is in the
-    database before SQL reads it. Transitional: for the functions that callers still
-    holding a session reach (facts, erasure, search, portability) until they pass their
-    connection; a converted route takes its connection once, at its entry."""
-    if isinstance(handle, asyncpg.Connection):  # a pooled connection's proxy too
-        return handle
-    await handle.flush()
-    return await driver_connection(handle)
 
 
 def _json_bytes(value: str) -> bytes:
@@ -329,35 +295,3 @@ async def close(pool: asyncpg.Pool, grace: float = 2.0) -> None:
         await asyncio.wait_for(pool.close(), grace)
     except TimeoutError:
         pool.terminate()
-
-
-class engine_connection:  # noqa: N801 (used as a function: `async with engine_connection(e)`)
-    """The asyncpg connection of one of a SQLAlchemy engine's pooled connections, for a
-    part of a process with no pool of its own (the LLM meter's ledger in the API and the
-    worker, the worker's cron passes). SQLAlchemy runs nothing on it, so no transaction is
-    open: the caller begins its own (`conn.transaction()`) or runs autocommitted
-    statements."""
-
-    __slots__ = ("_conn", "_engine", "_sa")
-
-    def __init__(self, engine: Any) -> None:
-        self._engine = engine
-
-    async def __aenter__(self) -> asyncpg.Connection:
-        self._sa = self._engine.connect()
-        self._conn = await self._sa.__aenter__()
-        try:
-            raw = await self._conn.get_raw_connection()
-        except BaseException as exc:
-            await self._sa.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
-        return raw.driver_connection
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> None:
-        try:
-            if exc is not None and cut_after(exc):  # not back to the engine's pool as it is
-                await self._conn.invalidate(exc if isinstance(exc, Exception) else None)
-        finally:
-            await self._sa.__aexit__(exc_type, exc, tb)

@@ -9,11 +9,11 @@ from typing import Any, cast
 
 from app.context import blocks as registry
 from app.context.builder import newest_user_with_text
-from app.core import pg
 from app.models.message import StoredMessage
 from app.models.session import SessionRow
 from app.sessions import repository as sessions_repo
 from tests.support.api import create_session
+from tests.support.sa_conn import driver_connection
 
 
 def _row(seq: int, role: str, content: Any) -> StoredMessage:
@@ -58,9 +58,7 @@ async def test_without_a_known_text_it_is_read(client, db, tenant) -> None:
         ]},
     )  # fmt: skip
     assert r.status_code in (200, 201), r.text
-    row = await sessions_repo.get(
-        await pg.driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(sid)
-    )
+    row = await sessions_repo.get(await driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(sid))
     assert row is not None
     assert await registry.newest_user_text(db, row, None) == "the newest question"
 

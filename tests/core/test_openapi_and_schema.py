@@ -31,7 +31,7 @@ def test_openapi_has_bearer_auth_and_unique_operation_ids(settings):
     assert len(op_ids) == len(set(op_ids))
 
 
-async def test_migrated_schema_matches_models(app):
+async def test_migrated_schema_matches_models(_test_engine):
     def diff(conn: sa.Connection) -> list:
         ctx = MigrationContext.configure(
             conn,
@@ -43,7 +43,7 @@ async def test_migrated_schema_matches_models(app):
         )
         return compare_metadata(ctx, metadata)
 
-    async with app.state.loom.engine.connect() as conn:
+    async with _test_engine.connect() as conn:
         changes = await conn.run_sync(diff)
     if citus.target() is not None:
         # on Citus a key's ON DELETE SET NULL / SET DEFAULT is left out (app/core/citus.py:

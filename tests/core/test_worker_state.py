@@ -36,11 +36,11 @@ async def test_the_worker_builds_the_apps_state(app: Any, settings: Settings) ->
             assert (jsonlimits.max_depth(), filters.MAX_LIST_VALUES) == (17, 123)
             assert state.settings is configured and state.cron_state == {}
             # the jobs read the state, not loose keys of ctx
-            assert not {"sessionmaker", "llm", "queue"} & ctx.keys()
+            assert not {"db", "llm", "queue"} & ctx.keys()
             # the state is usable: its stores answer
             assert await state.redis.ping()
-            async with state.sessionmaker() as db:
-                assert (await db.connection()).closed is False
+            async with state.db_connection() as conn:
+                assert await conn.fetchval("SELECT 1") == 1
     finally:
         # the process-wide limits back to the app's
         async with worker_ctx(settings):

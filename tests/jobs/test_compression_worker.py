@@ -175,7 +175,7 @@ async def test_enqueue_is_deduplicated_per_session(
         await append(client, sid, exchange(n))
     for _ in range(3):
         assert await enqueue_compression(
-            app, app.state.loom.sessionmaker, uuid.UUID(tenant.id), uuid.UUID(sid), trigger="test"
+            app, app.state.loom.db_connection, uuid.UUID(tenant.id), uuid.UUID(sid), trigger="test"
         )
     assert await app.state.loom.redis.zcard(settings.queue_name) == 1
     await run_burst_worker(llm_settings(settings, fake_llm))
@@ -192,16 +192,13 @@ async def test_cron_pass_finds_busy_sessions_whose_enqueue_was_lost(
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
     # the job row says pending: a lost enqueue is picked up once it is old enough
-    async with app.state.loom.sessionmaker() as db:
-        await db.execute(
-            sa.text(
-                "UPDATE compression_jobs SET updated_at = now() - "
-                "interval '1 hour' WHERE tenant_id = :t "
-                "AND session_id = :s"
-            ),
-            {"t": uuid.UUID(tenant.id), "s": sid},
+    async with app.state.loom.db_connection() as conn:
+        await conn.execute(
+            "UPDATE compression_jobs SET updated_at = now() - interval '1 hour' "
+            "WHERE tenant_id = $1 AND session_id = $2",
+            uuid.UUID(tenant.id),
+            uuid.UUID(sid),
         )
-        await db.commit()
     async with worker_ctx(s) as ctx:
         result = await compress_busy_sessions(ctx)
     assert result["enqueued"] >= 1
@@ -217,12 +214,12 @@ async def test_cron_pass_enqueues_busy_session_without_job_row(
     for n in range(7):
         await append(client, sid, exchange(n))
     await drain_queue(settings)
-    async with app.state.loom.sessionmaker() as db:
-        await db.execute(
-            sa.text("DELETE FROM compression_jobs WHERE tenant_id = :t AND session_id = :s"),
-            {"t": uuid.UUID(tenant.id), "s": sid},
+    async with app.state.loom.db_connection() as conn:
+        await conn.execute(
+            "DELETE FROM compression_jobs WHERE tenant_id = $1 AND session_id = $2",
+            uuid.UUID(tenant.id),
+            uuid.UUID(sid),
         )
-        await db.commit()
     s = llm_settings(settings, fake_llm)
     assert s.redis_url
     async with worker_ctx(s) as ctx:
@@ -241,15 +238,13 @@ async def test_status_shows_failed_job_with_last_error(
         await append(client, sid, exchange(n))
     # A database that refuses the job's writes: the memory table is locked by us.
     s = llm_settings(settings, fake_llm, compress_max_tries=2, compress_job_timeout_seconds=1.0)
-    async with app.state.loom.sessionmaker() as locker:
+    async with app.state.loom.db_connection() as locker, locker.transaction():
         await locker.execute(
-            sa.text(
-                "SELECT 1 FROM memory_states WHERE tenant_id = :t AND session_id = :s FOR UPDATE"
-            ),
-            {"t": uuid.UUID(tenant.id), "s": sid},
+            "SELECT 1 FROM memory_states WHERE tenant_id = $1 AND session_id = $2 FOR UPDATE",
+            uuid.UUID(tenant.id),
+            uuid.UUID(sid),
         )
         await run_burst_worker(s)
-        await locker.rollback()
     mem = await memory(client, sid)
     assert mem["compression"]["status"] == "failed"
     assert "TimeoutError" in mem["compression"]["last_error"]

@@ -195,16 +195,13 @@ async def test_redis_down_appends_and_context_still_work_and_cron_catches_up(
 
         redis_server["start"]()
         s = llm_settings(settings, fake_llm).model_copy(update={"redis_url": redis_server["url"]})
-        async with redis_app.state.loom.sessionmaker() as db:  # the lost job is old now
-            await db.execute(
-                sa.text(
-                    "UPDATE compression_jobs SET updated_at = now() - "
-                    "interval '1 hour' WHERE tenant_id = :t "
-                    "AND session_id = :s"
-                ),
-                {"t": uuid.UUID(tenant.id), "s": sid},
+        async with redis_app.state.loom.db_connection() as conn:  # the lost job is old now
+            await conn.execute(
+                "UPDATE compression_jobs SET updated_at = now() - interval '1 hour' "
+                "WHERE tenant_id = $1 AND session_id = $2",
+                uuid.UUID(tenant.id),
+                uuid.UUID(sid),
             )
-            await db.commit()
         async with worker_ctx(s) as cron_ctx:
             result = await compress_busy_sessions(cron_ctx)
         assert result["enqueued"] >= 1

@@ -10,11 +10,11 @@ from contextlib import nullcontext
 import pytest
 
 from app.context import blocks as registry
-from app.core import pg
 from app.core.tokens import count_text
 from app.knowledge import blocks as knowledge_blocks
 from app.sessions import repository as sessions_repo
 from tests.support.api import create_session
+from tests.support.sa_conn import driver_connection
 
 LEARNED = {
     "tuned_prompts": {"system": "Answer in one sentence."},
@@ -56,7 +56,7 @@ async def _items(client) -> None:
 
 async def _blocks(db, tenant, session: dict, budget: int) -> dict[str, registry.ContextBlock]:
     row = await sessions_repo.get(
-        await pg.driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(session["id"])
+        await driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(session["id"])
     )
     assert row is not None
     providers = (knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider)

@@ -10,13 +10,13 @@ import httpx
 import sqlalchemy as sa
 from sqlmodel import col
 
-from app.core import pg
 from app.memory import service
 from app.memory.errors import StaleMemoryState
 from app.memory.heuristic_summariser import heuristic_summary
 from app.models import Session
 from app.models.memory import MemorySummary
 from tests.support.api import create_session, new_session
+from tests.support.sa_conn import driver_connection
 
 SMALL: dict[str, Any] = {
     "max_context_tokens": 2000,
@@ -174,13 +174,13 @@ async def test_stale_plan_is_refused_and_never_duplicates(client: httpx.AsyncCli
     for n in range(8):
         await client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn(rng, n)})
     row = (await db.execute(sa.select(Session).where(col(Session.id) == sid))).scalar_one()
-    plan = await service.plan_compression(await pg.driver_connection(db), row)
+    plan = await service.plan_compression(await driver_connection(db), row)
     assert plan is not None
     drafts = [heuristic_summary(r.messages) for r in plan.ranges]
-    await service.apply_compression(await pg.driver_connection(db), row, plan, drafts)
+    await service.apply_compression(await driver_connection(db), row, plan, drafts)
     await db.commit()
     try:
-        await service.apply_compression(await pg.driver_connection(db), row, plan, drafts)
+        await service.apply_compression(await driver_connection(db), row, plan, drafts)
         raise AssertionError("a second apply of the same plan must be refused")
     except StaleMemoryState:
         await db.rollback()

@@ -11,7 +11,6 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import col
 
-from app.core import pg
 from app.jobs import repository as jobs_repository
 from app.memory import repository
 from app.memory import service as memory_service
@@ -26,6 +25,7 @@ from app.models.message import MESSAGE_ROW_COLUMNS, StoredMessage
 from app.models.session import SessionRow
 from app.sessions.access import SessionNotFound
 from tests.support.api import create_session
+from tests.support.sa_conn import driver_connection
 
 
 def _columns(model: Any) -> set[str]:
@@ -56,7 +56,7 @@ async def test_windows_read_the_layers(client: httpx.AsyncClient, db: Any) -> No
     row = (
         await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
     ).scalar_one()
-    conn = await pg.driver_connection(db)
+    conn = await driver_connection(db)
     every = await repository.read(conn, row.tenant_id, row.id)
     assert every is not None and every.state is not None
     assert [m.seq for m in every.l1] == list(range(1, 31))
@@ -87,7 +87,7 @@ async def _agree(client: httpx.AsyncClient, db: Any, sid: str) -> dict[str, Any]
     assert int(pressure["fixed_tokens"]) + int(pressure["l1_tokens"]) == memory["tokens"]["total"]
     assert int(pressure["l1_tokens"]) == memory["tokens"]["l1"]
     assert (
-        round(await memory_service.memory_usage(await pg.driver_connection(db), row), 6)
+        round(await memory_service.memory_usage(await driver_connection(db), row), 6)
         == memory["usage"]
     )
     await db.rollback()
@@ -140,7 +140,7 @@ async def test_promotion_reads_and_a_new_state(client: httpx.AsyncClient, db: An
     row = (
         await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
     ).scalar_one()
-    conn = await pg.driver_connection(db)
+    conn = await driver_connection(db)
     t, s = row.tenant_id, row.id
     got = await repository.messages_by_seqs(conn, t, s, [5, 1, 99])
     assert [(m.seq, m.role) for m in got] == [(1, "user"), (5, "assistant")]

@@ -3,8 +3,6 @@
 import asyncio
 import uuid
 
-import sqlalchemy as sa
-
 from app.search import repository
 from app.search.scope import SearchScope
 from tests.search.support import append
@@ -28,16 +26,13 @@ async def test_concurrent_searches_never_wait_for_the_stats_refresh(client, tena
         assert (stats2.n_docs, stats2.total_length) == (2, 5)
         await tx1.commit()
         await tx2.rollback()
-    async with app.state.loom.sessionmaker() as db:
-        row = (
-            await db.execute(
-                sa.text(
-                    "SELECT doc_count, total_length, through_seq FROM search_stats "
-                    "WHERE tenant_id = :t AND session_id = :s"
-                ),
-                {"t": uuid.UUID(tenant.id), "s": uuid.UUID(sid)},
-            )
-        ).one()
+    async with app.state.loom.db_connection() as conn:
+        row = await conn.fetchrow(
+            "SELECT doc_count, total_length, through_seq FROM search_stats "
+            "WHERE tenant_id = $1 AND session_id = $2",
+            uuid.UUID(tenant.id),
+            uuid.UUID(sid),
+        )
         assert tuple(row) == (2, 5, 3)
 
 

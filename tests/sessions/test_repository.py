@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 
-from app.core import pg
 from app.models.session import SessionRow
 from app.sessions import repository
 from tests.support.api import create_session
+from tests.support.sa_conn import driver_connection
 
 
 async def test_rows_and_the_tombstone(client: httpx.AsyncClient, tenant: Any, db: Any) -> None:
@@ -24,7 +24,7 @@ async def test_rows_and_the_tombstone(client: httpx.AsyncClient, tenant: Any, db
         f"/v1/sessions/{one['id']}/messages", json={"messages": [{"role": "user", "content": "hi"}]}
     )
     assert r.status_code == 201, r.text
-    conn = await pg.driver_connection(db)
+    conn = await driver_connection(db)
     row = await repository.get(conn, tid, uuid.UUID(one["id"]))
     assert isinstance(row, SessionRow)
     assert (row.agent_id, row.meta, row.status, row.ended_at) == (
@@ -73,9 +73,9 @@ async def test_rows_and_the_tombstone(client: httpx.AsyncClient, tenant: Any, db
 
 async def test_insert_and_update_in_the_session_transaction(tenant: Any, db: Any) -> None:
     """The first statement of a SQLAlchemy session on its connection runs in the session's
-    transaction (`pg.driver_connection` begins it): a rollback takes the insert back."""
+    transaction (`driver_connection` begins it): a rollback takes the insert back."""
     tid = uuid.UUID(tenant.id)
-    conn = await pg.driver_connection(db)
+    conn = await driver_connection(db)
     assert conn.is_in_transaction()
     now = datetime.now(UTC)
     row = await repository.insert(
@@ -106,7 +106,7 @@ async def test_insert_and_update_in_the_session_transaction(tenant: Any, db: Any
         config={}, meta={"n": 2}, status="ended", ended_at=later, updated_at=later
     )
     await db.rollback()
-    conn = await pg.driver_connection(db)
+    conn = await driver_connection(db)
     assert await repository.get(conn, tid, row.id) is None
     await db.rollback()
 
@@ -140,5 +140,5 @@ async def test_an_autocommit_session_begins_nothing(_test_engine: Any) -> None:
 
     engine = _test_engine.execution_options(isolation_level="AUTOCOMMIT")
     async with AsyncSession(engine) as db:
-        conn = await pg.driver_connection(db)
+        conn = await driver_connection(db)
         assert not conn.is_in_transaction()

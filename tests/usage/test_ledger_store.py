@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
-from app.core import pg
 from app.llm.usage import UsageRow
 from app.state import app_state
 from app.usage.repository import LedgerStore
@@ -59,7 +58,7 @@ async def test_a_batch_of_two_tenants_is_attributed_within_each_tenant(
         _row(tenant.id, uuid.uuid4()),  # no such session
         _row(tenant.id, None),  # no session at all
     ]
-    store = LedgerStore(lambda: pg.engine_connection(app_state(tenant.app).engine))
+    store = LedgerStore(app_state(tenant.app).db_connection)
     await store.insert(rows)
     found = {
         r.id: (str(r.tenant_id), r.agent_id, r.user_id)
