@@ -1,7 +1,6 @@
 """HTTP glue for shared memory: responses, headers, listing, stats and the watch stream."""
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -178,7 +177,6 @@ async def stats(
 
 async def watch(
     conn: asyncpg.Connection,
-    release: Callable[[], Awaitable[None]],
     rt: SharedMemoryRuntime,
     caller: Caller,
     request: Request,
@@ -188,8 +186,9 @@ async def watch(
     include_initial: bool,
     heartbeat: float | None,
 ) -> StreamingResponse:
-    """The event stream; `release` gives the connection back once the initial state is
-    read (the stream may stay open for hours)."""
+    """The event stream. `conn` (the route's) reads the initial state only: the route's
+    connection goes back to the pool when the route returns the stream, which may stay
+    open for hours (`DbDep` ends with the route function)."""
     addr = await service.resolve(conn, caller, namespace, None, scope_id)
     scope = addr.scope_id
     sprefix = keys.storage_prefix(namespace, scope, prefix)
@@ -202,8 +201,6 @@ async def watch(
     try:
         if include_initial:
             initial = await _initial(conn, caller, namespace, scope, sprefix, scope_out)
-        # Give the pooled connection back: the stream may stay open for hours.
-        await release()
     except BaseException:
         rt.remove_watcher(tenant, namespace.value, scope, watcher)
         raise

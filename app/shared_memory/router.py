@@ -167,7 +167,6 @@ async def watch_shared_memory(
     """Stream puts and deletes under `prefix` (agent namespace: only your own keys)."""
     return await responses.watch(
         db,
-        db.commit,
         responses.runtime(request),
         caller,
         request,

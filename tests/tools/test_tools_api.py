@@ -247,8 +247,6 @@ async def test_shared_memory_tools_answer_a_tool_result(client):
 
 
 async def test_failing_handlers_become_error_results_not_5xx(client, app):
-    import sqlalchemy as sa
-
     from app.state import app_state
     from app.tools.catalog import ToolCatalog
 
@@ -258,7 +256,7 @@ async def test_failing_handlers_become_error_results_not_5xx(client, app):
         raise RuntimeError("secret internals")
 
     async def bad_sql(ctx, args):
-        await ctx.db.execute(sa.text("SELECT * FROM no_such_table"))
+        await ctx.db.execute("SELECT * FROM no_such_table")
 
     for name, handler in [("test_boom", boom), ("test_bad_sql", bad_sql)]:
         catalog.register_tool(name, {"description": "t", "input_schema": {"type": "object"}})
