@@ -60,7 +60,8 @@ async def test_without_a_known_text_it_is_read(client, db, tenant) -> None:
     assert r.status_code in (200, 201), r.text
     row = await sessions_repo.get(await driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(sid))
     assert row is not None
-    assert await registry.newest_user_text(db, row, None) == "the newest question"
+    conn = await driver_connection(db)
+    assert await registry.newest_user_text(conn, row, None) == "the newest question"
 
 
 async def test_collect_hands_every_provider_the_newest_user_text(db) -> None:

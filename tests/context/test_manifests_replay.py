@@ -25,6 +25,7 @@ from app.manifests import repository as manifest_repository
 from app.manifests import service as manifest_service
 from app.manifests.hashes import FORMATS
 from app.state import app_state
+from tests.support.sa_conn import driver_connection
 
 BUILDS = 1000
 WHY = {  # how each provider's reason begins in a manifest (its own words)
@@ -225,7 +226,7 @@ async def test_a_thousand_recorded_builds_replay_to_the_same_bytes(app, tenant, 
         )
         if key not in loaded:
             loaded[key] = await replay.load_sources(
-                db, uuid.UUID(tenant.id), row.session_id, row.manifest
+                await driver_connection(db), uuid.UUID(tenant.id), row.session_id, row.manifest
             )
         sources = loaded[key]
         again, changes = replay.rebuild(

@@ -82,7 +82,7 @@ async def _agree(client: httpx.AsyncClient, db: Any, sid: str) -> dict[str, Any]
     row = (
         await db.execute(sa.select(Session).where(col(Session.id) == uuid.UUID(sid)))
     ).scalar_one()
-    pressure = await jobs_repository.pressure(db, row.tenant_id, row.id)
+    pressure = await jobs_repository.pressure(await driver_connection(db), row.tenant_id, row.id)
     assert pressure is not None
     assert int(pressure["fixed_tokens"]) + int(pressure["l1_tokens"]) == memory["tokens"]["total"]
     assert int(pressure["l1_tokens"]) == memory["tokens"]["l1"]
