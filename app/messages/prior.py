@@ -315,16 +315,13 @@ def timed(text: str) -> bool:
 
 def prior_and_timed(text: str, role: str, before: Before | None) -> tuple[float, bool]:
     """`prior_of` and `timed` of a message in one pass over its text."""
-    text = text if isinstance(text, str) else ""
-    first, names, numbers, timed_ = _scan(text)
-    feats = {
-        "first_person": math.log1p(first),
-        "answer": 1.0 if before is not None and before.role != role and before.asks else 0.0,
-        "question": 1.0 if asks(text[:MAX_CHARS]) else 0.0,
-        "names": math.log1p(names),
-        "numbers": math.log1p(numbers),
-    }
-    return round(logit(feats), DIGITS), timed_
+    return priors(((role, text),), before)[0]
+
+
+# The features in the order of `WEIGHTS` (the order `logit` adds them in: `priors` adds
+# the same terms in the same order, so its values are `prior_of`'s to the last bit).
+_FEATURES = ("first_person", "answer", "question", "names", "numbers")
+assert tuple(WEIGHTS) == _FEATURES
 
 
 def asks_when(query: str) -> bool:
@@ -350,9 +347,27 @@ def priors(
     """(prior, timed) of consecutive messages (role, text) of one session, in order;
     `before`: the session's message before the first (None: they start the session)."""
     out: list[tuple[float, bool]] = []
+    w_first, w_answer, w_question, w_names, w_numbers = (WEIGHTS[k] for k in _FEATURES)
+    log1p = math.log1p
+    # what `answer` reads of the message before: its role, and whether it asks
+    asked_by = before.role if before is not None and before.asks else None
     for role, text in rows:
-        out.append(prior_and_timed(text, role, before))
-        before = Before(role, asks(text))
+        text = text if isinstance(text, str) else ""
+        first, names, numbers, timed_ = _scan(text)
+        question = asks(text[:MAX_CHARS])
+        # `logit(features(text, role, before))`, the terms added as it adds them
+        value = INTERCEPT + sum(
+            (
+                w_first * log1p(first),
+                w_answer * (1.0 if asked_by is not None and asked_by != role else 0.0),
+                w_question * (1.0 if question else 0.0),
+                w_names * log1p(names),
+                w_numbers * log1p(numbers),
+            )
+        )
+        out.append((round(value, DIGITS), timed_))
+        asks_ = question if len(text) <= MAX_CHARS else asks(text)
+        asked_by = role if asks_ else None
     return out
 
 
