@@ -98,9 +98,9 @@ _pieces = st.one_of(
     st.sampled_from(_MARKS),
     st.text(max_size=4),  # anything else
 )
-_texts = st.lists(
-    st.tuples(_pieces, st.sampled_from(["", " ", "  ", "\n"])), max_size=40
-).map(lambda parts: "".join(a + b for a, b in parts))
+_texts = st.lists(st.tuples(_pieces, st.sampled_from(["", " ", "  ", "\n"])), max_size=40).map(
+    lambda parts: "".join(a + b for a, b in parts)
+)
 _ascii_texts = st.lists(
     st.tuples(
         st.one_of(
