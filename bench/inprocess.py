@@ -6,15 +6,28 @@ the server's. `cpu` is this process's CPU time per request (what other processes
 machine barely move), `wall` the elapsed time.
 
     .venv/bin/python -m bench.inprocess --rounds 400
+    .venv/bin/python -m bench.inprocess --rounds 200 --batch 20 --profile 25
+
+`--batch N` appends N messages a request (`bench.run`'s conversation bodies, as its "append
+batches of 20" figure sends) instead of one short message, and prints the CPU per message
+too. `--profile K` runs the append requests under cProfile and prints the K functions with
+the most own time (per message, in microseconds; cProfile roughly doubles the time of
+Python-heavy code, so read the shares, not the totals). `BENCH_SOURCE=/path/to/a/checkout`
+runs that checkout's app with this virtualenv (as `bench.startup` does; the request bodies
+stay this checkout's), for a before/after in one sitting.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
+import pstats
+import random
 import secrets
 import statistics
+import sys
 import time
 import uuid
 
@@ -33,9 +46,29 @@ def _migrate(url: str) -> None:
     upgrade(url)
 
 
-async def main(rounds: int) -> None:
+def _top(profile: cProfile.Profile, messages: int, k: int) -> None:
+    """The `k` functions with the most own time, in microseconds per message."""
+    stats = pstats.Stats(profile)
+    total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:k]  # type: ignore[attr-defined]
+    print(f"cProfile: {total / messages * 1e6:.1f} us/msg of own time in all; top {k}:")
+    for (path, line, name), (_cc, calls, own, cum, _callers) in rows:
+        where = f"{path.rsplit('/', 2)[-2:][-1] if '/' in path else path}:{line}"
+        print(
+            f"  {own / messages * 1e6:8.2f} us/msg own {cum / messages * 1e6:8.2f} cum "
+            f"{calls / messages:6.2f} calls/msg  {name} ({where})"
+        )
+
+
+async def main(rounds: int, batch: int = 1, profile: int = 0) -> None:
+    from bench.run import conversation  # before another checkout goes first on the path
+
+    if os.environ.get("BENCH_SOURCE"):
+        sys.path.insert(0, os.environ["BENCH_SOURCE"])
     from app.core.config import Settings
     from app.main import create_app
+
+    print(f"app from {os.path.dirname(os.path.dirname(sys.modules['app'].__file__ or ''))}")
 
     name = f"loom_inproc_{uuid.uuid4().hex[:8]}"
     admin_conn = await asyncpg.connect(ADMIN_DSN)
@@ -78,28 +111,40 @@ async def main(rounds: int) -> None:
                             ]
                         },
                     )
+                rng = random.Random(5)
+                bodies = [{"messages": conversation(rng, batch)} for _ in range(5)]
+                prof = cProfile.Profile() if profile else None
                 times: dict[str, list[tuple[float, float]]] = {"context": [], "append": []}
                 for i in range(rounds):
                     t, cpu = time.perf_counter(), time.process_time()
                     r = await c.post(f"/v1/sessions/{sid}/context", json={})
                     times["context"].append((time.perf_counter() - t, time.process_time() - cpu))
                     assert r.status_code == 200, r.text
-                    t, cpu = time.perf_counter(), time.process_time()
-                    r = await c.post(
-                        f"/v1/sessions/{sid}/messages",
-                        json={
+                    body = (
+                        bodies[i % len(bodies)]
+                        if batch > 1
+                        else {
                             "messages": [
                                 {"role": "user" if i % 2 else "assistant", "content": f"m{i}"}
                             ]
-                        },
+                        }
                     )
+                    if prof is not None and i >= rounds // 10:
+                        prof.enable()
+                    t, cpu = time.perf_counter(), time.process_time()
+                    r = await c.post(f"/v1/sessions/{sid}/messages", json=body)
                     times["append"].append((time.perf_counter() - t, time.process_time() - cpu))
+                    if prof is not None:
+                        prof.disable()
                     assert r.status_code == 201, r.text
         for op, pairs in times.items():
             pairs = pairs[rounds // 10 :]  # warm-up left out
             wall = statistics.median(p[0] for p in pairs) * 1e3
             cpu = statistics.mean(p[1] for p in pairs) * 1e3
-            print(f"{op}: cpu mean {cpu:.3f} ms, wall p50 {wall:.2f} ms")
+            per = f", {cpu / batch * 1e3:.1f} us/msg" if op == "append" and batch > 1 else ""
+            print(f"{op}: cpu mean {cpu:.3f} ms{per}, wall p50 {wall:.2f} ms")
+        if prof is not None:
+            _top(prof, (rounds - rounds // 10) * batch, profile)
     finally:
         admin_conn = await asyncpg.connect(ADMIN_DSN)
         await admin_conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -109,4 +154,7 @@ async def main(rounds: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=400)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--batch", type=int, default=1, help="messages per append request")
+    parser.add_argument("--profile", type=int, default=0, help="print the top K under cProfile")
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.batch, args.profile))

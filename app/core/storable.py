@@ -53,24 +53,29 @@ def max_stored_depth() -> int:
     return jsonlimits.max_depth() - 1
 
 
+_NUL = "holds a NUL character, which PostgreSQL cannot store"
+
+
 def text_problem(text: str) -> str | None:
-    """Why a string cannot be stored, or None. (Encoding is C speed: a message's text is
-    checked on every append.)"""
+    """Why a string cannot be stored, or None. (C speed, no copy for ASCII text, which
+    holds no surrogate: a message's text is checked on every append.)"""
+    if text.isascii():
+        return _NUL if "\x00" in text else None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return "holds an unpaired surrogate (a \\ud800-\\udfff escape), which no UTF-8 text can"
     if "\x00" in text:
-        return "holds a NUL character, which PostgreSQL cannot store"
+        return _NUL
     return None
 
 
 def problem(value: Any, limit: int | None = None) -> Problem | None:
     """The first rule `value` (a JSON document as Python reads it) breaks, or None."""
-    limit = max_stored_depth() if limit is None else limit
     if isinstance(value, str):  # the common case: a message's text
         reason = text_problem(value)
         return None if reason is None else Problem(UNSUPPORTED_CHARACTERS, reason)
+    limit = max_stored_depth() if limit is None else limit
     # (value, its path, its depth); a container counts one level
     stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
     while stack:
