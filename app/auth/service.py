@@ -1,8 +1,7 @@
 """Tenants and API keys: who may create, list and revoke what.
 
-The functions take the asyncpg connection of the route (or of the CLI), the one under its
-SQLAlchemy session (`app.core.pg.driver_connection`, taken once at the route), and run the
-repository's SQL in its transaction."""
+The functions take the asyncpg connection of the route (`app.core.db.DbDep`) or of the
+CLI, and run the repository's SQL in its transaction."""
 
 import uuid
 from datetime import UTC, datetime

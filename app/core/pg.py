@@ -158,7 +158,7 @@ def note_citus(value: bool) -> None:
 
 async def _init(conn: asyncpg.Connection) -> None:
     # parameters: JSON text, as SQLAlchemy's asyncpg dialect takes them, so one statement
-    # runs on this pool and on a connection under a SQLAlchemy session; results: decoded
+    # runs on either pool whatever the value's Python type; results: decoded
     await conn.set_type_codec(
         "json", encoder=_json_bytes, decoder=loads, schema="pg_catalog", format="binary"
     )

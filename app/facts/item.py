@@ -52,7 +52,7 @@ assert tuple(f.name for f in dataclasses.fields(Fact)) == MemoryItemRow._fields
 class Facts:
     """The facts one transaction has read or written, one object per row: a row read again
     is the object already held (its changes are in the database as soon as made, so the
-    two agree), as a SQLAlchemy session's identity map kept them."""
+    two agree): an identity map, which `apply` relies on (it compares facts with `is`)."""
 
     __slots__ = ("_by_id",)
 

@@ -5,10 +5,6 @@ Every function runs SQL text on an asyncpg connection and returns typed rows
 read or built. The filter AST of ``app.knowledge.filters`` is compiled here to SQL text
 (`condition_sql`) with `app.core.pg.Params`, so filtering, ordering and paging all run in
 PostgreSQL; the visibility rule is `readable_sql`, the one condition of every item read.
-
-The two reads the manifests' replay makes with what it holds (`get_rows`,
-`get_learned_version`) take a connection or, until it passes its connection, a session
-(`app.core.pg.connection_of`).
 """
 
 from __future__ import annotations

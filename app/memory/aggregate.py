@@ -193,8 +193,8 @@ async def load(
     caller: Caller | None = None,
     stand_ins: StandIns | None = None,
 ) -> Loaded:
-    """A session's memory, in one read (`app.memory.repository.read`) on `conn`: the pool's
-    for a context build, the one under a writer's SQLAlchemy session for the writers.
+    """A session's memory, in one read (`app.memory.repository.read`) on `conn`: the hot
+    paths' pool's for a context build, the writer's transaction's for the writers.
 
     `window`: which L1 messages (`repository.CONTEXT` shows older backlog as one pointer
     into swap, `Loaded.gap`). `lock`: take the state row's lock first (writers; inside the

@@ -2,8 +2,8 @@
 
 Every change reads the state through the aggregate's locked load (`load(lock=True)`, no
 L1 messages: the Kernel needs none) and stores the new Kernel in one statement
-(`repository.set_kernel`), on the connection of the caller's transaction (a route's: the one
-under its SQLAlchemy session, `app.core.pg.driver_connection`; the append's)."""
+(`repository.set_kernel`), on the connection of the caller's transaction (a route's,
+`app.core.db.DbDep`; the append's)."""
 
 from __future__ import annotations
 

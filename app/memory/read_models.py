@@ -1,7 +1,6 @@
 """Read models of a session's memory (for GET /memory and GET /sessions/{id}).
 
-They take the route's asyncpg connection (the one under its SQLAlchemy session,
-`app.core.pg.driver_connection`, taken once by the route); `memory_public` is given the
+They take the route's asyncpg connection (`app.core.db.DbDep`); `memory_public` is given the
 compression job's status, which the route reads through `app.jobs.service`."""
 
 import asyncpg

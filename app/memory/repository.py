@@ -1,8 +1,8 @@
 """Memory SQL. Every statement names the tenant; writers lock the state row.
 
 Every function runs SQL on an asyncpg connection: the hot paths' pool (`app.core.pg`) for
-the context build, the connection under a SQLAlchemy session (`app.core.pg.driver_connection`,
-inside its transaction) for the routes and the compression job. Rows come back as the plain
+the context build, the other pool's (`app.core.db`, inside a
+transaction) for the routes and the compression job. Rows come back as the plain
 immutable rows of the table models (`SessionRow`, `StateRow`, `SummaryRow`, `StoredMessage`,
 `SnapshotRow`), whose select lists come from the models; no ORM instance is read or built.
 
@@ -128,7 +128,7 @@ async def read(
     conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID, window: Window = ALL_L1
 ) -> MemoryRows | None:
     """A session's memory in one statement; None when the tenant has no such session.
-    Runs on the pool and under a SQLAlchemy session alike (JSON decoded by either)."""
+    Runs on either pool (`app.core.pg`: the same JSON codecs)."""
     args = (window.limit,) if window.kind == "oldest" else ()
     row = await conn.fetchrow(_read_sql(window.kind), tenant_id, session_id, *args)
     if row is None:

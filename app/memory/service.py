@@ -1,8 +1,7 @@
 """Segmented memory: the operations other domains call (compress, promote, usage).
 
-Each runs on an asyncpg connection in the caller's transaction: a route or the compression
-job passes the one under its SQLAlchemy session (`app.core.pg.driver_connection`) and
-commits it.
+Each runs on an asyncpg connection in the caller's transaction: a route's (`app.core.db.DbDep`) or
+the compression job's (`app.core.db.transaction`), which commits it.
 
 Concurrency: every writer takes the session's ``memory_states`` row lock and bumps
 ``version``; ``apply_compression`` also checks that ``version`` is the one its plan was

@@ -1,5 +1,5 @@
-"""Agent profile SQL (tenant-filtered), on an asyncpg connection (a route's is the one
-under its SQLAlchemy session: `app.core.pg.driver_connection`). Rows come back as
+"""Agent profile SQL (tenant-filtered), on an asyncpg connection (a route's:
+`app.core.db.DbDep`). Rows come back as
 `ProfileRow`, whose select list comes from the table model."""
 
 from __future__ import annotations

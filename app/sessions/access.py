@@ -46,8 +46,7 @@ def parse_session_id(value: str | uuid.UUID) -> uuid.UUID | None:
         return None
 
 
-# the one query of the rule, on the asyncpg connection every caller has (the pool's, or
-# the one under a route's SQLAlchemy session: `app.core.pg.driver_connection`)
+# the one query of the rule, on the asyncpg connection every caller has (either pool's)
 _AGENT_SQL = "SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2 AND erasure_id IS NULL"
 
 

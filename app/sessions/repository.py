@@ -1,8 +1,8 @@
 """Session SQL. Every statement names the tenant, and leaves out sessions under erasure
 (their tombstone, `erasure_id`, makes them read as deleted: app.erasure).
 
-Every function runs SQL on an asyncpg connection: a route's or a job's is the one under its
-SQLAlchemy session (`app.core.pg.driver_connection`, inside its transaction). Rows come
+Every function runs SQL on an asyncpg connection: a route's (`app.core.db.DbDep`) or a job's
+(`app.core.db.transaction`), inside its transaction. Rows come
 back as `SessionRow`, whose select list comes from the table model
 (`SESSION_ROW_COLUMNS`); no ORM instance is read or built.
 """
