@@ -47,17 +47,10 @@ def is_connection_error(exc: BaseException) -> bool:
     reset, terminated by an administrator or a shutdown, a failed connect, or a command
     that timed out on the client (the server is not answering)."""
     import asyncpg
-    import sqlalchemy.exc
 
     if _is_redis(exc):
         return False
     for cur in _chain(exc):
-        if isinstance(cur, sqlalchemy.exc.TimeoutError):  # pool exhausted: not the connection
-            return False
-        if isinstance(cur, (sqlalchemy.exc.DisconnectionError,)) or (
-            isinstance(cur, sqlalchemy.exc.DBAPIError) and cur.connection_invalidated
-        ):
-            return True
         if isinstance(
             cur,
             (
@@ -97,7 +90,6 @@ def map_db_error(exc: BaseException) -> AppError | None:
     """Return the error to answer with for a store failure, or None if it is not one."""
     import asyncpg
     import redis.exceptions
-    import sqlalchemy.exc
 
     for cur in _chain(exc):
         # the erasure guards of migration 0016 (app.erasure): a write for an erased subject
@@ -147,8 +139,6 @@ def map_db_error(exc: BaseException) -> AppError | None:
     for cur in _chain(exc):
         if isinstance(cur, asyncpg.exceptions.QueryCanceledError):  # statement_timeout
             return database_unavailable("The database did not answer in time; try again shortly.")
-        if isinstance(cur, sqlalchemy.exc.TimeoutError):  # no pooled connection in time
-            return database_unavailable("The database is busy; try again shortly.")
         if isinstance(cur, asyncpg.exceptions.TooManyConnectionsError):
             return database_unavailable("The database is busy; try again shortly.")
         if _shard_moved(cur):

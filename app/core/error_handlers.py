@@ -122,10 +122,8 @@ def install_error_handlers(app: FastAPI) -> None:
     # Registered per class (not only on Exception) so Starlette answers without re-raising.
     import asyncpg
     import redis.exceptions
-    import sqlalchemy.exc
 
     for exc_class in (
-        sqlalchemy.exc.SQLAlchemyError,
         asyncpg.PostgresError,
         asyncpg.InterfaceError,
         asyncpg.exceptions.InternalClientError,

@@ -24,7 +24,7 @@ REFRESH_SECONDS = 5.0
 POOL_OPEN = Gauge(
     "loom_db_pool_open_connections",
     "Open database connections of the API processes, by pool (asyncpg: the "
-    "hot paths; sqlalchemy: the other routes).",
+    "hot paths; routes: the other routes).",
     ["pool"],
     multiprocess_mode="livesum",
 )
@@ -42,8 +42,8 @@ POOL_IN_USE = Gauge(
 )
 POOL_MAX = Gauge(
     "loom_db_pool_max_connections",
-    "Most connections the pools may open (LOOM_DB_POOL_SIZE and the overflow "
-    "of the sqlalchemy pool), by pool.",
+    "Most connections the pools may open (LOOM_DB_POOL_SIZE, and half as many and "
+    "half again for the other routes), by pool.",
     ["pool"],
     multiprocess_mode="livesum",
 )

@@ -5,26 +5,28 @@ from __future__ import annotations
 
 import time
 
+import asyncpg
 import pytest
-import sqlalchemy as sa
 
+from app.core import pg
 from app.core.config import Settings
-from app.core.db import create_engine
 from app.core.db_errors import is_connection_error, map_db_error
 
 
-async def test_slow_statement_is_cancelled_within_the_bound(settings: Settings) -> None:
+@pytest.mark.parametrize("generic_plans", [True, False], ids=["hot pool", "routes pool"])
+async def test_slow_statement_is_cancelled_within_the_bound(
+    settings: Settings, generic_plans: bool
+) -> None:
     assert settings.database_url
     s = settings.model_copy(update={"db_statement_timeout_seconds": 0.5})
-    engine = create_engine(settings.database_url, 1, s)
+    pool = await pg.create_pool(settings.database_url, s, size=1, generic_plans=generic_plans)
     try:
-        async with engine.connect() as conn:
+        async with pg.connection(pool, 5.0) as conn:
             started = time.monotonic()
-            with pytest.raises(sa.exc.DBAPIError) as info:
-                await conn.execute(sa.text("SELECT pg_sleep(3)"))
+            with pytest.raises(asyncpg.exceptions.QueryCanceledError) as info:
+                await conn.execute("SELECT pg_sleep(3)")
             took = time.monotonic() - started
-            await conn.rollback()
-            assert (await conn.execute(sa.text("SELECT 1"))).scalar() == 1  # still usable
+            assert await conn.fetchval("SELECT 1") == 1  # still usable
         assert took < 1.5, took
         assert not is_connection_error(info.value)
         mapped = map_db_error(info.value)
@@ -32,4 +34,4 @@ async def test_slow_statement_is_cancelled_within_the_bound(settings: Settings) 
         assert mapped.code == "database_unavailable"
         assert mapped.headers and int(mapped.headers["Retry-After"]) >= 1
     finally:
-        await engine.dispose()
+        await pg.close(pool)
