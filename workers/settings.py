@@ -18,7 +18,7 @@ from arq.worker import Worker, create_worker, func
 
 from app import wiring
 from app.core import pg, tracing
-from app.core.config import Settings, get_settings
+from app.core.config import WORKER_CONNECTIONS, Settings, get_settings
 from app.core.queue import Queue
 from app.core.redis import arq_settings, create_redis
 from app.erasure.service import ERASE_JOB
@@ -27,7 +27,6 @@ from app.facts.startup import say_why_facts_wait
 from app.facts.tasks import EXTRACT_JOB, extract_facts, recover_fact_extractions
 from app.jobs.followup import run_after_job
 from app.jobs.lease import end_lease, start_lease
-from app.launcher.budget import WORKER_CONNECTIONS
 from app.llm.client import get_llm_client
 from app.manifests.tasks import sweep_context_manifests
 from app.memory.tasks import compress_busy_sessions, compress_session

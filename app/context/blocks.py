@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from app.core.pg import cut_after
+from app.messages import repository as messages_repository
 from app.models.session import SessionRow
 
 log = logging.getLogger("loom.context")
@@ -99,12 +100,6 @@ class BlockProvider(Protocol):
     ) -> ContextBlock | None: ...
 
 
-_NEWEST_USER = (
-    "SELECT text FROM messages WHERE tenant_id = $1 AND session_id = $2 AND role = 'user' "
-    "AND text <> '' ORDER BY seq DESC LIMIT 1"
-)
-
-
 async def newest_user_text(
     conn: asyncpg.Connection, session_row: SessionRow, known: str | None
 ) -> str:
@@ -112,8 +107,7 @@ async def newest_user_text(
     found in L1) when given, else read (L1 held no such message)."""
     if known is not None:
         return known
-    text = await conn.fetchval(_NEWEST_USER, session_row.tenant_id, session_row.id)
-    return str(text) if text is not None else ""
+    return await messages_repository.newest_user_text(conn, session_row.tenant_id, session_row.id)
 
 
 async def collect(

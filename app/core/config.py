@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+WORKER_CONNECTIONS = 12  # an arq worker's pool (workers/settings.py)
+
 
 def api_pool_sizes(pool: int) -> tuple[int, int]:
     """An API process's SQLAlchemy pool for an asyncpg pool of `pool` (LOOM_DB_POOL_SIZE):

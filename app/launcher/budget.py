@@ -26,9 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from app.core.config import api_pool_sizes
+from app.core.config import WORKER_CONNECTIONS, api_pool_sizes
 
-WORKER_CONNECTIONS = 12  # a worker's pool (workers/settings.py)
 DEFAULT_RESERVE = 10
 MIN_POOL = 2
 

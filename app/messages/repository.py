@@ -200,3 +200,17 @@ async def save_idempotent(
         )
         is not None
     )
+
+
+_NEWEST_USER_TEXT = (
+    "SELECT text FROM messages WHERE tenant_id = $1 AND session_id = $2 AND role = 'user' "
+    "AND text <> '' ORDER BY seq DESC LIMIT 1"
+)
+
+
+async def newest_user_text(
+    conn: asyncpg.Connection, tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> str:
+    """The text of the session's newest user message with text ('' when there is none)."""
+    text = await conn.fetchval(_NEWEST_USER_TEXT, tenant_id, session_id)
+    return str(text) if text is not None else ""
