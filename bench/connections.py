@@ -225,14 +225,16 @@ def main() -> None:
     rows = [run_one(n, args.rounds, args.clients, args.sessions) for n in args.processes]
     print(f"\nPostgreSQL max_connections {MAX_CONNECTIONS}; {args.clients} builds at once")
     print(
-        f"{'processes':>9} {'answers':<40} {'errors':>6} {'too many':>8} {'peak conn':>9} RSS/process"
+        f"{'processes':>9} {'answers':<40} {'errors':>6} {'too many':>8} {'peak conn':>9} "
+        "RSS/process"
     )
     for r in rows:
         answers = ", ".join(f"{k}: {v}" for k, v in sorted(r["answers"].items()))
         rss = r["api_rss_mb"]
+        low, high = min(rss, default=0), max(rss, default=0)
         print(
             f"{r['processes']:>9} {answers:<40} {r['errors']:>6} {r['too_many_clients']:>8} "
-            f"{r['peak_app_connections']:>9} {min(rss, default=0):.0f}-{max(rss, default=0):.0f} MiB"
+            f"{r['peak_app_connections']:>9} {low:.0f}-{high:.0f} MiB"
         )
         print(f"{'':>9} {r['plan']}")
     print(f"an API process that only imported and built the app: {floor:.0f} MiB")

@@ -194,6 +194,7 @@ async def compressed_session(c: httpx.AsyncClient, env: dict[str, str]) -> str:
 async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0) -> None:
     from app.auth.caller import Caller
     from app.context import render
+    from app.context.blocks import OneConnection
     from app.context.builder import build
     from app.context.service import ContextHooks, build_and_record
     from app.core import heap
@@ -258,9 +259,11 @@ async def main(n: int, rounds: int, spin: str | None = None, seconds: float = 0)
 
             async def build_it() -> Any:
                 fresh = dataclasses.replace(loaded, _drafts={}, _layers=None)
-                return await build(
-                    state.read_sessionmaker, fresh.session, fresh, providers=hooks.blocks
-                )
+                blocks = OneConnection(state.db_connection)  # as build_and_record does
+                try:
+                    return await build(blocks, fresh.session, fresh, providers=hooks.blocks)
+                finally:
+                    await blocks.close()
 
             built = await build_it()
 

@@ -4,8 +4,8 @@ tenant's context builds run under `wrk`; their p99 during the erasure is compare
 same load just before it.
 
 Real processes on the machine's PostgreSQL and Redis: a fresh database, one API process
-(`loom-memory serve --no-worker`) and one worker (`python -m app.launcher.cli worker`, which runs the
-erasure: a subject this big is off the request path). The user's sessions are created
+(`loom-memory serve --no-worker`) and one worker (`python -m app.launcher.cli worker`,
+which runs the erasure: a subject this big is off the request path). The user's sessions are created
 through the API; their messages are written straight into `messages` (the columns an
 append writes, search vectors included), as `bench/run.py --million` loads.
 

@@ -21,6 +21,10 @@ import random
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +32,18 @@ import httpx
 from pydantic import SecretStr
 
 from app.core.config import Settings
+from app.core.db import Connect, transaction
 from app.core.tokens import count_text
+from app.facts import extract as facts_extract
+from app.facts import state as facts_state
+from app.facts.extract import Deps, run_extraction, tail_due
+from app.facts.trigger import extraction_due
+from app.knowledge import repository as knowledge_repository
+from app.knowledge.scopes import parse_scope
+from app.knowledge.service import token_cost
 from app.main import create_app
+from app.models.memory_item import MemoryItemRow
+from app.state import AppState, app_state
 from bench.tenants import fresh_tenant, scratch_database
 from tests.facts.support import FactModel, Rule
 from tests.fakes.llm_server import FakeLLMServer
@@ -105,22 +119,8 @@ async def run(n_messages: int, cap: int, fake: FakeLLMServer, db_url: str) -> di
     model = FactModel(rules(n_topics))
     fake.reset()
     fake.respond_with_tools(model)
-    admin_key = "lm_bench_" + secrets.token_urlsafe(16)
-    settings = Settings(
-        DATABASE_URL=db_url,
-        REDIS_URL="redis://127.0.0.1:6379/0",
-        LOOM_ADMIN_KEY=SecretStr(admin_key),
-        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
-    )
-    settings = settings.model_copy(
-        update={
-            "llm_provider": "anthropic",
-            "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
-            "anthropic_base_url": fake.base_url,
-            "llm_max_retries": 0,
-            "facts_input_tokens": cap,
-            "facts_wait_seconds": 600.0,
-        }
+    settings, admin_key = settings_for(
+        db_url, fake, facts_input_tokens=cap, facts_wait_seconds=600.0
     )
     app = create_app(settings)
     async with app.router.lifespan_context(app):
@@ -185,6 +185,212 @@ async def run(n_messages: int, cap: int, fake: FakeLLMServer, db_url: str) -> di
         "valid_facts": len(valid),
         "seconds_with_fake_llm": round(took, 2),
     }
+
+
+# --- what bench/facts_trigger.py, facts_arrival.py and facts_years.py share ------------------
+
+
+def settings_for(db_url: str, fake: FakeLLMServer, **update: Any) -> tuple[Settings, str]:
+    """The app's settings on `db_url` with the fake model (and `update`), and its admin key."""
+    admin_key = "lm_bench_" + secrets.token_urlsafe(16)
+    settings = Settings(
+        DATABASE_URL=db_url,
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        LOOM_ADMIN_KEY=SecretStr(admin_key),
+        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
+    ).model_copy(
+        update={
+            "llm_provider": "anthropic",
+            "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
+            "anthropic_base_url": fake.base_url,
+            "llm_max_retries": 0,
+            **update,
+        }
+    )
+    return settings, admin_key
+
+
+@dataclass(frozen=True)
+class FactsSession:
+    """A started app, a tenant's client on it and its session with facts enabled."""
+
+    state: AppState
+    deps: Deps  # run_extraction's, on the app's pool
+    client: httpx.AsyncClient
+    tenant: uuid.UUID
+    session: uuid.UUID
+
+    async def append(self, messages: list[dict[str, Any]]) -> None:
+        r = await self.client.post(
+            f"/v1/sessions/{self.session}/messages", json={"messages": messages}
+        )
+        assert r.status_code == 201, r.text
+
+    async def facts(self) -> facts_state.SessionFacts:
+        """The session's extraction state (a read on a connection of its own)."""
+        async with self.state.db_connection() as conn:
+            info = await facts_state.session_facts(conn, self.tenant, self.session)
+        assert info is not None
+        return info
+
+    async def marks(self) -> tuple[int, int]:
+        """(the extraction's watermark, the session's last seq)."""
+        info = await self.facts()
+        return info.watermark, info.last_seq
+
+    async def due_in(self, *, users: bool = True) -> float | None:
+        """Seconds until the trigger runs the extraction (`extraction_due`), None when
+        nothing waits; `users=False`: without the user count (issue 27's trigger)."""
+        settings = self.state.settings
+        every, quiet = settings.facts_every_messages, settings.facts_quiet_seconds
+        async with self.state.db_connection() as conn:
+            info = await facts_state.session_facts(conn, self.tenant, self.session)
+            wm, _, waiting_users = await facts_state.waiting_state(conn, self.tenant, self.session)
+        assert info is not None
+        if not users:
+            return extraction_due(info.last_seq - wm, every, quiet)
+        return extraction_due(
+            info.last_seq - wm,
+            every,
+            quiet,
+            users_waiting=waiting_users,
+            quiet_min_user=settings.facts_quiet_min_user,
+            idle_seconds=settings.facts_idle_seconds,
+        )
+
+
+@asynccontextmanager
+async def facts_session(
+    settings: Settings, admin_key: str, prefix: str
+) -> AsyncIterator[FactsSession]:
+    """The app of `settings` started, a fresh tenant (`prefix`) and a session with facts."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        state = app_state(app)
+        t = httpx.ASGITransport(app=app)
+        tid, key = await fresh_tenant(t, admin_key, prefix)
+        async with httpx.AsyncClient(
+            transport=t,
+            base_url="http://b",
+            timeout=600,
+            headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
+        ) as c:
+            r = await c.post("/v1/sessions", json={"config": {"facts": {"enabled": True}}})
+            assert r.status_code == 201, r.text
+            yield FactsSession(
+                state,
+                Deps(state.db_connection, state.llm, settings),
+                c,
+                uuid.UUID(tid),
+                uuid.UUID(r.json()["id"]),
+            )
+
+
+async def arrive(
+    s: FactsSession,
+    turns: list[list[dict[str, Any]]],
+    gap: float,
+    fake: FakeLLMServer,
+    *,
+    users: bool = True,
+    tail: bool = True,
+    call_seconds: float = 0.5,
+    batch_seconds: list[float] | None = None,
+) -> tuple[int, float]:
+    """Append `turns` every `gap` virtual seconds and run the extraction as the product
+    schedules it (see bench/facts_arrival.py): (runs, the virtual seconds it took).
+    `users`: the trigger counts user messages (issue 37); `tail`: a run reads what arrives
+    while it works only while `every` of it wait (`tail_due`); `batch_seconds` gets each
+    batch's wall time."""
+    every = s.state.settings.facts_every_messages
+    facts_extract.MAX_BATCHES = 1  # this drives run_extraction's loop itself
+    now, nxt, runs = 0.0, 0, 0
+    job_at: float | None = None
+    busy_until: float | None = None  # a run works until then; its end looks again
+    while nxt < len(turns) or job_at is not None or busy_until is not None:
+        events = [
+            (nxt * gap, "turn") if nxt < len(turns) else None,
+            (job_at, "job") if job_at is not None and busy_until is None else None,
+            (busy_until, "end") if busy_until is not None else None,
+        ]
+        when, what = min(e for e in events if e is not None)
+        now = when
+        if what == "turn":
+            await s.append(turns[nxt])
+            nxt += 1
+            if busy_until is None:
+                d = await s.due_in(users=users)
+                job_at = None if d is None else now + d
+        elif what == "job":
+            # the run, batch by batch (as run_extraction's loop), turns arriving while its
+            # calls take their time
+            runs += 1
+            began = (await s.marks())[1]
+            clock = now
+            while True:
+                wm, last = await s.marks()
+                if last <= wm or (tail and not tail_due(wm, began, last, every)):
+                    break
+                before = len(fake.requests_for("anthropic"))
+                t0 = time.perf_counter()
+                await run_extraction(s.deps, s.tenant, s.session)  # one batch
+                if batch_seconds is not None:
+                    batch_seconds.append(time.perf_counter() - t0)
+                calls = len(fake.requests_for("anthropic")) - before
+                clock += 0.01 + call_seconds * calls
+                while nxt < len(turns) and nxt * gap <= clock:
+                    await s.append(turns[nxt])
+                    nxt += 1
+            job_at, busy_until = None, clock
+        else:
+            busy_until = None
+            d = await s.due_in(users=users)
+            job_at = None if d is None else now + d
+    return runs, now
+
+
+async def seed_facts(
+    connect: Connect,
+    tenant_id: uuid.UUID,
+    scope: str,
+    facts: list[tuple[str, str]],
+    valid_from: str,
+    importance: float = 0.5,
+) -> None:
+    """Store many facts at once behind the API (text, key), valid from `valid_from`, in
+    one transaction: rows as the API writes them (tests.facts.helpers.seed_facts's)."""
+    kind, _, sid = scope.partition("/")
+    storage = parse_scope(scope).storage_id if kind != "agent" else sid
+    at = datetime.fromisoformat(valid_from.replace("Z", "+00:00"))
+    async with transaction(connect) as conn:
+        for text, key in facts:
+            await knowledge_repository.add(
+                conn,
+                MemoryItemRow(
+                    id=uuid.uuid4(),
+                    tenant_id=tenant_id,
+                    scope_kind=kind,
+                    scope_id=storage,
+                    kind="fact",
+                    source="api",
+                    tags=[],
+                    importance=importance,
+                    text=text,
+                    payload=None,
+                    token_cost=token_cost("fact", text, None),
+                    created_at=at,
+                    updated_at=at,
+                    valid_from=at,
+                    invalid_at=None,
+                    superseded_by=None,
+                    source_session_id=None,
+                    source_seqs=[],
+                    version=1,
+                    fact_key=key,
+                    stated_at=at,
+                    sources=[],
+                ),
+            )
 
 
 async def main() -> None:

@@ -32,22 +32,19 @@ import argparse
 import asyncio
 import json
 import random
-import secrets
-import uuid
 from typing import Any
 
-import httpx
-from pydantic import SecretStr
-
-from app.core.config import Settings
-from app.facts import extract as facts_extract
-from app.facts import state as facts_state
-from app.facts.extract import Deps, run_extraction, tail_due
-from app.facts.trigger import extraction_due
-from app.main import create_app
-from app.state import app_state
-from bench.facts import PG, RESULTS, conversation, request_tokens, rules
-from bench.tenants import fresh_tenant, scratch_database
+from bench.facts import (
+    PG,
+    RESULTS,
+    arrive,
+    conversation,
+    facts_session,
+    request_tokens,
+    rules,
+    settings_for,
+)
+from bench.tenants import scratch_database
 from tests.fakes.fact_model import FactModel
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -62,121 +59,15 @@ async def run(
     n_topics = 25
     fake.reset()
     fake.respond_with_tools(FactModel(rules(n_topics)))
-    admin_key = "lm_bench_" + secrets.token_urlsafe(16)
-    settings = Settings(
-        DATABASE_URL=db_url,
-        REDIS_URL="redis://127.0.0.1:6379/0",
-        LOOM_ADMIN_KEY=SecretStr(admin_key),
-        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
-    ).model_copy(
-        update={
-            "llm_provider": "anthropic",
-            "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
-            "anthropic_base_url": fake.base_url,
-            "llm_max_retries": 0,
-        }
-    )
-    every, quiet = settings.facts_every_messages, settings.facts_quiet_seconds
-    facts_extract.MAX_BATCHES = 1  # the bench drives run_extraction's loop itself
-    app = create_app(settings)
-    runs = 0
-    async with app.router.lifespan_context(app):
-        state = app_state(app)
-        deps = Deps(state.sessionmaker, state.llm, settings)
-        t = httpx.ASGITransport(app=app)
-        tid, key = await fresh_tenant(t, admin_key, "arrival")
-        async with httpx.AsyncClient(
-            transport=t,
-            base_url="http://b",
-            timeout=600,
-            headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
-        ) as c:
-            sid = (
-                await c.post("/v1/sessions", json={"config": {"facts": {"enabled": True}}})
-            ).json()["id"]
-            tenant, session = uuid.UUID(tid), uuid.UUID(sid)
-            msgs = conversation(n_messages, random.Random(7), n_topics)
-            turns = [msgs[i : i + 2] for i in range(0, len(msgs), 2)]
-
-            async def due_in() -> float | None:
-                async with state.sessionmaker() as db:
-                    info = await facts_state.session_facts(db, tenant, session)
-                    wm, _, users = await facts_state.waiting_state(db, tenant, session)
-                    await db.rollback()
-                assert info is not None
-                if policy == "before":
-                    return extraction_due(info.last_seq - wm, every, quiet)
-                return extraction_due(
-                    info.last_seq - wm,
-                    every,
-                    quiet,
-                    users_waiting=users,
-                    quiet_min_user=settings.facts_quiet_min_user,
-                    idle_seconds=settings.facts_idle_seconds,
-                )
-
-            async def append(i: int) -> None:
-                r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": turns[i]})
-                assert r.status_code == 201, r.text
-
-            async def last_seq() -> int:
-                async with state.sessionmaker() as db:
-                    info = await facts_state.session_facts(db, tenant, session)
-                    await db.rollback()
-                assert info is not None
-                return info.last_seq
-
-            async def watermark() -> int:
-                async with state.sessionmaker() as db:
-                    wm = await facts_state.watermark(db, tenant, session)
-                    await db.rollback()
-                return wm
-
-            now, nxt = 0.0, 0
-            job_at: float | None = None
-            busy_until: float | None = None  # a run works until then; its end looks again
-            while nxt < len(turns) or job_at is not None or busy_until is not None:
-                events = [
-                    (nxt * gap, "turn") if nxt < len(turns) else None,
-                    (job_at, "job") if job_at is not None and busy_until is None else None,
-                    (busy_until, "end") if busy_until is not None else None,
-                ]
-                when, what = min(e for e in events if e is not None)
-                now = when
-                if what == "turn":
-                    await append(nxt)
-                    nxt += 1
-                    if busy_until is None:
-                        d = await due_in()
-                        job_at = None if d is None else now + d
-                elif what == "job":
-                    # the run, batch by batch (as run_extraction's loop), turns arriving
-                    # while its calls take their time
-                    runs += 1
-                    began = await last_seq()
-                    clock = now
-                    while True:
-                        wm, last = await watermark(), await last_seq()
-                        if last <= wm:
-                            break
-                        if policy == "after" and not tail_due(wm, began, last, every):
-                            break
-                        before = len(fake.requests_for("anthropic"))
-                        await run_extraction(deps, tenant, session)  # one batch
-                        calls = len(fake.requests_for("anthropic")) - before
-                        clock += 0.01 + CALL_SECONDS * calls
-                        while nxt < len(turns) and nxt * gap <= clock:
-                            await append(nxt)
-                            nxt += 1
-                    job_at, busy_until = None, clock
-                else:
-                    busy_until = None
-                    d = await due_in()
-                    job_at = None if d is None else now + d
-            async with state.sessionmaker() as db:
-                info = await facts_state.session_facts(db, tenant, session)
-                await db.rollback()
-            assert info is not None
+    settings, admin_key = settings_for(db_url, fake)
+    async with facts_session(settings, admin_key, "arrival") as s:
+        msgs = conversation(n_messages, random.Random(7), n_topics)
+        turns = [msgs[i : i + 2] for i in range(0, len(msgs), 2)]
+        after = policy == "after"
+        runs, now = await arrive(
+            s, turns, gap, fake, users=after, tail=after, call_seconds=CALL_SECONDS
+        )
+        info = await s.facts()
     reqs = fake.requests_for("anthropic")
     in_tokens = sum(request_tokens(q.json) for q in reqs)
     per = 1000 / n_messages

@@ -27,22 +27,21 @@ import asyncio
 import dataclasses
 import json
 import random
-import secrets
-import uuid
 from typing import Any
 
-import httpx
-from pydantic import SecretStr
-
-from app.core.config import Settings
 from app.core.tokens import count_text
-from app.facts import state as facts_state
-from app.facts.extract import Deps, run_extraction
-from app.main import create_app
+from app.facts.extract import run_extraction
 from app.memory.tasks import run_compression
-from app.state import app_state
-from bench.facts import PG, RESULTS, conversation, request_tokens, rules
-from bench.tenants import fresh_tenant, scratch_database
+from bench.facts import (
+    PG,
+    RESULTS,
+    conversation,
+    facts_session,
+    request_tokens,
+    rules,
+    settings_for,
+)
+from bench.tenants import scratch_database
 from tests.fakes.fact_model import FactModel
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -55,75 +54,36 @@ async def run(mode: str, n_messages: int, fake: FakeLLMServer, db_url: str) -> d
     model = FactModel(rules(n_topics))
     fake.reset()
     fake.respond_with_tools(model)
-    admin_key = "lm_bench_" + secrets.token_urlsafe(16)
-    settings = Settings(
-        DATABASE_URL=db_url,
-        REDIS_URL="redis://127.0.0.1:6379/0",
-        LOOM_ADMIN_KEY=admin_key,
-        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
-    )
-    settings = settings.model_copy(
-        update={
-            "llm_provider": "anthropic",
-            "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
-            "anthropic_base_url": fake.base_url,
-            "llm_max_retries": 0,
-            "facts_every_messages": EVERY,
-        }
-    )
-    app = create_app(settings)
+    settings, admin_key = settings_for(db_url, fake, facts_every_messages=EVERY)
     runs = 0
-    async with app.router.lifespan_context(app):
-        state = app_state(app)
-        deps = Deps(state.sessionmaker, state.llm, settings)
-        compress_with = dataclasses.replace(state, llm=None)  # heuristic summaries
-        t = httpx.ASGITransport(app=app)
-        tid, key = await fresh_tenant(t, admin_key, "facts")
-        async with httpx.AsyncClient(
-            transport=t,
-            base_url="http://b",
-            timeout=600,
-            headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
-        ) as c:
-            sid = (
-                await c.post("/v1/sessions", json={"config": {"facts": {"enabled": True}}})
-            ).json()["id"]
-            tenant, session = uuid.UUID(tid), uuid.UUID(sid)
-            msgs = conversation(n_messages, random.Random(7), n_topics)
-            for i in range(0, len(msgs), 2):
-                r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs[i : i + 2]})
-                assert r.status_code == 201, r.text
-                async with state.sessionmaker() as db:
-                    info = await facts_state.session_facts(db, tenant, session)
-                    await db.rollback()
-                assert info is not None
-                if mode == "before":
-                    await run_compression(
-                        compress_with, tenant, session, force=False, llm_fallback=True
-                    )
-                    async with state.sessionmaker() as db:
-                        info = await facts_state.session_facts(db, tenant, session)
-                        await db.rollback()
-                    assert info is not None
-                    left = (info.l1_start_seq or 1) - 1
-                    if left - info.watermark >= OLD_MIN_BATCH:
-                        await run_extraction(deps, tenant, session, upto=left)
-                        runs += 1
-                elif info.last_seq - info.watermark >= EVERY:
-                    await run_extraction(deps, tenant, session)
+    async with facts_session(settings, admin_key, "facts") as fs:
+        compress_with = dataclasses.replace(fs.state, llm=None)  # heuristic summaries
+        deps, tenant, session = fs.deps, fs.tenant, fs.session
+        msgs = conversation(n_messages, random.Random(7), n_topics)
+        for i in range(0, len(msgs), 2):
+            await fs.append(msgs[i : i + 2])
+            info = await fs.facts()
+            if mode == "before":
+                await run_compression(
+                    compress_with, tenant, session, force=False, llm_fallback=True
+                )
+                info = await fs.facts()
+                left = (info.l1_start_seq or 1) - 1
+                if left - info.watermark >= OLD_MIN_BATCH:
+                    await run_extraction(deps, tenant, session, upto=left)
                     runs += 1
-            if mode == "after":  # the conversation goes quiet
+            elif info.last_seq - info.watermark >= EVERY:
                 await run_extraction(deps, tenant, session)
                 runs += 1
-            async with state.sessionmaker() as db:
-                info = await facts_state.session_facts(db, tenant, session)
-                await db.rollback()
-            assert info is not None
-            valid = (
-                await c.post(
-                    "/v1/memory-items/query", json={"filters": {"kind": "fact"}, "limit": 500}
-                )
-            ).json()["items"]
+        if mode == "after":  # the conversation goes quiet
+            await run_extraction(deps, tenant, session)
+            runs += 1
+        info = await fs.facts()
+        valid = (
+            await fs.client.post(
+                "/v1/memory-items/query", json={"filters": {"kind": "fact"}, "limit": 500}
+            )
+        ).json()["items"]
     reqs = fake.requests_for("anthropic")
     steps: dict[str, dict[str, int]] = {}
     for q in reqs:

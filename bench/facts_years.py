@@ -26,27 +26,26 @@ import argparse
 import asyncio
 import json
 import random
-import secrets
 import statistics
-import time
-import uuid
 from dataclasses import asdict
 from typing import Any
 
 import httpx
-import sqlalchemy as sa
-from pydantic import SecretStr
 
-from app.core.config import Settings
-from app.facts import extract as facts_extract
-from app.facts import state as facts_state
-from app.facts.extract import Deps, run_extraction, tail_due
-from app.facts.trigger import extraction_due
+from app.core.db import transaction
 from app.main import create_app
-from app.state import app_state
-from bench.facts import PG, RESULTS, conversation, request_tokens, rules
+from bench.facts import (
+    PG,
+    RESULTS,
+    arrive,
+    conversation,
+    facts_session,
+    request_tokens,
+    rules,
+    seed_facts,
+    settings_for,
+)
 from bench.tenants import fresh_tenant, scratch_database
-from tests.facts.helpers import seed_facts
 from tests.facts.years import build, live, table
 from tests.fakes.fact_model import FactModel
 from tests.fakes.llm_server import FakeLLMServer
@@ -59,24 +58,6 @@ DOCUMENTED = {
     "1 s apart": {"llm_calls": 242, "input_tokens": 415_000},
     "3 s apart": {"llm_calls": 242, "input_tokens": 415_000},
 }
-
-
-def settings_for(db_url: str, fake: FakeLLMServer) -> tuple[Settings, str]:
-    admin_key = "lm_bench_" + secrets.token_urlsafe(16)
-    settings = Settings(
-        DATABASE_URL=db_url,
-        REDIS_URL="redis://127.0.0.1:6379/0",
-        LOOM_ADMIN_KEY=SecretStr(admin_key),
-        LOOM_QUEUE_NAME=f"loom:bench:{uuid.uuid4().hex[:8]}",
-    ).model_copy(
-        update={
-            "llm_provider": "anthropic",
-            "anthropic_api_key": SecretStr("sk-ant-bench-fake"),
-            "anthropic_base_url": fake.base_url,
-            "llm_max_retries": 0,
-        }
-    )
-    return settings, admin_key
 
 
 async def years(days: int, fake: FakeLLMServer, db_url: str) -> dict[str, Any]:
@@ -136,101 +117,23 @@ async def cost(
     fake.reset()
     fake.respond_with_tools(FactModel(rules(n_topics)))
     settings, admin_key = settings_for(db_url, fake)
-    every, quiet = settings.facts_every_messages, settings.facts_quiet_seconds
-    facts_extract.MAX_BATCHES = 1  # the bench drives run_extraction's loop itself
-    app = create_app(settings)
     batch_seconds: list[float] = []
-    async with app.router.lifespan_context(app):
-        state = app_state(app)
-        deps = Deps(state.sessionmaker, state.llm, settings)
-        t = httpx.ASGITransport(app=app)
-        tid, key = await fresh_tenant(t, admin_key, "years-cost")
-        async with state.sessionmaker() as db:
-            await seed_facts(
-                db, tid, "agent/bench", store(stored, random.Random(3)), "2025-01-01T00:00:00Z"
-            )
-        async with state.sessionmaker() as db:  # a store grown over years is analyzed
-            await db.execute(sa.text("ANALYZE memory_items"))
-            await db.commit()
-        async with httpx.AsyncClient(
-            transport=t,
-            base_url="http://b",
-            timeout=600,
-            headers={"Authorization": f"Bearer {key}", "X-Agent-Id": "bench"},
-        ) as c:
-            sid = (
-                await c.post("/v1/sessions", json={"config": {"facts": {"enabled": True}}})
-            ).json()["id"]
-            tenant, session = uuid.UUID(tid), uuid.UUID(sid)
-            msgs = conversation(n_messages, random.Random(7), n_topics)
-            turns = [msgs[i : i + 2] for i in range(0, len(msgs), 2)]
-
-            async def due_in() -> float | None:
-                async with state.sessionmaker() as db:
-                    info = await facts_state.session_facts(db, tenant, session)
-                    wm, _, users = await facts_state.waiting_state(db, tenant, session)
-                    await db.rollback()
-                assert info is not None
-                return extraction_due(
-                    info.last_seq - wm,
-                    every,
-                    quiet,
-                    users_waiting=users,
-                    quiet_min_user=settings.facts_quiet_min_user,
-                    idle_seconds=settings.facts_idle_seconds,
-                )
-
-            async def append(i: int) -> None:
-                r = await c.post(f"/v1/sessions/{sid}/messages", json={"messages": turns[i]})
-                assert r.status_code == 201, r.text
-
-            async def marks() -> tuple[int, int]:
-                async with state.sessionmaker() as db:
-                    info = await facts_state.session_facts(db, tenant, session)
-                    await db.rollback()
-                assert info is not None
-                return info.watermark, info.last_seq
-
-            now, nxt, runs = 0.0, 0, 0
-            job_at: float | None = None
-            busy_until: float | None = None
-            while nxt < len(turns) or job_at is not None or busy_until is not None:
-                events = [
-                    (nxt * gap, "turn") if nxt < len(turns) else None,
-                    (job_at, "job") if job_at is not None and busy_until is None else None,
-                    (busy_until, "end") if busy_until is not None else None,
-                ]
-                when, what = min(e for e in events if e is not None)
-                now = when
-                if what == "turn":
-                    await append(nxt)
-                    nxt += 1
-                    if busy_until is None:
-                        d = await due_in()
-                        job_at = None if d is None else now + d
-                elif what == "job":
-                    runs += 1
-                    began = (await marks())[1]
-                    clock = now
-                    while True:
-                        wm, last = await marks()
-                        if last <= wm or not tail_due(wm, began, last, every):
-                            break
-                        before = len(fake.requests_for("anthropic"))
-                        t0 = time.perf_counter()
-                        await run_extraction(deps, tenant, session)  # one batch
-                        batch_seconds.append(time.perf_counter() - t0)
-                        calls = len(fake.requests_for("anthropic")) - before
-                        clock += 0.01 + CALL_SECONDS * calls
-                        while nxt < len(turns) and nxt * gap <= clock:
-                            await append(nxt)
-                            nxt += 1
-                    job_at, busy_until = None, clock
-                else:
-                    busy_until = None
-                    d = await due_in()
-                    job_at = None if d is None else now + d
-            wm, _ = await marks()
+    async with facts_session(settings, admin_key, "years-cost") as s:
+        await seed_facts(
+            s.state.db_connection,
+            s.tenant,
+            "agent/bench",
+            store(stored, random.Random(3)),
+            "2025-01-01T00:00:00Z",
+        )
+        async with transaction(s.state.db_connection) as conn:  # a store grown over years
+            await conn.execute("ANALYZE memory_items")  # is analyzed
+        msgs = conversation(n_messages, random.Random(7), n_topics)
+        turns = [msgs[i : i + 2] for i in range(0, len(msgs), 2)]
+        runs, _ = await arrive(
+            s, turns, gap, fake, call_seconds=CALL_SECONDS, batch_seconds=batch_seconds
+        )
+        wm, _ = await s.marks()
     reqs = fake.requests_for("anthropic")
     tokens = [request_tokens(q.json) for q in reqs]
     per = 1000 / n_messages
@@ -290,10 +193,10 @@ async def main() -> None:
                     f"{d['llm_calls']} calls, {d['input_tokens']:,} | "
                     f"{r['largest_request_tokens']} | {r['batch_seconds_median']} |"
                 )
+            big_s, small_s = rows[0]["batch_seconds_median"], small["batch_seconds_median"]
             print(
-                f"server time per batch, back to back: {rows[0]['batch_seconds_median']} s at "
-                f"{args.stored} stored facts, {small['batch_seconds_median']} s at 100 "
-                f"({(rows[0]['batch_seconds_median'] or 0) / (small['batch_seconds_median'] or 1):.2f}x)"
+                f"server time per batch, back to back: {big_s} s at {args.stored} stored "
+                f"facts, {small_s} s at 100 ({(big_s or 0) / (small_s or 1):.2f}x)"
             )
         if args.part in ("years", "all"):
             out["years"] = await years(args.days, fake, db_url)

@@ -1,7 +1,8 @@
 """The floor: the same FastAPI on the same uvicorn (one process, httptools and uvloop, the
-same garbage-collector tuning as `serve`, FastAPI's OpenTelemetry off as in the app) answering from the raw asyncpg statements the
-app's hot paths run, minus the app. Every ratio in the report is to it, measured in the
-same run on the same data, with the same requests (path shape, headers, bodies).
+same garbage-collector tuning as `serve`, FastAPI's OpenTelemetry off as in the app)
+answering from the raw asyncpg statements the app's hot paths run, minus the app. Every
+ratio in the report is to it, measured in the same run on the same data, with the same
+requests (path shape, headers, bodies).
 
 What the floor keeps (what any server answering these requests has to do):
 

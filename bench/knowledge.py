@@ -22,12 +22,12 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-import sqlalchemy as sa
 
 from app.core.config import Settings
+from app.core.db import transaction
 from app.launcher.migrate import upgrade
 from app.main import create_app
-from app.models.memory_item import MemoryItem
+from app.state import app_state
 
 PG = "postgresql://postgres@127.0.0.1:5432"
 WORDS = "cache index schema deploy retry token budget latency queue worker shard".split()
@@ -98,9 +98,12 @@ async def main(n: int) -> dict:
                 + _rows(uuid.UUID(tid), "global", "", 300, rng)
                 + _rows(uuid.UUID(tid), "task", "t1", 50, rng)
             )
-            async with app.state.loom.sessionmaker() as db:
-                await db.execute(sa.insert(MemoryItem.__table__), rows)
-                await db.commit()
+            async with transaction(app_state(app).db_connection) as conn:
+                await conn.copy_records_to_table(
+                    "memory_items",
+                    records=[tuple(r.values()) for r in rows],
+                    columns=list(rows[0]),
+                )
             async with httpx.AsyncClient(
                 transport=tr, base_url="http://b", headers={"Authorization": f"Bearer {key}"}
             ) as c:

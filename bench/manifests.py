@@ -119,7 +119,7 @@ async def main(args: argparse.Namespace) -> None:
         }
     }
     try:
-        api = subprocess.Popen(
+        api = subprocess.Popen(  # noqa: ASYNC220 (starts the servers, waits for none)
             [
                 sys.executable,
                 "-m",
@@ -138,7 +138,7 @@ async def main(args: argparse.Namespace) -> None:
         )
         procs.append(api)
         wait_up(f"http://127.0.0.1:{port}/healthz", api)
-        worker = subprocess.Popen(
+        worker = subprocess.Popen(  # noqa: ASYNC220
             [sys.executable, "-m", "app.launcher.cli", "worker"],
             env=env,
             cwd=ROOT,

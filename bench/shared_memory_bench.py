@@ -23,7 +23,6 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-import sqlalchemy as sa
 from fastapi import Response
 
 from app.auth.deps import CallerDep
@@ -32,6 +31,7 @@ from app.core.db import DbDep
 from app.launcher.migrate import upgrade
 from app.main import create_app
 from app.shared_memory.runtime import SharedMemoryRuntime
+from app.state import app_state
 
 PG = "postgresql://postgres@127.0.0.1:5432"
 SM = "/v1/shared-memory"
@@ -58,32 +58,26 @@ def _add_floors(app, payload_1mb: bytes) -> None:
         return Response(b'{"value":"x"}', media_type="application/json")
 
     async def floor_select(caller: CallerDep, db: DbDep) -> Response:
-        v = await db.scalar(
-            sa.text(
-                "select value from shared_memory_entries where tenant_id=:t and namespace='global' "
-                "and scope_id='' and storage_key='hot'"
-            ),
-            {"t": caller.tenant_id},
+        v = await db.fetchval(
+            "select value from shared_memory_entries where tenant_id=$1 and namespace='global' "
+            "and scope_id='' and storage_key='hot'",
+            caller.tenant_id,
         )
         return Response(v, media_type="application/json")
 
     async def floor_upsert(caller: CallerDep, db: DbDep) -> Response:
         await db.execute(
-            sa.text(
-                "insert into shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key,"
-                " ref_id, value, content_type, sha256, compressed, size_bytes, stored_bytes, version)"
-                " values (:id, :t, 'global', '', 'floor', :r, :v, 'application/octet-stream', '',"
-                " false, :n, :n, nextval('shared_memory_version_seq')) on conflict on constraint "
-                "uq_shared_memory_entries_address do update set value = excluded.value, "
-                "version = excluded.version"
-            ),
-            {
-                "id": uuid.uuid4(),
-                "t": caller.tenant_id,
-                "r": "ref_floor" + secrets.token_hex(4),
-                "v": payload_1mb,
-                "n": len(payload_1mb),
-            },
+            "insert into shared_memory_entries (id, tenant_id, namespace, scope_id, storage_key,"
+            " ref_id, value, content_type, sha256, compressed, size_bytes, stored_bytes, version)"
+            " values ($1, $2, 'global', '', 'floor', $3, $4, 'application/octet-stream', '',"
+            " false, $5, $5, nextval('shared_memory_version_seq')) on conflict on constraint "
+            "uq_shared_memory_entries_address do update set value = excluded.value, "
+            "version = excluded.version",
+            uuid.uuid4(),
+            caller.tenant_id,
+            "ref_floor" + secrets.token_hex(4),
+            payload_1mb,
+            len(payload_1mb),
         )
         return Response(status_code=204)
 
@@ -178,13 +172,17 @@ async def main(n: int) -> dict:
                 from app.shared_memory import keys, service
 
                 caller = Caller(uuid.UUID(tid), "service", "bench", None)
-                addr = keys.address(keys.Namespace.GLOBAL, "hot", None, "bench")
+                state = app_state(app)
 
                 async def service_hot_read():  # our own cost: tier hit + SHA-256 check
-                    async with app.state.loom.sessionmaker() as db:
-                        await service.read(
-                            db, app.state.loom.parts[SharedMemoryRuntime], caller, addr
-                        )
+                    await service.read(
+                        state.connection,
+                        state.parts[SharedMemoryRuntime],
+                        caller,
+                        keys.Namespace.GLOBAL,
+                        "hot",
+                        None,
+                    )
 
                 res = {}
                 await c.get(f"{SM}/global/hot")
