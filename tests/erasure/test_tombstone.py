@@ -62,7 +62,7 @@ async def test_a_running_extraction_and_late_writes_are_refused(
     state = app_state(llm_app)
     job = asyncio.create_task(
         run_once(
-            Deps(state.sessionmaker, state.llm, state.settings),
+            Deps(state.db_connection, state.llm, state.settings),
             uuid.UUID(tenant.id),
             uuid.UUID(sid),
         )

@@ -55,13 +55,12 @@ async def _items(client) -> None:
 
 
 async def _blocks(db, tenant, session: dict, budget: int) -> dict[str, registry.ContextBlock]:
-    row = await sessions_repo.get(
-        await driver_connection(db), uuid.UUID(tenant.id), uuid.UUID(session["id"])
-    )
+    conn = await driver_connection(db)
+    row = await sessions_repo.get(conn, uuid.UUID(tenant.id), uuid.UUID(session["id"]))
     assert row is not None
     providers = (knowledge_blocks.knowledge_provider, knowledge_blocks.learned_provider)
     return {
-        b.name: b for b in await registry.collect(lambda: nullcontext(db), row, budget, providers)
+        b.name: b for b in await registry.collect(lambda: nullcontext(conn), row, budget, providers)
     }
 
 
