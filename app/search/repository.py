@@ -37,6 +37,8 @@ import asyncpg
 from app.core.pg import positional
 from app.models.message import StoredMessage, message_row_sql
 from app.search.bm25 import BM25Params, WindowParams
+from app.search.bm25 import idf as bm25_idf
+from app.search import prune
 from app.search.dates import DateSpec
 from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
@@ -109,25 +111,47 @@ SELECT set_config('plan_cache_mode', 'auto', true), set_config('enable_seqscan',
 
 _STATS_SQL = """
 WITH sess AS ({sessions}),
-cur AS (
-    SELECT sess.id AS session_id,
-           coalesce(st.doc_count, 0) + d.docs AS doc_count,
-           coalesce(st.total_length, 0) + d.total AS total_length,
-           d.tail_rows, d.max_seq
+q AS (
+    SELECT coalesce(array_agg(u.lexeme ORDER BY u.lexeme), '{{}}') AS lexemes
+    FROM tenants t, unnest(to_tsvector(CAST(t.text_search_config AS regconfig), :text)) u
+    WHERE t.id = :tenant_id
+),
+st AS (
+    SELECT sess.id AS session_id, sess.last_seq, coalesce(st.doc_count, 0) AS doc_count,
+           coalesce(st.total_length, 0) AS total_length,
+           coalesce(st.through_seq, 0) AS through_seq
     FROM sess
     LEFT JOIN search_stats st ON st.session_id = sess.id AND st.tenant_id = :tenant_id
-    CROSS JOIN LATERAL (
-        SELECT count(*) FILTER (WHERE m.search_length > 0) AS docs,
-               coalesce(sum(m.search_length), 0) AS total,
-               count(*) AS tail_rows, max(m.seq) AS max_seq
+),
+tail AS MATERIALIZED (
+    SELECT st.session_id, d.seq, d.search_length, d.search_vector
+    FROM st CROSS JOIN LATERAL (
+        SELECT m.seq, m.search_length, m.search_vector
         FROM messages m
         -- The tail is the seqs after the stored figures up to the session's last_seq.
         -- The last_seq test needs no row (a one-time filter: no scan when nothing is
         -- new), and the closed seq range steers the planner to the primary key.
-        WHERE sess.last_seq > coalesce(st.through_seq, 0)
-          AND m.session_id = sess.id AND m.tenant_id = :tenant_id
-          AND m.seq BETWEEN coalesce(st.through_seq, 0) + 1 AND sess.last_seq
+        WHERE st.last_seq > st.through_seq
+          AND m.session_id = st.session_id AND m.tenant_id = :tenant_id
+          AND m.seq BETWEEN st.through_seq + 1 AND st.last_seq
     ) d
+),
+cur AS (
+    SELECT st.session_id, st.doc_count + coalesce(d.docs, 0) AS doc_count,
+           st.total_length + coalesce(d.total, 0) AS total_length,
+           coalesce(d.tail_rows, 0) AS tail_rows, d.max_seq
+    FROM st LEFT JOIN (
+        SELECT t.session_id, count(*) FILTER (WHERE t.search_length > 0) AS docs,
+               coalesce(sum(t.search_length), 0) AS total, count(*) AS tail_rows,
+               max(t.seq) AS max_seq
+        FROM tail t GROUP BY t.session_id
+    ) d ON d.session_id = st.session_id
+),
+-- n(t) of the tail: one row per lexeme a tail message holds (unnest gives each once)
+tail_terms AS MATERIALIZED (
+    SELECT t.session_id, u.lexeme, count(*) AS docs
+    FROM tail t, unnest(t.search_vector) u
+    GROUP BY t.session_id, u.lexeme
 ),
 refresh AS (
     INSERT INTO search_stats (session_id, tenant_id, doc_count, total_length, through_seq,
@@ -144,12 +168,42 @@ refresh AS (
         SET doc_count = excluded.doc_count, total_length = excluded.total_length,
             through_seq = excluded.through_seq, updated_at = excluded.updated_at
         WHERE search_stats.through_seq < excluded.through_seq
+    RETURNING search_stats.session_id, search_stats.through_seq
+),
+-- The sessions' lexeme counts, folded with their figures: only for the sessions whose
+-- search_stats row this statement wrote (so both stay valid through the same seq), as
+-- absolute counts (stored + tail, read in this statement's snapshot) that a row folded
+-- through a later seq meanwhile keeps out.
+refresh_terms AS (
+    INSERT INTO search_terms (tenant_id, session_id, lexeme, docs, through_seq)
+    SELECT :tenant_id, tt.session_id, tt.lexeme, coalesce(old.docs, 0) + tt.docs,
+           r.through_seq
+    FROM refresh r
+    JOIN tail_terms tt ON tt.session_id = r.session_id
+    LEFT JOIN search_terms old ON old.tenant_id = :tenant_id
+        AND old.session_id = tt.session_id AND old.lexeme = tt.lexeme
+    ON CONFLICT (tenant_id, session_id, lexeme) DO UPDATE
+        SET docs = excluded.docs, through_seq = excluded.through_seq
+        WHERE search_terms.through_seq < excluded.through_seq
 )
-SELECT coalesce(sum(doc_count), 0)::bigint, coalesce(sum(total_length), 0)::bigint,
-       (SELECT coalesce(array_agg(u.lexeme ORDER BY u.lexeme), '{{}}')
-        FROM tenants t, unnest(to_tsvector(CAST(t.text_search_config AS regconfig), :text)) u
-        WHERE t.id = :tenant_id)
-FROM cur
+SELECT (SELECT coalesce(sum(doc_count), 0)::bigint FROM cur),
+       (SELECT coalesce(sum(total_length), 0)::bigint FROM cur),
+       q.lexemes,
+       -- n(t) of each query lexeme over the scope: the stored counts plus the tails'
+       (SELECT coalesce(array_agg(coalesce(s.docs, 0) + coalesce(t.docs, 0)
+                                  ORDER BY l.lexeme), '{{}}')
+        FROM unnest(q.lexemes) l(lexeme)
+        LEFT JOIN (
+            SELECT st2.lexeme, sum(st2.docs) AS docs FROM search_terms st2
+            WHERE st2.tenant_id = :tenant_id AND st2.lexeme = ANY(q.lexemes)
+              AND st2.session_id IN (SELECT st.session_id FROM st)
+            GROUP BY st2.lexeme
+        ) s ON s.lexeme = l.lexeme
+        LEFT JOIN (
+            SELECT tt.lexeme, sum(tt.docs) AS docs FROM tail_terms tt
+            WHERE tt.lexeme = ANY(q.lexemes) GROUP BY tt.lexeme
+        ) t ON t.lexeme = l.lexeme)
+FROM q
 """
 
 # The conversation-aware ranking of `app/search/bm25.py` (`rank_windowed`) in two stages.
@@ -163,36 +217,20 @@ FROM cur
 # instead of 30 ms on a 10,000-message session); so is the weight, for the same reason.
 _BM25_SQL = """
 WITH matched AS MATERIALIZED (
-    SELECT m.session_id, m.seq, m.created_at, CAST(m.search_length AS float8) AS dl,
+    SELECT m.session_id, m.seq, CAST(m.search_length AS float8) AS dl,
            ts_filter(setweight(m.search_vector, 'A', CAST(:lexemes AS text[])), '{{a}}') AS v
     FROM messages m
     WHERE {scope}
       AND (array_to_tsvector(ARRAY['s' || m.session_id::text]) || m.search_vector)
           @@ CAST(:tsquery AS tsquery)
-),
-hits AS MATERIALIZED (
-    SELECT mt.session_id, mt.seq, mt.created_at, mt.dl, u.lexeme,
-           CAST(cardinality(u.positions) AS float8) AS tf,
-           CAST(count(*) OVER (PARTITION BY u.lexeme) AS float8) AS n
-    FROM matched mt, unnest(mt.v) u
-    WHERE u.lexeme = ANY(CAST(:lexemes AS text[]))
-),
-own AS (
-    SELECT h.session_id, h.seq, min(h.created_at) AS created_at,
-           sum(ln(1.0 + (CAST(:n_docs AS float8) - h.n + 0.5) / (h.n + 0.5))
-               * h.tf * (CAST(:k1 AS float8) + 1.0)
-               / (h.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
-                  + CAST(:b AS float8) * h.dl / CAST(:avgdl AS float8)))) AS score
-    FROM hits h
-    GROUP BY h.session_id, h.seq
+      AND {seed_filter}
 ),
 seeds AS MATERIALIZED (
-    SELECT o.session_id, o.seq, o.score FROM own o
-    WHERE (CAST(:after AS timestamptz) IS NULL OR o.created_at >= CAST(:after AS timestamptz))
-      AND (CAST(:before AS timestamptz) IS NULL OR o.created_at < CAST(:before AS timestamptz))
-      AND NOT (o.seq = ANY(CAST(:exclude AS bigint[])))
-      AND (CAST(:exclude_from AS bigint) IS NULL OR o.seq < CAST(:exclude_from AS bigint))
-    ORDER BY o.score DESC, o.seq DESC, o.session_id
+    SELECT mt.session_id, mt.seq, o.score FROM matched mt CROSS JOIN LATERAL (
+        SELECT {own_score} AS score
+        FROM unnest(mt.v) u WHERE u.lexeme = ANY(CAST(:lexemes AS text[]))
+    ) o
+    ORDER BY o.score DESC, mt.seq DESC, mt.session_id
     LIMIT {seeds}
 ),
 near AS MATERIALIZED (
@@ -202,10 +240,13 @@ near AS MATERIALIZED (
     SELECT s.session_id, nb.seq, min(nb.created_at) AS created_at,
            min(CAST(nb.search_length AS float8)) AS dl, min(nb.author) AS author,
            min(nb.prior) AS prior, bool_or(nb.timed) AS timed,
-           bool_or(nb.seq BETWEEN s.seq - {window} AND s.seq + {window}) AS candidate
+           bool_or(nb.seq BETWEEN s.seq - {window} AND s.seq + {window}) AS candidate,
+           (array_agg(nb.v))[1] AS v
     FROM seeds s CROSS JOIN LATERAL (
         -- the author only where the query may name one (app.search.speakers)
         SELECT m.seq, m.created_at, m.search_length, m.prior, m.timed,
+               ts_filter(setweight(m.search_vector, 'A', CAST(:lexemes AS text[])),
+                         '{{a}}') AS v,
                CASE WHEN cardinality(CAST(:names AS text[])) > 0 THEN {author} END AS author
         FROM messages m CROSS JOIN LATERAL (SELECT {author_colon} AS colon) x
         WHERE m.tenant_id = :tenant_id AND m.session_id = s.session_id
@@ -214,7 +255,16 @@ near AS MATERIALIZED (
     ) nb
     GROUP BY s.session_id, nb.seq
 ),
-lex AS (SELECT DISTINCT h.lexeme, h.n FROM hits h),
+-- the query's lexemes with their IDF over the scope (n(t) from search_terms: `prepare`)
+lex AS (
+    SELECT l.lexeme, l.idf
+    FROM unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) l(lexeme, idf)
+),
+hits AS (
+    SELECT nr.session_id, nr.seq, u.lexeme, CAST(cardinality(u.positions) AS float8) AS tf
+    FROM near nr, unnest(nr.v) u
+    WHERE u.lexeme = ANY(CAST(:lexemes AS text[]))
+),
 -- Window sums without sorting: every neighbour credits its tf (per lexeme) and its length
 -- to the seqs within {window} of it (its own tf to itself: the own score, computed again
 -- here rather than joined from `own`); candidates read their sums back. The window leans
@@ -224,8 +274,7 @@ spread AS (
     SELECT h.session_id, h.seq + d.d AS seq, h.lexeme,
            sum(h.tf * CASE WHEN d.d >= 0 THEN 1.0 ELSE {after} END) AS wtf,
            coalesce(sum(h.tf) FILTER (WHERE d.d = 0), 0.0) AS tf
-    FROM near nr JOIN hits h ON h.session_id = nr.session_id AND h.seq = nr.seq,
-         generate_series(-{window}, {window}) d(d)
+    FROM hits h, generate_series(-{window}, {window}) d(d)
     GROUP BY h.session_id, h.seq + d.d, h.lexeme
 ),
 spans AS (
@@ -237,12 +286,10 @@ spans AS (
 scored AS (
     SELECT c.session_id, c.seq, min(c.created_at) AS created_at, min(c.author) AS author,
            min(c.prior) AS prior, bool_or(c.timed) AS timed, min(c.dl) AS dl,
-           sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
-               * sp.tf * (CAST(:k1 AS float8) + 1.0)
+           sum(l.idf * sp.tf * (CAST(:k1 AS float8) + 1.0)
                / (sp.tf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
                   + CAST(:b AS float8) * c.dl / CAST(:avgdl AS float8)))) AS own_score,
-           sum(ln(1.0 + (CAST(:n_docs AS float8) - l.n + 0.5) / (l.n + 0.5))
-               * sp.wtf * (CAST(:k1 AS float8) + 1.0)
+           sum(l.idf * sp.wtf * (CAST(:k1 AS float8) + 1.0)
                / (sp.wtf + CAST(:k1 AS float8) * (1.0 - CAST(:b AS float8)
                   + CAST(:b AS float8) * w.wl / ({span} * CAST(:avgdl AS float8)))))
                AS window_score
@@ -310,6 +357,12 @@ class ScopeStats:
 
     n_docs: int
     total_length: int
+    # (lexeme, n(t)) of the query's lexemes over the scope
+    doc_freqs: tuple[tuple[str, int], ...] = ()
+
+    def freq(self, lexeme: str) -> int:
+        """n(t): documents of the scope holding `lexeme`."""
+        return dict(self.doc_freqs).get(lexeme, 0)
 
     @property
     def avgdl(self) -> float:
@@ -352,14 +405,64 @@ _STATS = {
     kind: positional(_STATS_SQL.format(sessions=sql)) for kind, sql in _SESSIONS_IN_SCOPE.items()
 }
 _BM25: dict[tuple[str, WindowParams, bool], tuple[str, list[str]]] = {}
+_PROBE: dict[tuple[str, int, bool], tuple[str, list[str]]] = {}
+
+
+# A seed's plain BM25 score from its cut-down vector `mt.v` (IDF per lexeme as bound:
+# `:idfs` follows `:lexemes`), as `app/search/bm25.py` defines it.
+_OWN_SCORE = """sum((CAST(:idfs AS float8[]))[array_position(CAST(:lexemes AS text[]), u.lexeme)]
+            * CAST(cardinality(u.positions) AS float8) * (CAST(:k1 AS float8) + 1.0)
+            / (CAST(cardinality(u.positions) AS float8) + CAST(:k1 AS float8)
+               * (1.0 - CAST(:b AS float8)
+                  + CAST(:b AS float8) * mt.dl / CAST(:avgdl AS float8))))"""
+
+# Who may be a seed besides matching: the request's time bounds and a session search's
+# left-out seqs (windows and statistics still read every message of the scope).
+_SEED_FILTER = """(CAST(:after AS timestamptz) IS NULL OR m.created_at >= CAST(:after AS timestamptz))
+      AND (CAST(:before AS timestamptz) IS NULL OR m.created_at < CAST(:before AS timestamptz))
+      AND NOT (m.seq = ANY(CAST(:exclude AS bigint[])))
+      AND (CAST(:exclude_from AS bigint) IS NULL OR m.seq < CAST(:exclude_from AS bigint))"""
+
+# The probe of the early-stopping top-k (`app.search.prune`): up to :probe_rows messages
+# matching :tsquery (the rare lexemes, or all the lexemes together), scored like the
+# seeds; the {seeds}-th best score bounds from below what the seeds will score. Any
+# messages give a valid bound: the LIMIT only makes it looser.
+_PROBE_SQL = """
+WITH matched AS MATERIALIZED (
+    SELECT m.session_id, m.seq, CAST(m.search_length AS float8) AS dl,
+           ts_filter(setweight(m.search_vector, 'A', CAST(:lexemes AS text[])), '{{a}}') AS v
+    FROM messages m
+    WHERE {scope}
+      AND (array_to_tsvector(ARRAY['s' || m.session_id::text]) || m.search_vector)
+          @@ CAST(:tsquery AS tsquery)
+      AND {seed_filter}
+    LIMIT :probe_rows
+)
+SELECT o.score FROM matched mt CROSS JOIN LATERAL (
+    SELECT {own_score} AS score
+    FROM unnest(mt.v) u WHERE u.lexeme = ANY(CAST(:lexemes AS text[]))
+) o
+ORDER BY o.score DESC
+LIMIT {seeds}
+"""
+
+# How many messages the probe scores at most, and when a search skips it: the matches of
+# the scope (the sum of n(t)) are few enough to score them all.
+PROBE_ROWS = 1000
+PRUNE_FROM_MATCHES = 4000
+
+
+def _scope_filter(kind: str, routed: bool) -> str:
+    return _MESSAGES_IN_SCOPE[kind] if routed or kind != "session" else _SESSION_UNROUTED
 
 
 def bm25_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
     """The ranking statement of a scope kind (`:name` parameters); `routed`: the tables are
     partitioned (or distributed) by tenant, so the tenant must be a plain condition."""
-    scope = _MESSAGES_IN_SCOPE[kind] if routed or kind != "session" else _SESSION_UNROUTED
     return _BM25_SQL.format(
-        scope=scope,
+        scope=_scope_filter(kind, routed),
+        seed_filter=_SEED_FILTER,
+        own_score=_OWN_SCORE,
         seeds=windows.seeds,
         window=windows.window,
         reach=2 * windows.window,
@@ -377,11 +480,29 @@ def bm25_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
     )
 
 
+def probe_sql(kind: str, windows: WindowParams, routed: bool = True) -> str:
+    """The probe statement of a scope kind (`_PROBE_SQL`; `:name` parameters)."""
+    return _PROBE_SQL.format(
+        scope=_scope_filter(kind, routed),
+        seed_filter=_SEED_FILTER,
+        own_score=_OWN_SCORE,
+        seeds=windows.seeds,
+    )
+
+
 def _bm25_statement(kind: str, windows: WindowParams, routed: bool) -> tuple[str, list[str]]:
     key = (kind, windows, routed)
     statement = _BM25.get(key)
     if statement is None:
         statement = _BM25[key] = positional(bm25_sql(kind, windows, routed))
+    return statement
+
+
+def _probe_statement(kind: str, windows: WindowParams, routed: bool) -> tuple[str, list[str]]:
+    key = (kind, windows.seeds, routed)
+    statement = _PROBE.get(key)
+    if statement is None:
+        statement = _PROBE[key] = positional(probe_sql(kind, windows, routed))
     return statement
 
 
@@ -430,8 +551,11 @@ async def prepare(
         statement[0],
         *_args(statement, {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS, "text": text}),
     )
-    n_docs, total, lexemes = row
-    return list(lexemes or []), ScopeStats(int(n_docs), int(total))
+    n_docs, total, lexemes, freqs = row
+    lexemes = list(lexemes or [])
+    return lexemes, ScopeStats(
+        int(n_docs), int(total), tuple(zip(lexemes, (int(n) for n in freqs or []), strict=True))
+    )
 
 
 def bm25_params(
@@ -455,7 +579,8 @@ def bm25_params(
         **scope.params(),
         "lexemes": distinct,
         "tsquery": scope_tsquery(scope, distinct),
-        "n_docs": float(stats.n_docs),
+        # IDF over the scope from the stored n(t) (`prepare`), as bm25.idf computes it
+        "idfs": [bm25_idf(stats.n_docs, stats.freq(t)) for t in distinct],
         "avgdl": stats.avgdl,
         "k1": params.k1,
         "b": params.b,
@@ -471,6 +596,55 @@ def bm25_params(
         "names": list(names),
         "when": when,
     }
+
+
+def _scoped(scope: SearchScope, expr: str) -> str:
+    if scope.session_id is None:
+        return expr
+    return f"{quote_lexeme('s' + str(scope.session_id))} & ({expr})"
+
+
+async def seed_candidates(
+    conn: asyncpg.Connection,
+    scope: SearchScope,
+    stats: ScopeStats,
+    params: BM25Params,
+    windows: WindowParams,
+    routed: bool,
+    bound: dict[str, Any],
+) -> str | None:
+    """The tsquery of the messages that can still be seeds (`app.search.prune`), or None
+    when every match must be scored: a probe scores a few likely seeds (the messages of
+    the rare lexemes, and some holding all of them) for a lower bound on the seeds'
+    scores, and only the messages holding enough lexemes to reach it stay candidates."""
+    lexemes: list[str] = bound["lexemes"]
+    freqs = [stats.freq(t) for t in lexemes]
+    live = [i for i, n in enumerate(freqs) if n > 0]
+    if len(live) < 2 or sum(freqs) <= PRUNE_FROM_MATCHES:
+        return None
+    bounds = [
+        prune.upper_bound(bound["idfs"][i], stats.avgdl, params) if freqs[i] > 0 else 0.0
+        for i in range(len(lexemes))
+    ]
+    quoted = [quote_lexeme(t) for t in lexemes]
+    probe = ["(" + " & ".join(quoted[i] for i in live) + ")"]
+    probe += [quoted[i] for i in live if freqs[i] <= PROBE_ROWS]
+    statement = _probe_statement(scope.kind, windows, routed)
+    scores = await conn.fetch(
+        statement[0],
+        *_args(
+            statement,
+            {**bound, "tsquery": _scoped(scope, " | ".join(probe)), "probe_rows": PROBE_ROWS},
+        ),
+    )
+    if len(scores) < windows.seeds:
+        return None
+    groups = prune.candidate_groups(bounds, float(scores[-1][0]))
+    if groups is None:
+        return None
+    return _scoped(
+        scope, " | ".join("(" + " & ".join(quoted[i] for i in g) + ")" for g in groups)
+    )
 
 
 async def bm25_top(
@@ -490,6 +664,7 @@ async def bm25_top(
     routed: bool = True,
     names: Sequence[str] = (),
     when: bool = False,
+    prune_seeds: bool = True,
 ) -> list[Hit]:
     """The `limit` best messages of the scope for the OR of `lexemes` in the
     conversation-aware ranking (`windows`), best first; the first `full_rows` carry the
@@ -501,32 +676,33 @@ async def bm25_top(
     one of `names` (`app.search.speakers`) `windows.speaker_boost` times more; every
     message by exp(`windows.prior_weight` * its stored prior), and, when the query asks
     for a time (`when`), those with a time expression `windows.when_boost` times more
-    (`app.messages.prior`)."""
+    (`app.messages.prior`). The seeds are found with the early-stopping top-k of
+    `seed_candidates` (`prune_seeds=False`: by scoring every match; same results)."""
     if not lexemes or stats.n_docs == 0:
         return []
-    statement = _bm25_statement(scope.kind, windows or WindowParams(), routed)
-    await hash_joins(conn)
-    rows = await conn.fetch(
-        statement[0],
-        *_args(
-            statement,
-            bm25_params(
-                scope,
-                lexemes,
-                stats,
-                params,
-                limit,
-                full_rows,
-                after,
-                before,
-                exclude_seqs,
-                dates,
-                exclude_from,
-                names,
-                when,
-            ),
-        ),
+    windows = windows or WindowParams()
+    statement = _bm25_statement(scope.kind, windows, routed)
+    bound = bm25_params(
+        scope,
+        lexemes,
+        stats,
+        params,
+        limit,
+        full_rows,
+        after,
+        before,
+        exclude_seqs,
+        dates,
+        exclude_from,
+        names,
+        when,
     )
+    await hash_joins(conn)
+    if prune_seeds:
+        narrowed = await seed_candidates(conn, scope, stats, params, windows, routed, bound)
+        if narrowed is not None:
+            bound["tsquery"] = narrowed
+    rows = await conn.fetch(statement[0], *_args(statement, bound))
     return [
         Hit(
             r["session_id"],
