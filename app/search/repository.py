@@ -36,9 +36,9 @@ import asyncpg
 
 from app.core.pg import positional
 from app.models.message import StoredMessage, message_row_sql
+from app.search import prune
 from app.search.bm25 import BM25Params, WindowParams
 from app.search.bm25 import idf as bm25_idf
-from app.search import prune
 from app.search.dates import DateSpec
 from app.search.query import quote_lexeme, tsquery_or
 from app.search.scope import SearchScope
@@ -418,7 +418,8 @@ _OWN_SCORE = """sum((CAST(:idfs AS float8[]))[array_position(CAST(:lexemes AS te
 
 # Who may be a seed besides matching: the request's time bounds and a session search's
 # left-out seqs (windows and statistics still read every message of the scope).
-_SEED_FILTER = """(CAST(:after AS timestamptz) IS NULL OR m.created_at >= CAST(:after AS timestamptz))
+_SEED_FILTER = """(CAST(:after AS timestamptz) IS NULL
+           OR m.created_at >= CAST(:after AS timestamptz))
       AND (CAST(:before AS timestamptz) IS NULL OR m.created_at < CAST(:before AS timestamptz))
       AND NOT (m.seq = ANY(CAST(:exclude AS bigint[])))
       AND (CAST(:exclude_from AS bigint) IS NULL OR m.seq < CAST(:exclude_from AS bigint))"""
@@ -642,9 +643,7 @@ async def seed_candidates(
     groups = prune.candidate_groups(bounds, float(scores[-1][0]))
     if groups is None:
         return None
-    return _scoped(
-        scope, " | ".join("(" + " & ".join(quoted[i] for i in g) + ")" for g in groups)
-    )
+    return _scoped(scope, " | ".join("(" + " & ".join(quoted[i] for i in g) + ")" for g in groups))
 
 
 async def bm25_top(

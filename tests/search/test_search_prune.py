@@ -155,8 +155,7 @@ async def test_term_counts_fold_with_the_stats_and_go_with_their_session(
         (
             await db.execute(
                 sa.text(
-                    "SELECT lexeme, docs FROM search_terms WHERE tenant_id = :t "
-                    "AND session_id = :s"
+                    "SELECT lexeme, docs FROM search_terms WHERE tenant_id = :t AND session_id = :s"
                 ),
                 {"t": uuid.UUID(tenant.id), "s": uuid.UUID(sid)},
             )
