@@ -16,9 +16,10 @@ are scored (a probe), the `seeds`-th best score among them, theta, is at most th
 `seeds`-th best; a message whose bound is below theta scores below `seeds` messages and
 cannot be a seed. So the exact seeds are among the messages holding, for some minimal set
 S of the lexemes with bound(S) >= theta, all of S: `candidate_groups` lists those sets
-(the tsquery `(a & b) | (a & c) | ...`), which the text index answers without reading the
-messages outside them. When every single lexeme reaches theta, nothing is pruned and the
-search scores every match (the exhaustive statement).
+(the tsquery `a | (b & c) | (b & d) ...`: a rare lexeme that reaches theta alone keeps all
+its messages, the common ones only together), which the text index answers without
+reading the messages outside them. When every single lexeme reaches theta, nothing is
+pruned and the search scores every match (the exhaustive statement).
 """
 
 from __future__ import annotations
@@ -49,17 +50,18 @@ def upper_bound(term_idf: float, avgdl: float, params: BM25Params) -> float:
 
 def candidate_groups(bounds: Sequence[float], theta: float) -> list[tuple[int, ...]] | None:
     """The minimal sets of lexemes (indexes into `bounds`) whose bounds sum to at least
-    `theta`, i.e. a message can score `theta` only by holding all of one of them; None
-    when that prunes nothing (a single lexeme reaches theta: every match is a candidate),
-    or there are too many lexemes or sets to say."""
+    `theta`, i.e. a message can score `theta` only by holding all of one of them (a
+    lexeme that reaches theta alone is a set of one: every message holding it stays a
+    candidate); None when that prunes nothing (every lexeme reaches theta alone), or
+    there are too many lexemes or sets to say."""
     live = [i for i, u in enumerate(bounds) if u > 0]
     if len(live) > MAX_LEXEMES or theta <= 0:
         return None
     need = theta * (1.0 - ROUNDING)
-    if any(bounds[i] >= need for i in live):
+    if all(bounds[i] >= need for i in live):
         return None
     groups: list[tuple[int, ...]] = []
-    for size in range(2, len(live) + 1):
+    for size in range(1, len(live) + 1):
         for group in combinations(live, size):
             total = sum(bounds[i] for i in group)
             if total < need:
