@@ -42,6 +42,12 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("tenant_id", "session_id", "lexeme", name=op.f("pk_search_terms")),
     )
+    op.create_index(
+        "ix_search_terms_lexeme",
+        "search_terms",
+        ["tenant_id", "lexeme", "session_id"],
+        postgresql_include=["docs"],
+    )
     # Existing figures were folded without their terms: fold every session again from the
     # start (the next search re-reads its messages once).
     op.execute("DELETE FROM search_stats")

@@ -19,6 +19,15 @@ class SearchTerm(SQLModel, table=True):
     __table_args__ = (
         tenant_pk("search_terms", "session_id", "lexeme"),
         session_fk("search_terms"),
+        # n(t) over a scope: one range per query lexeme, the sessions and counts in the
+        # index (the primary key would take one probe per session)
+        sa.Index(
+            "ix_search_terms_lexeme",
+            "tenant_id",
+            "lexeme",
+            "session_id",
+            postgresql_include=["docs"],
+        ),
     )
 
     tenant_id: uuid.UUID = Field(sa_column=tenant_key())
