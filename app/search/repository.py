@@ -112,8 +112,9 @@ SELECT set_config('plan_cache_mode', 'auto', true), set_config('enable_seqscan',
 
 _STATS_SQL = """
 WITH sess AS ({sessions}),
-q AS (
-    SELECT coalesce(array_agg(u.lexeme ORDER BY u.lexeme), '{{}}') AS lexemes
+-- the query's lexemes (stemmed with the tenant's text search configuration)
+ql AS (
+    SELECT u.lexeme
     FROM tenants t, unnest(to_tsvector(CAST(t.text_search_config AS regconfig), :text)) u
     WHERE t.id = :tenant_id
 ),
@@ -154,6 +155,23 @@ tail_terms AS MATERIALIZED (
     FROM tail t, unnest(t.search_vector) u
     GROUP BY t.session_id, u.lexeme
 ),
+-- n(t) of each query lexeme over the scope: the stored counts plus the tails'
+stored AS (
+    SELECT st2.lexeme, sum(st2.docs) AS docs FROM search_terms st2
+    WHERE st2.tenant_id = :tenant_id AND st2.lexeme IN (SELECT ql.lexeme FROM ql)
+      AND st2.session_id IN (SELECT st.session_id FROM st)
+    GROUP BY st2.lexeme
+),
+tail_n AS (
+    SELECT tt.lexeme, sum(tt.docs) AS docs FROM tail_terms tt
+    WHERE tt.lexeme IN (SELECT ql.lexeme FROM ql)
+    GROUP BY tt.lexeme
+),
+freq AS (
+    SELECT ql.lexeme, coalesce(s.docs, 0) + coalesce(t.docs, 0) AS n
+    FROM ql LEFT JOIN stored s ON s.lexeme = ql.lexeme
+    LEFT JOIN tail_n t ON t.lexeme = ql.lexeme
+),
 refresh AS (
     INSERT INTO search_stats (session_id, tenant_id, doc_count, total_length, through_seq,
                               updated_at)
@@ -163,6 +181,10 @@ refresh AS (
     -- write (their figures are exact anyway). The lock and the rows written are held to
     -- the end of the request's transaction, which may include an LLM rerank call.
     WHERE tail_rows >= :refresh_rows
+      -- n(t) read first: Citus runs the CTEs one after the other (each a subplan before
+      -- the ones that read it), not in one snapshot, and would read the counts written
+      -- below back with the tail added twice; referenced here, they are read before.
+      AND (SELECT count(*) FROM freq) >= 0
       AND (SELECT pg_try_advisory_xact_lock(
                hashtext('loom:search_stats:' || CAST(:tenant_id AS text))))
     ON CONFLICT (tenant_id, session_id) DO UPDATE
@@ -187,24 +209,10 @@ refresh_terms AS (
         SET docs = excluded.docs, through_seq = excluded.through_seq
         WHERE search_terms.through_seq < excluded.through_seq
 )
-SELECT (SELECT coalesce(sum(doc_count), 0)::bigint FROM cur),
-       (SELECT coalesce(sum(total_length), 0)::bigint FROM cur),
-       q.lexemes,
-       -- n(t) of each query lexeme over the scope: the stored counts plus the tails'
-       (SELECT coalesce(array_agg(coalesce(s.docs, 0) + coalesce(t.docs, 0)
-                                  ORDER BY l.lexeme), '{{}}')
-        FROM unnest(q.lexemes) l(lexeme)
-        LEFT JOIN (
-            SELECT st2.lexeme, sum(st2.docs) AS docs FROM search_terms st2
-            WHERE st2.tenant_id = :tenant_id AND st2.lexeme = ANY(q.lexemes)
-              AND st2.session_id IN (SELECT st.session_id FROM st)
-            GROUP BY st2.lexeme
-        ) s ON s.lexeme = l.lexeme
-        LEFT JOIN (
-            SELECT tt.lexeme, sum(tt.docs) AS docs FROM tail_terms tt
-            WHERE tt.lexeme = ANY(q.lexemes) GROUP BY tt.lexeme
-        ) t ON t.lexeme = l.lexeme)
-FROM q
+SELECT (SELECT coalesce(sum(cur.doc_count), 0)::bigint FROM cur),
+       (SELECT coalesce(sum(cur.total_length), 0)::bigint FROM cur),
+       (SELECT coalesce(array_agg(freq.lexeme ORDER BY freq.lexeme), '{{}}') FROM freq),
+       (SELECT coalesce(array_agg(freq.n ORDER BY freq.lexeme), '{{}}') FROM freq)
 """
 
 # The conversation-aware ranking of `app/search/bm25.py` (`rank_windowed`) in two stages.
