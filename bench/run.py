@@ -1261,9 +1261,10 @@ class Bench:
             lexemes, stats = await repo.prepare(conn, scope, text)
             bound = repo.bm25_params(scope, lexemes, stats, params, MAX_CANDIDATES, 10)
             await repo.hash_joins(conn)
-            if explain:
+            freqs = [stats.freq(t) for t in bound["lexemes"]]
+            probes = sum(1 for n in freqs if n) >= 2 and sum(freqs) > repo.PRUNE_FROM_MATCHES
+            if explain and probes:  # as `seed_candidates` decides
                 probe_sql, names = repo._probe_statement(kind, windows, routed)
-                freqs = [stats.freq(t) for t in bound["lexemes"]]
                 quoted = [repo.quote_lexeme(t) for t in bound["lexemes"]]
                 probe = " | ".join(
                     ["(" + " & ".join(q for q, n in zip(quoted, freqs, strict=True) if n) + ")"]
