@@ -1192,7 +1192,9 @@ class Bench:
         t0 = time.perf_counter()
         try:
             async with conn.transaction():
-                await repo.prepare(conn, SearchScope(_uuid.UUID(self.tenant_id)), "x")
+                await repo.prepare(
+                    conn, SearchScope(_uuid.UUID(self.tenant_id)), "x", fold_rows=10**12
+                )
         finally:
             await conn.close()
         self.results["million_fold_seconds"] = round(time.perf_counter() - t0, 1)
@@ -1254,7 +1256,12 @@ class Bench:
             await conn.execute("RESET enable_nestloop; RESET jit")
             routed = await repo.custom_plans(conn, scope)
             stats_sql, names = repo._STATS[kind]
-            sp = {**scope.params(), "refresh_rows": repo.STATS_REFRESH_ROWS, "text": text}
+            sp = {
+                **scope.params(),
+                "refresh_rows": repo.STATS_REFRESH_ROWS,
+                "fold_rows": repo.FOLD_ROWS,
+                "text": text,
+            }
             if explain:
                 plan = await conn.fetch(ex + stats_sql, *[sp[n] for n in names])
                 shown.append(("statistics and n(t) (`_STATS_SQL`)", [r[0] for r in plan]))

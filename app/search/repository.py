@@ -48,6 +48,8 @@ from app.search.speakers import AUTHOR_COLON_SQL, AUTHOR_SQL
 # then read one stored row per session (a tenant search over 1,000 small sessions would
 # otherwise re-scan every session's tail, since small sessions never grow a long one).
 STATS_REFRESH_ROWS = 1
+# At most this many tail messages are folded by one search (all of them are counted).
+FOLD_ROWS = 2000
 
 _SESSIONS_IN_SCOPE = {
     "session": "SELECT s.id, s.last_seq FROM sessions s "
@@ -126,7 +128,8 @@ st AS (
     LEFT JOIN search_stats st ON st.session_id = sess.id AND st.tenant_id = :tenant_id
 ),
 tail AS MATERIALIZED (
-    SELECT st.session_id, d.seq, d.search_length, d.search_vector
+    SELECT st.session_id, d.seq, d.search_length, d.search_vector,
+           row_number() OVER (PARTITION BY st.session_id ORDER BY d.seq) AS rn
     FROM st CROSS JOIN LATERAL (
         SELECT m.seq, m.search_length, m.search_vector
         FROM messages m
@@ -138,24 +141,42 @@ tail AS MATERIALIZED (
           AND m.seq BETWEEN st.through_seq + 1 AND st.last_seq
     ) d
 ),
+-- this search's figures: the stored ones plus the whole tail
 cur AS (
     SELECT st.session_id, st.doc_count + coalesce(d.docs, 0) AS doc_count,
            st.total_length + coalesce(d.total, 0) AS total_length,
-           coalesce(d.tail_rows, 0) AS tail_rows, d.max_seq
+           coalesce(d.tail_rows, 0) AS tail_rows
     FROM st LEFT JOIN (
         SELECT t.session_id, count(*) FILTER (WHERE t.search_length > 0) AS docs,
-               coalesce(sum(t.search_length), 0) AS total, count(*) AS tail_rows,
-               max(t.seq) AS max_seq
+               coalesce(sum(t.search_length), 0) AS total, count(*) AS tail_rows
         FROM tail t GROUP BY t.session_id
     ) d ON d.session_id = st.session_id
 ),
--- n(t) of the tail: one row per lexeme a tail message holds (unnest gives each once)
+-- What this statement folds into the stored figures: each session's tail from its start,
+-- at most :fold_rows messages in all (sessions in id order), so that a long backlog (an
+-- import) is folded over a few searches instead of one statement that outlasts the
+-- statement timeout and folds nothing.
+fold AS (
+    SELECT f.session_id, least(f.tail_rows, :fold_rows - f.before) AS rows
+    FROM (
+        SELECT c.session_id, c.tail_rows,
+               coalesce(sum(c.tail_rows) OVER (ORDER BY c.session_id ROWS BETWEEN
+                        UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+        FROM cur c WHERE c.tail_rows >= :refresh_rows
+    ) f
+    WHERE f.before < :fold_rows
+),
+folded AS MATERIALIZED (
+    SELECT t.session_id, t.seq, t.search_length, t.search_vector
+    FROM tail t JOIN fold f ON f.session_id = t.session_id AND t.rn <= f.rows
+),
+-- the folded messages' lexemes (unnest gives each of a message's once)
 tail_terms AS MATERIALIZED (
     SELECT t.session_id, u.lexeme, count(*) AS docs
-    FROM tail t, unnest(t.search_vector) u
+    FROM folded t, unnest(t.search_vector) u
     GROUP BY t.session_id, u.lexeme
 ),
--- n(t) of each query lexeme over the scope: the stored counts plus the tails'
+-- n(t) of each query lexeme over the scope: the stored counts plus the whole tail's
 stored AS (
     SELECT st2.lexeme, sum(st2.docs) AS docs FROM search_terms st2
     WHERE st2.tenant_id = :tenant_id AND st2.lexeme IN (SELECT ql.lexeme FROM ql)
@@ -163,9 +184,9 @@ stored AS (
     GROUP BY st2.lexeme
 ),
 tail_n AS (
-    SELECT tt.lexeme, sum(tt.docs) AS docs FROM tail_terms tt
-    WHERE tt.lexeme IN (SELECT ql.lexeme FROM ql)
-    GROUP BY tt.lexeme
+    SELECT u.lexeme, count(*) AS docs FROM tail t, unnest(t.search_vector) u
+    WHERE u.lexeme IN (SELECT ql.lexeme FROM ql)
+    GROUP BY u.lexeme
 ),
 freq AS (
     SELECT ql.lexeme, coalesce(s.docs, 0) + coalesce(t.docs, 0) AS n
@@ -175,16 +196,20 @@ freq AS (
 refresh AS (
     INSERT INTO search_stats (session_id, tenant_id, doc_count, total_length, through_seq,
                               updated_at)
-    SELECT session_id, :tenant_id, doc_count, total_length, max_seq, now()
-    FROM cur
+    SELECT st.session_id, :tenant_id, st.doc_count + d.docs, st.total_length + d.total,
+           d.max_seq, now()
+    FROM st JOIN (
+        SELECT t.session_id, count(*) FILTER (WHERE t.search_length > 0) AS docs,
+               coalesce(sum(t.search_length), 0) AS total, max(t.seq) AS max_seq
+        FROM folded t GROUP BY t.session_id
+    ) d ON d.session_id = st.session_id
     -- One refresher per tenant at a time, and nobody waits for it: the others skip the
     -- write (their figures are exact anyway). The lock and the rows written are held to
     -- the end of the request's transaction, which may include an LLM rerank call.
-    WHERE tail_rows >= :refresh_rows
-      -- n(t) read first: Citus runs the CTEs one after the other (each a subplan before
-      -- the ones that read it), not in one snapshot, and would read the counts written
-      -- below back with the tail added twice; referenced here, they are read before.
-      AND (SELECT count(*) FROM freq) >= 0
+    -- n(t) is read first: Citus runs the CTEs one after the other (each a subplan before
+    -- the ones that read it), not in one snapshot, and would read the counts written
+    -- below back with the tail added twice; referenced here, they are read before.
+    WHERE (SELECT count(*) FROM freq) >= 0
       AND (SELECT pg_try_advisory_xact_lock(
                hashtext('loom:search_stats:' || CAST(:tenant_id AS text))))
     ON CONFLICT (tenant_id, session_id) DO UPDATE
@@ -555,15 +580,24 @@ async def hash_joins(conn: asyncpg.Connection) -> None:
 
 
 async def prepare(
-    conn: asyncpg.Connection, scope: SearchScope, text: str
+    conn: asyncpg.Connection, scope: SearchScope, text: str, fold_rows: int = FOLD_ROWS
 ) -> tuple[list[str], ScopeStats]:
     """One round trip: the query's lexemes (stemmed, stop words removed, with the tenant's
     text search configuration: the one its messages were indexed with) and the scope's
-    N / total length (refreshing stale per-session figures)."""
+    N / total length / n(t) of each lexeme, exact (stored figures plus the tails), folding
+    up to `fold_rows` tail messages into the stored figures."""
     statement = _STATS[scope.kind]
     row = await conn.fetchrow(
         statement[0],
-        *_args(statement, {**scope.params(), "refresh_rows": STATS_REFRESH_ROWS, "text": text}),
+        *_args(
+            statement,
+            {
+                **scope.params(),
+                "refresh_rows": STATS_REFRESH_ROWS,
+                "fold_rows": fold_rows,
+                "text": text,
+            },
+        ),
     )
     n_docs, total, lexemes, freqs = row
     lexemes = list(lexemes or [])

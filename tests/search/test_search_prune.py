@@ -182,3 +182,27 @@ async def test_term_counts_fold_with_the_stats_and_go_with_their_session(
     ).scalar_one()
     await db.rollback()
     assert left == 0
+
+
+async def test_a_long_backlog_is_folded_over_several_searches_and_counted_whole(
+    client: Any, tenant: Any, app: Any, db: Any
+) -> None:
+    a = await new_session(client, "agent-1")
+    b = await new_session(client, "agent-1")
+    await append(client, a, [f"alpha {i}" for i in range(7)] + ["beta"])
+    await append(client, b, ["alpha beta", "gamma"])
+    scope = SearchScope(uuid.UUID(tenant.id), agent_id="agent-1")
+    through = []
+    for _ in range(4):
+        async with app.state.loom.pg.acquire() as conn, conn.transaction():
+            _, stats = await repository.prepare(conn, scope, "alpha beta", fold_rows=3)
+        # exact whatever has been folded so far
+        assert dict(stats.doc_freqs) == {"alpha": 8, "beta": 2} and stats.n_docs == 10
+        await db.rollback()
+        rows = await db.execute(
+            sa.text("SELECT coalesce(sum(through_seq), 0) FROM search_stats WHERE tenant_id = :t"),
+            {"t": uuid.UUID(tenant.id)},
+        )
+        through.append(int(rows.scalar_one()))
+    # three messages a search (the first session's first), until all 10 are folded
+    assert through == [3, 6, 9, 10]
