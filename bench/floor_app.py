@@ -281,59 +281,36 @@ async def simple_append(session_id: uuid.UUID, request: Request) -> Response:
     return Response(json.dumps({"last_seq": last}), media_type="application/json", status_code=201)
 
 
-# --- search: the two statements a search runs (app/search/repository.py), raw ------------
-_SQL_CACHE: dict[str, tuple[str, list[str]]] = {}
-
-
-def _search_sql(
-    kind: str, window: int, weight: float, routed: bool
-) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
-    from app.core.pg import positional
-    from app.search import repository as repo
-    from app.search.bm25 import WindowParams
-
-    if kind not in _SQL_CACHE:
-        _SQL_CACHE[kind] = positional(
-            repo._STATS_SQL.format(sessions=repo._SESSIONS_IN_SCOPE[kind])
-        )
-    return _SQL_CACHE[kind], repo._bm25_statement(kind, WindowParams(window, weight), routed)
+# --- search: the statements a search runs (app/search/repository.py), raw ----------------
 
 
 @app.post("/floor/search")
 async def search(request: Request) -> Response:
     """The search's SQL, as the app runs it without rerank (one transaction with the app's
-    planner settings: the scope's N / total length and the query's lexemes, then the
-    ranking's top 50 with the first 10 rows whole), on a raw asyncpg connection; the body
+    planner settings: the scope's N / total length / n(t) and the query's lexemes, then
+    the seeds' probe when it may prune, then the ranking's top 50 with the first 10 rows
+    whole), on a raw asyncpg connection; the body
     names tenant_id, scope (session, agent, tenant), session_id / agent_id and the query
     text (no normalisation), and optionally the conversation window and weight (default 2
     and 2.0, as the app; 0 and 0: plain BM25)."""
     from app.search import repository as repo
-    from app.search.bm25 import BM25Params
+    from app.search.bm25 import BM25Params, WindowParams
     from app.search.scope import SearchScope
 
     b = await request.json()
-    kind = b["scope"]
-    p: dict[str, Any] = {
-        "tenant_id": uuid.UUID(b["tenant_id"]),
-        "session_id": uuid.UUID(b["session_id"]) if b.get("session_id") else None,
-        "agent_id": b.get("agent_id"),
-        "refresh_rows": 1,
-        "text": b["query"],
-    }
-    scope = SearchScope(p["tenant_id"], p["session_id"], p["agent_id"])
+    tid = uuid.UUID(b["tenant_id"])
+    sid = uuid.UUID(b["session_id"]) if b.get("session_id") else None
+    scope = SearchScope(tid, sid, b.get("agent_id"))
+    windows = WindowParams(int(b.get("window", 2)), float(b.get("weight", 2.0)))
     async with request.app.state.simple_pool.acquire() as conn, conn.transaction():
         routed = await repo.custom_plans(conn, scope)
-        (stats_sql, stats_names), (bm_sql, bm_names) = _search_sql(
-            kind, int(b.get("window", 2)), float(b.get("weight", 2.0)), routed
+        lexemes, stats = await repo.prepare(conn, scope, b["query"])
+        hits = await repo.bm25_top(
+            conn, scope, lexemes, stats, BM25Params(), 50, 10, windows=windows, routed=routed
         )
-        n_docs, total, lexemes = await conn.fetchrow(stats_sql, *[p[n] for n in stats_names])
-        lexemes = sorted(set(lexemes or []))
-        rows = []
-        if lexemes and n_docs:
-            await repo.hash_joins(conn)
-            bp = repo.bm25_params(
-                scope, lexemes, repo.ScopeStats(n_docs, total), BM25Params(), 50, 10
-            )
-            rows = await conn.fetch(bm_sql, *[bp[n] for n in bm_names])
+    rows = [
+        {"session_id": h.session_id, "seq": h.seq, "score": h.score, "preview": h.preview}
+        for h in hits
+    ]
     body = {"results": [dict(r) for r in rows[:10]], "candidates": len(rows)}
     return Response(json.dumps(body, default=str), media_type="application/json")

@@ -899,8 +899,12 @@ class Bench:
             }
             if scope == "session":
                 kw.update(target="<= 15 ms", ok=m.p50_ms <= 15)
-            elif scope == "tenant" and tenant_target:
-                kw.update(target="<= 50 ms at 1M msgs", ok=m.p50_ms <= 50)
+            elif scope in ("agent", "tenant") and tenant_target:
+                # issue 46: both big scopes, p50 and p99
+                kw.update(
+                    target="<= 50 ms p50, <= 150 ms p99 at 1M msgs",
+                    ok=m.p50_ms <= 50 and m.p99_ms <= 150,
+                )
             elif scope == "tenant":
                 kw["note"] += "; target applies at 1M (--million)"
             self.fig(f"search_{scope}_1c_p50{suffix}", label, m.p50_ms, "ms", measured=m, **kw)
@@ -1174,12 +1178,35 @@ class Bench:
         await conn.close()
         self.results["million_load_seconds"] = round(time.perf_counter() - t0, 1)
 
+    async def fold_search_figures(self) -> None:
+        """The searches' lazy fold (search_stats and search_terms, app/search/repository.py
+        `prepare`) of the bulk-loaded sessions, run once before the figures, the way the
+        first tenant search after an import would, and timed: a million messages' lexemes
+        take longer than an HTTP request should."""
+        import uuid as _uuid
+
+        from app.search import repository as repo
+        from app.search.scope import SearchScope
+
+        conn = await asyncpg.connect(self.db_url)
+        t0 = time.perf_counter()
+        try:
+            async with conn.transaction():
+                await repo.prepare(
+                    conn, SearchScope(_uuid.UUID(self.tenant_id)), "x", fold_rows=10**12
+                )
+        finally:
+            await conn.close()
+        self.results["million_fold_seconds"] = round(time.perf_counter() - t0, 1)
+        self.log(f"search figures folded in {self.results['million_fold_seconds']} s")
+
     async def g_million(self) -> None:
         total = self.args.million_size
         await self.bulk_load(total)
         await self.count_agent_messages()
         self.results["million_tenant_messages"] = self.tenant_messages
         self.log(f"tenant now holds {self.tenant_messages:,} messages")
+        await self.fold_search_figures()
         await self.search_figures("_million", tenant_target=True)
         await self.explain_plans(f"--million ({self.tenant_messages:,} messages in the tenant)")
 
@@ -1196,9 +1223,6 @@ class Bench:
     async def _explain_plans(self, title: str) -> None:
         import uuid as _uuid
 
-        import sqlalchemy as sa
-        from sqlalchemy.ext.asyncio import create_async_engine
-
         from app.search import repository as repo
         from app.search.bm25 import BM25Params, WindowParams
         from app.search.query import query_terms
@@ -1213,7 +1237,6 @@ class Bench:
             "agent": SearchScope(tid, agent_id=SEARCH_AGENT),
             "tenant": SearchScope(tid),
         }
-        engine = create_async_engine(self.db_url.replace("postgresql://", "postgresql+asyncpg://"))
         out = [
             f"## {title}",
             "",
@@ -1222,46 +1245,77 @@ class Bench:
             "that is rolled back.",
             "",
         ]
+        conn = await asyncpg.connect(self.db_url)
+        params, windows = BM25Params(), WindowParams()
+        ex = "EXPLAIN (ANALYZE, BUFFERS) "
+
+        async def run(kind: str, scope: SearchScope, explain: bool) -> list[tuple[str, list[str]]]:
+            """The statements a search runs (as `service.search`), each planned
+            for its parameters; with `explain`, their plans instead."""
+            shown: list[tuple[str, list[str]]] = []
+            await conn.execute("RESET enable_nestloop; RESET jit")
+            routed = await repo.custom_plans(conn, scope)
+            stats_sql, names = repo._STATS[kind]
+            sp = {
+                **scope.params(),
+                "refresh_rows": repo.STATS_REFRESH_ROWS,
+                "fold_rows": repo.FOLD_ROWS,
+                "text": text,
+            }
+            if explain:
+                plan = await conn.fetch(ex + stats_sql, *[sp[n] for n in names])
+                shown.append(("statistics and n(t) (`_STATS_SQL`)", [r[0] for r in plan]))
+            lexemes, stats = await repo.prepare(conn, scope, text)
+            bound = repo.bm25_params(scope, lexemes, stats, params, MAX_CANDIDATES, 10)
+            await repo.hash_joins(conn)
+            freqs = [stats.freq(t) for t in bound["lexemes"]]
+            probes = sum(1 for n in freqs if n) >= 2 and sum(freqs) > repo.PRUNE_FROM_MATCHES
+            if explain and probes:  # as `seed_candidates` decides
+                probe_sql, names = repo._probe_statement(kind, windows, routed)
+                quoted = [repo.quote_lexeme(t) for t in bound["lexemes"]]
+                probe = " | ".join(
+                    ["(" + " & ".join(q for q, n in zip(quoted, freqs, strict=True) if n) + ")"]
+                    + [q for q, n in zip(quoted, freqs, strict=True) if 0 < n <= repo.PROBE_ROWS]
+                )
+                pp = {
+                    **bound,
+                    "tsquery": repo._scoped(scope, probe),
+                    "probe_rows": repo.PROBE_ROWS,
+                }
+                plan = await conn.fetch(ex + probe_sql, *[pp[n] for n in names])
+                shown.append((f"the seeds' probe (`_PROBE_SQL`, `{probe}`)", [r[0] for r in plan]))
+            narrowed = await repo.seed_candidates(
+                conn, scope, stats, params, windows, routed, bound
+            )
+            if narrowed is not None:
+                bound["tsquery"] = narrowed
+            bm_sql, names = repo._bm25_statement(kind, windows, routed)
+            if explain:
+                plan = await conn.fetch(ex + bm_sql, *[bound[n] for n in names])
+                shown.append(
+                    (
+                        f"conversation-aware BM25 top {MAX_CANDIDATES} (`_BM25_SQL`, "
+                        f"window 2, weight 2; candidates `{bound['tsquery']}`"
+                        + ("" if narrowed else ", every match: not pruned")
+                        + ")",
+                        [r[0] for r in plan],
+                    )
+                )
+            else:
+                await conn.fetch(bm_sql, *[bound[n] for n in names])
+            return shown
+
         try:
             for kind, scope in scopes.items():
-                async with engine.connect() as conn:
-                    tx = await conn.begin()
-                    stats_sql = repo._STATS_SQL.format(sessions=repo._SESSIONS_IN_SCOPE[kind])
-                    sp = {**scope.params(), "refresh_rows": repo.STATS_REFRESH_ROWS, "text": text}
-                    n_docs, total, lexemes = (await conn.execute(sa.text(stats_sql), sp)).one()
-                    lexemes = sorted(set(lexemes or []))
-                    stats = repo.ScopeStats(int(n_docs), int(total))
-                    params = BM25Params()
-                    # the bench's database is one plain PostgreSQL (not routed by tenant)
-                    bm_sql = repo.bm25_sql(kind, WindowParams(), routed=False)
-                    bp = repo.bm25_params(scope, lexemes, stats, params, MAX_CANDIDATES, 10)
-                    # the app's planner settings (`custom_plans`, `hash_joins`)
-                    if kind == "session":
-                        await conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
-                    await conn.execute(sa.text("SET LOCAL enable_nestloop = off"))
-                    await conn.execute(sa.text("SET LOCAL jit = off"))
-                    await conn.execute(sa.text(bm_sql), bp)
-                    ex = "EXPLAIN (ANALYZE, BUFFERS) "
-                    plan_stats = (await conn.execute(sa.text(ex + stats_sql), sp)).scalars().all()
-                    plan_bm = (await conn.execute(sa.text(ex + bm_sql), bp)).scalars().all()
-                    await tx.rollback()
-                out += [
-                    f"### {kind} scope: statistics (`_STATS_SQL`)",
-                    "",
-                    "```",
-                    *plan_stats,
-                    "```",
-                    "",
-                    f"### {kind} scope: conversation-aware BM25 top {MAX_CANDIDATES} "
-                    "(`_BM25_SQL`, window 2, weight 2)",
-                    "",
-                    "```",
-                    *plan_bm,
-                    "```",
-                    "",
-                ]
+                tx = conn.transaction()
+                await tx.start()
+                await run(kind, scope, False)
+                shown = await run(kind, scope, True)
+                await tx.rollback()
+                for label, plan in shown:
+                    out += [f"### {kind} scope: {label}", "", "```", *plan, "```", ""]
         finally:
-            await engine.dispose()
+            await conn.close()
         self.plans.append("\n".join(out))
 
     # --- run ---------------------------------------------------------------------------

@@ -41,7 +41,6 @@ import asyncpg
 import httpx
 
 from app.core.config import Settings
-from app.core.pg import positional
 from app.launcher.migrate import upgrade
 from app.main import create_app
 from app.search import repository
@@ -99,34 +98,26 @@ async def load(client: httpx.AsyncClient, agent: str, texts: list[str], batch: i
 
 async def raw_search(conn: asyncpg.Connection, tenant: uuid.UUID, sid: uuid.UUID, q: str) -> int:
     """The floor: the search's SQL statements, prepared, on a bare asyncpg connection."""
-    lexemes, n_docs, total = await conn.fetchrow(
-        "SELECT (SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') "
-        "FROM unnest(to_tsvector('english'::regconfig, $1))), "
-        "coalesce(sum(doc_count), 0), coalesce(sum(total_length), 0) "
-        "FROM search_stats WHERE session_id = $2",
-        " ".join(query_terms(q)),
-        sid,
-    )
-    if not lexemes:
-        return 0
-    # The service's statement and parameters (as it runs them without rerank: the top 10
-    # whole in the same query), on one plain PostgreSQL (the unrouted session filter).
+    # The service's statements (as it runs them without rerank: the top 10 whole in the
+    # same query), on one plain PostgreSQL (the unrouted session filter).
     scope = SearchScope(tenant, sid)
-    statement = positional(repository.bm25_sql("session", WindowParams(), routed=False))
-    stats = repository.ScopeStats(int(n_docs), int(total))
-    params = repository.bm25_params(
-        scope,
-        list(lexemes),
-        stats,
-        BM25Params(),
-        50,
-        10,
-        dates=named_dates(q),
-        names=named_authors(q),
-    )
     async with conn.transaction():
-        await repository.hash_joins(conn)
-        rows = await conn.fetch(statement[0], *[params[n] for n in statement[1]])
+        lexemes, stats = await repository.prepare(conn, scope, " ".join(query_terms(q)))
+        if not lexemes:
+            return 0
+        rows = await repository.bm25_top(
+            conn,
+            scope,
+            lexemes,
+            stats,
+            BM25Params(),
+            50,
+            10,
+            windows=WindowParams(),
+            dates=named_dates(q),
+            names=named_authors(q),
+            routed=False,
+        )
     return len(rows)
 
 

@@ -38,6 +38,7 @@ SESSION_KINDS: tuple[str, ...] = (
     "snapshots",
     "memory_states",
     "search_stats",
+    "search_terms",
     "idempotency_records",
     "compression_jobs",
     "fact_extractions",

@@ -67,6 +67,10 @@ SESSION_DELETES: tuple[tuple[str, str], ...] = (
         "DELETE FROM search_stats WHERE tenant_id = :t AND session_id = :s RETURNING 1",
     ),
     (
+        "search_terms",
+        "DELETE FROM search_terms WHERE tenant_id = :t AND session_id = :s RETURNING 1",
+    ),
+    (
         "idempotency_records",
         "DELETE FROM idempotency_records WHERE tenant_id = :t AND session_id = :s RETURNING 1",
     ),

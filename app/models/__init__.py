@@ -14,6 +14,7 @@ from app.models.memory import MemoryState  # noqa: F401  (and the other memory t
 from app.models.memory_item import MemoryItem  # noqa: F401
 from app.models.message import Message
 from app.models.search_stats import SearchStats  # noqa: F401
+from app.models.search_terms import SearchTerm  # noqa: F401
 from app.models.session import Session
 from app.models.shared_memory_entry import SharedMemoryEntry, SharedMemoryRefHolder  # noqa: F401
 from app.models.tenant import Tenant
