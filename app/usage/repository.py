@@ -79,8 +79,8 @@ async def insert(conn: asyncpg.Connection, rows: Sequence[UsageRow]) -> None:
 
 
 class LedgerStore:
-    """`app.llm.usage.UsageStore` on connections from `connect` (the process's engine's,
-    `app.core.pg.engine_connection`: the API's and the worker's meter alike)."""
+    """`app.llm.usage.UsageStore` on connections from `connect` (the routes' pool of the
+    API, `AppState.db_connection`, and the worker's: the meter's of either process)."""
 
     def __init__(self, connect: Connect) -> None:
         self.connect = connect
