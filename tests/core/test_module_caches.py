@@ -64,6 +64,7 @@ ALLOWED: dict[str, str] = {
     "core/config.py:get_settings": "the environment's settings, read once",
     # a fact about the process's one database, learned from its first connection
     "core/pg.py:_on_citus": "whether the database is a Citus coordinator (app.core.citus)",
+    "search/repository.py:_PROBE": "the seeds' probe statement text per scope kind (no values)",
     "core/pg.py:_positional_cached": "composed statements' text numbered for asyncpg (no values)",
     # memos of code, not of data: the same for every tenant, bounded by the code
     "core/tokens.py:encoding": "the tokenizer, loaded once",

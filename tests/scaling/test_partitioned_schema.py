@@ -205,7 +205,11 @@ async def test_migration_keeps_every_row_and_the_context_both_ways(fresh_db, set
             await asyncio.to_thread(upgrade, url, partitions=partitions)
         else:
             await asyncio.to_thread(downgrade, url, revision)
-        assert await _counts(dsn) == counts, revision
+        now = await _counts(dsn)
+        # the search statistics are derived: an upgrade through 0024_search_terms folds
+        # them again from the messages (the next search), so they may be gone; all else stays
+        assert now.pop("search_stats") <= counts["search_stats"], revision
+        assert now == {t: n for t, n in counts.items() if t != "search_stats"}, revision
         if revision == "heads":
             assert await _keys(dsn) == keys
             async with service(url, settings) as (app, _):

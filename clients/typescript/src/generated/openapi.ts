@@ -2045,7 +2045,7 @@ export interface components {
         ErasurePublic: {
             /**
              * Counts
-             * @description Rows deleted per kind of data (so far, while running): `references`, `messages`, `shared_memory_entries`, `summaries`, `snapshots`, `memory_states`, `search_stats`, `idempotency_records`, `compression_jobs`, `fact_extractions`, `context_manifests`, `fact_versions`, `facts`, `llm_usage_anonymised`, `queued_jobs`, `sessions`. `queued_jobs` counts background jobs removed from the queue.
+             * @description Rows deleted per kind of data (so far, while running): `references`, `messages`, `shared_memory_entries`, `summaries`, `snapshots`, `memory_states`, `search_stats`, `search_terms`, `idempotency_records`, `compression_jobs`, `fact_extractions`, `context_manifests`, `fact_versions`, `facts`, `llm_usage_anonymised`, `queued_jobs`, `sessions`. `queued_jobs` counts background jobs removed from the queue.
              */
             counts: {
                 [key: string]: number;
