@@ -31,6 +31,7 @@ TENANT_TABLES: tuple[str, ...] = (
     "compression_jobs",
     "idempotency_records",
     "search_stats",
+    "search_terms",
     "shared_memory_entries",
     "shared_memory_ref_holders",
     "memory_items",

@@ -36,6 +36,8 @@ BEFORE = [
         # no LLM here: no calls, no budgets
         "llm_usage",
         "tenant_budgets",
+        # derived from messages by the searches, since 0024 (not in 0012)
+        "search_terms",
     )
 ]
 
