@@ -25,9 +25,8 @@ import asyncpg
 import httpx
 from fastapi import Response
 
-from app.auth.deps import CallerDep
+from app.auth.deps import CallerDep, DbDep
 from app.core.config import Settings
-from app.core.db import DbDep
 from app.launcher.migrate import upgrade
 from app.main import create_app
 from app.shared_memory.runtime import SharedMemoryRuntime

@@ -3,9 +3,11 @@
 import hmac
 import math
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
 
+import asyncpg
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -15,6 +17,7 @@ from app.auth.caller import Caller, check_agent_id, effective_agent
 from app.auth.keys import hash_key
 from app.auth.ratelimit import take_token
 from app.core.config import Settings
+from app.core.db import request_connection
 from app.core.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
 from app.core.query_params import reject_unknown_query
 from app.state import app_state
@@ -41,7 +44,11 @@ async def get_principal(request: Request, creds: Credentials) -> Principal:
 
 
 async def _principal(request: Request, secret: str | None) -> Principal:
-    """The key `secret` names (the bearer credentials; None or empty: none was sent)."""
+    """The key `secret` names (the bearer credentials; None or empty: none was sent); once
+    per request (`DbDep` authenticates first, the route's own dependency finds it then)."""
+    known: Principal | None = getattr(request.state, "loom_principal", None)
+    if known is not None:
+        return known
     if not secret:
         raise Unauthorized(
             "Send an API key as `Authorization: Bearer <key>`.",
@@ -77,6 +84,7 @@ async def _principal(request: Request, secret: str | None) -> Principal:
                 headers={"Retry-After": str(max(1, math.ceil(wait)))},
             )
     reject_unknown_query(request)  # every /v1 route authenticates here
+    request.state.loom_principal = principal
     return principal
 
 
@@ -174,3 +182,19 @@ async def get_caller(request: Request) -> Caller:
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+async def get_db(request: Request) -> AsyncIterator[asyncpg.Connection]:
+    """The route's connection (`app.core.db.request_connection`), taken once the caller is
+    authenticated: a route never holds a transaction while its key is looked up on the hot
+    paths' pool (behind PgBouncer in transaction mode both pools share its few server
+    connections, and six requests each holding a BEGIN and waiting for a second one took
+    all three)."""
+    await _principal(request, _bearer(request))
+    async with request_connection(request) as conn:
+        yield conn
+
+
+# scope="function": commit before the response is sent, so a client never reads before
+# its write is visible and a failed commit is reported as an error.
+DbDep = Annotated[asyncpg.Connection, Depends(get_db, scope="function")]

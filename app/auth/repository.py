@@ -1,6 +1,6 @@
 """Queries for tenants and API keys, all of them SQL on an asyncpg connection: the request's
 key lookup on the hot paths' pool (`app.core.pg`), the administration on the route's connection
-(`app.core.db.DbDep`, in its transaction). Rows
+(`app.auth.deps.DbDep`, in its transaction). Rows
 come back as `TenantRow` and `ApiKeyRow`, whose select lists come from the table models; no
 ORM instance is read or built.
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Body, Query, Request, Response
 
 from app.auth import examples, service
 from app.auth.cache import KeyCache
-from app.auth.deps import ActingAgentDep, NamedTenantDep, PrincipalDep
+from app.auth.deps import ActingAgentDep, DbDep, NamedTenantDep, PrincipalDep
 from app.auth.schemas import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -17,7 +17,7 @@ from app.auth.schemas import (
     TenantPublic,
     WhoAmI,
 )
-from app.core.db import DbDep, after_commit
+from app.core.db import after_commit
 from app.core.errors import ERROR_RESPONSES, Forbidden
 from app.core.pagination import (
     CursorQuery,

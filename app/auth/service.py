@@ -1,6 +1,6 @@
 """Tenants and API keys: who may create, list and revoke what.
 
-The functions take the asyncpg connection of the route (`app.core.db.DbDep`) or of the
+The functions take the asyncpg connection of the route (`app.auth.deps.DbDep`) or of the
 CLI, and run the repository's SQL in its transaction."""
 
 import uuid

@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import asyncpg
-from fastapi import Depends, Request
+from fastapi import Request
 
 from app.core.started import started_state
 
@@ -89,8 +89,10 @@ class _Databases(Protocol):
     def db_connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]: ...
 
 
-async def get_db(request: Request) -> AsyncIterator[asyncpg.Connection]:
-    """The request's connection (`transaction`; autocommit for `read_only` routes)."""
+@asynccontextmanager
+async def request_connection(request: Request) -> AsyncIterator[asyncpg.Connection]:
+    """A request's connection (`transaction`; autocommit for `read_only` routes): what
+    `app.auth.deps.DbDep` gives a route, once its caller is authenticated."""
     state: _Databases = started_state(request.app)
     if getattr(request.scope.get("endpoint"), "__loom_read_only__", False):
         async with state.db_connection() as conn:
@@ -100,8 +102,3 @@ async def get_db(request: Request) -> AsyncIterator[asyncpg.Connection]:
         return
     async with transaction(state.db_connection) as conn:
         yield conn
-
-
-# scope="function": commit before the response is sent, so a client never reads before
-# its write is visible and a failed commit is reported as an error.
-DbDep = Annotated[asyncpg.Connection, Depends(get_db, scope="function")]

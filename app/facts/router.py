@@ -7,8 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response
 
-from app.auth.deps import CallerDep
-from app.core.db import DbDep
+from app.auth.deps import CallerDep, DbDep
 from app.core.errors import ERROR_RESPONSES, ErrorEnvelope
 from app.core.times import AS_OF_DOC, AsOf
 from app.facts import edit

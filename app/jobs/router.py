@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from app.auth.deps import CallerDep
+from app.auth.deps import CallerDep, DbDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core.db import DbDep, read_only
+from app.core.db import read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
 from app.core.queue import queue_health

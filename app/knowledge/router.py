@@ -7,9 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 
-from app.auth.deps import CallerDep
+from app.auth.deps import CallerDep, DbDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.times import AS_OF_DOC, AsOf
 from app.knowledge import examples, learned_service, packages, service

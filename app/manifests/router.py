@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 import asyncpg
 from fastapi import APIRouter, Query, Request
 
+from app.auth.deps import DbDep
 from app.context.schemas import ManifestPublic
-from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES, NotFound
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, invalid_cursor, page
 from app.manifests import diff as manifest_diff

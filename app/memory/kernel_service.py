@@ -3,7 +3,7 @@
 Every change reads the state through the aggregate's locked load (`load(lock=True)`, no
 L1 messages: the Kernel needs none) and stores the new Kernel in one statement
 (`repository.set_kernel`), on the connection of the caller's transaction (a route's,
-`app.core.db.DbDep`; the append's)."""
+`app.auth.deps.DbDep`; the append's)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Read models of a session's memory (for GET /memory and GET /sessions/{id}).
 
-They take the route's asyncpg connection (`app.core.db.DbDep`); `memory_public` is given the
+They take the route's asyncpg connection (`app.auth.deps.DbDep`); `memory_public` is given the
 compression job's status, which the route reads through `app.jobs.service`."""
 
 import asyncpg

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 
-from app.core.db import DbDep
+from app.auth.deps import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
     CursorQuery,

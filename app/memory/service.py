@@ -1,6 +1,6 @@
 """Segmented memory: the operations other domains call (compress, promote, usage).
 
-Each runs on an asyncpg connection in the caller's transaction: a route's (`app.core.db.DbDep`) or
+Each runs on an asyncpg connection in the caller's transaction: a route's (`app.auth.deps.DbDep`) or
 the compression job's (`app.core.db.transaction`), which commits it.
 
 Concurrency: every writer takes the session's ``memory_states`` row lock and bumps

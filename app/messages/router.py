@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Body, Header, Query, Request, Response
 
-from app.auth.deps import CallerDep
-from app.core.db import DbDep, read_only
+from app.auth.deps import CallerDep, DbDep
+from app.core.db import read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.limits import BODY_BYTES_SCOPE_KEY
 from app.core.pagination import (

@@ -1,5 +1,5 @@
 """Agent profile SQL (tenant-filtered), on an asyncpg connection (a route's:
-`app.core.db.DbDep`). Rows come back as
+`app.auth.deps.DbDep`). Rows come back as
 `ProfileRow`, whose select list comes from the table model."""
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query
 
-from app.auth.deps import CallerDep
+from app.auth.deps import CallerDep, DbDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core.db import DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.profiles import examples, service
 from app.profiles.schemas import ProfilePublic, ProfileUpdate

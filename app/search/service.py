@@ -190,7 +190,7 @@ async def search(
     ranking: str = "conversation",
 ) -> SearchOutcome:
     """Rank the scope's messages for `query`; best `limit` first. `conn`: a connection of
-    the hot paths' pool, or a route's (`app.core.db.DbDep`); the ranking statements run in
+    the hot paths' pool, or a route's (`app.auth.deps.DbDep`); the ranking statements run in
     a transaction of their own (a savepoint in the latter), the rerank outside it. `after`
     (inclusive) and `before` (exclusive) bound the results' `created_at`; a session search
     may leave out `exclude_seqs` and the seqs from `exclude_from` on (what a context shows already).

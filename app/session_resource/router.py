@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request
 
-from app.auth.deps import CallerDep
+from app.auth.deps import CallerDep, DbDep
 from app.auth.schemas import AGENT_ID_PATTERN
 from app.core import tracing
-from app.core.db import DbDep, after_commit, read_only
+from app.core.db import after_commit, read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import (
     CursorQuery,

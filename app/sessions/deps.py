@@ -5,8 +5,7 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from app.auth.deps import CallerDep
-from app.core.db import DbDep
+from app.auth.deps import CallerDep, DbDep
 from app.models.session import SessionRow
 from app.sessions import repository
 from app.sessions.access import visible_session

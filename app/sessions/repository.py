@@ -1,7 +1,7 @@
 """Session SQL. Every statement names the tenant, and leaves out sessions under erasure
 (their tombstone, `erasure_id`, makes them read as deleted: app.erasure).
 
-Every function runs SQL on an asyncpg connection: a route's (`app.core.db.DbDep`) or a job's
+Every function runs SQL on an asyncpg connection: a route's (`app.auth.deps.DbDep`) or a job's
 (`app.core.db.transaction`), inside its transaction. Rows come
 back as `SessionRow`, whose select list comes from the table model
 (`SESSION_ROW_COLUMNS`); no ORM instance is read or built.

@@ -3,7 +3,7 @@
 "Live" = not expired, or still referenced by a message (a holder row): an expired entry is
 never returned, even before the cleanup job has deleted it.
 
-Every function runs SQL on an asyncpg connection: a route's (`app.core.db.DbDep`, inside its
+Every function runs SQL on an asyncpg connection: a route's (`app.auth.deps.DbDep`, inside its
 transaction), the message append's its own (`app.shared_memory.offload`). Entries come back
 as `EntryRow`, whose select list comes from the table model (`ENTRY_ROW_COLUMNS`), with
 their stored bytes beside it when a read asks for them; no ORM instance is read or built.

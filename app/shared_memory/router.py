@@ -17,9 +17,9 @@ from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
-from app.auth.deps import CallerDep
+from app.auth.deps import CallerDep, DbDep
 from app.core import jsonlimits
-from app.core.db import DbDep, after_commit
+from app.core.db import after_commit
 from app.core.errors import ERROR_RESPONSES, BadRequest, ErrorEnvelope, Unprocessable
 from app.core.pagination import CursorQuery
 from app.shared_memory import etag, examples, responses, service

@@ -4,8 +4,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 
-from app.auth.deps import CallerDep
-from app.core.db import DbDep
+from app.auth.deps import CallerDep, DbDep
 from app.core.errors import ERROR_RESPONSES
 from app.memory.layers import openai_tools
 from app.sessions.deps import SessionDep

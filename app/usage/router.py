@@ -10,8 +10,8 @@ import asyncpg
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.openapi.models import Example
 
-from app.auth.deps import CallerDep, PrincipalDep
-from app.core.db import DbDep, read_only
+from app.auth.deps import CallerDep, DbDep, PrincipalDep
+from app.core.db import read_only
 from app.core.errors import ERROR_RESPONSES, BadRequest, Forbidden, NotFound
 from app.llm.usage import meter_of
 from app.state import app_state

@@ -1,6 +1,6 @@
 """User SQL: a user is the set of (live) sessions with one `user_id`, plus their tier of
 facts. Every statement names its tenant; each runs on an asyncpg connection (a route's:
-`app.core.db.DbDep`) and reads plain rows (`UserRow`)."""
+`app.auth.deps.DbDep`) and reads plain rows (`UserRow`)."""
 
 from __future__ import annotations
 

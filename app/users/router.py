@@ -5,9 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from app.auth.caller import Caller
-from app.auth.deps import CallerDep
+from app.auth.deps import CallerDep, DbDep
 from app.auth.schemas import AGENT_ID_PATTERN
-from app.core.db import DbDep, read_only
+from app.core.db import read_only
 from app.core.errors import ERROR_RESPONSES
 from app.core.pagination import CursorQuery, decode_cursor, fetch_limit, page
 from app.users import access, repository

@@ -1,5 +1,5 @@
 """One way to the database (issue 44): every domain runs SQL text on an asyncpg connection
-(`app.core.db.DbDep` for a route, `app.core.db.transaction` or a pool's connection
+(`app.auth.deps.DbDep` for a route, `app.core.db.transaction` or a pool's connection
 elsewhere) and reads typed rows. SQLAlchemy and SQLModel describe the schema only: the
 table models (app/models) and what reads them or runs DDL at migration time."""
 
@@ -69,6 +69,6 @@ def test_a_route_gets_an_asyncpg_connection() -> None:
 
     import asyncpg
 
-    from app.core.db import DbDep
+    from app.auth.deps import DbDep
 
     assert typing.get_args(DbDep)[0] is asyncpg.Connection
