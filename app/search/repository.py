@@ -289,7 +289,7 @@ near AS MATERIALIZED (
     ) nb
     GROUP BY s.session_id, nb.seq
 ),
--- the query's lexemes with their IDF over the scope (n(t) from search_terms: `prepare`)
+-- the query's lexemes with their IDF over the scope (n(t) from stored counts: `prepare`)
 lex AS (
     SELECT l.lexeme, l.idf
     FROM unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) l(lexeme, idf)
