@@ -275,22 +275,8 @@ async def attribute_facts(
 
 # what a write of a fact stores: every column but its identity, scope, kind, source,
 # payload (no path changes a fact's) and creation
-_CHANGING = (
-    "tags",
-    "importance",
-    "text",
-    "token_cost",
-    "updated_at",
-    "valid_from",
-    "invalid_at",
-    "superseded_by",
-    "source_session_id",
-    "source_seqs",
-    "version",
-    "fact_key",
-    "stated_at",
-    "sources",
-)
+_FIXED = ("id", "tenant_id", "scope_kind", "scope_id", "kind", "source", "payload", "created_at")
+_CHANGING = tuple(c for c in MEMORY_ITEM_ROW_COLUMNS if c not in _FIXED)
 _JSON = frozenset({"payload", "sources"})
 _INSERT = (
     f"INSERT INTO memory_items ({', '.join(MEMORY_ITEM_ROW_COLUMNS)}) VALUES "

@@ -15,6 +15,7 @@ import asyncpg
 
 from app.knowledge import versions
 from app.knowledge.timeline import version_at
+from app.models.memory_item import MEMORY_ITEM_ROW_COLUMNS
 
 # the fields a version holds; the rest (id, scope, kind, payload, created...) is the item's
 _FROM_VERSION = (
@@ -29,30 +30,7 @@ _FROM_VERSION = (
     "sources",
     "version",
 )
-_ITEM_FIELDS = (
-    "id",
-    "tenant_id",
-    "scope_kind",
-    "scope_id",
-    "kind",
-    "source",
-    "tags",
-    "importance",
-    "text",
-    "payload",
-    "token_cost",
-    "created_at",
-    "updated_at",
-    "valid_from",
-    "invalid_at",
-    "superseded_by",
-    "source_session_id",
-    "source_seqs",
-    "version",
-    "fact_key",
-    "stated_at",
-    "sources",
-)
+_ITEM_FIELDS = MEMORY_ITEM_ROW_COLUMNS  # every column of the item
 
 
 def as_read_then(item: Any, version: Any | None) -> Any:
